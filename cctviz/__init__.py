@@ -1,0 +1,29 @@
+"""cctviz: calling-context trees of (distributed) profiles, in Jupyter.
+
+>>> import cctviz
+>>> t = cctviz.Tree.from_parents([-1, 0], ["main", "solve"], {"time": [1.0, 2.0]})
+>>> t.query('MATCH (".", a) WHERE a."name" = "solve"').names.tolist()
+['solve']
+"""
+
+from .errors import CCTVizError, ProfileError, QueryError, UnknownFormatError
+from .model import Ensemble, NodeSet, Tree
+from .ops.diff import diff
+from .readers import read, read_ensemble
+from .writers import write
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tree",
+    "Ensemble",
+    "NodeSet",
+    "read",
+    "read_ensemble",
+    "write",
+    "diff",
+    "ProfileError",
+    "QueryError",
+    "UnknownFormatError",
+    "CCTVizError",
+]

@@ -1,0 +1,74 @@
+"""Command line: ``cctviz tree FILE``, ``cctviz info FILE``, ``cctviz demo``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from .errors import CCTVizError
+
+
+def _cmd_tree(a: argparse.Namespace) -> int:
+    from .readers import read
+
+    obj = read(a.file, format=a.format)
+    print(obj.render(a.metric, depth=a.depth, max_nodes=a.max_nodes, precision=a.precision))
+    return 0
+
+
+def _cmd_info(a: argparse.Namespace) -> int:
+    from .ops.text import describe
+    from .readers import read
+
+    obj = read(a.file, format=a.format)
+    info = describe(obj)
+    if a.json:
+        print(json.dumps(info, default=str, indent=2))
+    else:
+        width = max(len(k) for k in info)
+        for k, v in info.items():
+            print(f"{k:<{width}}  {v}")
+    return 0
+
+
+def _cmd_demo(a: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(a.out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="cctviz", description="Calling-context trees of profiles.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tree", help="print the calling-context tree of a profile")
+    t.add_argument("file")
+    t.add_argument("--metric", "-m", default=None, help="metric column (default: first inclusive)")
+    t.add_argument("--depth", "-d", type=int, default=None, help="show nodes with depth < DEPTH")
+    t.add_argument("--max-nodes", type=int, default=500)
+    t.add_argument("--precision", type=int, default=3)
+    t.add_argument("--format", default=None, help="skip format detection")
+    t.set_defaults(fn=_cmd_tree)
+    i = sub.add_parser("info", help="format, nodes, metrics and profiles of a file")
+    i.add_argument("file")
+    i.add_argument("--format", default=None)
+    i.add_argument("--json", action="store_true", help="print JSON")
+    i.set_defaults(fn=_cmd_info)
+    d = sub.add_parser("demo", help="run the bundled demo and write its outputs")
+    d.add_argument("--out", default="out", help="output folder (default: out)")
+    d.set_defaults(fn=_cmd_demo)
+    a = p.parse_args(argv)
+    try:
+        return a.fn(a)
+    except CCTVizError as e:
+        print(f"cctviz: {e}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"cctviz: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

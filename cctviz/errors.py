@@ -1,0 +1,46 @@
+"""Exceptions raised by cctviz.
+
+Every problem with an input file is a :class:`ProfileError` that names the
+file, the place in it and what was expected, so a user can fix the input
+without reading a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class CCTVizError(Exception):
+    """Base class of every error cctviz raises on purpose."""
+
+
+class ProfileError(CCTVizError, ValueError):
+    """A profile file (or in-memory profile) could not be read.
+
+    Args:
+        path: file the problem is in (``None`` for in-memory input).
+        problem: what is wrong, and what was expected instead.
+        where: place in the file: a JSON path (``nodes[12].parent``), a line
+            and column, a table and row.
+
+    Example:
+        >>> e = ProfileError("p.json", "expected a list", where="nodes")
+        >>> str(e)
+        'p.json: at nodes: expected a list'
+    """
+
+    def __init__(self, path: str | os.PathLike | None, problem: str, where: str | None = None):
+        self.path = None if path is None else os.fspath(path)
+        self.problem = problem
+        self.where = where
+        head = self.path if self.path is not None else "<in-memory profile>"
+        loc = f" at {where}:" if where else ""
+        super().__init__(f"{head}:{loc} {problem}")
+
+
+class UnknownFormatError(ProfileError):
+    """No reader recognised the file."""
+
+
+class QueryError(CCTVizError, ValueError):
+    """A call-path query is malformed; the message points at the offending part."""

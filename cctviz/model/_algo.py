@@ -1,0 +1,177 @@
+"""Vectorised algorithms on parent arrays and pre-order trees.
+
+Everything here works on plain numpy arrays so the model, the operations and
+the readers share one implementation. No Python recursion and no per-node
+Python loops: the loops below run once per tree *level*.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "children_csr",
+    "level_order",
+    "preorder_permutation",
+    "subtree_sizes",
+    "accumulate_up",
+    "TrieBuilder",
+]
+
+
+def children_csr(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Children of every node as CSR arrays.
+
+    Returns ``(order, start)``: the children of node ``p`` are
+    ``order[start[p]:start[p + 1]]`` in their original order, and the roots are
+    ``order[:n_roots]`` (they sort first because their parent is -1).
+    ``start`` has ``n + 2`` entries: ``start[0]`` is the root block, node ``p``'s
+    block is ``start[p + 1]:start[p + 2]``.
+    """
+    n = parent.shape[0]
+    order = np.argsort(parent, kind="stable")
+    counts = np.bincount(parent + 1, minlength=n + 1)
+    start = np.zeros(n + 2, dtype=np.int64)
+    np.cumsum(counts, out=start[1:])
+    return order, start
+
+
+def _expand(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenate ranges ``[starts[k], starts[k] + counts[k])`` without a loop."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    offs = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    return offs + np.arange(total, dtype=np.int64)
+
+
+def level_order(parent: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Depth of every node and the nodes of each level, top-down.
+
+    Raises ``ValueError`` when ``parent`` is not a forest (out-of-range parent,
+    or a cycle that leaves nodes unreachable from any root).
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    n = parent.shape[0]
+    if n and (parent.min() < -1 or parent.max() >= n):
+        bad = int(np.flatnonzero((parent < -1) | (parent >= n))[0])
+        raise ValueError(f"node {bad} has parent {int(parent[bad])}, outside [-1, {n})")
+    order, start = children_csr(parent)
+    depth = np.full(n, -1, dtype=np.int64)
+    frontier = order[start[0] : start[1]]
+    levels: list[np.ndarray] = []
+    d = 0
+    seen = 0
+    while frontier.size:
+        depth[frontier] = d
+        levels.append(frontier)
+        seen += frontier.size
+        if seen > n:  # pragma: no cover - impossible for valid CSR
+            break
+        cs = start[frontier + 1]
+        frontier = order[_expand(cs, start[frontier + 2] - cs)]
+        d += 1
+    if seen != n:
+        bad = int(np.flatnonzero(depth < 0)[0])
+        raise ValueError(f"node {bad} is not reachable from a root (cycle in parents)")
+    return depth, levels
+
+
+def subtree_sizes(parent: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
+    """Number of nodes in each node's subtree (itself included)."""
+    size = np.ones(parent.shape[0], dtype=np.int64)
+    for lv in reversed(levels[1:]):
+        np.add.at(size, parent[lv], size[lv])
+    return size
+
+
+def accumulate_up(values: np.ndarray, parent: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
+    """Inclusive sums: every row plus the sum of its descendants' rows.
+
+    ``values`` is 1-D or 2-D (rows = nodes). ``parent`` may index rows of any
+    table whose rows form a forest (a tree, or a long table of (node, profile)
+    rows whose parent is the parent node's row in the same profile).
+    """
+    out = np.array(
+        values, dtype=np.float64 if values.dtype.kind != "f" else values.dtype, copy=True
+    )
+    for lv in reversed(levels[1:]):
+        np.add.at(out, parent[lv], out[lv])
+    return out
+
+
+def preorder_permutation(parent: np.ndarray, sibling_key: np.ndarray | None = None) -> np.ndarray:
+    """Permutation ``perm`` so that ``perm[k]`` is the old id of pre-order node ``k``.
+
+    Siblings (and roots) keep the order of ``sibling_key`` (default: their
+    current index), ties broken by index.
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    n = parent.shape[0]
+    depth, levels = level_order(parent)
+    size = subtree_sizes(parent, levels)
+    key = np.arange(n) if sibling_key is None else np.asarray(sibling_key)
+    srt = np.lexsort((np.arange(n), key, parent))  # grouped by parent, then key
+    sz = size[srt]
+    csum = np.cumsum(sz) - sz  # exclusive cumsum over the whole sorted array
+    grp = parent[srt]
+    first = np.ones(n, dtype=bool)
+    first[1:] = grp[1:] != grp[:-1]
+    group_base = np.maximum.accumulate(np.where(first, csum, 0))
+    offset = np.empty(n, dtype=np.int64)
+    offset[srt] = csum - group_base
+    pos = np.empty(n, dtype=np.int64)
+    if levels:
+        pos[levels[0]] = offset[levels[0]]
+    for lv in levels[1:]:
+        pos[lv] = pos[parent[lv]] + 1 + offset[lv]
+    perm = np.empty(n, dtype=np.int64)
+    perm[pos] = np.arange(n)
+    return perm
+
+
+class TrieBuilder:
+    """Builds a prefix tree level by level from ``(previous node, code)`` keys.
+
+    Used to unify call paths of many trees and to invert trees: a path is
+    identified by the sequence of codes from the root, never by node ids.
+
+    >>> tb = TrieBuilder()
+    >>> tb.add_level(np.array([-1, -1]), np.array([3, 3])).tolist()
+    [0, 0]
+    >>> tb.add_level(np.array([0, 0]), np.array([1, 2])).tolist()
+    [1, 2]
+    >>> tb.parent.tolist(), tb.code.tolist()
+    ([-1, 0, 0], [3, 1, 2])
+    """
+
+    def __init__(self) -> None:
+        self._parents: list[np.ndarray] = []
+        self._codes: list[np.ndarray] = []
+        self.size = 0
+
+    def add_level(self, prev: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        prev = np.asarray(prev, dtype=np.int64)
+        codes = np.asarray(codes, dtype=np.int64)
+        if prev.size == 0:
+            return np.empty(0, dtype=np.int64)
+        span = int(codes.max()) + 1
+        key = (prev + 1) * span + codes
+        uniq, first_idx, inv = np.unique(key, return_index=True, return_inverse=True)
+        # number new nodes in order of first appearance, so sibling order is stable
+        rank = np.empty(uniq.size, dtype=np.int64)
+        rank[np.argsort(first_idx, kind="stable")] = np.arange(uniq.size)
+        ids = self.size + rank[inv.reshape(-1)]
+        appear = np.sort(first_idx)
+        self._parents.append(prev[appear])
+        self._codes.append(codes[appear])
+        self.size += uniq.size
+        return ids
+
+    @property
+    def parent(self) -> np.ndarray:
+        return np.concatenate(self._parents) if self._parents else np.empty(0, np.int64)
+
+    @property
+    def code(self) -> np.ndarray:
+        return np.concatenate(self._codes) if self._codes else np.empty(0, np.int64)

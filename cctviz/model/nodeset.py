@@ -1,0 +1,131 @@
+"""A set of nodes of one tree: a query result or a selection in a view."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tree import Tree
+
+
+class NodeSet:
+    """Sorted, unique node ids plus the tree they belong to.
+
+    Example:
+        >>> import cctviz
+        >>> t = cctviz.Tree.from_parents([-1, 0, 0], ["main", "a", "b"], {"time": [1, 2, 3]})
+        >>> s = t.select([2, 1])
+        >>> s.ids.tolist(), list(s.names)
+        ([1, 2], ['a', 'b'])
+        >>> t.query(s.to_query()) == s
+        True
+    """
+
+    __slots__ = ("tree", "ids")
+
+    def __init__(self, tree: Tree, ids: Iterable[int] | np.ndarray = ()) -> None:
+        arr = np.unique(
+            np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=np.int64)
+        )
+        if arr.size and (arr[0] < 0 or arr[-1] >= len(tree)):
+            raise IndexError(f"node ids must be in [0, {len(tree)}); got {arr[0]}..{arr[-1]}")
+        self.tree = tree
+        self.ids = arr
+
+    @classmethod
+    def from_mask(cls, tree: Tree, mask: np.ndarray) -> NodeSet:
+        return cls(tree, np.flatnonzero(np.asarray(mask, dtype=bool)))
+
+    # -------------------------------------------------------------- python
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ids.tolist())
+
+    def __contains__(self, node: object) -> bool:
+        i = np.searchsorted(self.ids, node)
+        return bool(i < self.ids.size and self.ids[i] == node)
+
+    def __bool__(self) -> bool:
+        return bool(self.ids.size)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NodeSet):
+            return self.tree is other.tree and np.array_equal(self.ids, other.ids)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(map(str, self.names[:5]))
+        more = ", ..." if len(self) > 5 else ""
+        return f"<cctviz.NodeSet: {len(self)} of {len(self.tree)} nodes [{shown}{more}]>"
+
+    # -------------------------------------------------------------- set ops
+    def _other(self, other: NodeSet | Iterable[int]) -> np.ndarray:
+        if isinstance(other, NodeSet):
+            if other.tree is not self.tree:
+                raise ValueError("node sets belong to different trees; query the same tree")
+            return other.ids
+        return NodeSet(self.tree, other).ids
+
+    def __or__(self, other: NodeSet | Iterable[int]) -> NodeSet:
+        return NodeSet(self.tree, np.union1d(self.ids, self._other(other)))
+
+    def __and__(self, other: NodeSet | Iterable[int]) -> NodeSet:
+        return NodeSet(self.tree, np.intersect1d(self.ids, self._other(other)))
+
+    def __sub__(self, other: NodeSet | Iterable[int]) -> NodeSet:
+        return NodeSet(self.tree, np.setdiff1d(self.ids, self._other(other)))
+
+    def __xor__(self, other: NodeSet | Iterable[int]) -> NodeSet:
+        return NodeSet(self.tree, np.setxor1d(self.ids, self._other(other)))
+
+    def __invert__(self) -> NodeSet:
+        return NodeSet(self.tree, np.setdiff1d(np.arange(len(self.tree)), self.ids))
+
+    union, intersection, difference, symmetric_difference = __or__, __and__, __sub__, __xor__
+
+    # -------------------------------------------------------------- views
+    @property
+    def names(self) -> np.ndarray:
+        return self.tree.names[self.ids]
+
+    @property
+    def mask(self) -> np.ndarray:
+        m = np.zeros(len(self.tree), dtype=bool)
+        m[self.ids] = True
+        return m
+
+    def paths(self) -> list[tuple[str, ...]]:
+        """Call path (names from the root) of each node."""
+        return [self.tree.path(i) for i in self.ids]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Rows of the selected nodes: attributes, metrics and call path."""
+        df = self.tree.frame.iloc[self.ids].copy()
+        df["callpath"] = self.tree.callpaths.iloc[self.ids].to_numpy()
+        return df
+
+    def to_query(self) -> str:
+        """A string-dialect query that gives this set back with ``tree.query``.
+
+        Nodes are named by their call path (the ``callpath`` attribute), so the
+        query also finds the same contexts in another profile of the program.
+        """
+        if not len(self):
+            return 'MATCH (".", a) WHERE a."callpath" = "" AND NOT a."callpath" = ""'
+        conds = " OR ".join(
+            f'a."callpath" = {quote(p)}' for p in self.tree.callpaths.iloc[self.ids]
+        )
+        return f'MATCH (".", a) WHERE {conds}'
+
+
+def quote(s: str) -> str:
+    """Quote a string literal for the string dialect."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'

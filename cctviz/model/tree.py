@@ -1,0 +1,529 @@
+"""The calling-context tree.
+
+A :class:`Tree` stores its nodes in dense integer ids in **pre-order**, so the
+subtree of node ``i`` is the contiguous id range ``[i, end[i])``. Node
+attributes live in ``tree.nodes`` and metrics in ``tree.metrics``, both pandas
+DataFrames indexed by node id. Exclusive metrics are stored; inclusive ones
+(Hatchet naming: ``"time (inc)"``) are derived from them by a vectorised
+sweep over the levels of the tree.
+
+Trees are immutable values: operations return new trees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ._algo import accumulate_up, level_order, preorder_permutation
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .nodeset import NodeSet
+
+INC = " (inc)"
+STRUCT_COLUMNS = ("name", "parent", "depth", "kind")
+
+
+def inc_name(metric: str) -> str:
+    """``"time"`` -> ``"time (inc)"``."""
+    return metric + INC
+
+
+def base_metric(column: str) -> tuple[str, bool]:
+    """``"time (inc)"`` -> ``("time", True)``; ``"time"`` -> ``("time", False)``."""
+    if column.endswith(INC):
+        return column[: -len(INC)], True
+    return column, False
+
+
+class Tree:
+    """A calling-context tree with per-node metrics.
+
+    Build one with :meth:`from_parents`, :meth:`from_dict` or a reader
+    (:func:`cctviz.read`).
+
+    Example:
+        >>> import cctviz
+        >>> t = cctviz.Tree.from_dict({"name": "main", "metrics": {"time": 1.0},
+        ...     "children": [{"name": "solve", "metrics": {"time": 4.0}},
+        ...                  {"name": "io", "metrics": {"time": 2.0}}]})
+        >>> t.metrics["time (inc)"].tolist()
+        [7.0, 4.0, 2.0]
+        >>> sorted(t.query([{"name": "s.*"}]).names)
+        ['solve']
+    """
+
+    __slots__ = ("_nodes", "_exc", "_meta", "_cache")
+
+    def __init__(
+        self,
+        nodes: pd.DataFrame,
+        metrics: pd.DataFrame | None = None,
+        meta: Mapping[str, Any] | None = None,
+        *,
+        _trusted: bool = False,
+    ) -> None:
+        """Wrap pre-ordered node and exclusive-metric tables.
+
+        Most users want :meth:`from_parents` (any order) instead; this
+        constructor checks that ``nodes`` is in pre-order and raises
+        ``ValueError`` otherwise.
+        """
+        n = len(nodes)
+        nodes = nodes.reset_index(drop=True) if not _trusted else nodes
+        nodes.index = pd.RangeIndex(n, name="node")
+        if "name" not in nodes or "parent" not in nodes:
+            raise ValueError("nodes need 'name' and 'parent' columns")
+        if "kind" not in nodes:
+            nodes["kind"] = "function"
+        parent = nodes["parent"].to_numpy(dtype=np.int64)
+        self._cache: dict[str, Any] = {}
+        depth, levels = level_order(parent)
+        if not _trusted:
+            if n and not np.array_equal(preorder_permutation(parent), np.arange(n)):
+                raise ValueError("nodes are not in pre-order; use Tree.from_parents")
+        nodes["parent"] = parent
+        nodes["depth"] = depth
+        cols = list(STRUCT_COLUMNS) + [c for c in nodes.columns if c not in STRUCT_COLUMNS]
+        self._nodes = nodes[cols]
+        self._cache["levels"] = levels
+        if metrics is None:
+            metrics = pd.DataFrame(index=nodes.index)
+        else:
+            metrics = metrics.reset_index(drop=True)
+            if len(metrics) != n:
+                raise ValueError(f"metrics have {len(metrics)} rows for {n} nodes")
+            metrics.index = nodes.index
+            bad = [c for c in metrics.columns if c.endswith(INC)]
+            if bad:
+                raise ValueError(f"store exclusive metrics only; got inclusive columns {bad}")
+            for c in metrics.columns:
+                if not pd.api.types.is_numeric_dtype(metrics[c]):
+                    raise ValueError(f"metric {c!r} is not numeric")
+        self._exc = metrics
+        self._meta = dict(meta or {})
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_parents(
+        cls,
+        parent: Sequence[int] | np.ndarray,
+        name: Sequence[str] | np.ndarray,
+        metrics: Mapping[str, Any] | pd.DataFrame | None = None,
+        *,
+        kind: Sequence[str] | str | None = None,
+        columns: Mapping[str, Any] | pd.DataFrame | None = None,
+        meta: Mapping[str, Any] | None = None,
+        inclusive: Mapping[str, Any] | pd.DataFrame | None = None,
+        sibling_key: Sequence | np.ndarray | None = None,
+    ) -> Tree:
+        """Build a tree from a parent array in any order.
+
+        Args:
+            parent: parent index of each node, ``-1`` for roots.
+            name: node names.
+            metrics: exclusive metrics, one column per metric.
+            kind: node kinds (``"function"``, ``"module"``, ``"comm"``, ...).
+            columns: extra node attributes (``file``, ``line``, ``module``...).
+            meta: tree metadata; ``meta["units"]`` maps metric -> unit.
+            inclusive: metrics known only as inclusive values (keys without
+                the ``" (inc)"`` suffix); exclusive values are derived.
+            sibling_key: order of siblings in the result (default: input order).
+
+        Example:
+            >>> t = Tree.from_parents([-1, 0, 0], ["main", "a", "b"], {"time": [1, 2, 3]})
+            >>> t.metrics["time (inc)"].tolist()
+            [6.0, 2.0, 3.0]
+        """
+        parent = np.asarray(parent, dtype=np.int64)
+        n = parent.shape[0]
+        names = np.asarray(name, dtype=object)
+        if names.shape[0] != n:
+            raise ValueError(f"{names.shape[0]} names for {n} parents")
+        perm = preorder_permutation(
+            parent, None if sibling_key is None else np.asarray(sibling_key)
+        )
+        inv = np.empty(n, dtype=np.int64)
+        inv[perm] = np.arange(n)
+        new_parent = np.where(parent[perm] >= 0, inv[np.maximum(parent[perm], 0)], -1)
+        nodes = pd.DataFrame({"name": names[perm], "parent": new_parent})
+        if kind is None:
+            nodes["kind"] = "function"
+        elif isinstance(kind, str):
+            nodes["kind"] = kind
+        else:
+            nodes["kind"] = np.asarray(kind, dtype=object)[perm]
+        if columns is not None:
+            cdf = pd.DataFrame(columns) if not isinstance(columns, pd.DataFrame) else columns
+            for c in cdf.columns:
+                nodes[c] = cdf[c].to_numpy()[perm]
+        exc = _as_frame(metrics, n).iloc[perm].reset_index(drop=True)
+        tree = cls(nodes, exc, meta, _trusted=True)
+        if inclusive is not None:
+            incf = _as_frame(inclusive, n).iloc[perm].reset_index(drop=True)
+            for c in incf.columns:
+                tree = tree._with_exclusive(c, tree.exclusive_from_inclusive(incf[c].to_numpy()))
+        return tree
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping | Sequence[Mapping], meta: Mapping[str, Any] | None = None
+    ) -> Tree:
+        """Build a tree from nested dicts (one dict or a list of roots).
+
+        Each dict has ``name`` (or Hatchet's ``frame: {"name": ..., "type": ...}``),
+        optional ``metrics`` (exclusive values; keys ending in ``" (inc)"`` are
+        ignored since inclusive values are derived), optional ``children`` and
+        any other scalar keys as node attributes.
+
+        >>> Tree.from_dict([{"name": "a", "children": [{"name": "b"}]}]).nodes["name"].tolist()
+        ['a', 'b']
+        """
+        roots = [data] if isinstance(data, Mapping) else list(data)
+        parents: list[int] = []
+        names: list[str] = []
+        kinds: list[str] = []
+        metric_rows: list[Mapping] = []
+        inc_rows: list[Mapping] = []
+        attrs: list[Mapping] = []
+        stack: list[tuple[Mapping, int]] = [(r, -1) for r in reversed(roots)]
+        while stack:
+            d, par = stack.pop()
+            if not isinstance(d, Mapping):
+                raise ProfileError(
+                    None, f"expected a dict for node, got {type(d).__name__}", f"node {len(names)}"
+                )
+            frame = d.get("frame") if isinstance(d.get("frame"), Mapping) else {}
+            nm = d.get("name", frame.get("name"))
+            if nm is None:
+                raise ProfileError(None, "node has no 'name'", f"node {len(names)}")
+            me = len(names)
+            parents.append(par)
+            names.append(str(nm))
+            kinds.append(str(d.get("kind", frame.get("type", "function"))))
+            m = d.get("metrics") or {}
+            metric_rows.append({k: v for k, v in m.items() if not k.endswith(INC)})
+            inc_rows.append({k[: -len(INC)]: v for k, v in m.items() if k.endswith(INC)})
+            extra = {k: v for k, v in frame.items() if k not in ("name", "type")}
+            extra.update(
+                {
+                    k: v
+                    for k, v in d.items()
+                    if k not in ("name", "kind", "frame", "metrics", "children")
+                }
+            )
+            attrs.append(extra)
+            for ch in reversed(list(d.get("children") or [])):
+                stack.append((ch, me))
+        exc = pd.DataFrame.from_records(metric_rows)
+        incd = pd.DataFrame.from_records(inc_rows)
+        only_inc = [c for c in incd.columns if c not in exc.columns]
+        cols = pd.DataFrame.from_records(attrs) if any(attrs) else None
+        return cls.from_parents(
+            parents,
+            names,
+            exc.fillna(0) if len(exc.columns) else None,
+            kind=kinds,
+            columns=cols,
+            meta=meta,
+            inclusive=incd[only_inc].fillna(0) if only_inc else None,
+        )
+
+    # ------------------------------------------------------------ accessors
+    @property
+    def nodes(self) -> pd.DataFrame:
+        """Node attributes indexed by node id (treat as read-only)."""
+        return self._nodes
+
+    @property
+    def exc_metrics(self) -> list[str]:
+        """Names of the exclusive metrics."""
+        return list(self._exc.columns)
+
+    @property
+    def inc_metrics(self) -> list[str]:
+        """Names of the inclusive metrics (``"X (inc)"``)."""
+        return [inc_name(c) for c in self._exc.columns]
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """Exclusive and inclusive metrics indexed by node id (read-only)."""
+        if "metrics" not in self._cache:
+            inc = self.inclusive_values()
+            df = self._exc.copy()
+            for j, c in enumerate(self._exc.columns):
+                df[inc_name(c)] = inc[:, j]
+            order = [x for c in self._exc.columns for x in (c, inc_name(c))]
+            self._cache["metrics"] = df[order]
+        return self._cache["metrics"]
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """Nodes and metrics side by side: the table queries run on."""
+        if "frame" not in self._cache:
+            self._cache["frame"] = pd.concat([self._nodes, self.metrics], axis=1)
+        return self._cache["frame"]
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """Tree metadata (``units``, ``format``, ``source`` and whatever the file held)."""
+        return self._meta
+
+    @property
+    def units(self) -> dict[str, str]:
+        return dict(self._meta.get("units", {}))
+
+    @property
+    def parent(self) -> np.ndarray:
+        return self._nodes["parent"].to_numpy()
+
+    @property
+    def depth(self) -> np.ndarray:
+        return self._nodes["depth"].to_numpy()
+
+    @property
+    def names(self) -> np.ndarray:
+        return self._nodes["name"].to_numpy()
+
+    @property
+    def levels(self) -> list[np.ndarray]:
+        """Node ids per depth, top-down."""
+        return self._cache["levels"]
+
+    @property
+    def end(self) -> np.ndarray:
+        """``end[i]``: one past the last id of node ``i``'s subtree."""
+        if "end" not in self._cache:
+            size = accumulate_up(np.ones(len(self), dtype=np.int64), self.parent, self.levels)
+            self._cache["end"] = np.arange(len(self)) + size.astype(np.int64)
+        return self._cache["end"]
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.end == np.arange(len(self)) + 1
+
+    @property
+    def roots(self) -> np.ndarray:
+        return np.flatnonzero(self.parent < 0)
+
+    def children(self, node: int) -> np.ndarray:
+        """Ids of the children of ``node``."""
+        node = int(node)
+        lo, hi = node + 1, int(self.end[node])
+        return lo + np.flatnonzero(self.parent[lo:hi] == node)
+
+    def path(self, node: int) -> tuple[str, ...]:
+        """Names from the root down to ``node``."""
+        out = []
+        p = self.parent
+        i = int(node)
+        while i >= 0:
+            out.append(str(self._nodes["name"].iat[i]))
+            i = int(p[i])
+        return tuple(reversed(out))
+
+    @property
+    def callpaths(self) -> pd.Series:
+        """Call path of every node as one string, names joined by ``/``.
+
+        ``/`` and ``\\`` inside names are escaped with a backslash, so the
+        string identifies the node (the ``callpath`` query attribute).
+        """
+        if "callpaths" not in self._cache:
+            esc = self._nodes["name"].astype(str).str.replace("\\", "\\\\", regex=False)
+            esc = esc.str.replace("/", "\\/", regex=False).to_numpy(dtype=object)
+            out = np.empty(len(self), dtype=object)
+            par = self.parent
+            for d, lv in enumerate(self.levels):
+                out[lv] = esc[lv] if d == 0 else out[par[lv]] + "/" + esc[lv]
+            self._cache["callpaths"] = pd.Series(out, index=self._nodes.index, name="callpath")
+        return self._cache["callpaths"]
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __repr__(self) -> str:
+        return (
+            f"<cctviz.Tree: {len(self)} nodes, {len(self.roots)} roots, "
+            f"depth {len(self.levels)}, metrics {self.exc_metrics}>"
+        )
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def _repr_pretty_(self, p, cycle) -> None:  # IPython
+        p.text(repr(self))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Tree):
+            return NotImplemented
+        return (
+            self._nodes.equals(other._nodes)
+            and self._exc.equals(other._exc)
+            and self._meta == other._meta
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ------------------------------------------------------------ metrics
+    def inclusive_values(self) -> np.ndarray:
+        """Inclusive values of every exclusive metric, shape (nodes, metrics)."""
+        if "inc" not in self._cache:
+            vals = (
+                self._exc.to_numpy(dtype=np.float64)
+                if len(self._exc.columns)
+                else np.zeros((len(self), 0))
+            )
+            self._cache["inc"] = accumulate_up(vals, self.parent, self.levels)
+        return self._cache["inc"]
+
+    def exclusive_from_inclusive(self, inclusive: np.ndarray) -> np.ndarray:
+        """Exclusive values that give ``inclusive`` back: own minus children's."""
+        inclusive = np.asarray(inclusive, dtype=np.float64)
+        child_sum = np.zeros_like(inclusive)
+        par = self.parent
+        nonroot = par >= 0
+        np.add.at(child_sum, par[nonroot], inclusive[nonroot])
+        return inclusive - child_sum
+
+    def _with_exclusive(self, name: str, values: np.ndarray) -> Tree:
+        exc = self._exc.copy()
+        exc[name] = values
+        return Tree(self._nodes.copy(), exc, self._meta, _trusted=True)
+
+    def add_metric(
+        self, name: str, values: Any, *, inclusive: bool = False, unit: str | None = None
+    ) -> Tree:
+        """A new tree with one more metric.
+
+        ``values`` are exclusive values (or inclusive ones with
+        ``inclusive=True``, from which exclusive values are derived); a
+        callable gets ``tree.frame`` and returns them.
+
+        >>> t = Tree.from_parents([-1, 0], ["a", "b"], {"time": [1.0, 3.0]})
+        >>> t.add_metric("ms", lambda f: f["time"] * 1e3).metrics["ms (inc)"].tolist()
+        [4000.0, 3000.0]
+        """
+        if name.endswith(INC):
+            name, inclusive = name[: -len(INC)], True
+        if callable(values):
+            values = values(self.frame)
+        arr = np.asarray(values, dtype=np.float64).reshape(-1)
+        if arr.shape[0] != len(self):
+            raise ValueError(f"{arr.shape[0]} values for {len(self)} nodes")
+        if inclusive:
+            arr = self.exclusive_from_inclusive(arr)
+        t = self._with_exclusive(name, arr)
+        if unit is not None:
+            t._meta = {**self._meta, "units": {**self.units, name: unit}}
+        return t
+
+    def metric_column(self, metric: str | None) -> str:
+        """Resolve a metric argument to a column of :attr:`metrics`.
+
+        ``None`` means ``time`` if there is one, else the first metric; inclusive.
+        """
+        if metric is None:
+            if not self.exc_metrics:
+                raise ValueError("tree has no metrics")
+            return inc_name("time" if "time" in self.exc_metrics else self.exc_metrics[0])
+        if metric not in self.metrics.columns:
+            raise KeyError(f"no metric {metric!r}; have {list(self.metrics.columns)}")
+        return metric
+
+    # ------------------------------------------------------------ facade over ops
+    def query(self, query: Any) -> NodeSet:
+        """Nodes matched by a call-path query (see :mod:`cctviz.ops.query`).
+
+        ``query`` is Hatchet's object dialect (list of ``(quantifier,
+        {attr: predicate})``), its string dialect (``MATCH ... WHERE ...``) or
+        a callable taking :attr:`frame` and returning a boolean mask.
+        """
+        from ..ops.query import apply_query
+
+        return apply_query(self, query)
+
+    def select(self, ids: Iterable[int] | np.ndarray) -> NodeSet:
+        """A :class:`NodeSet` of the given node ids."""
+        from .nodeset import NodeSet
+
+        return NodeSet(self, ids)
+
+    def filter(self, keep: Any, *, squash: bool = True) -> Tree:
+        """Keep matching nodes, re-attached to their nearest kept ancestor."""
+        from ..ops.transform import filter_tree
+
+        return filter_tree(self, keep, squash=squash)
+
+    def prune(
+        self,
+        metric: str | None = None,
+        *,
+        threshold: float | None = None,
+        fraction: float | None = None,
+        top_k: int | None = None,
+    ) -> Tree:
+        """Fold small nodes into one ``(other)`` node per parent (see ops.transform.prune)."""
+        from ..ops.transform import prune
+
+        return prune(self, metric, threshold=threshold, fraction=fraction, top_k=top_k)
+
+    def focus(self, node: Any) -> Tree:
+        """The subtree(s) under ``node`` (an id, ids, a NodeSet or a query)."""
+        from ..ops.transform import focus
+
+        return focus(self, node)
+
+    def diff(self, other: Tree) -> Tree:
+        """``self - other``, aligned by call path (missing side counts as 0)."""
+        from ..ops.diff import diff
+
+        return diff(self, other)
+
+    def flat_profile(self, metric: str | None = None) -> pd.DataFrame:
+        """Metrics grouped by node name (recursion counted once inclusive)."""
+        from ..ops.flat import flat_profile
+
+        return flat_profile(self, metric)
+
+    def bottom_up(self) -> Tree:
+        """The inverted (callers) tree: roots are where time is spent."""
+        from ..ops.flat import bottom_up
+
+        return bottom_up(self)
+
+    def render(
+        self,
+        metric: str | None = None,
+        *,
+        depth: int | None = None,
+        max_nodes: int = 500,
+        precision: int = 3,
+        **kw: Any,
+    ) -> str:
+        """Indented text picture of the tree, like Hatchet's ``tree()``."""
+        from ..ops.text import render
+
+        return render(self, metric, depth=depth, max_nodes=max_nodes, precision=precision, **kw)
+
+    def save(self, path: str, **kw: Any) -> None:
+        """Write the native format (see :mod:`cctviz.writers`)."""
+        from ..writers import write
+
+        write(self, path, **kw)
+
+
+def _as_frame(data: Mapping[str, Any] | pd.DataFrame | None, n: int) -> pd.DataFrame:
+    if data is None:
+        return pd.DataFrame(index=pd.RangeIndex(n))
+    df = data.copy() if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+    if len(df) != n:
+        raise ValueError(f"metrics have {len(df)} rows for {n} nodes")
+    for c in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[c]) or df[c].dtype == bool:
+            df[c] = pd.to_numeric(df[c], errors="coerce").astype(np.float64)
+    return df.reset_index(drop=True)

@@ -1,0 +1,109 @@
+"""Unify many trees into one: node identity is the call path (names from the root).
+
+Never the integer id, never the bare name: merging by name turns recursion
+into cycles. Paths are merged level by level with a :class:`TrieBuilder`,
+so the cost is linear in the total number of nodes. Trees that share their
+structure (the same object, or identical parent and name arrays, as the ranks
+of one run usually do) are unified once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ._algo import TrieBuilder, preorder_permutation
+from .tree import STRUCT_COLUMNS, Tree
+
+
+def _fingerprint(t: Tree) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(t.parent.tobytes())
+    h.update(pd.util.hash_pandas_object(t.nodes["name"], index=False).to_numpy().tobytes())
+    return h.digest()
+
+
+def unify_structures(trees: Sequence[Tree]) -> tuple[Tree, list[np.ndarray]]:
+    """One tree holding every call path of ``trees`` (no metrics) and, per input
+    tree, the unified id of each of its nodes.
+
+    Sibling order in the result is order of first appearance.
+
+    >>> a = Tree.from_parents([-1, 0], ["main", "f"])
+    >>> b = Tree.from_parents([-1, 0, 0], ["main", "g", "f"])
+    >>> u, maps = unify_structures([a, b])
+    >>> u.nodes["name"].tolist(), [m.tolist() for m in maps]
+    (['main', 'f', 'g'], [[0, 1], [0, 2, 1]])
+    """
+    # distinct structures only
+    rep_of: list[int] = []
+    reps: list[Tree] = []
+    seen: dict[bytes, int] = {}
+    by_id: dict[int, int] = {}
+    for t in trees:
+        if id(t) in by_id:
+            rep_of.append(by_id[id(t)])
+            continue
+        fp = _fingerprint(t)
+        k = seen.setdefault(fp, len(reps))
+        if k == len(reps):
+            reps.append(t)
+        by_id[id(t)] = k
+        rep_of.append(k)
+
+    sizes = np.array([len(t) for t in reps], dtype=np.int64)
+    offs = np.concatenate(([0], np.cumsum(sizes)))
+    total = int(offs[-1])
+    names = np.concatenate([t.names for t in reps]) if reps else np.empty(0, object)
+    codes, uniq_names = pd.factorize(names)
+    gparent = (
+        np.concatenate([np.where(t.parent >= 0, t.parent + o, -1) for t, o in zip(reps, offs[:-1])])
+        if reps
+        else np.empty(0, np.int64)
+    )
+    gdepth = np.concatenate([t.depth for t in reps]) if reps else np.empty(0, np.int64)
+    order = np.argsort(gdepth, kind="stable")
+    bounds = np.concatenate(
+        ([0], np.cumsum(np.bincount(gdepth, minlength=int(gdepth.max(initial=-1)) + 1)))
+    )
+    tb = TrieBuilder()
+    uid = np.empty(total, dtype=np.int64)
+    for d in range(len(bounds) - 1):
+        idx = order[bounds[d] : bounds[d + 1]]
+        gp = gparent[idx]
+        prev = np.where(gp >= 0, uid[np.maximum(gp, 0)], -1)
+        uid[idx] = tb.add_level(prev, codes[idx])
+
+    tparent = tb.parent
+    perm = preorder_permutation(tparent)
+    inv = np.empty(tb.size, dtype=np.int64)
+    inv[perm] = np.arange(tb.size)
+    new_parent = np.where(tparent[perm] >= 0, inv[np.maximum(tparent[perm], 0)], -1)
+    # attributes of the first occurrence of each unified node
+    first = np.full(tb.size, total, dtype=np.int64)
+    np.minimum.at(first, uid, np.arange(total))
+    first = first[perm]
+    extra_cols: list[str] = []
+    for t in reps:
+        extra_cols += [
+            c for c in t.nodes.columns if c not in STRUCT_COLUMNS and c not in extra_cols
+        ]
+    nodes = pd.DataFrame(
+        {"name": np.asarray(uniq_names, dtype=object)[tb.code[perm]], "parent": new_parent}
+    )
+    for c in ["kind", *extra_cols]:
+        parts = [
+            t.nodes[c] if c in t.nodes else pd.Series([None] * len(t), dtype=object) for t in reps
+        ]
+        col = (
+            pd.concat(parts, ignore_index=True)
+            if len(parts) > 1
+            else parts[0].reset_index(drop=True)
+        )
+        nodes[c] = col.iloc[first].to_numpy()
+    unified = Tree(nodes, None, None, _trusted=True)
+    rep_maps = [inv[uid[offs[k] : offs[k + 1]]] for k in range(len(reps))]
+    return unified, [rep_maps[k] for k in rep_of]

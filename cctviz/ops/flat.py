@@ -1,0 +1,98 @@
+"""Views that regroup a tree: flat profile by name, bottom-up (callers) tree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..model._algo import TrieBuilder
+from ..model.tree import Tree, inc_name
+from .transform import trie_nodes
+
+
+def outermost(tree: Tree) -> np.ndarray:
+    """Mask of nodes with no ancestor of the same name (recursion counted once)."""
+    codes, _ = pd.factorize(tree.names)
+    ids = np.arange(len(tree))
+    order = np.lexsort((ids, codes))
+    end = tree.end[order]
+    grp = codes[order]
+    first = np.ones(len(tree), dtype=bool)
+    first[1:] = grp[1:] != grp[:-1]
+    # running max of `end` over earlier same-name nodes, in pre-order
+    s = pd.Series(end).groupby(grp).cummax().shift(1).to_numpy()
+    s[first] = -1
+    nested = ids[order] < s
+    out = np.ones(len(tree), dtype=bool)
+    out[order[nested]] = False
+    return out
+
+
+def flat_profile(tree: Tree, metric: str | None = None) -> pd.DataFrame:
+    """Metrics summed per node name, sorted by the chosen metric.
+
+    Exclusive values sum over every node of the name; inclusive values only
+    over outermost occurrences, so a recursive function is not counted twice.
+    ``nodes`` counts calling contexts.
+
+    >>> t = Tree.from_parents([-1, 0, 1], ["main", "f", "f"], {"time": [1.0, 2.0, 3.0]})
+    >>> flat_profile(t).loc["f", ["time", "time (inc)", "nodes"]].tolist()
+    [5.0, 5.0, 2.0]
+    """
+    m = tree.metrics
+    outer = outermost(tree)
+    df = m[tree.exc_metrics].groupby(tree.names).sum()
+    inc = m[tree.inc_metrics].where(outer[:, None], 0.0).groupby(tree.names).sum()
+    out = pd.concat([df, inc], axis=1)
+    out["nodes"] = pd.Series(tree.names).value_counts()
+    out.index.name = "name"
+    order = [x for c in tree.exc_metrics for x in (c, inc_name(c))] + ["nodes"]
+    out = out[order]
+    if tree.exc_metrics:
+        out = out.sort_values(metric or tree.exc_metrics[0], ascending=False)
+    return out
+
+
+def bottom_up(tree: Tree) -> Tree:
+    """The inverted tree: roots are the functions where cost is incurred,
+    children their callers, and so on up to the original roots.
+
+    Exclusive values of an original node sit at the end of its reversed
+    path, so an inverted node's inclusive value is the cost incurred in its
+    root function when called through that chain of callers.
+
+    >>> t = Tree.from_parents([-1, 0, 0, 1], ["main", "a", "b", "b"], {"t": [0, 1, 2, 3]})
+    >>> bu = bottom_up(t)
+    >>> sorted(zip(bu.nodes["name"][bu.roots], bu.metrics["t (inc)"][bu.roots]))
+    [('a', 1.0), ('b', 5.0)]
+    """
+    vals = tree.metrics[tree.exc_metrics].to_numpy(dtype=np.float64)
+    items = np.flatnonzero(np.any(vals != 0, axis=1)) if vals.shape[1] else np.arange(len(tree))
+    codes, uniq = pd.factorize(tree.names)
+    parent = tree.parent
+    tb = TrieBuilder()
+    cur = items.copy()  # original node at this level of each item's reversed path
+    prev = np.full(items.size, -1, dtype=np.int64)
+    last = np.full(items.size, -1, dtype=np.int64)
+    src: list[tuple[np.ndarray, np.ndarray]] = []
+    active = np.arange(items.size)
+    while active.size:
+        ids = tb.add_level(prev[active], codes[cur[active]])
+        src.append((ids, cur[active].copy()))
+        prev[active] = ids
+        up = parent[cur[active]]
+        alive = up >= 0
+        last[active[~alive]] = ids[~alive]
+        cur[active[alive]] = up[alive]
+        active = active[alive]
+    source = np.zeros(tb.size, dtype=np.int64)
+    for ids, orig in src:
+        source[ids] = orig
+    nodes, inv = trie_nodes(tree, tb, source, np.asarray(uniq, dtype=object))
+    out = np.zeros((tb.size, vals.shape[1]))
+    np.add.at(out, inv[last], vals[items])
+    meta = {**tree.meta, "view": "bottom-up"}
+    return Tree(nodes, pd.DataFrame(out, columns=tree.exc_metrics), meta, _trusted=True)
+
+
+__all__ = ["flat_profile", "bottom_up", "outermost"]

@@ -1,0 +1,208 @@
+"""Readers: one module per input format behind one registry.
+
+A reader module registers itself with :func:`register`, giving a ``sniff``
+function (does this file look like mine?) and a ``read`` function that
+returns a :class:`~cctviz.Tree` (one profile) or an
+:class:`~cctviz.Ensemble` (several ranks or runs in one file).
+:func:`read` picks the reader; :func:`read_ensemble` unifies many files.
+
+Adding a format = one new module here plus its import at the bottom.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import ProfileError, UnknownFormatError
+from ..model.ensemble import Ensemble
+from ..model.tree import Tree
+
+PathLike = str | os.PathLike
+
+HEAD_BYTES = 65536
+
+
+@dataclass(frozen=True)
+class Reader:
+    name: str
+    read: Callable[..., Tree | Ensemble]
+    sniff: Callable[[Path, bytes], bool]
+    description: str
+
+
+_READERS: dict[str, Reader] = {}
+
+
+def register(name: str, sniff: Callable[[Path, bytes], bool], description: str = ""):
+    """Decorator registering a reader function under ``name``."""
+
+    def deco(fn: Callable[..., Tree | Ensemble]) -> Callable[..., Tree | Ensemble]:
+        _READERS[name] = Reader(
+            name, fn, sniff, description or (fn.__doc__ or "").strip().split("\n")[0]
+        )
+        return fn
+
+    return deco
+
+
+def formats() -> dict[str, str]:
+    """Registered formats and what they read."""
+    return {k: r.description for k, r in _READERS.items()}
+
+
+def head(path: Path) -> bytes:
+    """First bytes of a file, un-gzipped if it is gzipped."""
+    if path.is_dir():
+        return b""
+    with open(path, "rb") as f:
+        raw = f.read(HEAD_BYTES)
+    if raw[:2] == b"\x1f\x8b":
+        import gzip
+        import zlib
+
+        try:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            return d.decompress(raw, HEAD_BYTES)
+        except zlib.error:
+            try:
+                with gzip.open(path, "rb") as g:
+                    return g.read(HEAD_BYTES)
+            except (OSError, EOFError):
+                return b""
+    return raw
+
+
+def detect(path: PathLike) -> str:
+    """Name of the format of ``path``; :class:`UnknownFormatError` if none fits."""
+    p = Path(path)
+    if not p.exists():
+        raise ProfileError(p, "no such file or directory")
+    h = head(p)
+    for r in _READERS.values():
+        try:
+            if r.sniff(p, h):
+                return r.name
+        except Exception:  # noqa: BLE001 - a sniffer must not break detection
+            continue
+    known = ", ".join(_READERS)
+    raise UnknownFormatError(p, f"not a profile format cctviz knows (formats: {known})")
+
+
+def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensemble:
+    """Read a profile; the format is detected unless given.
+
+    Returns a :class:`Tree`, or an :class:`Ensemble` when the file holds
+    several ranks or runs. Any problem with the file is a
+    :class:`ProfileError` naming the file.
+
+    >>> import cctviz
+    >>> sorted(cctviz.readers.formats())[:2]
+    ['caliper-json', 'cctviz']
+    """
+    p = Path(path)
+    name = format or detect(p)
+    if name not in _READERS:
+        raise ValueError(f"unknown format {name!r}; have {sorted(_READERS)}")
+    try:
+        obj = _READERS[name].read(p, **kw)
+    except ProfileError:
+        raise
+    except (
+        KeyError,
+        IndexError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        EOFError,
+        UnicodeDecodeError,
+        OSError,
+    ) as e:
+        raise ProfileError(
+            p, f"unexpected content for a {name} file ({type(e).__name__}: {e})"
+        ) from e
+    if name != "cctviz":  # a native file keeps exactly the metadata it was saved with
+        for m in (obj.meta, obj.tree.meta) if isinstance(obj, Ensemble) else (obj.meta,):
+            m.setdefault("format", name)
+            m.setdefault("source", str(p))
+    return obj
+
+
+def _expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[Path]:
+    if isinstance(paths_or_glob, (str, os.PathLike)):
+        s = os.fspath(paths_or_glob)
+        if any(ch in s for ch in "*?["):
+            out = sorted(Path(x) for x in _glob.glob(s, recursive=True))
+            if not out:
+                raise ProfileError(s, "the pattern matches no file")
+            return out
+        return [Path(s)]
+    return [Path(x) for x in paths_or_glob]
+
+
+def _scalar_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    skip = {"units", "format", "profile", "diff", "view"}
+    return {
+        k: v for k, v in meta.items() if k not in skip and isinstance(v, (str, int, float, bool))
+    }
+
+
+def read_ensemble(
+    paths_or_glob: PathLike | Iterable[PathLike],
+    metadata: pd.DataFrame
+    | Mapping[str, Mapping[str, Any]]
+    | Callable[[Path], Mapping[str, Any]]
+    | None = None,
+    *,
+    format: str | None = None,
+    progress: bool | None = None,
+) -> Ensemble:
+    """Read many profiles and unify them by call path into one Ensemble.
+
+    Every file contributes its profiles (one for a single-profile file, one
+    per rank for a multi-rank file). ``ens.profiles`` gets a ``file`` column,
+    the file's own scalar metadata, and ``metadata``: a DataFrame with one row
+    per file (in order), a dict ``{path: {column: value}}``, or a callable
+    ``path -> dict``.
+
+    >>> import cctviz, glob
+    >>> files = sorted(glob.glob("../shared/data/hatchet-tutorial/lulesh-scaling/*.json"))
+    >>> ens = cctviz.read_ensemble(files[:2], progress=False)  # doctest: +SKIP
+    """
+    paths = _expand_paths(paths_or_glob)
+    if not paths:
+        raise ValueError("read_ensemble: no files given")
+    items: list[Tree | Ensemble] = []
+    prof_meta: list[dict[str, Any]] = []
+    it: Iterable[Path] = paths
+    show = progress if progress is not None else len(paths) >= 50
+    if show:
+        from tqdm.auto import tqdm
+
+        it = tqdm(paths, desc="reading profiles", unit="file")
+    for k, p in enumerate(it):
+        obj = read(p, format=format)
+        extra: dict[str, Any] = {"file": str(p)}
+        extra.update(_scalar_meta(obj.meta))
+        extra.pop("source", None)
+        if isinstance(metadata, pd.DataFrame):
+            extra.update(metadata.iloc[k].to_dict())
+        elif callable(metadata):
+            extra.update(metadata(p))
+        elif metadata is not None:
+            extra.update(metadata.get(str(p), metadata.get(p, {})))  # type: ignore[call-overload]
+        items.append(obj)
+        prof_meta.append(extra)
+    return Ensemble.concat(items, prof_meta)
+
+
+# register the formats (order matters for detection: most specific first)
+from . import caliper_json, hatchet_json, native  # noqa: E402,F401
+
+__all__ = ["read", "read_ensemble", "register", "detect", "formats", "Reader"]

@@ -1,0 +1,39 @@
+"""Loading JSON profiles with errors that name the file and the place."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProfileError
+
+
+def load_json(path: Path) -> Any:
+    """Parse a (possibly gzipped) JSON file; syntax errors become ProfileError."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ProfileError(
+            path, f"invalid JSON: {e.msg}", where=f"line {e.lineno}, column {e.colno}"
+        ) from None
+    except UnicodeDecodeError as e:
+        raise ProfileError(path, f"not UTF-8 text ({e.reason})", where=f"byte {e.start}") from None
+    except (OSError, EOFError) as e:
+        raise ProfileError(path, f"cannot read the file: {e}") from None
+
+
+def expect(path: Path, cond: bool, where: str, problem: str) -> None:
+    """Raise ProfileError(path, problem, where) unless ``cond``."""
+    if not cond:
+        raise ProfileError(path, problem, where=where)
+
+
+def looks_like_json(h: bytes, *keys: bytes) -> bool:
+    s = h.lstrip()
+    return bool(s[:1] in (b"{", b"[") and all(k in h for k in keys))

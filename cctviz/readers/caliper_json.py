@@ -1,0 +1,321 @@
+"""Caliper's json-split format (``cali-query -q "... FORMAT json-split"``).
+
+Sections: ``nodes`` (a forest of labelled nodes; each node belongs to an
+attribute ``column``), ``columns`` and ``column_metadata`` (which columns
+are values), ``data`` (one row per record, node-valued columns hold indices
+into ``nodes``). Every other top-level key is run metadata.
+
+As Hatchet does: the call-path column is ``source.function#callpath.address``
+if present, else ``path``; rows without a path are dropped; Caliper's metric
+names are shortened (``sum#time.duration`` -> ``time``,
+``inclusive#sum#time.duration`` -> ``time (inc)``); a node sampled at several
+source lines gets one ``statement`` child per line. ``mpi.rank`` rows become
+one profile per rank (an Ensemble) when there are several ranks.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ..model.ensemble import Ensemble
+from ..model.tree import INC, Tree
+from . import register
+from ._json import expect, load_json
+
+RENAME = {
+    "sum#time.duration": "time",
+    "sum#avg#sum#time.duration": "time",
+    "inclusive#sum#time.duration": "time (inc)",
+    "sum#avg#inclusive#sum#time.duration": "time (inc)",
+    "module#cali.sampler.pc": "module",
+    "mpi.rank": "rank",
+}
+UNIT = {
+    "sec": "s",
+    "s": "s",
+    "usec": "us",
+    "us": "us",
+    "msec": "ms",
+    "ms": "ms",
+    "nsec": "ns",
+    "ns": "ns",
+}
+SECTIONS = ("data", "columns", "column_metadata", "nodes")
+ORDER_COL = "Node order"
+SOURCELOC = "sourceloc#cali.sampler.pc"
+
+
+def _sniff(path: Path, h: bytes) -> bool:
+    return (
+        h.lstrip()[:1] == b"{"
+        and b'"columns"' in h
+        and b'"nodes"' in h
+        and b'"column_metadata"' in h
+    )
+
+
+@register("caliper-json", _sniff, "Caliper json-split (data/columns/column_metadata/nodes)")
+def read_caliper_json(path: Path) -> Tree | Ensemble:
+    """Read a Caliper json-split file; several ranks give an Ensemble."""
+    doc = load_json(path)
+    expect(
+        path,
+        isinstance(doc, dict),
+        "top level",
+        "expected an object with data/columns/column_metadata/nodes",
+    )
+    for s in SECTIONS:
+        expect(path, s in doc, "top level", f"missing section {s!r}")
+        expect(path, isinstance(doc[s], list), s, "expected a list")
+    cols: list[str] = doc["columns"]
+    cmeta: list[dict] = doc["column_metadata"]
+    nodes: list[dict] = doc["nodes"]
+    expect(
+        path, all(isinstance(c, str) for c in cols), "columns", "expected a list of column names"
+    )
+    expect(
+        path,
+        len(cmeta) == len(cols),
+        "column_metadata",
+        f"{len(cmeta)} entries for {len(cols)} columns",
+    )
+    for j, m in enumerate(cmeta):
+        expect(
+            path,
+            isinstance(m, dict) and "is_value" in m,
+            f"column_metadata[{j}]",
+            "expected {'is_value': ...}",
+        )
+    n_all = len(nodes)
+    labels = np.empty(n_all, dtype=object)
+    ncol = np.empty(n_all, dtype=object)
+    npar = np.full(n_all, -1, dtype=np.int64)
+    for i, nd in enumerate(nodes):
+        expect(
+            path,
+            isinstance(nd, dict) and "label" in nd and "column" in nd,
+            f"nodes[{i}]",
+            "expected a node with 'label' and 'column'",
+        )
+        p = nd.get("parent", -1)
+        expect(
+            path,
+            isinstance(p, int) and -1 <= p < n_all and p != i,
+            f"nodes[{i}].parent",
+            f"expected an index into nodes (0..{n_all - 1}), got {p!r}",
+        )
+        labels[i] = str(nd["label"])
+        ncol[i] = nd["column"]
+        npar[i] = p
+
+    if "source.function#callpath.address" in cols:
+        path_col, kind = "source.function#callpath.address", "function"
+    elif "path" in cols:
+        path_col, kind = "path", "region"
+    else:
+        raise ProfileError(
+            path,
+            "no call-path column ('path' or 'source.function#callpath.address')",
+            where="columns",
+        )
+    is_tree = ncol == path_col
+    tree_ids = np.flatnonzero(is_tree)
+    # parents: nearest ancestor of the path column (vectorised pointer jumping)
+    par = npar[tree_ids]
+    for _ in range(n_all):
+        bad = (par >= 0) & ~is_tree[np.maximum(par, 0)]
+        if not bad.any():
+            break
+        par[bad] = npar[par[bad]]
+    else:  # pragma: no cover - cycles are caught below
+        pass
+    local = np.full(n_all, -1, dtype=np.int64)
+    local[tree_ids] = np.arange(tree_ids.size)
+    tparent = np.where(par >= 0, local[np.maximum(par, 0)], -1)
+    names = labels[tree_ids].copy()
+    unknown = names == ""
+    if unknown.any():
+        names[unknown] = [f"UNKNOWN {k}" for k in range(int(unknown.sum()))]
+
+    # ---- data rows
+    data = doc["data"]
+    for k, row in enumerate(data):
+        if not isinstance(row, list) or len(row) != len(cols):
+            raise ProfileError(path, f"expected a row of {len(cols)} values", where=f"data[{k}]")
+    df = pd.DataFrame(data, columns=cols)
+    df = df[df[path_col].notna()].reset_index(drop=True)
+    pn = pd.to_numeric(df[path_col], errors="coerce")
+    bad = pn.isna() | (pn < 0) | (pn >= n_all)
+    if bad.any():
+        k = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ProfileError(
+            path,
+            f"{path_col} value {df[path_col].iloc[k]!r} is not a node index",
+            where=f"data row {k}",
+        )
+    rnode = local[pn.to_numpy(dtype=np.int64)]
+    if (rnode < 0).any():
+        k = int(np.flatnonzero(rnode < 0)[0])
+        raise ProfileError(
+            path,
+            f"row points at node {int(pn.iloc[k])}, which is not a {path_col} node",
+            where=f"data row {k}",
+        )
+
+    value_cols = [
+        c for c, m in zip(cols, cmeta) if m.get("is_value") and c not in ("mpi.rank", ORDER_COL)
+    ]
+    units: dict[str, str] = {}
+    metrics: dict[str, np.ndarray] = {}
+    for c, m in zip(cols, cmeta):
+        if c not in value_cols:
+            continue
+        name = RENAME.get(c, m.get("attribute.alias") or c)
+        v = pd.to_numeric(df[c], errors="coerce")
+        badv = v.isna() & df[c].notna()
+        if badv.any():
+            k = int(np.flatnonzero(badv.to_numpy())[0])
+            raise ProfileError(
+                path,
+                f"value column {c!r} holds {df[c].iloc[k]!r}, not a number",
+                where=f"data row {k}",
+            )
+        metrics[name] = v.fillna(0).to_numpy(dtype=np.float64)
+        if m.get("attribute.unit") in UNIT:
+            units[name.replace(INC, "")] = UNIT[m["attribute.unit"]]
+
+    # ---- node attributes from other node-valued columns
+    attrs: dict[str, np.ndarray] = {}
+    ntree = tree_ids.size
+
+    def node_label_column(c: str) -> pd.Series:
+        idx = pd.to_numeric(df[c], errors="coerce")
+        ok = idx.notna() & (idx >= 0) & (idx < n_all)
+        out = pd.Series([None] * len(df), dtype=object)
+        out[ok] = labels[idx[ok].to_numpy(dtype=np.int64)]
+        return out
+
+    extra_nodes: list[tuple[int, str, str, str]] = []  # (parent local id, name, file, line)
+    row_target = rnode.copy()
+    for c, m in zip(cols, cmeta):
+        if m.get("is_value") or c == path_col:
+            continue
+        lab = node_label_column(c)
+        if c == SOURCELOC:
+            fl = lab.str.extract(r"^(.*):(\d+)$")
+            file_, line_ = fl[0], fl[1]
+            key = pd.DataFrame({"n": rnode, "f": file_, "l": line_})
+            nuniq = key.dropna().groupby("n")["l"].nunique()
+            multi = set(nuniq[nuniq > 1].index.tolist())
+            fcol = np.full(ntree, None, dtype=object)
+            lcol = np.full(ntree, None, dtype=object)
+            single = key.dropna().drop_duplicates("n")
+            single = single[~single["n"].isin(multi)]
+            fcol[single["n"].to_numpy()] = single["f"].to_numpy()
+            lcol[single["n"].to_numpy()] = single["l"].to_numpy()
+            attrs["file"], attrs["line"] = fcol, lcol
+            if multi:
+                split = key[key["n"].isin(multi) & key["l"].notna()]
+                groups = split.groupby(["n", "l"], sort=True).indices
+                for (nid, line), rows in groups.items():
+                    f = split["f"].iloc[rows[0]]
+                    extra_nodes.append((int(nid), f"{os.path.basename(f)}:{line}", f, line))
+                    row_target[split.index[rows]] = ntree + len(extra_nodes) - 1
+        else:
+            name = RENAME.get(c, c)
+            first = pd.DataFrame({"n": rnode, "v": lab}).dropna().drop_duplicates("n")
+            col = np.full(ntree, None, dtype=object)
+            col[first["n"].to_numpy()] = first["v"].to_numpy()
+            attrs[name] = col
+
+    all_parent = np.concatenate([tparent, np.array([e[0] for e in extra_nodes], dtype=np.int64)])
+    all_names = np.concatenate([names, np.array([e[1] for e in extra_nodes], dtype=object)])
+    kinds = np.array([kind] * ntree + ["statement"] * len(extra_nodes), dtype=object)
+    columns = {
+        k: np.concatenate([v, np.full(len(extra_nodes), None, dtype=object)])
+        for k, v in attrs.items()
+    }
+    if extra_nodes:
+        columns["file"] = columns.get("file", np.full(ntree + len(extra_nodes), None, dtype=object))
+        columns["line"] = columns.get("line", np.full(ntree + len(extra_nodes), None, dtype=object))
+        columns["file"][ntree:] = [e[2] for e in extra_nodes]
+        columns["line"][ntree:] = [e[3] for e in extra_nodes]
+    sibling_key = None
+    if ORDER_COL in cols:
+        order = pd.to_numeric(df[ORDER_COL], errors="coerce")
+        so = pd.Series(order.to_numpy()).groupby(row_target).min()
+        sibling_key = np.full(all_parent.size, np.inf)
+        sibling_key[so.index.to_numpy()] = so.to_numpy()
+        sibling_key = np.where(
+            np.isinf(sibling_key), np.arange(all_parent.size) + 1e12, sibling_key
+        )
+        columns[ORDER_COL] = np.where(sibling_key < 1e12, sibling_key, np.nan)
+
+    run_meta = {k: v for k, v in doc.items() if k not in SECTIONS}
+    meta: dict[str, Any] = dict(run_meta)
+    if units:
+        meta["units"] = units
+
+    structure = Tree.from_parents(
+        all_parent, all_names, None, kind=kinds, columns=columns or None, sibling_key=sibling_key
+    )
+    from ..model._algo import preorder_permutation
+
+    perm = preorder_permutation(all_parent, sibling_key)
+    inv = np.empty(perm.size, dtype=np.int64)
+    inv[perm] = np.arange(perm.size)
+    node = inv[row_target]
+
+    exc = [m for m in metrics if not m.endswith(INC)]
+    only_inc = [m for m in metrics if m.endswith(INC) and m[: -len(INC)] not in metrics]
+    ranks = (
+        pd.to_numeric(df["mpi.rank"], errors="coerce").fillna(0).astype(np.int64).to_numpy()
+        if "mpi.rank" in cols
+        else np.zeros(len(df), dtype=np.int64)
+    )
+    uniq_ranks = np.unique(ranks)
+    prof = np.searchsorted(uniq_ranks, ranks)
+    long = pd.DataFrame({"node": node, "profile": prof})
+    for m in exc:
+        long[m] = metrics[m]
+    for m in only_inc:
+        long[m[: -len(INC)]] = _exclusive_from_inclusive_rows(structure, node, prof, metrics[m])
+    if uniq_ranks.size <= 1:
+        n = len(structure)
+        tm = pd.DataFrame(
+            {
+                c: np.bincount(node, weights=long[c].to_numpy(), minlength=n)
+                for c in long.columns[2:]
+            }
+        )
+        if uniq_ranks.size == 1 and "mpi.rank" in cols:
+            meta.setdefault("rank", int(uniq_ranks[0]))
+        return Tree(structure.nodes, tm, meta, _trusted=True)
+    profiles = pd.DataFrame({"rank": uniq_ranks})
+    return Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
+
+
+def _exclusive_from_inclusive_rows(
+    tree: Tree, node: np.ndarray, prof: np.ndarray, inc: np.ndarray
+) -> np.ndarray:
+    """Per (node, profile) exclusive = inclusive minus the children's inclusive."""
+    df = pd.DataFrame({"node": node, "profile": prof, "v": inc})
+    own = df.groupby(["node", "profile"])["v"].sum()
+    par = tree.parent[own.index.get_level_values(0).to_numpy()]
+    ch = pd.Series(
+        own.to_numpy(), index=pd.MultiIndex.from_arrays([par, own.index.get_level_values(1)])
+    )
+    child_sum = ch[par >= 0].groupby(level=[0, 1]).sum()
+    ex = own.sub(child_sum.reindex(own.index).fillna(0)).to_numpy()
+    # rows were summed: give each (node, profile) its exclusive value once
+    first = ~df.duplicated(["node", "profile"]).to_numpy()
+    out = np.zeros(len(df))
+    key = pd.MultiIndex.from_arrays([node[first], prof[first]])
+    out[first] = pd.Series(ex, index=own.index).reindex(key).to_numpy()
+    return out

@@ -1,0 +1,233 @@
+"""Hatchet's two JSON forms.
+
+- ``to_json`` form: ``{"graph": [{id: {"data": {...}, "children": [ids]}}, ...],
+  "dataframe": [rows], "dataframe_indices": ["node", ...],
+  "exclusive_metrics": [...], "inclusive_metrics": [...]}``.
+- graph literal: ``[{"frame": {"name": ..., "type": ...}, "metrics": {...},
+  "children": [...]}, ...]`` as ``GraphFrame.from_literal`` takes.
+
+A ``to_json`` file whose dataframe is indexed by a second level (``rank``,
+``thread``) becomes an Ensemble with one profile per value.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ..model.ensemble import Ensemble
+from ..model.tree import INC, Tree
+from . import register
+from ._json import expect, load_json
+
+
+def _sniff_json_form(path: Path, h: bytes) -> bool:
+    s = h.lstrip()
+    return (
+        s[:1] == b"{"
+        and b'"graph"' in h
+        and (b'"dataframe"' in h or b'"dataframe_indices"' in h or len(h) < 65536)
+    )
+
+
+def _sniff_literal(path: Path, h: bytes) -> bool:
+    s = h.lstrip()
+    return s[:1] == b"[" and b'"frame"' in h
+
+
+@register("hatchet-json", _sniff_json_form, "Hatchet GraphFrame.to_json output (graph + dataframe)")
+def read_hatchet_json(path: Path) -> Tree | Ensemble:
+    """Read Hatchet's ``to_json`` form."""
+    doc = load_json(path)
+    expect(
+        path, isinstance(doc, dict), "top level", "expected an object with 'graph' and 'dataframe'"
+    )
+    for key in ("graph", "dataframe"):
+        expect(path, key in doc, "top level", f"missing key {key!r}")
+    graph = doc["graph"]
+    expect(path, isinstance(graph, list), "graph", "expected a list of root objects")
+    ids: list[int] = []
+    frames: list[dict] = []
+    children: dict[int, list[int]] = {}
+    root_ids: list[int] = []
+    for r, root in enumerate(graph):
+        expect(
+            path,
+            isinstance(root, dict),
+            f"graph[{r}]",
+            "expected an object mapping node id -> node",
+        )
+        first = True
+        for key, node in root.items():
+            where = f"graph[{r}][{key!r}]"
+            try:
+                nid = int(key)
+            except ValueError:
+                raise ProfileError(path, "node id is not an integer", where=where) from None
+            expect(
+                path,
+                isinstance(node, dict) and isinstance(node.get("data"), dict),
+                where,
+                "expected {'data': {...}, 'children': [...]}",
+            )
+            expect(path, "name" in node["data"], f"{where}.data", "missing 'name'")
+            kids = node.get("children", [])
+            expect(
+                path,
+                isinstance(kids, list) and all(isinstance(k, int) for k in kids),
+                f"{where}.children",
+                "expected a list of integer node ids",
+            )
+            ids.append(nid)
+            frames.append(node["data"])
+            children[nid] = kids
+            if first:
+                root_ids.append(nid)
+                first = False
+    pos = {nid: k for k, nid in enumerate(ids)}
+    expect(path, len(pos) == len(ids), "graph", "node ids are not unique")
+    parent = np.full(len(ids), -1, dtype=np.int64)
+    order_key = np.zeros(len(ids), dtype=np.int64)
+    for nid, kids in children.items():
+        for j, c in enumerate(kids):
+            if c not in pos:
+                raise ProfileError(
+                    path, f"child {c} of node {nid} is not in the graph", where=f"node {nid}"
+                )
+            if parent[pos[c]] != -1:
+                raise ProfileError(
+                    path,
+                    f"node {c} has two parents; cctviz reads trees, not DAGs",
+                    where=f"node {nid}",
+                )
+            parent[pos[c]] = pos[nid]
+            order_key[pos[c]] = j
+    for r, nid in enumerate(root_ids):
+        order_key[pos[nid]] = r
+    # non-root "first" entries of later graph items are fine; every orphan is a root
+    rows = doc["dataframe"]
+    expect(path, isinstance(rows, list), "dataframe", "expected a list of rows")
+    indices = doc.get("dataframe_indices", ["node"])
+    expect(
+        path,
+        isinstance(indices, list) and "node" in indices,
+        "dataframe_indices",
+        "expected a list containing 'node'",
+    )
+    df = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=indices)
+    for c in indices:
+        expect(path, c in df.columns, "dataframe", f"rows lack index column {c!r}")
+    exc = list(doc.get("exclusive_metrics", []))
+    inc = list(doc.get("inclusive_metrics", []))
+    for m in exc + inc:
+        expect(path, m in df.columns, "dataframe", f"metric {m!r} is listed but no row has it")
+    bad = ~df["node"].isin(list(pos)) if len(df) else pd.Series([], dtype=bool)
+    if bad.any():
+        k = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ProfileError(
+            path,
+            f"row refers to node {df['node'].iloc[k]!r}, which is not in the graph",
+            where=f"dataframe[{k}]",
+        )
+    df["_row"] = df["node"].map(pos).astype(np.int64)
+    for m in exc + inc:
+        if not pd.api.types.is_numeric_dtype(df[m]):
+            conv = pd.to_numeric(df[m], errors="coerce")
+            k = np.flatnonzero(conv.isna() & df[m].notna())
+            if k.size:
+                raise ProfileError(
+                    path,
+                    f"metric {m!r} has a non-number {df[m].iloc[k[0]]!r}",
+                    where=f"dataframe[{k[0]}]",
+                )
+            df[m] = conv
+    only_inc = [m for m in inc if m.endswith(INC) and m[: -len(INC)] not in exc]
+    # node attributes: frame data plus non-metric dataframe columns
+    names = [str(f["name"]) for f in frames]
+    kinds = [str(f.get("type", "function")) for f in frames]
+    attrs = pd.DataFrame.from_records(
+        [{k: v for k, v in f.items() if k not in ("name", "type")} for f in frames]
+    )
+    extra_cols = [
+        c for c in df.columns if c not in set(indices) | set(exc) | set(inc) | {"name", "_row"}
+    ]
+    for c in extra_cols:
+        first = df.drop_duplicates("_row").set_index("_row")[c]
+        attrs[c] = first.reindex(range(len(ids))).to_numpy()
+    structure = Tree.from_parents(
+        parent, names, None, kind=kinds, columns=attrs, sibling_key=order_key
+    )
+    # map file order -> pre-order ids: rebuild the permutation the same way
+    from ..model._algo import preorder_permutation
+
+    perm = preorder_permutation(parent, order_key)
+    inv = np.empty(len(ids), dtype=np.int64)
+    inv[perm] = np.arange(len(ids))
+    df["_node"] = inv[df["_row"].to_numpy()]
+    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
+    meta: dict[str, Any] = {"units": units} if units else {}
+    if isinstance(doc.get("metadata"), dict):
+        meta.update(doc["metadata"])
+    others = [c for c in indices if c != "node"]
+    if not others or df[others].drop_duplicates().shape[0] <= 1:
+        n = len(structure)
+        metrics = pd.DataFrame(index=range(n))
+        for m in exc:
+            metrics[m] = np.bincount(
+                df["_node"], weights=df[m].fillna(0).to_numpy(np.float64), minlength=n
+            )
+        t = Tree(structure.nodes, metrics, meta, _trusted=True)
+        for m in only_inc:
+            v = np.bincount(df["_node"], weights=df[m].fillna(0).to_numpy(np.float64), minlength=n)
+            t = t.add_metric(m, v, inclusive=True)
+        return t
+    prof_keys = df[others].drop_duplicates().sort_values(others).reset_index(drop=True)
+    prof_id = df[others].merge(prof_keys.reset_index(), on=others, how="left")["index"].to_numpy()
+    long = pd.DataFrame({"node": df["_node"].to_numpy(), "profile": prof_id})
+    for m in exc:
+        long[m] = df[m].fillna(0).to_numpy(np.float64)
+    if only_inc:
+        raise ProfileError(
+            path, f"per-{others[0]} inclusive-only metrics {only_inc} are not supported yet"
+        )
+    return Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, prof_keys, meta)
+
+
+@register(
+    "hatchet-literal",
+    _sniff_literal,
+    "Hatchet graph literal (list of nested frame/metrics/children dicts)",
+)
+def read_literal(path: Path) -> Tree:
+    """Read a Hatchet graph literal (``GraphFrame.from_literal`` input) saved as JSON."""
+    doc = load_json(path)
+    expect(path, isinstance(doc, list), "top level", "expected a list of root nodes")
+    # validate shape iteratively so errors point at the node
+    stack = [(f"[{i}]", d) for i, d in enumerate(doc)]
+    while stack:
+        where, d = stack.pop()
+        expect(path, isinstance(d, dict), where, "expected a node object")
+        fr = d.get("frame")
+        expect(
+            path,
+            isinstance(fr, dict) and "name" in fr,
+            f"{where}.frame",
+            "expected a frame with a 'name'",
+        )
+        m = d.get("metrics", {})
+        expect(path, isinstance(m, dict), f"{where}.metrics", "expected an object of metric values")
+        for k, v in m.items():
+            expect(
+                path,
+                isinstance(v, (int, float)) and not isinstance(v, bool),
+                f"{where}.metrics[{k!r}]",
+                f"expected a number, got {v!r}",
+            )
+        kids = d.get("children", [])
+        expect(path, isinstance(kids, list), f"{where}.children", "expected a list")
+        stack += [(f"{where}.children[{j}]", c) for j, c in enumerate(kids)]
+    return Tree.from_dict(doc)

@@ -1,0 +1,45 @@
+"""Writers: the native format, Hatchet's JSON forms. One module per format."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..model.ensemble import Ensemble
+from ..model.tree import Tree
+from .hatchet import to_hatchet_json, to_literal, write_hatchet_json, write_literal
+from .native import write_native
+
+_WRITERS = {
+    "cctviz": write_native,
+    "hatchet-json": write_hatchet_json,
+    "hatchet-literal": write_literal,
+}
+
+
+def write(
+    obj: Tree | Ensemble, path: str | os.PathLike, format: str | None = None, **kw: Any
+) -> Path:
+    """Write ``obj`` to ``path``.
+
+    The format defaults to the native one (``.cctviz``); ``format=
+    "hatchet-json"`` writes Hatchet's ``to_json`` form and
+    ``"hatchet-literal"`` the graph literal ``GraphFrame.from_literal`` takes.
+
+    >>> import cctviz, tempfile, os
+    >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+    >>> p = cctviz.write(t, os.path.join(tempfile.mkdtemp(), "t.cctviz"))
+    >>> cctviz.read(p) == t
+    True
+    """
+    p = Path(path)
+    if format is None:
+        format = "cctviz"
+    if format not in _WRITERS:
+        raise ValueError(f"unknown format {format!r}; have {sorted(_WRITERS)}")
+    _WRITERS[format](obj, p, **kw)
+    return p
+
+
+__all__ = ["write", "write_native", "to_literal", "to_hatchet_json"]
