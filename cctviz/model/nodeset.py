@@ -117,13 +117,18 @@ class NodeSet:
 
         Nodes are named by their call path (the ``callpath`` attribute), so the
         query also finds the same contexts in another profile of the program.
+        Where one tree holds the same call path twice (same-named siblings),
+        those nodes also get a ``node_id`` condition.
         """
         if not len(self):
             return 'MATCH (".", a) WHERE a."callpath" = "" AND NOT a."callpath" = ""'
-        conds = " OR ".join(
-            f'a."callpath" = {quote(p)}' for p in self.tree.callpaths.iloc[self.ids]
-        )
-        return f'MATCH (".", a) WHERE {conds}'
+        cp = self.tree.callpaths
+        dup = cp.duplicated(keep=False).to_numpy()[self.ids]
+        parts = []
+        for i, p, d in zip(self.ids.tolist(), cp.iloc[self.ids], dup):
+            c = f'a."callpath" = {quote(p)}'
+            parts.append(f'({c} AND a."node_id" = {i})' if d else c)
+        return f'MATCH (".", a) WHERE {" OR ".join(parts)}'
 
 
 def quote(s: str) -> str:

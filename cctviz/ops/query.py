@@ -315,9 +315,10 @@ def _tokenize(s: str) -> list[_Tok]:
             raise QueryError(f"cannot read the query at position {i}: {s[i : i + 20]!r}")
         kind = m.lastgroup or ""
         text = m.group(kind)
+        pos = m.start(kind)
         if kind == "id" and text.upper() in _KEYWORDS:
             kind, text = "kw", text.upper()
-        toks.append(_Tok(kind, text, m.start(kind)))
+        toks.append(_Tok(kind, text, pos))
         i = m.end()
     toks.append(_Tok("end", "", len(s)))
     return toks

@@ -1,0 +1,45 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from cctviz.model._algo import TrieBuilder, level_order, preorder_permutation
+from tests.strategies import parent_arrays
+
+
+@given(parent_arrays())
+def test_preorder_permutation_gives_contiguous_subtrees(parent):
+    parent = np.array(parent)
+    perm = preorder_permutation(parent)
+    assert sorted(perm.tolist()) == list(range(len(parent)))
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(len(perm))
+    newp = np.where(parent[perm] >= 0, inv[np.maximum(parent[perm], 0)], -1)
+    # pre-order: every parent comes before its child, and each subtree is contiguous
+    assert np.all(newp < np.arange(len(newp)))
+    depth, _ = level_order(newp)
+    for i in range(len(newp)):
+        j = i + 1
+        while j < len(newp) and depth[j] > depth[i]:
+            j += 1
+        # every node in (i, j) descends from i: walk up from it
+        for d in range(i + 1, j):
+            a = d
+            while a > i:
+                a = newp[a]
+            assert a == i
+
+
+def test_level_order_rejects_cycles_and_bad_parents():
+    with pytest.raises(ValueError, match="cycle"):
+        level_order(np.array([-1, 2, 1]))
+    with pytest.raises(ValueError, match="outside"):
+        level_order(np.array([-1, 5]))
+
+
+def test_trie_merges_equal_paths_only():
+    tb = TrieBuilder()
+    a = tb.add_level(np.array([-1, -1, -1]), np.array([0, 1, 0]))
+    assert a.tolist() == [0, 1, 0]
+    b = tb.add_level(np.array([0, 1, 0]), np.array([5, 5, 5]))
+    assert b.tolist() == [2, 3, 2]  # same code under different parents stays apart
+    assert tb.parent.tolist() == [-1, -1, 0, 1]

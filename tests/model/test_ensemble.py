@@ -1,0 +1,82 @@
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cctviz
+from cctviz import Ensemble, Tree
+from tests.strategies import trees
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(trees(max_size=25), min_size=1, max_size=5))
+def test_unify_preserves_every_profile_total_and_paths(ts):
+    ens = Ensemble.from_trees(ts)
+    data = ens.data
+    for p, t in enumerate(ts):
+        rows = data.xs(p, level="profile")
+        assert np.isclose(rows["time"].sum(), t.metrics["time"].sum())
+        roots_inc = t.metrics["time (inc)"].to_numpy()[t.roots].sum()
+        uroots = ens.tree.roots
+        got = rows["time (inc)"].reindex(uroots).fillna(0).sum()
+        assert np.isclose(got, roots_inc)
+        # every call path of the profile exists in the unified tree
+        upaths = set(ens.tree.callpaths)
+        assert set(t.callpaths) <= upaths
+    # the unified tree has each call path once
+    assert ens.tree.callpaths.is_unique
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(trees(max_size=20), min_size=2, max_size=6))
+def test_stats_match_dense_computation(ts):
+    ens = Ensemble.from_trees(ts)
+    dense = ens.values("time (inc)")  # absent = 0
+    s = ens.stats("time (inc)")
+    assert np.allclose(s["mean"], dense.mean(axis=1))
+    assert np.allclose(s["min"], dense.min(axis=1))
+    assert np.allclose(s["max"], dense.max(axis=1))
+    assert np.allclose(s["median"], np.median(dense, axis=1))
+    assert np.allclose(s["q25"], np.quantile(dense, 0.25, axis=1))
+    assert np.allclose(s["q75"], np.quantile(dense, 0.75, axis=1))
+    assert np.allclose(s["std"], dense.std(axis=1, ddof=1), equal_nan=True)
+    has = s["argmax"] >= 0
+    assert np.allclose(dense[np.flatnonzero(has), s["argmax"][has]], s["max"][has])
+
+
+def test_stats_skip_missing_and_imbalance():
+    a = Tree.from_parents([-1, 0], ["main", "mpi"], {"time": [1.0, 4.0]})
+    b = Tree.from_parents([-1], ["main"], {"time": [2.0]})
+    ens = Ensemble.from_trees([a, b], profiles={"rank": [0, 1]})
+    mpi = int(np.flatnonzero(ens.tree.names == "mpi")[0])
+    zero = ens.stats("time").loc[mpi]
+    skip = ens.stats("time", missing="skip").loc[mpi]
+    assert zero["mean"] == 2.0 and zero["min"] == 0.0 and zero["count"] == 1
+    assert skip["mean"] == 4.0 and skip["min"] == 4.0
+    assert zero["imbalance"] == 2.0 and zero["argmax"] == 0
+    # no NaN padding: the long table has no row for (mpi, rank 1)
+    assert (mpi, 1) not in ens.data.index
+    assert not ens.data.isna().any().any()
+
+
+def test_select_groupby_profile_roundtrip():
+    ts = [Tree.from_parents([-1, 0], ["main", f"k{i % 2}"], {"time": [float(i), 1.0]}) for i in range(4)]
+    ens = Ensemble.from_trees(ts, profiles={"rank": [0, 1, 2, 3], "run": ["a", "b", "a", "b"]})
+    groups = ens.groupby("run")
+    assert set(groups) == {"a", "b"}
+    assert groups["a"].profiles["rank"].tolist() == [0, 2]
+    assert len(groups["a"].tree) == len(ens.tree)  # node ids stay comparable
+    t2 = ens.profile(rank=2)
+    assert t2.nodes["name"].tolist() == ["main", "k0"]
+    assert t2.metrics["time"].tolist() == [2.0, 1.0]
+    assert t2.meta["profile"]["run"] == "a"
+    with pytest.raises(KeyError):
+        ens.profile(run="a")
+
+
+def test_recursion_is_not_merged_into_cycles():
+    t = Tree.from_parents([-1, 0, 1], ["f", "f", "f"], {"time": [1.0, 1.0, 1.0]})
+    ens = Ensemble.from_trees([t, t])
+    assert len(ens.tree) == 3
+    assert ens.tree.depth.tolist() == [0, 1, 2]
