@@ -54,9 +54,12 @@ def _mask(tree: Tree, keep: Any) -> np.ndarray:
         if keep.tree is not tree:
             keep = tree.query(keep.to_query())
         return keep.mask
-    arr = np.asarray(keep) if isinstance(keep, (np.ndarray, pd.Series)) else None
-    if arr is not None and arr.dtype == bool and arr.shape == (len(tree),):
-        return arr
+    if isinstance(keep, (np.ndarray, pd.Series, list)):
+        arr = np.asarray(keep)
+        if arr.dtype == bool:
+            if arr.shape != (len(tree),):
+                raise ValueError(f"mask has shape {arr.shape}, expected ({len(tree)},)")
+            return arr
     return tree.query(keep).mask
 
 
@@ -84,7 +87,8 @@ def filter_remap(tree: Tree, keep: np.ndarray) -> Remap:
     src = np.full(tb.size, len(tree), dtype=np.int64)
     np.minimum.at(src, tid[kept], np.flatnonzero(kept))
     nodes, inv = trie_nodes(tree, tb, src, np.asarray(uniq, dtype=object))
-    return Remap(nodes, np.where(kept, inv[np.maximum(tid, 0)], -1))
+    mapping = np.where(kept, inv[np.maximum(tid, 0)], -1) if tb.size else np.full(len(tree), -1)
+    return Remap(nodes, mapping)
 
 
 def trie_nodes(

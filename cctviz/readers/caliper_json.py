@@ -16,6 +16,7 @@ one profile per rank (an Ensemble) when there are several ranks.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +52,14 @@ ORDER_COL = "Node order"
 SOURCELOC = "sourceloc#cali.sampler.pc"
 
 
+_DATA_FIRST = re.compile(rb'^\s*\{\s*"data"\s*:\s*\[')
+
+
 def _sniff(path: Path, h: bytes) -> bool:
-    return (
-        h.lstrip()[:1] == b"{"
-        and b'"columns"' in h
-        and b'"nodes"' in h
-        and b'"column_metadata"' in h
-    )
+    if h.lstrip()[:1] != b"{":
+        return False
+    keys = b'"columns"' in h and b'"nodes"' in h and b'"column_metadata"' in h
+    return keys or bool(_DATA_FIRST.match(h))  # big files: the data section comes first
 
 
 @register("caliper-json", _sniff, "Caliper json-split (data/columns/column_metadata/nodes)")
@@ -257,7 +259,7 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
         )
         columns[ORDER_COL] = np.where(sibling_key < 1e12, sibling_key, np.nan)
 
-    run_meta = {k: v for k, v in doc.items() if k not in SECTIONS}
+    run_meta = {k: _coerce(v) for k, v in doc.items() if k not in SECTIONS}
     meta: dict[str, Any] = dict(run_meta)
     if units:
         meta["units"] = units
@@ -299,6 +301,20 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
         return Tree(structure.nodes, tm, meta, _trusted=True)
     profiles = pd.DataFrame({"rank": uniq_ranks})
     return Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
+
+
+_INT = re.compile(r"^[-+]?\d+$")
+_FLOAT = re.compile(r"^[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$")
+
+
+def _coerce(v: Any) -> Any:
+    """Caliper writes run metadata as strings: give numbers back as numbers."""
+    if isinstance(v, str):
+        if _INT.match(v):
+            return int(v)
+        if _FLOAT.match(v):
+            return float(v)
+    return v
 
 
 def _exclusive_from_inclusive_rows(
