@@ -9,7 +9,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
-if not DATA.is_dir():  # CI has shared/ beside the checkout: a missing folder is an error, not a skip
+if (
+    not DATA.is_dir()
+):  # CI has shared/ beside the checkout: a missing folder is an error, not a skip
     raise RuntimeError(f"real test data not found at {DATA}; clone with ../shared beside the repo")
 
 HATCHET_JSON = DATA / "hatchet" / "json" / "hatchet-graph-literal.json"

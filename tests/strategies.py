@@ -30,4 +30,6 @@ def trees(draw, min_size: int = 1, max_size: int = 40, names=NAMES):
     nm = draw(st.lists(st.sampled_from(names), min_size=n, max_size=n))
     time = draw(st.lists(st.integers(0, 1000), min_size=n, max_size=n))
     calls = draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
-    return cctviz.Tree.from_parents(parent, nm, {"time": np.array(time, float), "calls": np.array(calls, float)})
+    return cctviz.Tree.from_parents(
+        parent, nm, {"time": np.array(time, float), "calls": np.array(calls, float)}
+    )

@@ -42,7 +42,12 @@ def flat_profile(tree: Tree, metric: str | None = None) -> pd.DataFrame:
     m = tree.metrics
     outer = outermost(tree)
     df = m[tree.exc_metrics].groupby(tree.names).sum()
-    inc = m[tree.inc_metrics].where(pd.Series(outer, index=m.index), 0.0, axis=0).groupby(tree.names).sum()
+    inc = (
+        m[tree.inc_metrics]
+        .where(pd.Series(outer, index=m.index), 0.0, axis=0)
+        .groupby(tree.names)
+        .sum()
+    )
     out = pd.concat([df, inc], axis=1)
     out["nodes"] = pd.Series(tree.names).value_counts()
     out.index.name = "name"

@@ -112,7 +112,9 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
         raise ValueError(f"unknown format {name!r}; have {sorted(_READERS)}")
     try:
         obj = _READERS[name].read(p, **kw)
-    except ProfileError:
+    except ProfileError as e:
+        if e.path is None:  # raised by the model while building: name the file
+            raise ProfileError(p, e.problem, e.where) from e
         raise
     except (
         KeyError,

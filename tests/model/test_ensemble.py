@@ -61,7 +61,10 @@ def test_stats_skip_missing_and_imbalance():
 
 
 def test_select_groupby_profile_roundtrip():
-    ts = [Tree.from_parents([-1, 0], ["main", f"k{i % 2}"], {"time": [float(i), 1.0]}) for i in range(4)]
+    ts = [
+        Tree.from_parents([-1, 0], ["main", f"k{i % 2}"], {"time": [float(i), 1.0]})
+        for i in range(4)
+    ]
     ens = Ensemble.from_trees(ts, profiles={"rank": [0, 1, 2, 3], "run": ["a", "b", "a", "b"]})
     groups = ens.groupby("run")
     assert set(groups) == {"a", "b"}

@@ -44,13 +44,24 @@ def test_from_dict_accepts_hatchet_literal_and_plain_form():
         {
             "frame": {"name": "main", "type": "function"},
             "metrics": {"time": 1.0, "time (inc)": 6.0},
-            "children": [{"frame": {"name": "f", "type": "loop"}, "metrics": {"time": 5.0, "time (inc)": 5.0}}],
+            "children": [
+                {
+                    "frame": {"name": "f", "type": "loop"},
+                    "metrics": {"time": 5.0, "time (inc)": 5.0},
+                }
+            ],
         }
     ]
     t = Tree.from_dict(lit)
     assert t.nodes["kind"].tolist() == ["function", "loop"]
     assert t.metrics["time (inc)"].tolist() == [6.0, 5.0]
-    plain = Tree.from_dict({"name": "main", "metrics": {"t (inc)": 9}, "children": [{"name": "x", "metrics": {"t (inc)": 4}}]})
+    plain = Tree.from_dict(
+        {
+            "name": "main",
+            "metrics": {"t (inc)": 9},
+            "children": [{"name": "x", "metrics": {"t (inc)": 4}}],
+        }
+    )
     # inclusive-only metrics are turned into exclusive ones that give them back
     assert plain.metrics["t"].tolist() == [5.0, 4.0]
     assert plain.metrics["t (inc)"].tolist() == [9.0, 4.0]

@@ -19,7 +19,10 @@ from tests.conftest import CALIPER_JSON, HATCHET_JSON
 
 CASES = [
     ([{"name": "bar"}], [1, 7, 21]),
-    ([(".", {"name": "foo"}), "*", (".", {"name": "baz"})], [0, 1, 2, 4, 5, 6, 7, 8, 12, 13, 15, 16, 17]),
+    (
+        [(".", {"name": "foo"}), "*", (".", {"name": "baz"})],
+        [0, 1, 2, 4, 5, 6, 7, 8, 12, 13, 15, 16, 17],
+    ),
     # a star stops at the first node matching the next query node: baz below bar(7) is not taken
     ([{"name": "qux"}, "*", {"name": "ba.*"}], [4, 5, 6, 7]),
     ([("+", {"time (inc)": ">= 20"})], [0, 1, 4, 5, 6, 7, 12, 13, 15, 16, 20, 21]),
@@ -33,8 +36,10 @@ CASES = [
 
 STRING_CASES = [
     ('MATCH (".", a) WHERE a."name" = "bar"', [1, 7, 21]),
-    ('MATCH (".", a)->("*")->(".", b) WHERE a."name" = "foo" AND b."name" = "baz"',
-     [0, 1, 2, 4, 5, 6, 7, 8, 12, 13, 15, 16, 17]),
+    (
+        'MATCH (".", a)->("*")->(".", b) WHERE a."name" = "foo" AND b."name" = "baz"',
+        [0, 1, 2, 4, 5, 6, 7, 8, 12, 13, 15, 16, 17],
+    ),
     ('MATCH (".", a) WHERE a."name" STARTS WITH "gr"', [3, 9, 10, 23]),
     ('MATCH (".", a) WHERE a."name" ENDS WITH "ly"', [11, 18, 19]),
     ('MATCH (".", a) WHERE a."name" CONTAINS "u"', [3, 4, 5, 9, 10, 14, 16, 23]),
@@ -45,7 +50,10 @@ STRING_CASES = [
     ('MATCH (".", a)->(2, b) WHERE a."name" = "xyzzy"', [15, 16, 17, 18]),
     ('MATCH (".", a) WHERE a."depth" = 1', [1, 4, 12, 21]),
     ('MATCH (".", a) WHERE a."node_id" >= 22', [22, 23]),
-    ('MATCH (".", a) WHERE (a."name" = "bar" OR a."name" = "baz") AND a."time (inc)" > 5', [1, 7, 21]),
+    (
+        'MATCH (".", a) WHERE (a."name" = "bar" OR a."name" = "baz") AND a."time (inc)" > 5',
+        [1, 7, 21],
+    ),
 ]
 
 
@@ -103,7 +111,9 @@ def _ours(t, query):
 def _random_tree(rng, n):
     parent = [-1] + [rng.randrange(i) if rng.random() > 0.05 else -1 for i in range(1, n)]
     names = [rng.choice(["a", "b", "c", "d", "MPI_x", "MPI_y"]) for _ in range(n)]
-    return cctviz.Tree.from_parents(parent, names, {"time": [float(rng.randrange(10)) for _ in range(n)]})
+    return cctviz.Tree.from_parents(
+        parent, names, {"time": [float(rng.randrange(10)) for _ in range(n)]}
+    )
 
 
 def _random_pred(rng):
@@ -123,7 +133,10 @@ def test_object_dialect_equals_hatchet_on_random_trees(seed):
     for _ in range(150):
         t = _random_tree(rng, rng.randint(1, 25))
         gf = hatchet.GraphFrame.from_literal(to_literal(t))
-        q = [(rng.choice([".", "*", "*", "+", 2]), _random_pred(rng)) for _ in range(rng.randint(1, 6))]
+        q = [
+            (rng.choice([".", "*", "*", "+", 2]), _random_pred(rng))
+            for _ in range(rng.randint(1, 6))
+        ]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             expected = _hatchet_paths(gf, q)
@@ -133,8 +146,16 @@ def test_object_dialect_equals_hatchet_on_random_trees(seed):
 def test_string_dialect_equals_hatchet_on_random_trees():
     rng = random.Random(99)
     compared = hatchet_broken = 0
-    conds = ['{v}."name" = "a"', '{v}."name" STARTS WITH "MPI"', '{v}."time" > 3', '{v}."name" =~ "[bc]"',
-             '{v} IS LEAF', '{v} IS NOT LEAF', '{v}."time (inc)" <= 12', 'NOT {v}."name" ENDS WITH "y"']
+    conds = [
+        '{v}."name" = "a"',
+        '{v}."name" STARTS WITH "MPI"',
+        '{v}."time" > 3',
+        '{v}."name" =~ "[bc]"',
+        "{v} IS LEAF",
+        "{v} IS NOT LEAF",
+        '{v}."time (inc)" <= 12',
+        'NOT {v}."name" ENDS WITH "y"',
+    ]
     for _ in range(150):
         t = _random_tree(rng, rng.randint(1, 25))
         gf = hatchet.GraphFrame.from_literal(to_literal(t))

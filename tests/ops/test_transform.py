@@ -59,7 +59,10 @@ def test_prune_example(hatchet_tree):
     p = hatchet_tree.prune("time (inc)", threshold=15)
     names = p.nodes["name"].tolist()
     assert "(other)" in names
-    assert np.isclose(p.metrics["time (inc)"][p.roots].sum(), hatchet_tree.metrics["time (inc)"][hatchet_tree.roots].sum())
+    assert np.isclose(
+        p.metrics["time (inc)"][p.roots].sum(),
+        hatchet_tree.metrics["time (inc)"][hatchet_tree.roots].sum(),
+    )
     assert (p.metrics["time (inc)"][p.nodes["name"] != "(other)"] >= 15).all()
 
 

@@ -51,7 +51,11 @@ def test_caliper_file_matches_hatchet(path):
     gf, hdf = _hatchet_frame(path)
     assert len(tree) == len(gf.graph)
     # per (call path, rank) exclusive time equals Hatchet's
-    ours = obj.data.reset_index() if isinstance(obj, Ensemble) else obj.metrics.reset_index().assign(profile=0)
+    ours = (
+        obj.data.reset_index()
+        if isinstance(obj, Ensemble)
+        else obj.metrics.reset_index().assign(profile=0)
+    )
     ours["callpath"] = tree.callpaths.to_numpy()[ours["node"].to_numpy()]
     if isinstance(obj, Ensemble):
         ours["rank"] = obj.profiles["rank"].to_numpy()[ours["profile"].to_numpy()]
@@ -64,14 +68,26 @@ def test_caliper_file_matches_hatchet(path):
     pd.testing.assert_series_equal(a.sort_index(), b.sort_index().astype(float), check_names=False)
 
 
-@pytest.mark.parametrize("path", [p for p in ALL if "inclusive#sum#time.duration" in p.read_text()[-4000:] or "lulesh" in p.name], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [
+        p
+        for p in ALL
+        if "inclusive#sum#time.duration" in p.read_text()[-4000:] or "lulesh" in p.name
+    ],
+    ids=lambda p: p.name,
+)
 def test_derived_inclusive_equals_recorded_inclusive(path):
     obj = cctviz.read(path)
     doc = json.loads(path.read_text())
     cols = doc["columns"]
     if "inclusive#sum#time.duration" not in cols:
         pytest.skip("no recorded inclusive column")  # pragma: no cover - selection above
-    ci, cr, cp = cols.index("inclusive#sum#time.duration"), cols.index("mpi.rank"), cols.index("path")
+    ci, cr, cp = (
+        cols.index("inclusive#sum#time.duration"),
+        cols.index("mpi.rank"),
+        cols.index("path"),
+    )
     tree = obj.tree if isinstance(obj, Ensemble) else obj
     # Caliper node index -> our node, via call path
     labels = {}
@@ -110,7 +126,10 @@ def test_run_metadata_and_units():
 
 
 def test_read_ensemble_of_scaling_runs():
-    meta = {str(p): {"cores": int(p.stem.split("-")[-1].replace("cores", "").replace("core", ""))} for p in LULESH_SCALING}
+    meta = {
+        str(p): {"cores": int(p.stem.split("-")[-1].replace("cores", "").replace("core", ""))}
+        for p in LULESH_SCALING
+    }
     ens = cctviz.read_ensemble([str(p) for p in LULESH_SCALING], metadata=meta, progress=False)
     assert ens.n_profiles == sum(int(x) for x in (1, 8, 27, 64, 125, 216, 343, 512))
     assert set(ens.profiles["cores"]) == {1, 8, 27, 64, 125, 216, 343, 512}
@@ -120,8 +139,17 @@ def test_read_ensemble_of_scaling_runs():
     for p in LULESH_SCALING[:3]:
         one = cctviz.read(p)
         sel = ens.select(lambda df: df["file"] == str(p))
-        assert np.isclose(sel.rows["time"].sum(), one.rows["time"].sum() if isinstance(one, Ensemble) else one.metrics["time"].sum())
+        assert np.isclose(
+            sel.rows["time"].sum(),
+            one.rows["time"].sum() if isinstance(one, Ensemble) else one.metrics["time"].sum(),
+        )
     s = ens.stats("time (inc)")
     main = int(np.flatnonzero(ens.tree.names == "main")[0])
     assert s.loc[main, "count"] == ens.n_profiles
-    assert s.loc[main, "max"] >= s.loc[main, "q75"] >= s.loc[main, "median"] >= s.loc[main, "q25"] >= s.loc[main, "min"]
+    assert (
+        s.loc[main, "max"]
+        >= s.loc[main, "q75"]
+        >= s.loc[main, "median"]
+        >= s.loc[main, "q25"]
+        >= s.loc[main, "min"]
+    )

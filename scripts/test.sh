@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Run the whole test suite on a fresh machine: installs what it needs
+# (virtualenv, npm packages, pip packages, Debian's chromium for browser tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+setup_env test
+ensure_chromium
+
+echo "== lint"
+.venv/bin/ruff check cctviz tests benchmarks
+.venv/bin/ruff format --check cctviz tests benchmarks || echo "(formatting differences above are not fatal)"
+
+echo "== JavaScript unit tests"
+npm test --silent
+
+echo "== Python tests (unit, property, doctests, notebooks)"
+.venv/bin/python -m pytest -n 2 -p no:cacheprovider "$@"
