@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from cctviz.model._algo import TrieBuilder, level_order, preorder_permutation
 from tests.strategies import parent_arrays

@@ -1,10 +1,8 @@
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import cctviz
 from cctviz import Ensemble, Tree
 from tests.strategies import trees
 

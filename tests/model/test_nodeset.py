@@ -1,9 +1,8 @@
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cctviz import NodeSet, Tree
+from cctviz import Tree
 from tests.strategies import trees
 
 

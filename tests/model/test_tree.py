@@ -1,9 +1,8 @@
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
-import cctviz
 from cctviz import Tree
 from tests.strategies import trees
 

@@ -138,7 +138,7 @@ def test_read_ensemble_of_scaling_runs():
     # per-file totals survive unification
     for p in LULESH_SCALING[:3]:
         one = cctviz.read(p)
-        sel = ens.select(lambda df: df["file"] == str(p))
+        sel = ens.select(ens.profiles["file"] == str(p))
         assert np.isclose(
             sel.rows["time"].sum(),
             one.rows["time"].sum() if isinstance(one, Ensemble) else one.metrics["time"].sum(),

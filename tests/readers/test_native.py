@@ -1,7 +1,6 @@
 import numpy as np
 import pandas as pd
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import cctviz
 from cctviz import Ensemble
