@@ -33,3 +33,14 @@ def trees(draw, min_size: int = 1, max_size: int = 40, names=NAMES):
     return cctviz.Tree.from_parents(
         parent, nm, {"time": np.array(time, float), "calls": np.array(calls, float)}
     )
+
+
+def assert_consistent(t) -> None:
+    """Inclusive = exclusive + sum of the children's inclusive, for every metric."""
+    m = t.metrics
+    for metric in t.exc_metrics:
+        inc = m[metric + " (inc)"].to_numpy()
+        child_sum = np.zeros(len(t))
+        nr = t.parent >= 0
+        np.add.at(child_sum, t.parent[nr], inc[nr])
+        assert np.allclose(inc, m[metric].to_numpy() + child_sum)

@@ -16,11 +16,18 @@ def test_readme_tour_runs(tmp_path, monkeypatch):
     ns: dict = {}
     exec(compile(code, "README.md", "exec"), ns)  # noqa: S102 - our own README
     assert ns["cctviz"].read(tmp_path / "lulesh.cctviz") == ns["ens"]
-    assert len(ns["calc"]) > 3 and len(ns["calc"] & ns["hot"]) > 0 and ns["t"].query(ns["q"]) == ns["hot"]
+    assert (
+        len(ns["calc"]) > 3
+        and len(ns["calc"] & ns["hot"]) > 0
+        and ns["t"].query(ns["q"]) == ns["hot"]
+    )
 
 
 def test_readme_starts_with_the_two_commands():
     text = (ROOT / "README.md").read_text()
     first = re.search(r"```bash\n(.*?)```", text, re.S).group(1).strip().splitlines()
-    assert [ln.split("#")[0].strip() for ln in first] == ["bash scripts/demo.sh", "bash scripts/test.sh"]
+    assert [ln.split("#")[0].strip() for ln in first] == [
+        "bash scripts/demo.sh",
+        "bash scripts/test.sh",
+    ]
     assert os.access(ROOT / ".ci" / "run", os.X_OK)

@@ -37,3 +37,14 @@ def expect(path: Path, cond: bool, where: str, problem: str) -> None:
 def looks_like_json(h: bytes, *keys: bytes) -> bool:
     s = h.lstrip()
     return bool(s[:1] in (b"{", b"[") and all(k in h for k in keys))
+
+
+def expect_rows(path: Path, bad: Any, values: Any, problem: str, where: str) -> None:
+    """Raise a ProfileError at the first row flagged in the boolean Series ``bad``.
+
+    ``problem`` and ``where`` are format strings given ``value`` (the row's value
+    in ``values``) and ``k`` (the row number).
+    """
+    if bad.any():
+        k = int(bad.to_numpy().nonzero()[0][0])
+        raise ProfileError(path, problem.format(value=values.iloc[k], k=k), where=where.format(k=k))

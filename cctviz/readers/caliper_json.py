@@ -27,7 +27,7 @@ from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import INC, Tree
 from . import register
-from ._json import expect, load_json
+from ._json import expect, expect_rows, load_json
 
 RENAME = {
     "sum#time.duration": "time",
@@ -154,13 +154,9 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
     df = df[df[path_col].notna()].reset_index(drop=True)
     pn = pd.to_numeric(df[path_col], errors="coerce")
     bad = pn.isna() | (pn < 0) | (pn >= n_all)
-    if bad.any():
-        k = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ProfileError(
-            path,
-            f"{path_col} value {df[path_col].iloc[k]!r} is not a node index",
-            where=f"data row {k}",
-        )
+    expect_rows(
+        path, bad, df[path_col], path_col + " value {value!r} is not a node index", "data row {k}"
+    )
     rnode = local[pn.to_numpy(dtype=np.int64)]
     if (rnode < 0).any():
         k = int(np.flatnonzero(rnode < 0)[0])
@@ -180,14 +176,13 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
             continue
         name = RENAME.get(c, m.get("attribute.alias") or c)
         v = pd.to_numeric(df[c], errors="coerce")
-        badv = v.isna() & df[c].notna()
-        if badv.any():
-            k = int(np.flatnonzero(badv.to_numpy())[0])
-            raise ProfileError(
-                path,
-                f"value column {c!r} holds {df[c].iloc[k]!r}, not a number",
-                where=f"data row {k}",
-            )
+        expect_rows(
+            path,
+            v.isna() & df[c].notna(),
+            df[c],
+            f"value column {c!r} holds {{value!r}}, not a number",
+            "data row {k}",
+        )
         metrics[name] = v.fillna(0).to_numpy(dtype=np.float64)
         if m.get("attribute.unit") in UNIT:
             units[name.replace(INC, "")] = UNIT[m["attribute.unit"]]

@@ -22,7 +22,7 @@ from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import INC, Tree
 from . import register
-from ._json import expect, load_json
+from ._json import expect, expect_rows, load_json
 
 
 def _sniff_json_form(path: Path, h: bytes) -> bool:
@@ -126,24 +126,24 @@ def read_hatchet_json(path: Path) -> Tree | Ensemble:
     for m in exc + inc:
         expect(path, m in df.columns, "dataframe", f"metric {m!r} is listed but no row has it")
     bad = ~df["node"].isin(list(pos)) if len(df) else pd.Series([], dtype=bool)
-    if bad.any():
-        k = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ProfileError(
-            path,
-            f"row refers to node {df['node'].iloc[k]!r}, which is not in the graph",
-            where=f"dataframe[{k}]",
-        )
+    expect_rows(
+        path,
+        bad,
+        df["node"],
+        "row refers to node {value!r}, which is not in the graph",
+        "dataframe[{k}]",
+    )
     df["_row"] = df["node"].map(pos).astype(np.int64)
     for m in exc + inc:
         if not pd.api.types.is_numeric_dtype(df[m]):
             conv = pd.to_numeric(df[m], errors="coerce")
-            k = np.flatnonzero(conv.isna() & df[m].notna())
-            if k.size:
-                raise ProfileError(
-                    path,
-                    f"metric {m!r} has a non-number {df[m].iloc[k[0]]!r}",
-                    where=f"dataframe[{k[0]}]",
-                )
+            expect_rows(
+                path,
+                conv.isna() & df[m].notna(),
+                df[m],
+                f"metric {m!r} has a non-number {{value!r}}",
+                "dataframe[{k}]",
+            )
             df[m] = conv
     only_inc = [m for m in inc if m.endswith(INC) and m[: -len(INC)] not in exc]
     # node attributes: frame data plus non-metric dataframe columns

@@ -4,18 +4,12 @@ import pytest
 from hypothesis import given
 
 from cctviz import Tree
-from tests.strategies import trees
+from tests.strategies import assert_consistent, trees
 
 
 @given(trees())
 def test_inclusive_is_exclusive_plus_children_inclusive(t):
-    m = t.metrics
-    for metric in t.exc_metrics:
-        inc = m[metric + " (inc)"].to_numpy()
-        child_sum = np.zeros(len(t))
-        nr = t.parent >= 0
-        np.add.at(child_sum, t.parent[nr], inc[nr])
-        assert np.allclose(inc, m[metric].to_numpy() + child_sum)
+    assert_consistent(t)
 
 
 @given(trees())

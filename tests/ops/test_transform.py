@@ -5,17 +5,7 @@ from hypothesis import strategies as st
 import cctviz
 from cctviz import Ensemble, Tree
 from cctviz.ops.flat import outermost
-from tests.strategies import trees
-
-
-def _consistent(t: Tree):
-    m = t.metrics
-    for metric in t.exc_metrics:
-        inc = m[metric + " (inc)"].to_numpy()
-        cs = np.zeros(len(t))
-        nr = t.parent >= 0
-        np.add.at(cs, t.parent[nr], inc[nr])
-        assert np.allclose(inc, m[metric].to_numpy() + cs)
+from tests.strategies import assert_consistent, trees
 
 
 @settings(max_examples=60, deadline=None)
@@ -23,7 +13,7 @@ def _consistent(t: Tree):
 def test_filter_reattaches_to_nearest_kept_ancestor(t, data):
     keep = np.array(data.draw(st.lists(st.booleans(), min_size=len(t), max_size=len(t))))
     f = t.filter(keep)
-    _consistent(f)
+    assert_consistent(f)
     kept_paths = set()
     for i in np.flatnonzero(keep):
         # the call path of a kept node, through kept ancestors only
@@ -42,7 +32,7 @@ def test_filter_reattaches_to_nearest_kept_ancestor(t, data):
 @given(trees(), st.integers(1, 3), st.floats(0, 600))
 def test_prune_keeps_totals(t, k, thr):
     for p in (t.prune("time (inc)", top_k=k), t.prune("time (inc)", threshold=thr)):
-        _consistent(p)
+        assert_consistent(p)
         assert np.isclose(p.metrics["time"].sum(), t.metrics["time"].sum())
         # every visible child list has at most k real children plus one (other)
         if p is not None and "folded" in p.nodes:
@@ -114,7 +104,7 @@ def test_flat_profile_counts_recursion_once():
 @given(trees())
 def test_bottom_up_roots_hold_flat_exclusive(t):
     bu = t.bottom_up()
-    _consistent(bu)
+    assert_consistent(bu)
     roots = bu.roots
     got = dict(zip(bu.names[roots], bu.metrics["time (inc)"].to_numpy()[roots]))
     fp = t.flat_profile()
