@@ -48,3 +48,17 @@ def expect_rows(path: Path, bad: Any, values: Any, problem: str, where: str) -> 
     if bad.any():
         k = int(bad.to_numpy().nonzero()[0][0])
         raise ProfileError(path, problem.format(value=values.iloc[k], k=k), where=where.format(k=k))
+
+
+def numeric(path: Path, values: Any, what: str, where: str) -> Any:
+    """``values`` as numbers; a ProfileError at the first entry that is not one.
+
+    ``what`` names the column in the message, ``where`` is a format string of ``k``.
+    """
+    import pandas as pd
+
+    conv = pd.to_numeric(values, errors="coerce")
+    expect_rows(
+        path, conv.isna() & values.notna(), values, what + " holds {value!r}, not a number", where
+    )
+    return conv

@@ -27,7 +27,7 @@ from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import INC, Tree
 from . import register
-from ._json import expect, expect_rows, load_json
+from ._json import expect, expect_rows, load_json, numeric
 
 RENAME = {
     "sum#time.duration": "time",
@@ -175,14 +175,7 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
         if c not in value_cols:
             continue
         name = RENAME.get(c, m.get("attribute.alias") or c)
-        v = pd.to_numeric(df[c], errors="coerce")
-        expect_rows(
-            path,
-            v.isna() & df[c].notna(),
-            df[c],
-            f"value column {c!r} holds {{value!r}}, not a number",
-            "data row {k}",
-        )
+        v = numeric(path, df[c], f"value column {c!r}", "data row {k}")
         metrics[name] = v.fillna(0).to_numpy(dtype=np.float64)
         if m.get("attribute.unit") in UNIT:
             units[name.replace(INC, "")] = UNIT[m["attribute.unit"]]

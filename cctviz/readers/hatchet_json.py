@@ -22,7 +22,7 @@ from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import INC, Tree
 from . import register
-from ._json import expect, expect_rows, load_json
+from ._json import expect, expect_rows, load_json, numeric
 
 
 def _sniff_json_form(path: Path, h: bytes) -> bool:
@@ -136,15 +136,7 @@ def read_hatchet_json(path: Path) -> Tree | Ensemble:
     df["_row"] = df["node"].map(pos).astype(np.int64)
     for m in exc + inc:
         if not pd.api.types.is_numeric_dtype(df[m]):
-            conv = pd.to_numeric(df[m], errors="coerce")
-            expect_rows(
-                path,
-                conv.isna() & df[m].notna(),
-                df[m],
-                f"metric {m!r} has a non-number {{value!r}}",
-                "dataframe[{k}]",
-            )
-            df[m] = conv
+            df[m] = numeric(path, df[m], f"metric {m!r}", "dataframe[{k}]")
     only_inc = [m for m in inc if m.endswith(INC) and m[: -len(INC)] not in exc]
     # node attributes: frame data plus non-metric dataframe columns
     names = [str(f["name"]) for f in frames]
