@@ -5,7 +5,7 @@ What it measures
 For each case, both tools build one composed ensemble (the union call tree
 plus every profile's metrics) from the *same* list of Caliper json-split files:
 
-* cctviz:  ``cctviz.read_ensemble(files, progress=False, format="caliper-json")``
+* cctviz:  ``cctviz.read_ensemble(files, progress=False)`` (format detected per file)
 * Thicket: ``Thicket.from_caliper(files)``, i.e. ``Thicket.reader_dispatch(
   GraphFrame.from_caliper, ...)`` with hatchet's json-split ``CaliperReader``,
   called with ``node_ordering=False`` (see "Caveats") and Thicket's defaults
@@ -39,10 +39,16 @@ Cases
   inclusive values are recomputed from the perturbed exclusive ones, so every
   file differs and stays internally consistent.
 * ``synthetic 10k x 256``: a seeded random tree of 10,000 regions (random
-  recursive tree, depth about 10-30, names drawn with repeats from a pool of
+  recursive tree, max depth about 30, mean about 11, names drawn with repeats from a pool of
   1,200, unique among siblings) written as 256 single-rank json-split files;
   each file drops its own random 1% of the leaves and perturbs the metrics as
-  above. Skip it with ``--no-big``; resize with ``--big-nodes/--big-profiles``.
+  above. The same tree is also composed from only its first 8 files
+  (``--big-small-profiles``), where Thicket finishes, to give a measured
+  ratio on the big tree. Skip both with ``--no-big``; resize with
+  ``--big-nodes/--big-profiles``.
+
+Limits: a run is killed after ``--timeout`` (default 1800 s) on the LULESH
+cases and ``--big-timeout`` (default 600 s) on the synthetic ones.
 
 Profiles are counted differently by the two tools: a Thicket profile is a
 file (its ranks are an index level), a cctviz profile is a (file, rank)
@@ -65,9 +71,6 @@ Caveats
   a ``Node order`` column (the LULESH files have none), so the benchmark
   calls ``Thicket.reader_dispatch`` -- exactly the code path of
   ``Thicket.from_caliper`` -- with ``node_ordering=False``.
-* cctviz is given ``format="caliper-json"``: its format sniffer only looks at
-  the first 64 KiB, and Caliper writes the ``columns``/``nodes`` sections
-  after ``data``, so files over 64 KiB are otherwise not recognised.
 * Thicket stores inclusive metrics read from the files and pads the table to
   every (node, file, rank) combination; cctviz stores exclusive metrics in a
   sparse long table and derives inclusive ones lazily (the time to
@@ -83,6 +86,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -120,8 +124,9 @@ def _round1(x: np.ndarray) -> np.ndarray:
     return np.round(x, 1)
 
 
-def _accumulate_inclusive(parent: np.ndarray, depth: np.ndarray, node: np.ndarray, rank: np.ndarray,
-                          exc: np.ndarray) -> np.ndarray:
+def _accumulate_inclusive(
+    parent: np.ndarray, depth: np.ndarray, node: np.ndarray, rank: np.ndarray, exc: np.ndarray
+) -> np.ndarray:
     """Inclusive value of each row: sum of the exclusive values of the same rank
     over the subtree of the row's node. ``parent``/``depth`` describe the tree
     of path nodes (local ids); ``node`` holds -1 for rows without a path."""
@@ -174,17 +179,23 @@ class CaliperTemplate:
         self.parent, self.depth = parent, depth
         raw_node = [row[j_path] for row in data]
         self.node = np.array([local[x] if x is not None else -1 for x in raw_node], dtype=np.int64)
-        self.rank = np.array([row[j_rank] for row in data], dtype=np.int64) if j_rank is not None else np.zeros(len(data), np.int64)
+        self.rank = (
+            np.array([row[j_rank] for row in data], dtype=np.int64)
+            if j_rank is not None
+            else np.zeros(len(data), np.int64)
+        )
         # value columns: pairs (exclusive, inclusive) get a consistent inclusive,
         # other value columns are scaled by the row's factor
-        self.values = {j: np.array([np.nan if row[j] is None else row[j] for row in data], dtype=np.float64)
-                       for j, m in enumerate(self.cmeta)
-                       if m.get("is_value") and cols[j] not in (RANK_COL, "Node order")}
+        self.values = {
+            j: np.array([np.nan if row[j] is None else row[j] for row in data], dtype=np.float64)
+            for j, m in enumerate(self.cmeta)
+            if m.get("is_value") and cols[j] not in (RANK_COL, "Node order")
+        }
         self.pairs: dict[int, int] = {}
         for j in list(self.values):
             name = cols[j]
-            if name.startswith("inclusive#") and name[len("inclusive#"):] in cols:
-                self.pairs[j] = cols.index(name[len("inclusive#"):])
+            if name.startswith("inclusive#") and name[len("inclusive#") :] in cols:
+                self.pairs[j] = cols.index(name[len("inclusive#") :])
         self.data = data
 
     def perturbed(self, rng: np.random.Generator, sigma: float) -> dict:
@@ -206,13 +217,24 @@ class CaliperTemplate:
             for j, lst in cols_lists.items():
                 r[j] = lst[k]
             rows.append(r)
-        out = {"data": rows, "columns": self.cols, "column_metadata": self.cmeta, "nodes": self.doc["nodes"]}
+        out = {
+            "data": rows,
+            "columns": self.cols,
+            "column_metadata": self.cmeta,
+            "nodes": self.doc["nodes"],
+        }
         out.update(self.extra)
         return out
 
 
-def write_lulesh_copies(real: list[Path], n_copies: int, outdir: Path, seed: int, sigma: float,
-                        cycle_max_ranks: int | None) -> list[Path]:
+def write_lulesh_copies(
+    real: list[Path],
+    n_copies: int,
+    outdir: Path,
+    seed: int,
+    sigma: float,
+    cycle_max_ranks: int | None,
+) -> list[Path]:
     """Perturbed copies of the real files, cycling through them (smallest first)."""
     bases = [p for p in real if cycle_max_ranks is None or _ranks_of(p) <= cycle_max_ranks]
     templates = [CaliperTemplate(json.loads(p.read_text())) for p in bases]
@@ -238,12 +260,44 @@ def make_random_tree(n: int, seed: int, pool_size: int = 1200) -> tuple[np.ndarr
     repeated across the tree but unique among siblings."""
     rng = np.random.default_rng(seed)
     parent = np.full(n, -1, dtype=np.int64)
-    # parents uniformly among earlier nodes: expected depth ~ ln n, max ~ e ln n
-    parent[1:] = (rng.random(n - 1) * np.arange(1, n)).astype(np.int64)
-    stems = ["solve", "compute", "exchange", "apply", "update", "init", "reduce", "kernel", "loop",
-             "assemble", "halo", "io_write", "io_read", "precond", "smooth", "interp", "advance", "flux"]
-    mpi = ["MPI_Allreduce", "MPI_Waitall", "MPI_Isend", "MPI_Irecv", "MPI_Barrier", "MPI_Bcast",
-           "MPI_Reduce", "MPI_Wait", "MPI_Alltoall", "MPI_Gather"]
+    # random recursive tree: the parent of node i is uniform among the earlier
+    # nodes, or (30% of the time) among the 20 just before it, which deepens
+    # the tree (10,000 nodes: max depth ~30, mean ~11)
+    i = np.arange(1, n)
+    lo = np.where(rng.random(n - 1) < 0.3, np.maximum(i - 20, 0), 0)
+    parent[1:] = lo + (rng.random(n - 1) * (i - lo)).astype(np.int64)
+    stems = [
+        "solve",
+        "compute",
+        "exchange",
+        "apply",
+        "update",
+        "init",
+        "reduce",
+        "kernel",
+        "loop",
+        "assemble",
+        "halo",
+        "io_write",
+        "io_read",
+        "precond",
+        "smooth",
+        "interp",
+        "advance",
+        "flux",
+    ]
+    mpi = [
+        "MPI_Allreduce",
+        "MPI_Waitall",
+        "MPI_Isend",
+        "MPI_Irecv",
+        "MPI_Barrier",
+        "MPI_Bcast",
+        "MPI_Reduce",
+        "MPI_Wait",
+        "MPI_Alltoall",
+        "MPI_Gather",
+    ]
     pool = mpi + [f"{stems[i % len(stems)]}_{i}" for i in range(pool_size - len(mpi))]
     w = 1.0 / np.arange(1, len(pool) + 1) ** 0.8  # Zipf-like: some names are frequent
     w /= w.sum()
@@ -264,8 +318,9 @@ def make_random_tree(n: int, seed: int, pool_size: int = 1200) -> tuple[np.ndarr
     return parent, names
 
 
-def write_big_case(n_nodes: int, n_profiles: int, outdir: Path, seed: int, sigma: float,
-                   drop_frac: float = 0.01) -> tuple[list[Path], dict]:
+def write_big_case(
+    n_nodes: int, n_profiles: int, outdir: Path, seed: int, sigma: float, drop_frac: float = 0.01
+) -> tuple[list[Path], dict]:
     parent, names = make_random_tree(n_nodes, seed)
     rng = np.random.default_rng(seed + 1)
     depth = np.zeros(n_nodes, dtype=np.int64)
@@ -286,9 +341,13 @@ def write_big_case(n_nodes: int, n_profiles: int, outdir: Path, seed: int, sigma
         newid[kept] = np.arange(kept.size)
         kpar = np.where(parent[kept] >= 0, newid[np.maximum(parent[kept], 0)], -1)
         exc = _round1(base_exc[kept] * rng.lognormal(0.0, sigma, kept.size))
-        inc = _round1(_accumulate_inclusive(kpar, depth[kept], np.arange(kept.size), np.zeros(kept.size, np.int64), exc))
+        inc = _round1(
+            _accumulate_inclusive(
+                kpar, depth[kept], np.arange(kept.size), np.zeros(kept.size, np.int64), exc
+            )
+        )
         nodes = []
-        for i, (nid, pp) in enumerate(zip(kept.tolist(), kpar.tolist())):
+        for nid, pp in zip(kept.tolist(), kpar.tolist()):
             nd = {"label": names[nid], "column": PATH_COL}
             if pp >= 0:
                 nd["parent"] = pp
@@ -298,8 +357,13 @@ def write_big_case(n_nodes: int, n_profiles: int, outdir: Path, seed: int, sigma
         path = outdir / f"big{p:04d}.json"
         path.write_text(json.dumps(doc, separators=(",", ":")))
         files.append(path)
-    info = {"max_depth": int(depth.max()), "mean_depth": float(depth.mean()), "leaves": int(leaves.size),
-            "distinct_names": len(set(names)), "dropped_per_profile": n_drop}
+    info = {
+        "max_depth": int(depth.max()),
+        "mean_depth": float(depth.mean()),
+        "leaves": int(leaves.size),
+        "distinct_names": len(set(names)),
+        "dropped_per_profile": n_drop,
+    }
     return files, info
 
 
@@ -320,12 +384,12 @@ def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: boo
     if tool == "cctviz":
         import cctviz
     else:
-        import io
         import contextlib
+        import io
 
         with contextlib.redirect_stdout(io.StringIO()):  # thicket prints a note about seaborn
-            import hatchet
-            import thicket
+            import hatchet  # noqa: F401
+            import thicket  # noqa: F401
     res["import_s"] = time.perf_counter() - t0
     res["rss_after_import_mb"] = (_rss_kib() or 0) / 1024
     if use_tracemalloc:
@@ -333,7 +397,7 @@ def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: boo
 
     if tool == "cctviz":
         t = time.perf_counter()
-        ens = cctviz.read_ensemble(files, progress=False, format="caliper-json")
+        ens = cctviz.read_ensemble(files, progress=False)
         res["compose_s"] = time.perf_counter() - t
         res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         if use_tracemalloc:
@@ -368,7 +432,11 @@ def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: boo
         def reader(f, *a, **k):
             gf = GraphFrame.from_caliper(f, *a, **k)
             progress["read"] += 1
-            print(f"PROGRESS read {progress['read']} merged {progress['merged']}", file=sys.stderr, flush=True)
+            print(
+                f"PROGRESS read {progress['read']} merged {progress['merged']}",
+                file=sys.stderr,
+                flush=True,
+            )
             return gf
 
         orig_concat = Thicket.concat_thickets
@@ -376,7 +444,11 @@ def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: boo
         def concat_counting(*a, **k):
             out = orig_concat(*a, **k)
             progress["merged"] += 1
-            print(f"PROGRESS read {progress['read']} merged {progress['merged']}", file=sys.stderr, flush=True)
+            print(
+                f"PROGRESS read {progress['read']} merged {progress['merged']}",
+                file=sys.stderr,
+                flush=True,
+            )
             return out
 
         Thicket.concat_thickets = staticmethod(concat_counting)
@@ -398,8 +470,10 @@ def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: boo
                 paths[nd] = pth
                 stack.extend((c, pth + "/" + c.frame["name"]) for c in nd.children)
         g = df[["time", "time (inc)"]].groupby(level="node").sum(min_count=0)
-        per_path = {paths[nd]: [float(a), float(b)] for nd, a, b in zip(g.index, g["time"], g["time (inc)"])}
-        for nd, pth in paths.items():
+        per_path = {
+            paths[nd]: [float(a), float(b)] for nd, a, b in zip(g.index, g["time"], g["time (inc)"])
+        }
+        for pth in paths.values():
             per_path.setdefault(pth, [0.0, 0.0])
         has = df["time"].notna() | df["time (inc)"].notna()
         lv = [x for x in df.index.names if x != "node"]
@@ -407,7 +481,9 @@ def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: boo
             nodes=len(tk.graph),
             profiles=len(tk.profile),
             files_seen=len(tk.profile),
-            pairs_with_data=int(df.index[has.to_numpy()].droplevel("node").unique().size) if lv else 1,
+            pairs_with_data=int(df.index[has.to_numpy()].droplevel("node").unique().size)
+            if lv
+            else 1,
             stored_rows=int(len(df)),
             per_path=per_path,
         )
@@ -415,13 +491,24 @@ def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: boo
 
 
 # ---------------------------------------------------------------- parent side
-def run_child(tool: str, files: list[Path], workdir: Path, timeout: float, use_tracemalloc: bool = False) -> dict:
+def run_child(
+    tool: str, files: list[Path], workdir: Path, timeout: float, use_tracemalloc: bool = False
+) -> dict:
     lst = workdir / f"files-{tool}.txt"
     lst.write_text("\n".join(str(p) for p in files) + "\n")
     res_file = workdir / f"result-{tool}.json"
     err_file = workdir / f"stderr-{tool}.txt"
     res_file.unlink(missing_ok=True)
-    cmd = [sys.executable, str(HERE), "--child", tool, "--list", str(lst), "--result", str(res_file)]
+    cmd = [
+        sys.executable,
+        str(HERE),
+        "--child",
+        tool,
+        "--list",
+        str(lst),
+        "--result",
+        str(res_file),
+    ]
     if use_tracemalloc:
         cmd.append("--tracemalloc")
     env = dict(os.environ, PYTHONHASHSEED="0", TQDM_DISABLE="1")
@@ -430,29 +517,46 @@ def run_child(tool: str, files: list[Path], workdir: Path, timeout: float, use_t
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=str(REPO))
         hwm = 0
         timed_out = False
-        while True:
-            try:
-                proc.wait(timeout=0.5)
-                break
-            except subprocess.TimeoutExpired:
-                hwm = max(hwm, _rss_kib("VmHWM", proc.pid) or 0)
-                if time.perf_counter() - t0 > timeout:
-                    hwm = max(hwm, _rss_kib("VmHWM", proc.pid) or 0)
-                    proc.kill()
-                    proc.wait()
-                    timed_out = True
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=0.5)
                     break
+                except subprocess.TimeoutExpired:
+                    hwm = max(hwm, _rss_kib("VmHWM", proc.pid) or 0)
+                    if time.perf_counter() - t0 > timeout:
+                        proc.kill()
+                        proc.wait()
+                        timed_out = True
+                        break
+        finally:
+            if proc.poll() is None:  # interrupted: do not leave the child running
+                proc.kill()
+                proc.wait()
     wall = time.perf_counter() - t0
     if timed_out:
         last = ""
         for line in err_file.read_text().splitlines():
             if line.startswith("PROGRESS"):
-                last = line[len("PROGRESS "):]
-        return {"tool": tool, "timeout": True, "limit_s": timeout, "wall_s": wall,
-                "peak_rss_mb": hwm / 1024, "progress": last}
+                last = line[len("PROGRESS ") :]
+        return {
+            "tool": tool,
+            "timeout": True,
+            "limit_s": timeout,
+            "wall_s": wall,
+            "peak_rss_mb": hwm / 1024,
+            "progress": last,
+        }
     if proc.returncode != 0 or not res_file.exists():
-        tail = "\n".join(l for l in err_file.read_text().splitlines() if not l.startswith("PROGRESS"))[-3000:]
-        return {"tool": tool, "error": f"exit code {proc.returncode}", "stderr": tail, "wall_s": wall}
+        tail = "\n".join(
+            ln for ln in err_file.read_text().splitlines() if not ln.startswith("PROGRESS")
+        )[-3000:]
+        return {
+            "tool": tool,
+            "error": f"exit code {proc.returncode}",
+            "stderr": tail,
+            "wall_s": wall,
+        }
     res = json.loads(res_file.read_text())
     res["wall_s"] = wall
     return res
@@ -464,12 +568,16 @@ def compare(c: dict, t: dict) -> list[str]:
     ok = True
     out.append(f"    unified nodes: cctviz {c['nodes']}, Thicket {t['nodes']}")
     ok &= c["nodes"] == t["nodes"]
-    out.append(f"    (file, rank) pairs with data: cctviz {c['pairs_with_data']}, Thicket {t['pairs_with_data']}"
-               f"  [profiles as counted by each: cctviz {c['profiles']} (file, rank) pairs, "
-               f"Thicket {t['profiles']} files]")
+    out.append(
+        f"    (file, rank) pairs with data: cctviz {c['pairs_with_data']}, Thicket {t['pairs_with_data']}"
+        f"  [profiles as counted by each: cctviz {c['profiles']} (file, rank) pairs, "
+        f"Thicket {t['profiles']} files]"
+    )
     ok &= c["pairs_with_data"] == t["pairs_with_data"] and c["files_seen"] == t["files_seen"]
-    out.append(f"    stored rows: cctviz {c['stored_rows']:,} (sparse long table), "
-               f"Thicket {t['stored_rows']:,} (padded (node, profile, rank) table)")
+    out.append(
+        f"    stored rows: cctviz {c['stored_rows']:,} (sparse long table), "
+        f"Thicket {t['stored_rows']:,} (padded (node, profile, rank) table)"
+    )
     pc, pt = c["per_path"], t["per_path"]
     same_paths = set(pc) == set(pt)
     ok &= same_paths
@@ -486,10 +594,16 @@ def compare(c: dict, t: dict) -> list[str]:
     ok &= bool((mx < 1e-6).all())
     roots = [k for k in common if "/" not in k]
     for r in roots[:1]:
-        out.append(f"    total over all profiles at '{r}': time (inc) cctviz {pc[r][1]:.6g}, Thicket {pt[r][1]:.6g}")
-    out.append(f"    sum of exclusive time over everything: cctviz {a[:, 0].sum():.6g}, Thicket {b[:, 0].sum():.6g}")
-    out.append(f"    per call path ({len(common)} paths), max relative difference: "
-               f"exclusive {mx[0]:.1e}, inclusive {mx[1]:.1e}")
+        out.append(
+            f"    total over all profiles at '{r}': time (inc) cctviz {pc[r][1]:.6g}, Thicket {pt[r][1]:.6g}"
+        )
+    out.append(
+        f"    sum of exclusive time over everything: cctviz {a[:, 0].sum():.6g}, Thicket {b[:, 0].sum():.6g}"
+    )
+    out.append(
+        f"    per call path ({len(common)} paths), max relative difference: "
+        f"exclusive {mx[0]:.1e}, inclusive {mx[1]:.1e}"
+    )
     out.append("    -> " + ("AGREE" if ok else "DISAGREE"))
     return out
 
@@ -525,22 +639,63 @@ def summarise(runs: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000], help="numbers of files (default 10 100 1000)")
+    ap.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[10, 100, 1000],
+        help="numbers of files (default 10 100 1000)",
+    )
     ap.add_argument("--quick", action="store_true", help="smoke run: N=10, one repeat, no big case")
-    ap.add_argument("--no-big", action="store_true", help="skip the synthetic 10k-node x 256-profile case")
+    ap.add_argument(
+        "--no-big", action="store_true", help="skip the synthetic 10k-node x 256-profile case"
+    )
     ap.add_argument("--big-nodes", type=int, default=10_000)
     ap.add_argument("--big-profiles", type=int, default=256)
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="runs per tool and case, alternating order (default 3; 1 once a run takes over --repeat-max-s)")
+    ap.add_argument(
+        "--big-small-profiles",
+        type=int,
+        default=8,
+        help="also run the big tree with only this many files, so that Thicket gets a measured "
+        "time on it (default 8; 0 skips)",
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs per tool and case, alternating order (default 3; 1 once a run takes over --repeat-max-s)",
+    )
     ap.add_argument("--repeat-max-s", type=float, default=60.0)
-    ap.add_argument("--timeout", type=float, default=600.0, help="limit per tool run in seconds (default 600)")
-    ap.add_argument("--cycle-max-ranks", type=int, default=None,
-                    help="synthetic copies cycle only through real files with at most this many ranks")
-    ap.add_argument("--sigma", type=float, default=0.1, help="sigma of the lognormal metric perturbation")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        help="limit per tool run on the LULESH cases, seconds (default 1800)",
+    )
+    ap.add_argument(
+        "--big-timeout",
+        type=float,
+        default=600.0,
+        help="limit per tool run on the synthetic big-tree cases, seconds (default 600)",
+    )
+    ap.add_argument(
+        "--cycle-max-ranks",
+        type=int,
+        default=None,
+        help="synthetic copies cycle only through real files with at most this many ranks",
+    )
+    ap.add_argument(
+        "--sigma", type=float, default=0.1, help="sigma of the lognormal metric perturbation"
+    )
     ap.add_argument("--seed", type=int, default=12345)
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of the real LULESH files")
-    ap.add_argument("--tracemalloc", action="store_true",
-                    help="also measure the Python-level peak (tracemalloc) in separate, untimed runs")
+    ap.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="folder of the real LULESH files"
+    )
+    ap.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="also measure the Python-level peak (tracemalloc) in separate, untimed runs",
+    )
     ap.add_argument("--child", choices=["cctviz", "thicket"], help=argparse.SUPPRESS)
     ap.add_argument("--list", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
@@ -552,18 +707,44 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.quick:
         args.sizes, args.no_big, args.repeat = [10], True, 1
+    # SIGTERM: unwind normally, so that the child is killed and the temp dir removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t_start = time.perf_counter()
     real = sorted(args.data.glob("*.json"), key=_ranks_of)
     if not real:
         print(f"no Caliper JSON files in {args.data}", file=sys.stderr)
         return 1
-    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; real files: {len(real)} in {args.data}")
+    print(
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; real files: {len(real)} in {args.data}"
+    )
     try:
         from importlib.metadata import version
 
-        print("versions: " + ", ".join(f"{p} {version(p)}" for p in
-                                      ("cctviz", "llnl-thicket", "llnl-hatchet", "pandas", "numpy")))
+        print(
+            "versions: "
+            + ", ".join(
+                f"{p} {version(p)}"
+                for p in ("cctviz", "llnl-thicket", "llnl-hatchet", "pandas", "numpy")
+            )
+        )
     except Exception:  # noqa: BLE001
+        pass
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "cctviz"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        if head:
+            print(f"repository at {head}" + (" (cctviz/ has uncommitted changes)" if dirty else ""))
+    except (OSError, subprocess.SubprocessError):
         pass
 
     tmp = Path(tempfile.mkdtemp(prefix="cctviz-bench-"))
@@ -571,12 +752,20 @@ def main(argv: list[str] | None = None) -> int:
         cases: list[tuple[str, list[Path]]] = []
         n_copies = max(0, max(args.sizes) - len(real))
         t = time.perf_counter()
-        copies = write_lulesh_copies(real, n_copies, tmp, args.seed, args.sigma, args.cycle_max_ranks)
+        copies = write_lulesh_copies(
+            real, n_copies, tmp, args.seed, args.sigma, args.cycle_max_ranks
+        )
         if n_copies:
             size = sum(p.stat().st_size for p in copies) / 2**20
-            cyc = "all 8 real files" if args.cycle_max_ranks is None else f"real files with <= {args.cycle_max_ranks} ranks"
-            print(f"wrote {n_copies} perturbed copies cycling through {cyc} ({size:.0f} MiB) "
-                  f"in {time.perf_counter() - t:.1f} s")
+            cyc = (
+                "all 8 real files"
+                if args.cycle_max_ranks is None
+                else f"real files with <= {args.cycle_max_ranks} ranks"
+            )
+            print(
+                f"wrote {n_copies} perturbed copies cycling through {cyc} ({size:.0f} MiB) "
+                f"in {time.perf_counter() - t:.1f} s"
+            )
         allfiles = list(real) + copies
         for n in sorted(args.sizes):
             cases.append((f"lulesh N={n}", allfiles[:n]))
@@ -584,56 +773,105 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             bigdir = tmp / "big"
             bigdir.mkdir()
-            bigfiles, info = write_big_case(args.big_nodes, args.big_profiles, bigdir, args.seed, args.sigma)
+            bigfiles, info = write_big_case(
+                args.big_nodes, args.big_profiles, bigdir, args.seed, args.sigma
+            )
             size = sum(p.stat().st_size for p in bigfiles) / 2**20
-            print(f"wrote synthetic tree {args.big_nodes} nodes x {args.big_profiles} files ({size:.0f} MiB) "
-                  f"in {time.perf_counter() - t:.1f} s: max depth {info['max_depth']}, mean depth "
-                  f"{info['mean_depth']:.1f}, {info['leaves']} leaves, {info['distinct_names']} distinct names, "
-                  f"{info['dropped_per_profile']} leaves dropped per file")
+            print(
+                f"wrote synthetic tree {args.big_nodes} nodes x {args.big_profiles} files ({size:.0f} MiB) "
+                f"in {time.perf_counter() - t:.1f} s: max depth {info['max_depth']}, mean depth "
+                f"{info['mean_depth']:.1f}, {info['leaves']} leaves, {info['distinct_names']} distinct names, "
+                f"{info['dropped_per_profile']} leaves dropped per file"
+            )
             k = args.big_nodes // 1000
+            if 0 < args.big_small_profiles < args.big_profiles:
+                cases.append(
+                    (
+                        f"synthetic {k}k x {args.big_small_profiles}",
+                        bigfiles[: args.big_small_profiles],
+                    )
+                )
             cases.append((f"synthetic {k}k x {args.big_profiles}", bigfiles))
 
         results = []
         for name, files in cases:
-            print(f"\n== {name}: {len(files)} files", flush=True)
+            limit = args.big_timeout if name.startswith("synthetic") else args.timeout
+            print(f"\n== {name}: {len(files)} files (limit {limit:.0f} s per run)", flush=True)
             runs: dict[str, list[dict]] = {"cctviz": [], "thicket": []}
             for rep in range(args.repeat):
                 order = ("cctviz", "thicket") if rep % 2 == 0 else ("thicket", "cctviz")
                 for tool in order:
-                    r = run_child(tool, files, tmp, args.timeout)
+                    r = run_child(tool, files, tmp, limit)
                     runs[tool].append(r)
                     if r.get("timeout"):
-                        print(f"   {tool:8s} run {rep + 1}: killed after {args.timeout:.0f} s "
-                              f"(progress: {r['progress'] or 'none'}; peak RSS so far {r['peak_rss_mb']:.0f} MB)",
-                              flush=True)
+                        print(
+                            f"   {tool:8s} run {rep + 1}: killed after {limit:.0f} s "
+                            f"(progress: {r['progress'] or 'none'}; peak RSS so far {r['peak_rss_mb']:.0f} MB)",
+                            flush=True,
+                        )
                     elif "error" in r:
-                        print(f"   {tool:8s} run {rep + 1}: FAILED ({r['error']})\n{r['stderr']}", flush=True)
+                        print(
+                            f"   {tool:8s} run {rep + 1}: FAILED ({r['error']})\n{r['stderr']}",
+                            flush=True,
+                        )
                     else:
-                        print(f"   {tool:8s} run {rep + 1}: compose {r['compose_s']:.3f} s, peak RSS "
-                              f"{r['peak_rss_mb']:.0f} MB (after imports {r['rss_after_import_mb']:.0f} MB, "
-                              f"import {r['import_s']:.2f} s)", flush=True)
-                slow = any(r.get("timeout") or "error" in r or r.get("compose_s", 0) > args.repeat_max_s
-                           for rr in runs.values() for r in rr)
+                        print(
+                            f"   {tool:8s} run {rep + 1}: compose {r['compose_s']:.3f} s, peak RSS "
+                            f"{r['peak_rss_mb']:.0f} MB (after imports {r['rss_after_import_mb']:.0f} MB, "
+                            f"import {r['import_s']:.2f} s)",
+                            flush=True,
+                        )
+                slow = any(
+                    r.get("timeout") or "error" in r or r.get("compose_s", 0) > args.repeat_max_s
+                    for rr in runs.values()
+                    for r in rr
+                )
                 if slow:
                     break
             c, t = summarise(runs["cctviz"]), summarise(runs["thicket"])
-            if "error" not in c and "error" not in t and not c.get("timeout") and not t.get("timeout"):
+            if (
+                "error" not in c
+                and "error" not in t
+                and not c.get("timeout")
+                and not t.get("timeout")
+            ):
                 for line in compare(c, t):
                     print(line)
             if args.tracemalloc:
                 for tool in ("cctviz", "thicket"):
-                    r = run_child(tool, files, tmp, args.timeout, use_tracemalloc=True)
-                    (c if tool == "cctviz" else t)["tracemalloc_peak_mb"] = r.get("tracemalloc_peak_mb")
-                    print(f"   {tool:8s} tracemalloc peak: "
-                          + (f"{r['tracemalloc_peak_mb']:.0f} MB" if "tracemalloc_peak_mb" in r else "n/a"))
+                    r = run_child(tool, files, tmp, limit, use_tracemalloc=True)
+                    (c if tool == "cctviz" else t)["tracemalloc_peak_mb"] = r.get(
+                        "tracemalloc_peak_mb"
+                    )
+                    print(
+                        f"   {tool:8s} tracemalloc peak: "
+                        + (
+                            f"{r['tracemalloc_peak_mb']:.0f} MB"
+                            if "tracemalloc_peak_mb" in r
+                            else "n/a (run killed at the limit or failed)"
+                        )
+                    )
             results.append((name, files, c, t))
 
         # ------------------------------------------------------------ table
-        print("\nCompose an ensemble: cctviz.read_ensemble vs Thicket.from_caliper (same files, fresh process each)")
-        print("time = wall time of the compose call (median of runs); peak = peak RSS of the process, MB "
-              "(includes interpreter and imports)")
-        hdr = ["case", "N files", "profiles c / T", "nodes", "cctviz s", "Thicket s", "ratio T/c",
-               "cctviz MB", "Thicket MB"]
+        print(
+            "\nCompose an ensemble: cctviz.read_ensemble vs Thicket.from_caliper (same files, fresh process each)"
+        )
+        print(
+            "time = wall time of the compose call (median of runs); peak = peak RSS of the process, MB "
+            "(includes interpreter and imports)"
+        )
+        hdr = [
+            "case",
+            "N files",
+            "profiles c / T",
+            "nodes",
+            "cctviz s",
+            "Thicket s",
+            "ratio T/c",
+            "cctviz MB",
+            "Thicket MB",
+        ]
         rows = []
         for name, files, c, t in results:
             prof = f"{c.get('profiles', '?')} / {t.get('profiles', '?')}"
@@ -645,30 +883,56 @@ def main(argv: list[str] | None = None) -> int:
                 prof = f"{c['profiles']} / {len(files)}"
             else:
                 ratio = f"{t['compose_s'] / c['compose_s']:.1f}x"
-            rows.append([name, str(len(files)), prof, nodes, fmt_time(c), fmt_time(t), ratio, fmt_mem(c), fmt_mem(t)])
+            rows.append(
+                [
+                    name,
+                    str(len(files)),
+                    prof,
+                    nodes,
+                    fmt_time(c),
+                    fmt_time(t),
+                    ratio,
+                    fmt_mem(c),
+                    fmt_mem(t),
+                ]
+            )
         w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(hdr)]
         line = "  ".join(h.ljust(w[i]) if i == 0 else h.rjust(w[i]) for i, h in enumerate(hdr))
         print(line)
         print("-" * len(line))
         for r in rows:
             print("  ".join(x.ljust(w[i]) if i == 0 else x.rjust(w[i]) for i, x in enumerate(r)))
-        print("profiles: cctviz counts (file, rank) pairs, Thicket counts files (ranks are an index level)")
+        print(
+            "profiles: cctviz counts (file, rank) pairs, Thicket counts files (ranks are an index level)"
+        )
 
         print("\ndetails (medians):")
-        for name, files, c, t in results:
+        for name, _files, c, t in results:
             parts = []
             if "compose_all" in c:
-                parts.append("cctviz runs " + ", ".join(f"{x:.3f}" for x in c["compose_all"]) + " s")
+                parts.append(
+                    "cctviz runs " + ", ".join(f"{x:.3f}" for x in c["compose_all"]) + " s"
+                )
             if "inclusive_s" in c:
-                parts.append(f"cctviz +inc (ens.data) {c['inclusive_s']:.3f} s, peak {c['peak_rss_with_inc_mb']:.0f} MB")
+                parts.append(
+                    f"cctviz +inc (ens.data) {c['inclusive_s']:.3f} s, peak {c['peak_rss_with_inc_mb']:.0f} MB"
+                )
             if "import_s" in c:
-                parts.append(f"imports: cctviz {c['import_s']:.2f} s / {c['rss_after_import_mb']:.0f} MB")
+                parts.append(
+                    f"imports: cctviz {c['import_s']:.2f} s / {c['rss_after_import_mb']:.0f} MB"
+                )
             if "compose_all" in t:
-                parts.append("Thicket runs " + ", ".join(f"{x:.2f}" for x in t["compose_all"]) + " s")
+                parts.append(
+                    "Thicket runs " + ", ".join(f"{x:.2f}" for x in t["compose_all"]) + " s"
+                )
             if "import_s" in t:
-                parts.append(f"imports: Thicket {t['import_s']:.2f} s / {t['rss_after_import_mb']:.0f} MB")
+                parts.append(
+                    f"imports: Thicket {t['import_s']:.2f} s / {t['rss_after_import_mb']:.0f} MB"
+                )
             if t.get("timeout"):
-                parts.append(f"Thicket killed at {t['limit_s']:.0f} s, progress {t['progress'] or 'none'}")
+                parts.append(
+                    f"Thicket killed at {t['limit_s']:.0f} s, progress {t['progress'] or 'none'}"
+                )
             for tool, r in (("cctviz", c), ("Thicket", t)):
                 if r.get("tracemalloc_peak_mb") is not None:
                     parts.append(f"{tool} tracemalloc peak {r['tracemalloc_peak_mb']:.0f} MB")
