@@ -39,8 +39,9 @@ Cases
   inclusive values are recomputed from the perturbed exclusive ones, so every
   file differs and stays internally consistent.
 * ``synthetic 10k x 256``: a seeded random tree of 10,000 regions (random
-  recursive tree, max depth about 30, mean about 11, names drawn with repeats from a pool of
-  1,200, unique among siblings) written as 256 single-rank json-split files;
+  recursive tree, max depth about 30, mean about 11, names drawn with
+  repeats from a pool of 1,200, unique among siblings) written as 256
+  single-rank json-split files (``mpi.rank`` 0 in each, like 256 runs);
   each file drops its own random 1% of the leaves and perturbs the metrics as
   above. The same tree is also composed from only its first 8 files
   (``--big-small-profiles``), where Thicket finishes, to give a measured
@@ -59,7 +60,7 @@ two tools agree and prints the comparison.
 
 Run
 ---
-    .venv/bin/python benchmarks/compose.py            # full run (takes a while)
+    .venv/bin/python benchmarks/compose.py            # full run: ~30 min on 2 cores
     .venv/bin/python benchmarks/compose.py --quick    # smoke run: N=10 only, no big case
     .venv/bin/python benchmarks/compose.py --sizes 10 100 --no-big --repeat 3
 
@@ -75,6 +76,10 @@ Caveats
   every (node, file, rank) combination; cctviz stores exclusive metrics in a
   sparse long table and derives inclusive ones lazily (the time to
   materialise them, ``ens.data``, is reported separately as "cctviz +inc").
+* The padding (``fill_perfdata=True``, Thicket's default) costs Thicket much
+  time and memory here: with ``--thicket-no-fill`` (``fill_perfdata=False``)
+  Thicket composed the 1,000 LULESH files in 305 s with a 1.8 GB peak
+  (default: 845 s, 5.7 GB), i.e. about 11x cctviz's time and a similar peak.
 
 This is a benchmark, not a test: nothing is asserted on timings.
 """
@@ -375,7 +380,9 @@ def _paths_cctviz(names: list[str], parent: np.ndarray) -> list[str]:
     return out
 
 
-def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: bool) -> None:
+def child_main(
+    tool: str, list_file: str, result_file: str, use_tracemalloc: bool, thicket_fill: bool = True
+) -> None:
     files = [line for line in Path(list_file).read_text().splitlines() if line]
     res: dict = {"tool": tool, "n_files": len(files)}
     if use_tracemalloc:
@@ -454,7 +461,9 @@ def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: boo
         Thicket.concat_thickets = staticmethod(concat_counting)
         t = time.perf_counter()
         # == Thicket.from_caliper(files, disable_tqdm=True), plus node_ordering=False for the reader
-        tk = Thicket.reader_dispatch(reader, False, True, True, files, None, node_ordering=False)
+        tk = Thicket.reader_dispatch(
+            reader, False, thicket_fill, True, files, None, node_ordering=False
+        )
         res["compose_s"] = time.perf_counter() - t
         res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         if use_tracemalloc:
@@ -492,7 +501,12 @@ def child_main(tool: str, list_file: str, result_file: str, use_tracemalloc: boo
 
 # ---------------------------------------------------------------- parent side
 def run_child(
-    tool: str, files: list[Path], workdir: Path, timeout: float, use_tracemalloc: bool = False
+    tool: str,
+    files: list[Path],
+    workdir: Path,
+    timeout: float,
+    use_tracemalloc: bool = False,
+    thicket_fill: bool = True,
 ) -> dict:
     lst = workdir / f"files-{tool}.txt"
     lst.write_text("\n".join(str(p) for p in files) + "\n")
@@ -511,6 +525,8 @@ def run_child(
     ]
     if use_tracemalloc:
         cmd.append("--tracemalloc")
+    if not thicket_fill:
+        cmd.append("--thicket-no-fill")
     env = dict(os.environ, PYTHONHASHSEED="0", TQDM_DISABLE="1")
     t0 = time.perf_counter()
     with open(err_file, "w") as err:
@@ -576,7 +592,7 @@ def compare(c: dict, t: dict) -> list[str]:
     ok &= c["pairs_with_data"] == t["pairs_with_data"] and c["files_seen"] == t["files_seen"]
     out.append(
         f"    stored rows: cctviz {c['stored_rows']:,} (sparse long table), "
-        f"Thicket {t['stored_rows']:,} (padded (node, profile, rank) table)"
+        f"Thicket {t['stored_rows']:,} ((node, profile, rank) table, NaN-padded unless --thicket-no-fill)"
     )
     pc, pt = c["per_path"], t["per_path"]
     same_paths = set(pc) == set(pt)
@@ -696,13 +712,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also measure the Python-level peak (tracemalloc) in separate, untimed runs",
     )
+    ap.add_argument(
+        "--thicket-no-fill",
+        action="store_true",
+        help="call Thicket with fill_perfdata=False (not its default): no NaN padding",
+    )
     ap.add_argument("--child", choices=["cctviz", "thicket"], help=argparse.SUPPRESS)
     ap.add_argument("--list", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.child:
-        child_main(args.child, args.list, args.result, args.tracemalloc)
+        child_main(args.child, args.list, args.result, args.tracemalloc, not args.thicket_no_fill)
         return 0
 
     if args.quick:
@@ -801,7 +822,7 @@ def main(argv: list[str] | None = None) -> int:
             for rep in range(args.repeat):
                 order = ("cctviz", "thicket") if rep % 2 == 0 else ("thicket", "cctviz")
                 for tool in order:
-                    r = run_child(tool, files, tmp, limit)
+                    r = run_child(tool, files, tmp, limit, thicket_fill=not args.thicket_no_fill)
                     runs[tool].append(r)
                     if r.get("timeout"):
                         print(
@@ -839,7 +860,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(line)
             if args.tracemalloc:
                 for tool in ("cctviz", "thicket"):
-                    r = run_child(tool, files, tmp, limit, use_tracemalloc=True)
+                    r = run_child(
+                        tool, files, tmp, limit, True, thicket_fill=not args.thicket_no_fill
+                    )
                     (c if tool == "cctviz" else t)["tracemalloc_peak_mb"] = r.get(
                         "tracemalloc_peak_mb"
                     )
@@ -855,7 +878,8 @@ def main(argv: list[str] | None = None) -> int:
 
         # ------------------------------------------------------------ table
         print(
-            "\nCompose an ensemble: cctviz.read_ensemble vs Thicket.from_caliper (same files, fresh process each)"
+            "\nCompose an ensemble: cctviz.read_ensemble vs Thicket.from_caliper "
+            f"(fill_perfdata={not args.thicket_no_fill}; same files, fresh process each)"
         )
         print(
             "time = wall time of the compose call (median of runs); peak = peak RSS of the process, MB "
