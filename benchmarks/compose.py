@@ -436,26 +436,24 @@ def child_main(
 
         progress = {"read": 0, "merged": 0}
 
-        def reader(f, *a, **k):
-            gf = GraphFrame.from_caliper(f, *a, **k)
-            progress["read"] += 1
+        def tick(what):
+            progress[what] += 1
             print(
                 f"PROGRESS read {progress['read']} merged {progress['merged']}",
                 file=sys.stderr,
                 flush=True,
             )
+
+        def reader(f, *a, **k):
+            gf = GraphFrame.from_caliper(f, *a, **k)
+            tick("read")
             return gf
 
         orig_concat = Thicket.concat_thickets
 
         def concat_counting(*a, **k):
             out = orig_concat(*a, **k)
-            progress["merged"] += 1
-            print(
-                f"PROGRESS read {progress['read']} merged {progress['merged']}",
-                file=sys.stderr,
-                flush=True,
-            )
+            tick("merged")
             return out
 
         Thicket.concat_thickets = staticmethod(concat_counting)

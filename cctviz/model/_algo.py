@@ -16,6 +16,7 @@ __all__ = [
     "subtree_sizes",
     "accumulate_up",
     "TrieBuilder",
+    "sorted_unique",
 ]
 
 
@@ -175,3 +176,22 @@ class TrieBuilder:
     @property
     def code(self) -> np.ndarray:
         return np.concatenate(self._codes) if self._codes else np.empty(0, np.int64)
+
+
+def sorted_unique(a: np.ndarray, return_inverse: bool = False):
+    """``np.unique`` for integer keys by one sort.
+
+    numpy 2.4's ``np.unique`` takes a hash-based path that is about 100x slower on
+    millions of mostly distinct keys (7.3M keys: 6.4 s against 0.05 s).
+    """
+    a = np.asarray(a)
+    order = np.argsort(a, kind="stable")
+    s = a[order]
+    first = np.ones(s.size, dtype=bool)
+    first[1:] = s[1:] != s[:-1]
+    uniq = s[first]
+    if not return_inverse:
+        return uniq
+    inv = np.empty(a.size, dtype=np.int64)
+    inv[order] = np.cumsum(first) - 1
+    return uniq, inv

@@ -14,11 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._algo import accumulate_up, level_order
-from .tree import INC, Tree, base_metric, inc_name
+from ._algo import accumulate_up, level_order, sorted_unique
+from .tree import Tree, inc_name
 from .unify import unify_structures
-
-STAT_COLUMNS = ["mean", "std", "min", "q25", "median", "q75", "max", "imbalance", "argmax", "count"]
 
 
 class Ensemble:
@@ -387,27 +385,23 @@ def _normalise_rows(
     P = max(n_prof, 1)
     key = node * P + prof
     parent = tree.parent
-    # ancestor closure, level by level: parents of present rows must be present
+    # ancestor closure: every row's parent row must exist. The parents of all
+    # given rows are checked once; after that only rows just added need checking.
     keys = [key]
-    frontier = np.unique(key)
-    have = frontier
+    have = sorted_unique(key)
+    frontier = have
     while frontier.size:
-        n_ = frontier // P
-        p_ = frontier % P
-        par = parent[n_]
-        up = np.unique(par[par >= 0] * P + p_[par >= 0])
-        new = np.setdiff1d(up, have, assume_unique=True)
+        par = parent[frontier // P]
+        up = sorted_unique(par[par >= 0] * P + (frontier % P)[par >= 0])
+        new = up[~np.isin(up, have, assume_unique=True)]
         if new.size:
             keys.append(new)
-            have = np.union1d(have, new)
-        frontier = up
-        if not new.size:
-            # all parents already present: their ancestors were added with them
-            break
+            have = sorted_unique(np.concatenate([have, new]))
+        frontier = new
     vals = rows[metrics].to_numpy(dtype=np.float64) if metrics else np.zeros((len(rows), 0))
     allkey = np.concatenate(keys)
     allvals = np.vstack([vals, np.zeros((allkey.size - key.size, len(metrics)))])
-    uniq, inv = np.unique(allkey, return_inverse=True)
+    uniq, inv = sorted_unique(allkey, return_inverse=True)
     summed = np.zeros((uniq.size, len(metrics)))
     np.add.at(summed, inv.reshape(-1), allvals)
     out = pd.DataFrame({"node": uniq // P, "profile": uniq % P})
@@ -483,8 +477,4 @@ def _stats(
     return df
 
 
-def split_metric(metric: str) -> tuple[str, bool]:
-    return base_metric(metric)
-
-
-__all__ = ["Ensemble", "STAT_COLUMNS", "INC"]
+__all__ = ["Ensemble"]

@@ -139,6 +139,38 @@ class Tree:
             >>> t.metrics["time (inc)"].tolist()
             [6.0, 2.0, 3.0]
         """
+        return cls.from_parents_with_ids(
+            parent,
+            name,
+            metrics,
+            kind=kind,
+            columns=columns,
+            meta=meta,
+            inclusive=inclusive,
+            sibling_key=sibling_key,
+        )[0]
+
+    @classmethod
+    def from_parents_with_ids(
+        cls,
+        parent: Sequence[int] | np.ndarray,
+        name: Sequence[str] | np.ndarray,
+        metrics: Mapping[str, Any] | pd.DataFrame | None = None,
+        *,
+        kind: Sequence[str] | str | None = None,
+        columns: Mapping[str, Any] | pd.DataFrame | None = None,
+        meta: Mapping[str, Any] | None = None,
+        inclusive: Mapping[str, Any] | pd.DataFrame | None = None,
+        sibling_key: Sequence | np.ndarray | None = None,
+    ) -> tuple[Tree, np.ndarray]:
+        """:meth:`from_parents`, also returning the new (pre-order) id of every input node.
+
+        Readers use the ids to attach per-row data given in the file's own node order.
+
+        >>> t, ids = Tree.from_parents_with_ids([1, -1], ["leaf", "root"])
+        >>> ids.tolist(), t.nodes["name"].tolist()
+        ([1, 0], ['root', 'leaf'])
+        """
         parent = np.asarray(parent, dtype=np.int64)
         n = parent.shape[0]
         names = np.asarray(name, dtype=object)
@@ -167,7 +199,7 @@ class Tree:
             incf = _as_frame(inclusive, n).iloc[perm].reset_index(drop=True)
             for c in incf.columns:
                 tree = tree._with_exclusive(c, tree.exclusive_from_inclusive(incf[c].to_numpy()))
-        return tree
+        return tree, inv
 
     @classmethod
     def from_dict(

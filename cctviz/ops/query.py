@@ -79,9 +79,6 @@ class QueryFrame:
         self.n = len(tree)
         self._cols: dict[str, pd.Series] = {}
 
-    def has(self, col: str) -> bool:
-        return col in self.tree.frame.columns or col in ("depth", "node_id", "callpath", "type")
-
     def col(self, col: str) -> pd.Series:
         if col in self._cols:
             return self._cols[col]

@@ -34,11 +34,6 @@ def expect(path: Path, cond: bool, where: str, problem: str) -> None:
         raise ProfileError(path, problem, where=where)
 
 
-def looks_like_json(h: bytes, *keys: bytes) -> bool:
-    s = h.lstrip()
-    return bool(s[:1] in (b"{", b"[") and all(k in h for k in keys))
-
-
 def expect_rows(path: Path, bad: Any, values: Any, problem: str, where: str) -> None:
     """Raise a ProfileError at the first row flagged in the boolean Series ``bad``.
 

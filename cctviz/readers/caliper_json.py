@@ -252,15 +252,10 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
     if units:
         meta["units"] = units
 
-    structure = Tree.from_parents(
+    structure, new_id = Tree.from_parents_with_ids(
         all_parent, all_names, None, kind=kinds, columns=columns or None, sibling_key=sibling_key
     )
-    from ..model._algo import preorder_permutation
-
-    perm = preorder_permutation(all_parent, sibling_key)
-    inv = np.empty(perm.size, dtype=np.int64)
-    inv[perm] = np.arange(perm.size)
-    node = inv[row_target]
+    node = new_id[row_target]
 
     exc = [m for m in metrics if not m.endswith(INC)]
     only_inc = [m for m in metrics if m.endswith(INC) and m[: -len(INC)] not in metrics]

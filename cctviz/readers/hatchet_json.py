@@ -150,16 +150,10 @@ def read_hatchet_json(path: Path) -> Tree | Ensemble:
     for c in extra_cols:
         first = df.drop_duplicates("_row").set_index("_row")[c]
         attrs[c] = first.reindex(range(len(ids))).to_numpy()
-    structure = Tree.from_parents(
+    structure, new_id = Tree.from_parents_with_ids(
         parent, names, None, kind=kinds, columns=attrs, sibling_key=order_key
     )
-    # map file order -> pre-order ids: rebuild the permutation the same way
-    from ..model._algo import preorder_permutation
-
-    perm = preorder_permutation(parent, order_key)
-    inv = np.empty(len(ids), dtype=np.int64)
-    inv[perm] = np.arange(len(ids))
-    df["_node"] = inv[df["_row"].to_numpy()]
+    df["_node"] = new_id[df["_row"].to_numpy()]
     units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
     meta: dict[str, Any] = {"units": units} if units else {}
     if isinstance(doc.get("metadata"), dict):

@@ -13,11 +13,7 @@ from ..model.tree import STRUCT_COLUMNS, Tree
 
 
 def _py(v: Any) -> Any:
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
-        return v
-    return v
+    return v.item() if hasattr(v, "item") else v
 
 
 def _frame(tree: Tree, i: int, extra: list[str]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
-from cctviz.model._algo import TrieBuilder, level_order, preorder_permutation
+from cctviz.model._algo import TrieBuilder, level_order, preorder_permutation, sorted_unique
 from tests.strategies import parent_arrays
 
 
@@ -43,3 +44,12 @@ def test_trie_merges_equal_paths_only():
     b = tb.add_level(np.array([0, 1, 0]), np.array([5, 5, 5]))
     assert b.tolist() == [2, 3, 2]  # same code under different parents stays apart
     assert tb.parent.tolist() == [-1, -1, 0, 1]
+
+
+@given(st.lists(st.integers(-5, 50), max_size=200))
+def test_sorted_unique_equals_numpy_unique(xs):
+    a = np.array(xs, dtype=np.int64)
+    u, inv = sorted_unique(a, return_inverse=True)
+    nu, ninv = np.unique(a, return_inverse=True)
+    assert u.tolist() == nu.tolist() and inv.tolist() == ninv.reshape(-1).tolist()
+    assert sorted_unique(a).tolist() == nu.tolist()
