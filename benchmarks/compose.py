@@ -931,26 +931,19 @@ def main(argv: list[str] | None = None) -> int:
         print("\ndetails (medians):")
         for name, _files, c, t in results:
             parts = []
-            if "compose_all" in c:
-                parts.append(
-                    "cctviz runs " + ", ".join(f"{x:.3f}" for x in c["compose_all"]) + " s"
-                )
-            if "inclusive_s" in c:
-                parts.append(
-                    f"cctviz +inc (ens.data) {c['inclusive_s']:.3f} s, peak {c['peak_rss_with_inc_mb']:.0f} MB"
-                )
-            if "import_s" in c:
-                parts.append(
-                    f"imports: cctviz {c['import_s']:.2f} s / {c['rss_after_import_mb']:.0f} MB"
-                )
-            if "compose_all" in t:
-                parts.append(
-                    "Thicket runs " + ", ".join(f"{x:.2f}" for x in t["compose_all"]) + " s"
-                )
-            if "import_s" in t:
-                parts.append(
-                    f"imports: Thicket {t['import_s']:.2f} s / {t['rss_after_import_mb']:.0f} MB"
-                )
+            for tool, r in (("cctviz", c), ("Thicket", t)):
+                if "compose_all" in r:
+                    parts.append(
+                        f"{tool} runs " + ", ".join(f"{x:.3f}" for x in r["compose_all"]) + " s"
+                    )
+                if "inclusive_s" in r:
+                    parts.append(
+                        f"{tool} +inc (ens.data) {r['inclusive_s']:.3f} s, peak {r['peak_rss_with_inc_mb']:.0f} MB"
+                    )
+                if "import_s" in r:
+                    parts.append(
+                        f"imports: {tool} {r['import_s']:.2f} s / {r['rss_after_import_mb']:.0f} MB"
+                    )
             if t.get("timeout"):
                 parts.append(
                     f"Thicket killed at {t['limit_s']:.0f} s, progress {t['progress'] or 'none'}"

@@ -139,31 +139,18 @@ class Tree:
             >>> t.metrics["time (inc)"].tolist()
             [6.0, 2.0, 3.0]
         """
-        return cls.from_parents_with_ids(
-            parent,
-            name,
-            metrics,
-            kind=kind,
-            columns=columns,
-            meta=meta,
-            inclusive=inclusive,
-            sibling_key=sibling_key,
-        )[0]
+        return cls._build(parent, name, metrics, kind, columns, meta, inclusive, sibling_key)[0]
 
     @classmethod
     def from_parents_with_ids(
         cls,
         parent: Sequence[int] | np.ndarray,
         name: Sequence[str] | np.ndarray,
-        metrics: Mapping[str, Any] | pd.DataFrame | None = None,
-        *,
-        kind: Sequence[str] | str | None = None,
-        columns: Mapping[str, Any] | pd.DataFrame | None = None,
-        meta: Mapping[str, Any] | None = None,
-        inclusive: Mapping[str, Any] | pd.DataFrame | None = None,
-        sibling_key: Sequence | np.ndarray | None = None,
+        metrics: Any = None,
+        **kw: Any,
     ) -> tuple[Tree, np.ndarray]:
-        """:meth:`from_parents`, also returning the new (pre-order) id of every input node.
+        """:meth:`from_parents` (same arguments), also returning the new (pre-order) id
+        of every input node.
 
         Readers use the ids to attach per-row data given in the file's own node order.
 
@@ -171,6 +158,20 @@ class Tree:
         >>> ids.tolist(), t.nodes["name"].tolist()
         ([1, 0], ['root', 'leaf'])
         """
+        return cls._build(parent, name, metrics, **kw)
+
+    @classmethod
+    def _build(
+        cls,
+        parent: Sequence[int] | np.ndarray,
+        name: Sequence[str] | np.ndarray,
+        metrics: Any,
+        kind: Sequence[str] | str | None = None,
+        columns: Any = None,
+        meta: Mapping[str, Any] | None = None,
+        inclusive: Any = None,
+        sibling_key: Sequence | np.ndarray | None = None,
+    ) -> tuple[Tree, np.ndarray]:
         parent = np.asarray(parent, dtype=np.int64)
         n = parent.shape[0]
         names = np.asarray(name, dtype=object)
