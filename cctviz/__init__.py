@@ -14,10 +14,21 @@ from .writers import write
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # views import anywidget and read the built front-end bundle: load on first use
+    if name == "CCTView":
+        from .views.cct import CCTView
+
+        return CCTView
+    raise AttributeError(f"module 'cctviz' has no attribute {name!r}")
+
+
 __all__ = [
     "Tree",
     "Ensemble",
     "NodeSet",
+    "CCTView",
     "read",
     "read_ensemble",
     "write",

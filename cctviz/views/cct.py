@@ -1,0 +1,424 @@
+"""CCTView: an interactive calling-context tree in Jupyter (anywidget + D3).
+
+The synced traits are the whole contract with the front end (``js/cct/``); it
+is written down in ``cctviz/views/CONTRACT.md``. Python decides the level of
+detail (:mod:`cctviz.views.lod`): the browser never receives more than
+``max_nodes`` rows, sent as binary buffers in the ``_data`` trait.
+
+Example:
+    >>> import cctviz
+    >>> t = cctviz.Tree.from_parents(
+    ...     [-1, 0, 0, 1], ["main", "solve", "io", "MPI_Allreduce"],
+    ...     {"time": [1.0, 5.0, 2.0, 3.0], "bytes": [0, 0, 4096, 1024]})
+    >>> view = cctviz.CCTView(t, color=("time (inc)", "bytes (inc)"))
+    >>> view.selection = t.query('MATCH (".", a) WHERE a."name" = "io"')
+    >>> view.selected[["name", "time (inc)"]].to_dict("records")
+    [{'name': 'io', 'time (inc)': 2.0}]
+    >>> t.query(view.selection_query) == view.selection
+    True
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterable
+from typing import Any
+
+import anywidget
+import numpy as np
+import pandas as pd
+import traitlets
+
+from ..model.ensemble import Ensemble
+from ..model.nodeset import NodeSet
+from ..model.tree import Tree
+from .lod import LevelOfDetail, ancestors_closure, level_of_detail, other_values
+from .source import MetricSource
+
+STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
+OTHER_NAME = "(other)"
+
+
+def _static(name: str) -> pathlib.Path:
+    path = STATIC / name
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} is missing: the front-end bundle is built by `pip install -e .` "
+            "or `npm run build` in the repository"
+        )
+    return path
+
+
+def _f32(a: np.ndarray) -> memoryview:
+    return memoryview(np.ascontiguousarray(a, dtype="<f4"))
+
+
+def _i32(a: np.ndarray) -> memoryview:
+    return memoryview(np.ascontiguousarray(a, dtype="<i4"))
+
+
+def _domain(v: np.ndarray) -> list[float] | None:
+    v = v[np.isfinite(v)]
+    return [float(v.min()), float(v.max())] if v.size else None
+
+
+def _ids_json(value: Any, widget: Any) -> list[int]:
+    if value is None:
+        return []
+    return value.ids.tolist() if isinstance(value, NodeSet) else list(value)
+
+
+def _color_from_json(value: Any, widget: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+class CCTView(anywidget.AnyWidget):
+    """A calling-context tree view of a Tree or an Ensemble.
+
+    End a notebook cell with it to display it. Click, shift-click or brush
+    (shift + drag) nodes to select them; ``view.selection`` (a
+    :class:`~cctviz.NodeSet`) holds the selection, ``view.selected`` gives it as
+    a DataFrame and ``view.selection_query`` as a query string. Setting
+    ``view.selection`` from Python (a NodeSet, ids or a query string)
+    highlights those nodes in the view, expanding their collapsed ancestors.
+
+    Args:
+        data: a Tree or an Ensemble (per-node spread over its profiles is shown).
+        color: metric for node colour, or a pair of metrics for a bivariate
+            colour scale (default the inclusive time).
+        size: metric for node size ("" or None: all the same size; default the
+            colour metric when it is inclusive).
+        layout: ``"tree"`` (node-link) or ``"icicle"``.
+        max_nodes: level-of-detail budget: the most nodes sent to the browser.
+        **kwargs: any other trait (``selection``, ``collapsed``, ``focus``, ``search``).
+
+    State traits (synced, readable and settable): ``selection``, ``collapsed``,
+    ``expanded``, ``focus``, ``color``, ``size``, ``layout``, ``search``,
+    ``max_nodes``; :attr:`state` gathers them for saving and restoring.
+    """
+
+    _esm = _static("cctviz.js")
+    _css = _static("cctviz.css")
+    _kind = traitlets.Unicode("cct").tag(sync=True)
+
+    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=_ids_json)
+    collapsed = traitlets.List(traitlets.Int()).tag(sync=True)
+    expanded = traitlets.List(traitlets.Int()).tag(sync=True)
+    focus = traitlets.Int(-1).tag(sync=True)
+    color = traitlets.Union(
+        [traitlets.Unicode(), traitlets.Tuple(traitlets.Unicode(), traitlets.Unicode())]
+    ).tag(sync=True, from_json=_color_from_json)
+    size = traitlets.Unicode("").tag(sync=True)
+    layout = traitlets.Enum(["tree", "icicle"], "tree").tag(sync=True)
+    search = traitlets.Unicode("").tag(sync=True)
+    max_nodes = traitlets.Int(2000).tag(sync=True)
+    metrics = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    _data = traitlets.Dict().tag(sync=True)
+
+    #: traits that make up a view's state (see :attr:`state`)
+    STATE = (
+        "selection",
+        "collapsed",
+        "expanded",
+        "focus",
+        "color",
+        "size",
+        "layout",
+        "search",
+        "max_nodes",
+    )
+
+    def __init__(
+        self,
+        data: Tree | Ensemble,
+        color: str | tuple[str, str] | None = None,
+        size: str | None = None,
+        layout: str = "tree",
+        max_nodes: int = 2000,
+        **kwargs: Any,
+    ) -> None:
+        self._src = MetricSource(data)
+        self._lod: LevelOfDetail | None = None
+        self._lod_key: tuple | None = None
+        self._matches = np.empty(0, dtype=np.int64)
+        self._names_lower: pd.Series | None = None
+        default = self._src.default_metric
+        color = default if color is None else color
+        if size is None:
+            first = color if isinstance(color, str) else color[0]
+            size = first if self._src.is_additive(first) else ""
+        super().__init__(
+            color=color, size=size, layout=layout, max_nodes=max_nodes, _data={}, **kwargs
+        )
+        self.set_trait("metrics", list(self._src.metrics))
+        if self.selection is None:
+            self.selection = NodeSet(self.tree)
+        if self.search:
+            self._matches = self._find(self.search)
+        self._refresh()
+
+    # ------------------------------------------------------------ public API
+    @property
+    def tree(self) -> Tree:
+        """The tree shown (an Ensemble's unified tree)."""
+        return self._src.tree
+
+    @property
+    def data(self) -> Tree | Ensemble:
+        return self._src.ensemble if self._src.ensemble is not None else self._src.tree
+
+    @property
+    def selected(self) -> pd.DataFrame:
+        """The selected nodes: attributes, call path and the metrics in use."""
+        return self._src.frame(self.selection.ids, self._metrics_in_use())
+
+    @property
+    def selection_query(self) -> str:
+        """A query string that gives the selection back with ``tree.query``."""
+        return self.selection.to_query()
+
+    @property
+    def matches(self) -> NodeSet:
+        """Nodes whose name contains :attr:`search` (case-insensitive)."""
+        return NodeSet(self.tree, self._matches)
+
+    @property
+    def visible(self) -> pd.DataFrame:
+        """The rows the browser shows: id (negative for "other"), parent row, depth, flags."""
+        lod = self._lod
+        assert lod is not None
+        names = self._row_names(lod)
+        return pd.DataFrame(
+            {
+                "id": lod.row_id,
+                "name": names,
+                "parent_row": lod.row_parent,
+                "depth": lod.row_depth,
+                "flags": lod.flags,
+                "folded": lod.folded,
+            }
+        )
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The view's state as plain values; ``CCTView(data, **state)`` restores it."""
+        out = {k: getattr(self, k) for k in self.STATE}
+        out["selection"] = self.selection.ids.tolist()
+        return out
+
+    # ------------------------------------------------------------ validation
+    def _coerce_ids(self, value: Any, what: str) -> np.ndarray:
+        t = self.tree
+        if value is None:
+            return np.empty(0, dtype=np.int64)
+        if isinstance(value, str):
+            return t.query(value).ids
+        if isinstance(value, NodeSet):
+            if value.tree is t:
+                return value.ids
+            # another profile's nodes: match them by call path
+            pos = pd.Index(t.callpaths).get_indexer(value.tree.callpaths.iloc[value.ids])
+            return np.unique(pos[pos >= 0])
+        if isinstance(value, (int, np.integer)):
+            value = [value]
+        ids = np.unique(np.asarray(list(value) if isinstance(value, Iterable) else value))
+        ids = ids.astype(np.int64)
+        if ids.size and (ids[0] < 0 or ids[-1] >= len(t)):
+            raise traitlets.TraitError(f"{what}: node ids must be in [0, {len(t)})")
+        return ids
+
+    @traitlets.validate("selection")
+    def _v_selection(self, proposal: dict) -> NodeSet:
+        return NodeSet(self.tree, self._coerce_ids(proposal["value"], "selection"))
+
+    @traitlets.validate("collapsed", "expanded")
+    def _v_idlist(self, proposal: dict) -> list[int]:
+        return self._coerce_ids(proposal["value"], proposal["trait"].name).tolist()
+
+    @traitlets.validate("focus")
+    def _v_focus(self, proposal: dict) -> int:
+        v = proposal["value"]
+        if v < -1 or v >= len(self.tree):
+            raise traitlets.TraitError(f"focus must be -1 or a node id < {len(self.tree)}")
+        return v
+
+    @traitlets.validate("color")
+    def _v_color(self, proposal: dict) -> str | tuple[str, str]:
+        v = proposal["value"]
+        for m in [v] if isinstance(v, str) else v:
+            self._check_metric(m)
+        return v
+
+    @traitlets.validate("size")
+    def _v_size(self, proposal: dict) -> str:
+        v = proposal["value"] or ""
+        if v:
+            self._check_metric(v)
+        return v
+
+    @traitlets.validate("max_nodes")
+    def _v_max_nodes(self, proposal: dict) -> int:
+        if proposal["value"] < 1:
+            raise traitlets.TraitError("max_nodes must be at least 1")
+        return proposal["value"]
+
+    def _check_metric(self, m: str) -> None:
+        try:
+            self._src.check(m)
+        except KeyError as e:
+            raise traitlets.TraitError(e.args[0]) from None
+
+    # ------------------------------------------------------------ reactions
+    @traitlets.observe("search")
+    def _on_search(self, change: dict) -> None:
+        self._matches = self._find(change["new"])
+        if self._matches.size:
+            self._reveal(self._forced_matches())
+        self._refresh()
+
+    @traitlets.observe("collapsed", "expanded", "focus", "color", "size", "max_nodes")
+    def _on_state(self, change: dict) -> None:
+        self._refresh()
+
+    @traitlets.observe("selection")
+    def _on_selection(self, change: dict) -> None:
+        lod = self._lod
+        if lod is None:
+            return
+        ids = change["new"].ids
+        missing = ids[~np.isin(ids, lod.shown)]
+        if missing.size:
+            self._reveal(missing)
+            self._refresh(force=True)
+
+    def _reveal(self, ids: np.ndarray) -> None:
+        """Make ``ids`` showable: leave focus if they are outside it, expand ancestors."""
+        t = self.tree
+        if self.focus >= 0 and ((ids < self.focus) | (ids >= t.end[self.focus])).any():
+            self.focus = -1
+        anc = ancestors_closure(t.parent, ids)
+        anc = np.setdiff1d(anc, ids)  # a selected node may itself stay collapsed
+        if self.collapsed and np.isin(self.collapsed, anc).any():
+            self.collapsed = np.setdiff1d(self.collapsed, anc).tolist()
+
+    def _find(self, text: str) -> np.ndarray:
+        if not text:
+            return np.empty(0, dtype=np.int64)
+        if self._names_lower is None:
+            self._names_lower = pd.Series(self.tree.names, dtype=object).astype(str).str.lower()
+        hit = self._names_lower.str.contains(text.lower(), regex=False).to_numpy()
+        return np.flatnonzero(hit)
+
+    def _forced_matches(self) -> np.ndarray:
+        """Search matches that must show: the best half-budget by priority."""
+        m = self._matches
+        cap = max(self.max_nodes // 2, 1)
+        if m.size > cap:
+            prio = self._priority()[m]
+            m = np.sort(m[np.argsort(-prio, kind="stable")[:cap]])
+        return m
+
+    # ------------------------------------------------------------ data
+    def _metrics_in_use(self) -> list[str]:
+        c = [self.color] if isinstance(self.color, str) else list(self.color)
+        return c + ([self.size] if self.size else [])
+
+    def _priority_metric(self) -> str:
+        for m in self._metrics_in_use():
+            if self._src.is_additive(m):
+                return m
+        return self._src.default_metric
+
+    def _priority(self) -> np.ndarray:
+        return np.abs(self._src.column(self._priority_metric()))
+
+    def _refresh(self, force: bool = False) -> None:
+        key = (
+            tuple(self.collapsed),
+            tuple(self.expanded),
+            self.focus,
+            self.color,
+            self.size,
+            self.search,
+            self.max_nodes,
+        )
+        if key == self._lod_key and not force:
+            return
+        self._lod_key = key
+        t = self.tree
+        sel = self.selection.ids if self.selection is not None else np.empty(0, dtype=np.int64)
+        forced = np.union1d(sel, self._forced_matches())
+        self._lod = level_of_detail(
+            t.parent,
+            t.end,
+            self._priority(),
+            budget=self.max_nodes,
+            root=self.focus,
+            collapsed=np.asarray(self.collapsed, dtype=np.int64),
+            expanded=np.asarray(self.expanded, dtype=np.int64),
+            forced=forced,
+            matches=self._matches,
+            depth=t.depth,
+        )
+        self._data = self._payload(self._lod)
+
+    def _row_names(self, lod: LevelOfDetail) -> list[str]:
+        names = np.full(lod.n_rows, OTHER_NAME, dtype=object)
+        names[lod.row_of_shown] = self.tree.names[lod.shown]
+        return [str(x) for x in names]
+
+    def _row_values(self, lod: LevelOfDetail, metric: str) -> np.ndarray:
+        col = self._src.column(metric)
+        out = np.full(lod.n_rows, np.nan)
+        out[lod.row_of_shown] = col[lod.shown]
+        if lod.other_parent.size and self._src.is_additive(metric):
+            base = metric[: -len(" (inc)")]
+            exc = self._src.column(base) if base in self._src.metrics else np.zeros_like(col)
+            out[lod.is_other] = other_values(col, exc, self.tree.parent, lod)
+        return out
+
+    def _payload(self, lod: LevelOfDetail) -> dict[str, Any]:
+        encoded = [s.encode("utf-8") for s in self._row_names(lod)]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        colors = [self.color] if isinstance(self.color, str) else list(self.color)
+        data: dict[str, Any] = {
+            "n": lod.n_rows,
+            "total": len(self.tree),
+            "id": _i32(lod.row_id),
+            "parent": _i32(lod.row_parent),
+            "depth": _i32(lod.row_depth),
+            "flags": memoryview(np.ascontiguousarray(lod.flags, dtype=np.uint8)),
+            "folded": _i32(lod.folded),
+            "name_bytes": memoryview(b"".join(encoded)),
+            "name_offsets": _i32(offsets),
+            "units": {m: u for m in self._src.metrics if (u := self._src.unit(m))},
+            "inclusive": {m: self._src.is_additive(m) for m in self._src.metrics},
+            "focus_path": list(self.tree.path(self.focus)[:-1]) if self.focus >= 0 else [],
+            "spread": None,
+        }
+        real = ~lod.is_other
+        for key, metric in zip(("color", "color2"), colors):
+            v = self._row_values(lod, metric)
+            data[key], data[f"{key}_domain"] = _f32(v), _domain(v[real])
+        if self.size:
+            v = self._row_values(lod, self.size)
+            data["size"], data["size_domain"] = _f32(v), _domain(v[real])
+        if self._src.ensemble is not None:
+            data["spread"] = self._spread(lod, colors[0])
+        return data
+
+    def _spread(self, lod: LevelOfDetail, color: str) -> dict[str, Any]:
+        metric = self._src.spread_metric(color)
+        st = self._src.spread(metric)
+        assert st is not None
+        out: dict[str, Any] = {"metric": metric, "profiles": self._src.ensemble.n_profiles}
+        for k in ("min", "mean", "max", "std"):
+            v = np.full(lod.n_rows, np.nan)
+            v[lod.row_of_shown] = st[k].to_numpy()[lod.shown]
+            out[k] = _f32(v)
+        am = np.full(lod.n_rows, -1, dtype=np.int64)
+        am[lod.row_of_shown] = st["argmax"].to_numpy()[lod.shown]
+        out["argmax"] = _i32(am)
+        out["labels"] = self._src.profile_labels(am[am >= 0])
+        return out

@@ -1,0 +1,154 @@
+"""What a view can show of a Tree or an Ensemble: per-node metric columns.
+
+Views speak one metric namespace whatever they display:
+
+- a :class:`~cctviz.model.tree.Tree` offers its metrics (``"time"``,
+  ``"time (inc)"``, ...);
+- an :class:`~cctviz.model.ensemble.Ensemble` offers the same names, meaning
+  the mean over profiles (absent = 0), plus derived spread columns
+  ``"<metric> [max]"``, ``"[min]"``, ``"[std]"`` and ``"[imbalance]"`` (max/mean)
+  of every inclusive metric.
+
+Columns are computed lazily and cached; nothing here knows about widgets.
+
+Example:
+    >>> import cctviz
+    >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+    >>> s = MetricSource(t)
+    >>> s.metrics, s.column("time (inc)").tolist(), s.is_additive("time (inc)")
+    (['time (inc)', 'time'], [3.0, 2.0], True)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model.ensemble import Ensemble
+from ..model.tree import Tree
+
+INC = " (inc)"
+STATS = ("max", "min", "std", "imbalance")
+
+
+def split_metric(name: str) -> tuple[str, str | None]:
+    """``"time (inc) [max]"`` -> ``("time (inc)", "max")``; plain names -> ``(name, None)``.
+
+    >>> split_metric("time (inc) [imbalance]"), split_metric("time")
+    (('time (inc)', 'imbalance'), ('time', None))
+    """
+    for s in STATS:
+        suffix = f" [{s}]"
+        if name.endswith(suffix):
+            return name[: -len(suffix)], s
+    return name, None
+
+
+class MetricSource:
+    """Per-node metric columns of a Tree or an Ensemble (see the module docstring)."""
+
+    def __init__(self, data: Tree | Ensemble) -> None:
+        if isinstance(data, Ensemble):
+            self.ensemble: Ensemble | None = data
+            self.tree: Tree = data.tree
+            base = list(data.inc_metrics) + list(data.exc_metrics)
+            derived = [f"{m} [{s}]" for m in data.inc_metrics for s in STATS]
+            self.metrics: list[str] = base + derived
+        elif isinstance(data, Tree):
+            self.ensemble = None
+            self.tree = data
+            self.metrics = list(data.inc_metrics) + list(data.exc_metrics)
+        else:
+            raise TypeError(f"expected a cctviz Tree or Ensemble, got {type(data).__name__}")
+        self._cache: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    def check(self, name: str) -> str:
+        """``name`` if it is a metric, else a ``KeyError`` listing the metrics."""
+        if name not in self.metrics:
+            raise KeyError(f"no metric {name!r}; choose one of {self.metrics}")
+        return name
+
+    @property
+    def default_metric(self) -> str:
+        """``time (inc)`` when there is one, else the first inclusive metric."""
+        return self.tree.metric_column(None) if self.tree.exc_metrics else self.metrics[0]
+
+    def is_additive(self, name: str) -> bool:
+        """Whether values of children add up under their parent (inclusive sums and means)."""
+        base, stat = split_metric(name)
+        return stat is None and base.endswith(INC)
+
+    def unit(self, name: str) -> str | None:
+        base = split_metric(name)[0]
+        if base.endswith(INC):
+            base = base[: -len(INC)]
+        return self.tree.units.get(base)
+
+    def column(self, name: str) -> np.ndarray:
+        """Values of one metric per node (float64, NaN = missing)."""
+        self.check(name)
+        if name not in self._cache:
+            self._cache[name] = self._compute(name)
+        return self._cache[name]
+
+    def _compute(self, name: str) -> np.ndarray:
+        if self.ensemble is None:
+            return self.tree.metrics[name].to_numpy(dtype=np.float64)
+        base, stat = split_metric(name)
+        if stat is None:
+            e = self.ensemble
+            rows = e.rows
+            vals = e.data[name].to_numpy(dtype=np.float64)
+            total = np.bincount(rows["node"].to_numpy(), weights=vals, minlength=len(self.tree))
+            return total / max(e.n_profiles, 1)
+        return self.spread(base)[stat].to_numpy(dtype=np.float64)
+
+    def spread(self, metric: str) -> pd.DataFrame | None:
+        """Per-node statistics over profiles (``Ensemble.stats``), None for a Tree."""
+        if self.ensemble is None:
+            return None
+        return self.ensemble.stats(split_metric(metric)[0])
+
+    def spread_metric(self, name: str) -> str:
+        """The metric whose spread goes with ``name`` (its base, made inclusive if possible)."""
+        base = split_metric(name)[0]
+        if not base.endswith(INC) and base + INC in self.metrics:
+            base += INC
+        return base
+
+    def profile_labels(self, ids: np.ndarray) -> dict[str, str]:
+        """Short labels ("rank 3", "run 2 rank 0", file names when several) of profiles."""
+        if self.ensemble is None:
+            return {}
+        prof = self.ensemble.profiles
+        out: dict[str, str] = {}
+        for i in np.unique(np.asarray(ids, dtype=np.int64)):
+            if i < 0 or i >= len(prof):
+                continue
+            row = prof.iloc[int(i)]
+            parts = [f"{c} {_fmt(row[c])}" for c in ("run", "rank") if c in prof.columns]
+            if "file" in prof.columns and prof["file"].nunique() > 1:
+                parts.append(os.path.basename(str(row["file"])))
+            out[str(int(i))] = " ".join(parts) if parts else f"profile {int(i)}"
+        return out
+
+    def frame(self, ids: np.ndarray, metrics: list[str]) -> pd.DataFrame:
+        """Node attributes, call path and the given metric columns for ``ids``."""
+        ids = np.asarray(ids, dtype=np.int64)
+        df = self.tree.nodes.iloc[ids].copy()
+        df["callpath"] = self.tree.callpaths.iloc[ids].to_numpy()
+        for m in dict.fromkeys(metrics):
+            df[m] = self.column(m)[ids]
+        return df
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
