@@ -33,7 +33,7 @@ from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
 from ..model.tree import Tree
 from .lod import LevelOfDetail, ancestors_closure, level_of_detail, other_values
-from .source import MetricSource
+from .source import MetricSource, split_metric
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 OTHER_NAME = "(other)"
@@ -169,8 +169,10 @@ class CCTView(anywidget.AnyWidget):
 
     @property
     def selected(self) -> pd.DataFrame:
-        """The selected nodes: attributes, call path and the metrics in use."""
-        return self._src.frame(self.selection.ids, self._metrics_in_use())
+        """The selected nodes: attributes, call path, every plain metric (an
+        Ensemble's: the mean over profiles) and the derived ones in use."""
+        plain = [m for m in self._src.metrics if split_metric(m)[1] is None]
+        return self._src.frame(self.selection.ids, plain + self._metrics_in_use())
 
     @property
     def selection_query(self) -> str:
