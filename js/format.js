@@ -115,9 +115,11 @@ const DTYPES = {
   float32: { size: 4, Array: Float32Array, get: "getFloat32" },
   float64: { size: 8, Array: Float64Array, get: "getFloat64" },
   int32: { size: 4, Array: Int32Array, get: "getInt32" },
+  uint8: { size: 1, Array: Uint8Array, get: "getUint8" },
 };
 const DTYPE_ALIASES = {
   "<f4": "float32", f4: "float32", "<f8": "float64", f8: "float64", "<i4": "int32", i4: "int32",
+  "|u1": "uint8", u1: "uint8",
 };
 
 /** True when the host stores multi-byte numbers little-endian (every browser we target). */
@@ -136,10 +138,10 @@ const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  *
  * @param {DataView|ArrayBuffer|ArrayBufferView} dataView the raw bytes; a
  *   typed array or ArrayBuffer is accepted too and read as bytes
- * @param {"float32"|"float64"|"int32"|"<f4"|"<f8"|"<i4"|"f4"|"f8"|"i4"} dtype element type
+ * @param {"float32"|"float64"|"int32"|"uint8"|"<f4"|"<f8"|"<i4"|"f4"|"f8"|"i4"|"|u1"|"u1"} dtype element type
  * @param {number} [length] number of elements to read; defaults to as many
  *   whole elements as fit in the buffer
- * @returns {Float32Array|Float64Array|Int32Array} a new array owning its memory
+ * @returns {Float32Array|Float64Array|Int32Array|Uint8Array} a new array owning its memory
  * @throws {TypeError} on an unknown dtype or an unsupported buffer type
  * @throws {RangeError} if `length` is negative, not an integer, or needs more
  *   bytes than the buffer holds

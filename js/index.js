@@ -3,6 +3,34 @@
 // esbuild bundles this file (and everything it imports, d3-* modules included)
 // into cctviz/static/cctviz.js as a single ES module that the Python widgets
 // load as their anywidget `_esm`; nothing is ever fetched from a CDN.
-// The views' `render` functions are added here as they are implemented.
+// The default export is the anywidget render module; it dispatches on the
+// widget's `_kind` trait (see cctviz/views/CONTRACT.md).
+
+import { renderCCT } from "./cct/view.js";
 
 export { MISSING, formatMetric, readColumn } from "./format.js";
+export { renderCCT } from "./cct/view.js";
+
+/** Views by `_kind`. */
+export const VIEWS = { cct: renderCCT };
+
+/**
+ * anywidget entry: render the view named by `model.get("_kind")` into `el`.
+ * Returns the view's cleanup function.
+ *
+ * @param {{model: object, el: HTMLElement}} ctx
+ */
+function render({ model, el }) {
+  const kind = model.get("_kind");
+  const view = Object.prototype.hasOwnProperty.call(VIEWS, kind) ? VIEWS[kind] : null;
+  if (!view) {
+    const msg = document.createElement("div");
+    msg.className = "cctviz cctviz-error";
+    msg.textContent = `cctviz: unknown view kind ${JSON.stringify(kind)}`;
+    el.appendChild(msg);
+    return () => msg.remove();
+  }
+  return view({ model, el });
+}
+
+export default { render };

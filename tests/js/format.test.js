@@ -212,6 +212,16 @@ describe("readColumn", () => {
     assert.ok(readColumn(new DataView(new ArrayBuffer(4)), "f4", 1) instanceof Float32Array);
   });
 
+  it("reads uint8 columns (flags) at any byteOffset", () => {
+    const bytes = new Uint8Array([9, 1, 2, 255, 16]);
+    const col = readColumn(new DataView(bytes.buffer, 1), "uint8", 4);
+    assert.ok(col instanceof Uint8Array);
+    assert.deepEqual(Array.from(col), [1, 2, 255, 16]);
+    assert.deepEqual(Array.from(readColumn(bytes, "|u1")), [9, 1, 2, 255, 16]);
+    bytes[1] = 7;
+    assert.equal(col[0], 1, "a copy");
+  });
+
   it("returns an empty array for length 0", () => {
     const col = readColumn(new DataView(new ArrayBuffer(0)), "float64", 0);
     assert.ok(col instanceof Float64Array);

@@ -1,0 +1,223 @@
+// Decoding of the CCT view's `_data` trait (see cctviz/views/CONTRACT.md).
+// Pure functions: no DOM, no d3.
+
+import { readColumn } from "../format.js";
+
+/** Flag bits of `_data.flags`. */
+export const FLAG_HAS_CHILDREN = 1;
+export const FLAG_HIDDEN = 2;
+export const FLAG_USER_COLLAPSED = 4;
+export const FLAG_MATCH = 8;
+export const FLAG_OTHER = 16;
+
+const decoder = new TextDecoder("utf-8");
+
+/** View any binary buffer (DataView, typed array, ArrayBuffer) as bytes without copying. */
+function bytesOf(buf) {
+  if (buf instanceof ArrayBuffer) return new Uint8Array(buf);
+  if (ArrayBuffer.isView(buf)) return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+  return new Uint8Array(0);
+}
+
+/** True when `buf` is a binary buffer that readColumn accepts. */
+function isBuffer(buf) {
+  return buf instanceof ArrayBuffer || ArrayBuffer.isView(buf);
+}
+
+/** Read an optional column; `fill` (or null) when absent. */
+function column(buf, dtype, n, fill = null) {
+  if (isBuffer(buf)) return readColumn(buf, dtype, n);
+  if (Array.isArray(buf)) {
+    const Ctor = { float32: Float32Array, int32: Int32Array, uint8: Uint8Array }[dtype];
+    return Ctor.from(buf.slice(0, n), (v) => (v === null ? NaN : v));
+  }
+  if (fill === null) return null;
+  const Ctor = { float32: Float32Array, int32: Int32Array, uint8: Uint8Array }[dtype];
+  return new Ctor(n).fill(fill);
+}
+
+/**
+ * Decode the names: name i is `bytes[offsets[i]:offsets[i+1]]` as UTF-8.
+ * Invalid UTF-8 becomes U+FFFD; offsets are clamped to the buffer.
+ *
+ * @param {DataView|ArrayBufferView|ArrayBuffer} nameBytes
+ * @param {DataView|ArrayBufferView|ArrayBuffer|number[]} nameOffsets int32[n+1]
+ * @param {number} n
+ * @returns {string[]}
+ */
+export function decodeNames(nameBytes, nameOffsets, n) {
+  const bytes = bytesOf(nameBytes);
+  const offsets = column(nameOffsets, "int32", n + 1, 0);
+  const names = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const a = Math.max(0, Math.min(bytes.length, offsets[i]));
+    const b = Math.max(a, Math.min(bytes.length, offsets[i + 1]));
+    names[i] = decoder.decode(bytes.subarray(a, b));
+  }
+  return names;
+}
+
+/** [min, max] of the finite values of `values` at rows where `keep(i)`; null if none. */
+export function finiteExtent(values, keep = () => true) {
+  if (!values) return null;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (Number.isFinite(v) && keep(i)) {
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  return lo <= hi ? [lo, hi] : null;
+}
+
+/** A `[min, max]` JSON pair if valid, else null. */
+function domainOf(pair) {
+  if (!Array.isArray(pair) || pair.length !== 2) return null;
+  const lo = Number(pair[0]);
+  const hi = Number(pair[1]);
+  return Number.isFinite(lo) && Number.isFinite(hi) && lo <= hi ? [lo, hi] : null;
+}
+
+/**
+ * @typedef {object} CCTData
+ * @property {number} n visible rows
+ * @property {number} total nodes in the full tree
+ * @property {Int32Array} id
+ * @property {Int32Array} parent row of the parent, -1 for top rows
+ * @property {Int32Array} depth
+ * @property {Uint8Array} flags
+ * @property {Int32Array} folded
+ * @property {string[]} names
+ * @property {Float32Array|null} color
+ * @property {Float32Array|null} color2
+ * @property {Float32Array|null} size
+ * @property {[number,number]|null} colorDomain
+ * @property {[number,number]|null} color2Domain
+ * @property {[number,number]|null} sizeDomain
+ * @property {Object<string,string>} units
+ * @property {Object<string,boolean>} inclusive
+ * @property {string[]} focusPath
+ * @property {object|null} spread
+ * @property {number[][]} children row indices of each row's children, in order
+ * @property {number[]} roots top rows, in order
+ * @property {Map<number,number>} rowOf id -> row
+ */
+
+/**
+ * Decode the `_data` trait into typed arrays and plain objects.
+ * A missing or empty `_data` gives `n = 0`.
+ *
+ * @param {object|null|undefined} raw the `_data` trait
+ * @returns {CCTData}
+ */
+export function decodeData(raw) {
+  const d = raw && typeof raw === "object" ? raw : {};
+  const n = Number.isInteger(d.n) && d.n > 0 ? d.n : 0;
+  const id = column(d.id, "int32", n, 0);
+  const parent = column(d.parent, "int32", n, -1);
+  const depth = column(d.depth, "int32", n, 0);
+  const flags = column(d.flags, "uint8", n, 0);
+  const folded = column(d.folded, "int32", n, 0);
+  const names = isBuffer(d.name_bytes) || isBuffer(d.name_offsets)
+    ? decodeNames(d.name_bytes ?? new ArrayBuffer(0), d.name_offsets ?? [], n)
+    : new Array(n).fill("");
+  const color = column(d.color, "float32", n);
+  const color2 = column(d.color2, "float32", n);
+  const size = column(d.size, "float32", n);
+  const notOther = (i) => (flags[i] & FLAG_OTHER) === 0;
+
+  const children = Array.from({ length: n }, () => []);
+  const roots = [];
+  const rowOf = new Map();
+  for (let i = 0; i < n; i++) {
+    const p = parent[i];
+    // A parent must come before its child (pre-order); anything else is a top row.
+    if (p >= 0 && p < i) children[p].push(i);
+    else {
+      parent[i] = -1;
+      roots.push(i);
+    }
+    rowOf.set(id[i], i);
+  }
+  // Depth from the parent links (robust against an inconsistent `depth` column).
+  for (let i = 0; i < n; i++) depth[i] = parent[i] < 0 ? 0 : depth[parent[i]] + 1;
+
+  let spread = null;
+  const s = d.spread;
+  if (s && typeof s === "object") {
+    spread = {
+      metric: typeof s.metric === "string" ? s.metric : "",
+      profiles: Number.isFinite(s.profiles) ? s.profiles : 0,
+      min: column(s.min, "float32", n, NaN),
+      mean: column(s.mean, "float32", n, NaN),
+      max: column(s.max, "float32", n, NaN),
+      std: column(s.std, "float32", n, NaN),
+      argmax: column(s.argmax, "int32", n, -1),
+      labels: s.labels && typeof s.labels === "object" ? s.labels : {},
+    };
+  }
+
+  return {
+    n,
+    total: Number.isFinite(d.total) ? d.total : n,
+    id,
+    parent,
+    depth,
+    flags,
+    folded,
+    names,
+    color,
+    color2,
+    size,
+    colorDomain: domainOf(d.color_domain) ?? finiteExtent(color, notOther),
+    color2Domain: domainOf(d.color2_domain) ?? finiteExtent(color2, notOther),
+    sizeDomain: domainOf(d.size_domain) ?? finiteExtent(size, notOther),
+    units: d.units && typeof d.units === "object" ? d.units : {},
+    inclusive: d.inclusive && typeof d.inclusive === "object" ? d.inclusive : {},
+    focusPath: Array.isArray(d.focus_path) ? d.focus_path.map(String) : [],
+    spread,
+    children,
+    roots,
+    rowOf,
+  };
+}
+
+/** True for an "other" node (folded siblings). */
+export function isOther(data, i) {
+  return (data.flags[i] & FLAG_OTHER) !== 0 || data.id[i] < 0;
+}
+
+/** Whether row i has children in the full tree (or is an "other" node, which can be expanded). */
+export function isExpandable(data, i) {
+  return (data.flags[i] & FLAG_HAS_CHILDREN) !== 0 || isOther(data, i);
+}
+
+/** Whether row i is shown collapsed (its children are hidden). */
+export function isCollapsed(data, i) {
+  return isOther(data, i) || (data.flags[i] & FLAG_HIDDEN) !== 0;
+}
+
+/** Id of the node whose children an "other" node stands for (`id = -2 - parent_id`). */
+export function otherParentId(data, i) {
+  const p = data.parent[i];
+  return p >= 0 ? data.id[p] : -2 - data.id[i];
+}
+
+/** Names from the top row down to row i (inclusive). */
+export function ancestorNames(data, i) {
+  const out = [];
+  for (let r = i; r >= 0; r = data.parent[r]) out.push(data.names[r]);
+  return out.reverse();
+}
+
+/** Imbalance (max / mean) of row i, NaN when unknown. */
+export function imbalance(data, i) {
+  const s = data.spread;
+  if (!s) return NaN;
+  const mean = s.mean[i];
+  const max = s.max[i];
+  if (!Number.isFinite(mean) || !Number.isFinite(max) || mean <= 0) return NaN;
+  return max / mean;
+}
