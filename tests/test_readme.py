@@ -15,6 +15,11 @@ def test_readme_tour_runs(tmp_path, monkeypatch):
     code = blocks[0].replace('"lulesh.cctviz"', repr(str(tmp_path / "lulesh.cctviz")))
     ns: dict = {}
     exec(compile(code, "README.md", "exec"), ns)  # noqa: S102 - our own README
+    exec(compile(blocks[1], "README.md", "exec"), ns)  # noqa: S102 - the view block
+    assert ns["again"].state == ns["imbalance"].state
+    assert set(ns["view"].selected["name"]) == {
+        n for n in ns["view"].tree.names if n.startswith("MPI_")
+    }
     assert ns["cctviz"].read(tmp_path / "lulesh.cctviz") == ns["ens"]
     assert (
         len(ns["calc"]) > 3
