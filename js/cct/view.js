@@ -68,8 +68,8 @@ function h(tag, attrs = {}, text) {
   return el;
 }
 
-/** A text-width function measuring with a canvas in the given font, or the estimate. */
-function makeMeasure(fontFamily) {
+/** A text-width function measuring with a canvas in the font `getFamily()` names, or the estimate. */
+function makeMeasure(getFamily) {
   let ctx = null;
   try {
     ctx = document.createElement("canvas").getContext("2d");
@@ -78,7 +78,8 @@ function makeMeasure(fontFamily) {
   }
   const cache = new Map();
   return (text, size = FONT, weight = "400") => {
-    const key = `${size}|${weight}|${text}`;
+    const fontFamily = getFamily();
+    const key = `${fontFamily}|${size}|${weight}|${text}`;
     let w = cache.get(key);
     if (w === undefined) {
       if (ctx) {
@@ -195,9 +196,15 @@ export function renderCCT({ model, el }) {
   tooltip.style.display = "none";
   root.appendChild(tooltip);
 
-  const measure = makeMeasure(
-    (typeof getComputedStyle === "function" && getComputedStyle(root).fontFamily) || "sans-serif",
-  );
+  // The font is resolved again once the view is in the page (anywidget may
+  // render into a detached element, where no theme font applies yet).
+  let family = "";
+  const measure = makeMeasure(() => {
+    if (!family || family === "sans-serif") {
+      family = (root.isConnected && typeof getComputedStyle === "function" && getComputedStyle(root).fontFamily) || "sans-serif";
+    }
+    return family;
+  });
 
   // ---- trait helpers -----------------------------------------------------
   const getIds = (name) => (Array.isArray(model.get(name)) ? model.get(name).map(Number) : []);
@@ -268,7 +275,8 @@ export function renderCCT({ model, el }) {
     .clickDistance(4)
     .filter((ev) => {
       if (ev.type === "dblclick") return false;
-      if (ev.type === "wheel") return true;
+      // Plain wheel scrolls the notebook; Ctrl/Cmd + wheel (and trackpad pinch) zooms.
+      if (ev.type === "wheel") return ev.ctrlKey || ev.metaKey;
       if (ev.ctrlKey || ev.button) return false;
       if (ev.type === "mousedown" && (ev.shiftKey || state.brushMode)) return false;
       return true;
@@ -760,7 +768,12 @@ export function renderCCT({ model, el }) {
     let x = MARGIN;
     let y = 8;
     let rowH = 0;
-    for (const [g, w, hgt] of items) {
+    for (const [g, est, hgt] of items) {
+      // Once attached, the drawn width beats the canvas estimate (the font
+      // the estimate used may not be the one the page resolves).
+      const node = g.node();
+      const drawn = node.isConnected && node.getBBox ? node.getBBox().width : 0;
+      const w = Math.max(est, drawn);
       if (x > MARGIN && x + w > state.width - MARGIN) {
         x = MARGIN;
         y += rowH + 8;
