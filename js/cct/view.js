@@ -371,14 +371,19 @@ export function renderCCT({ model, el }) {
       if (!ev.shiftKey && getIds("selection").length) select1([]);
       return;
     }
+    setActive(state.data.id[row], false);
+    activate(row, ev.shiftKey);
+  }
+  /** Click or Enter on a row: an "other" row expands its parent; a node is
+   * selected (`additive`: toggled in the selection). */
+  function activate(row, additive) {
     const d = state.data;
-    setActive(d.id[row], false);
     if (isOther(d, row)) {
       expandRow(row);
       return;
     }
     const id = d.id[row];
-    if (ev.shiftKey) {
+    if (additive) {
       const cur = getIds("selection");
       select1(cur.includes(id) ? cur.filter((x) => x !== id) : [...cur, id]);
     } else select1([id]);
@@ -512,18 +517,9 @@ export function renderCCT({ model, el }) {
         else if (d.parent[row] >= 0) move(d.parent[row]);
         break;
       case "Enter":
-      case " ": {
-        if (isOther(d, row)) {
-          expandRow(row);
-          break;
-        }
-        const id = d.id[row];
-        if (ev.shiftKey) {
-          const cur = getIds("selection");
-          select1(cur.includes(id) ? cur.filter((x) => x !== id) : [...cur, id]);
-        } else select1([id]);
+      case " ":
+        activate(row, ev.shiftKey);
         break;
-      }
       case "f":
       case "F":
         focusRow(row);
