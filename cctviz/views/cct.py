@@ -141,6 +141,7 @@ class CCTView(anywidget.AnyWidget):
         self._lod: LevelOfDetail | None = None
         self._lod_key: tuple | None = None
         self._matches = np.empty(0, dtype=np.int64)
+        self._matches_text = ""
         self._names_lower: pd.Series | None = None
         default = self._src.default_metric
         color = default if color is None else color
@@ -153,8 +154,6 @@ class CCTView(anywidget.AnyWidget):
         self.set_trait("metrics", list(self._src.metrics))
         if self.selection is None:
             self.selection = NodeSet(self.tree)
-        if self.search:
-            self._matches = self._find(self.search)
         self._refresh()
 
     # ------------------------------------------------------------ public API
@@ -182,7 +181,7 @@ class CCTView(anywidget.AnyWidget):
     @property
     def matches(self) -> NodeSet:
         """Nodes whose name contains :attr:`search` (case-insensitive)."""
-        return NodeSet(self.tree, self._matches)
+        return NodeSet(self.tree, self._current_matches())
 
     @property
     def visible(self) -> pd.DataFrame:
@@ -273,8 +272,7 @@ class CCTView(anywidget.AnyWidget):
     # ------------------------------------------------------------ reactions
     @traitlets.observe("search")
     def _on_search(self, change: dict) -> None:
-        self._matches = self._find(change["new"])
-        if self._matches.size:
+        if self._current_matches().size:
             self._reveal(self._forced_matches())
         self._refresh()
 
@@ -303,6 +301,14 @@ class CCTView(anywidget.AnyWidget):
         if self.collapsed and np.isin(self.collapsed, anc).any():
             self.collapsed = np.setdiff1d(self.collapsed, anc).tolist()
 
+    def _current_matches(self) -> np.ndarray:
+        # observers of several traits set in one message run in no fixed order:
+        # matches follow the search text whoever asks first
+        if self._matches_text != self.search:
+            self._matches = self._find(self.search)
+            self._matches_text = self.search
+        return self._matches
+
     def _find(self, text: str) -> np.ndarray:
         if not text:
             return np.empty(0, dtype=np.int64)
@@ -313,7 +319,7 @@ class CCTView(anywidget.AnyWidget):
 
     def _forced_matches(self) -> np.ndarray:
         """Search matches that must show: the best half-budget by priority."""
-        m = self._matches
+        m = self._current_matches()
         cap = max(self.max_nodes // 2, 1)
         if m.size > cap:
             prio = self._priority()[m]
@@ -359,7 +365,7 @@ class CCTView(anywidget.AnyWidget):
             collapsed=np.asarray(self.collapsed, dtype=np.int64),
             expanded=np.asarray(self.expanded, dtype=np.int64),
             forced=forced,
-            matches=self._matches,
+            matches=self._current_matches(),
             depth=t.depth,
         )
         self._data = self._payload(self._lod)
