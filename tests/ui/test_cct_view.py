@@ -307,3 +307,48 @@ def test_lab_end_to_end(lab):
         nb.kernel_eval("view.selection = [0]")
         page.locator(f'.cctviz-cct {ITEM}[data-id="0"][aria-selected="true"]').wait_for()
         assert page.locator(f'.cctviz-cct {ITEM}[aria-selected="true"]').count() == 1
+
+
+def test_pan_and_zoom_keep_selection_and_page_scroll(widget_page, tree):
+    view = cctviz.CCTView(tree)
+    wp = widget_page(view)
+    root = wp.view(view)
+    vp = root.locator("g.cctviz-viewport")
+    view.selection = [0]
+    wp.sync()
+    before = vp.get_attribute("transform")
+    box = root.locator("svg.cctviz-canvas").bounding_box()
+    x, y = box["x"] + box["width"] - 40, box["y"] + box["height"] - 40  # empty corner
+    # plain wheel is left to the page; Ctrl + wheel zooms
+    wp.page.mouse.move(x, y)
+    wp.page.mouse.wheel(0, -200)
+    wp.page.wait_for_timeout(100)
+    assert vp.get_attribute("transform") == before
+    wp.page.keyboard.down("Control")
+    wp.page.mouse.wheel(0, -200)
+    wp.page.keyboard.up("Control")
+    wp.page.wait_for_timeout(100)
+    zoomed = vp.get_attribute("transform")
+    assert zoomed != before and "scale" in zoomed
+    # drag on the background pans and leaves the selection alone
+    wp.page.mouse.move(x, y)
+    wp.page.mouse.down()
+    wp.page.mouse.move(x - 80, y - 30, steps=5)
+    wp.page.mouse.up()
+    wp.sync()
+    assert vp.get_attribute("transform") != zoomed
+    assert view.selection.ids.tolist() == [0]
+
+
+def test_tooltip_gives_call_path_and_metrics(widget_page, tree):
+    view = cctviz.CCTView(tree)
+    wp = widget_page(view)
+    deep = max((i for i in on_screen(wp, view) if i >= 0), key=lambda i: tree.depth[i])
+    assert tree.depth[deep] >= 2
+    item(wp, view, deep).locator("circle").first.hover()
+    tip = wp.view(view).locator(".cctviz-tooltip")
+    tip.wait_for(state="visible")
+    text = tip.text_content()
+    pos = [text.find(name) for name in tree.path(deep)]
+    assert all(p >= 0 for p in pos) and pos == sorted(pos)  # root first
+    assert "time (inc)" in text
