@@ -75,13 +75,13 @@ class LevelOfDetail:
         return self.row_id < 0
 
 
-def ancestors_closure(parent: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Sorted ids plus all their ancestors (one numpy step per level)."""
+def ancestors_closure(parent: np.ndarray, ids: np.ndarray, lo: int = 0) -> np.ndarray:
+    """Sorted ids plus all their ancestors with id >= ``lo`` (one numpy step per level)."""
     out = [np.asarray(ids, dtype=np.int64)]
     cur = out[0]
     while cur.size:
         cur = parent[cur]
-        cur = np.unique(cur[cur >= 0])
+        cur = np.unique(cur[cur >= lo])
         out.append(cur)
     return np.unique(np.concatenate(out))
 
@@ -166,10 +166,10 @@ def level_of_detail(
     exp = local(expanded)
     if exp.size:
         kids = np.flatnonzero(np.isin(par[lo:hi], exp)) + lo
-        tier[_ancestors_within(par, kids, lo)] = 1
+        tier[ancestors_closure(par, kids, lo)] = 1
     frc = local(forced)
     if frc.size:
-        tier[_ancestors_within(par, frc, lo)] = 2
+        tier[ancestors_closure(par, frc, lo)] = 2
     prio = np.asarray(priority, dtype=np.float64)[lo:hi].copy()
     prio[np.isnan(prio)] = -np.inf
     full = np.zeros(n)
@@ -232,16 +232,6 @@ def level_of_detail(
             bad = mid
     shown = np.sort(ranked[:k])
     return _rows(parent, par, end, depth, lo, shown, n_kids, coll, np.asarray(matches))
-
-
-def _ancestors_within(par: np.ndarray, ids: np.ndarray, lo: int) -> np.ndarray:
-    out = [ids]
-    cur = ids
-    while cur.size:
-        cur = par[cur]
-        cur = np.unique(cur[cur >= lo])
-        out.append(cur)
-    return np.unique(np.concatenate(out))
 
 
 def _depths(parent: np.ndarray) -> np.ndarray:
