@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import traitlets
 
+from ..model._algo import accumulate_up
 from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
 from ..model.tree import Tree
@@ -142,6 +143,7 @@ class CCTView(anywidget.AnyWidget):
         self._lod_key: tuple | None = None
         self._matches = np.empty(0, dtype=np.int64)
         self._matches_text = ""
+        self._restoring = True  # state given to __init__ is taken as it is
         self._names_lower: pd.Series | None = None
         default = self._src.default_metric
         color = default if color is None else color
@@ -154,6 +156,7 @@ class CCTView(anywidget.AnyWidget):
         self.set_trait("metrics", list(self._src.metrics))
         if self.selection is None:
             self.selection = NodeSet(self.tree)
+        self._restoring = False
         self._refresh()
 
     # ------------------------------------------------------------ public API
@@ -218,8 +221,8 @@ class CCTView(anywidget.AnyWidget):
             if value.tree is t:
                 return value.ids
             # another profile's nodes: match them by call path
-            pos = pd.Index(t.callpaths).get_indexer(value.tree.callpaths.iloc[value.ids])
-            return np.unique(pos[pos >= 0])
+            wanted = value.tree.callpaths.iloc[value.ids].to_numpy()
+            return np.flatnonzero(np.isin(t.callpaths.to_numpy(), wanted))
         if isinstance(value, (int, np.integer)):
             value = [value]
         ids = np.unique(np.asarray(list(value) if isinstance(value, Iterable) else value))
@@ -272,8 +275,8 @@ class CCTView(anywidget.AnyWidget):
     # ------------------------------------------------------------ reactions
     @traitlets.observe("search")
     def _on_search(self, change: dict) -> None:
-        if self._current_matches().size:
-            self._reveal(self._forced_matches())
+        if self._current_matches().size and not self._restoring:
+            self._reveal(self._forced_matches(), leave_focus=False)
         self._refresh()
 
     @traitlets.observe("collapsed", "expanded", "focus", "color", "size", "max_nodes")
@@ -283,19 +286,28 @@ class CCTView(anywidget.AnyWidget):
     @traitlets.observe("selection")
     def _on_selection(self, change: dict) -> None:
         lod = self._lod
-        if lod is None:
+        if lod is None or self._restoring:
             return
         ids = change["new"].ids
         missing = ids[~np.isin(ids, lod.shown)]
         if missing.size:
-            self._reveal(missing)
+            # a user's shift-click keeps earlier picks outside the focus: stay
+            # focused then; Python asking for those nodes leaves the focus
+            from_view = "selection" in self._property_lock
+            with self.hold_trait_notifications():
+                self._reveal(missing, leave_focus=not from_view)
             self._refresh(force=True)
 
-    def _reveal(self, ids: np.ndarray) -> None:
-        """Make ``ids`` showable: leave focus if they are outside it, expand ancestors."""
+    def _reveal(self, ids: np.ndarray, leave_focus: bool = True) -> None:
+        """Make ``ids`` showable: expand their collapsed ancestors; leave the focus
+        if some are outside it (``leave_focus``), else reveal only those inside."""
         t = self.tree
-        if self.focus >= 0 and ((ids < self.focus) | (ids >= t.end[self.focus])).any():
-            self.focus = -1
+        if self.focus >= 0:
+            outside = (ids < self.focus) | (ids >= t.end[self.focus])
+            if outside.any() and leave_focus:
+                self.focus = -1
+            else:
+                ids = ids[~outside]
         anc = ancestors_closure(t.parent, ids)
         anc = np.setdiff1d(anc, ids)  # a selected node may itself stay collapsed
         if self.collapsed and np.isin(self.collapsed, anc).any():
@@ -338,7 +350,18 @@ class CCTView(anywidget.AnyWidget):
         return self._src.default_metric
 
     def _priority(self) -> np.ndarray:
-        return np.abs(self._src.column(self._priority_metric()))
+        """|priority metric| per node; missing values count as 0 and do not
+        poison their ancestors' inclusive sums (one NaN would rank all alike)."""
+        m = self._priority_metric()
+        col = self._src.column(m)
+        if np.isnan(col).any():
+            base = m[: -len(" (inc)")] if m.endswith(" (inc)") else None
+            if base in self._src.metrics:
+                t = self.tree
+                col = accumulate_up(np.nan_to_num(self._src.column(base)), t.parent, t.levels)
+            else:
+                col = np.nan_to_num(col)
+        return np.abs(col)
 
     def _refresh(self, force: bool = False) -> None:
         key = (
@@ -386,7 +409,8 @@ class CCTView(anywidget.AnyWidget):
         return out
 
     def _payload(self, lod: LevelOfDetail) -> dict[str, Any]:
-        encoded = [s.encode("utf-8") for s in self._row_names(lod)]
+        # lone surrogates (valid JSON escapes in a profile) must not break the view
+        encoded = [s.encode("utf-8", "replace") for s in self._row_names(lod)]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in encoded], out=offsets[1:])
         colors = [self.color] if isinstance(self.color, str) else list(self.color)

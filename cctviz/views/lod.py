@@ -165,13 +165,17 @@ def level_of_detail(
     tier = np.zeros(n, dtype=np.int8)
     exp = local(expanded)
     if exp.size:
-        kids = np.flatnonzero(np.isin(par[lo:hi], exp)) + lo
+        kids = np.flatnonzero(np.isin(par[lo:hi], exp) & ~blocked) + lo
         tier[ancestors_closure(par, kids, lo)] = 1
     frc = local(forced)
+    frc = frc[~blocked[frc - lo]]  # hidden under a collapsed node: no claim on the budget
     if frc.size:
         tier[ancestors_closure(par, frc, lo)] = 2
     prio = np.asarray(priority, dtype=np.float64)[lo:hi].copy()
     prio[np.isnan(prio)] = -np.inf
+    # top rows first: a hidden root of a forest would have no "other" row to
+    # stand for it (only when there are more roots than the budget)
+    prio[par[lo:hi] < 0] = np.inf
     full = np.zeros(n)
     full[lo:hi] = prio
     mono = _monotone_min(full, par, levels)[lo:hi]

@@ -275,3 +275,39 @@ def test_bad_input_errors(tree):
     view = cctviz.CCTView(tree)
     with pytest.raises(traitlets.TraitError, match="focus"):
         view.focus = len(tree)
+
+
+def test_review_edge_cases():
+    nan = float("nan")
+    # one missing value does not flatten the ranking: the hot leaf still shows
+    t = cctviz.Tree.from_parents([-1, 0, 0, 0, 1], list("abcde"), {"time": [1, 1, nan, 50, 1]})
+    assert "d" in names(cctviz.CCTView(t, max_nodes=3))
+    # every root of a forest shows before any child
+    forest = cctviz.Tree.from_parents([-1, -1, -1, 0], ["r1", "r2", "r3", "x"], {"time": [1.0] * 4})
+    assert sorted(rows(cctviz.CCTView(forest, max_nodes=3))) == [0, 2, 3]
+    # a NodeSet of another profile selects every node with its call path
+    dup = cctviz.Tree.from_parents([-1, 0, 0], ["main", "f", "f"], {"time": [1.0, 2, 3]})
+    one = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2]})
+    view = cctviz.CCTView(dup)
+    view.selection = one.select([1])
+    assert view.selection.ids.tolist() == [1, 2]
+    # a lone surrogate (a valid JSON escape) in a name does not break the view
+    bad = cctviz.Tree.from_parents([-1, 0], ["main", "bad\udcff"], {"time": [1.0, 2]})
+    assert names(cctviz.CCTView(bad))[1].startswith("bad")
+
+
+def test_focus_survives_shift_click_and_search(tree):
+    node = int(tree.children(int(tree.roots[0]))[0])
+    outside = int(tree.end[node])  # first node after the focused subtree
+    inside = int(tree.children(node)[0])
+    view = cctviz.CCTView(tree, collapsed=[inside])
+    view.selection = [outside]
+    view.focus = node
+    from_frontend(view, selection=[outside, inside])  # shift-click keeps the old pick
+    assert view.focus == node and inside in rows(view)
+    from_frontend(view, search=str(tree.names[outside]))
+    assert view.focus == node
+    again = cctviz.CCTView(tree, **view.state)
+    assert again.focus == node
+    view.selection = [outside]  # Python asks for a node outside: the focus goes
+    assert view.focus == -1
