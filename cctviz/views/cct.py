@@ -33,11 +33,11 @@ from ..model._algo import accumulate_up
 from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
 from ..model.tree import Tree
+from ..ops.transform import OTHER
 from .lod import LevelOfDetail, ancestors_closure, level_of_detail, other_values
 from .source import MetricSource, split_metric
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
-OTHER_NAME = "(other)"
 
 
 def _static(name: str) -> pathlib.Path:
@@ -355,10 +355,10 @@ class CCTView(anywidget.AnyWidget):
         m = self._priority_metric()
         col = self._src.column(m)
         if np.isnan(col).any():
-            base = m[: -len(" (inc)")] if m.endswith(" (inc)") else None
-            if base in self._src.metrics:
+            exc = self._src.exclusive_of(m)
+            if exc is not None:
                 t = self.tree
-                col = accumulate_up(np.nan_to_num(self._src.column(base)), t.parent, t.levels)
+                col = accumulate_up(np.nan_to_num(exc), t.parent, t.levels)
             else:
                 col = np.nan_to_num(col)
         return np.abs(col)
@@ -394,7 +394,7 @@ class CCTView(anywidget.AnyWidget):
         self._data = self._payload(self._lod)
 
     def _row_names(self, lod: LevelOfDetail) -> list[str]:
-        names = np.full(lod.n_rows, OTHER_NAME, dtype=object)
+        names = np.full(lod.n_rows, OTHER, dtype=object)
         names[lod.row_of_shown] = self.tree.names[lod.shown]
         return [str(x) for x in names]
 
@@ -403,8 +403,8 @@ class CCTView(anywidget.AnyWidget):
         out = np.full(lod.n_rows, np.nan)
         out[lod.row_of_shown] = col[lod.shown]
         if lod.other_parent.size and self._src.is_additive(metric):
-            base = metric[: -len(" (inc)")]
-            exc = self._src.column(base) if base in self._src.metrics else np.zeros_like(col)
+            exc = self._src.exclusive_of(metric)
+            exc = np.zeros_like(col) if exc is None else exc
             out[lod.is_other] = other_values(col, exc, self.tree.parent, lod)
         return out
 

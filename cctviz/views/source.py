@@ -28,9 +28,8 @@ import numpy as np
 import pandas as pd
 
 from ..model.ensemble import Ensemble
-from ..model.tree import Tree
+from ..model.tree import INC, Tree, base_metric
 
-INC = " (inc)"
 STATS = ("max", "min", "std", "imbalance")
 
 
@@ -85,10 +84,14 @@ class MetricSource:
         return stat is None and base.endswith(INC)
 
     def unit(self, name: str) -> str | None:
-        base = split_metric(name)[0]
-        if base.endswith(INC):
-            base = base[: -len(INC)]
-        return self.tree.units.get(base)
+        return self.tree.units.get(base_metric(split_metric(name)[0])[0])
+
+    def exclusive_of(self, name: str) -> np.ndarray | None:
+        """The exclusive column behind an additive (inclusive) metric, if there is one."""
+        base, inclusive = base_metric(name)
+        if not (inclusive and self.is_additive(name)) or base not in self.metrics:
+            return None
+        return self.column(base)
 
     def column(self, name: str) -> np.ndarray:
         """Values of one metric per node (float64, NaN = missing)."""
