@@ -1,0 +1,216 @@
+"""Train the small GPT from ``gpt.py`` on synthetic tokens, plainly or distributed.
+
+Plain (one process)::
+
+    python examples/train.py --steps 20
+
+Distributed, 2 processes on CPU (gloo)::
+
+    torchrun --nproc-per-node 2 examples/train.py --strategy ddp
+    torchrun --nproc-per-node 2 examples/train.py --strategy fsdp    # FSDP2, fully_shard
+    torchrun --nproc-per-node 2 examples/train.py --strategy fsdp1   # FullyShardedDataParallel
+
+Pass ``--timings /tmp/t-{rank}.json`` to have each rank write its per-step wall times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+# Import the model next to this script even when its directory is not on sys.path.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gpt import GPT, Block, GPTConfig  # noqa: E402
+
+STRATEGIES = ("none", "ddp", "fsdp", "fsdp1")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    defaults = GPTConfig()
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="ddp" if distributed else "none",
+        help="parallel wrapper (default: ddp under torchrun with WORLD_SIZE>1, else none)",
+    )
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--batch-size", type=int, default=8, help="per-rank batch size")
+    p.add_argument("--seq-len", type=int, default=64, help="also the model's block_size")
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument(
+        "--timings", metavar="PATH", help="write per-rank step times as JSON; {rank} is formatted"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-layer", type=int, default=defaults.n_layer)
+    p.add_argument("--n-head", type=int, default=defaults.n_head)
+    p.add_argument("--n-embd", type=int, default=defaults.n_embd)
+    p.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
+    args = p.parse_args(argv)
+    if args.steps < 1:
+        p.error("--steps must be >= 1")
+    if args.strategy != "none" and "WORLD_SIZE" not in os.environ:
+        p.error(f"--strategy {args.strategy} needs a process group: launch under torchrun")
+    return args
+
+
+def setup_distributed(device_type: str) -> tuple[int, int, torch.device]:
+    """Initialise the process group from torchrun's env vars, if present."""
+    if "WORLD_SIZE" not in os.environ:
+        device = torch.device("cuda", 0) if device_type == "cuda" else torch.device("cpu")
+        return 0, 1, device
+    rank = int(os.environ["RANK"])
+    world_size = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if device_type == "cuda":
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+        dist.init_process_group(backend="nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group(backend="gloo")
+    return rank, world_size, device
+
+
+def make_loader(args: argparse.Namespace, rank: int) -> DataLoader:
+    """Synthetic tokens, different per rank (seed + rank), enough for ``args.steps``.
+
+    Tokens follow a fixed Zipf-like unigram distribution rather than a uniform one, so
+    there is something to learn and the loss visibly drops within a few steps.
+    """
+    gen = torch.Generator().manual_seed(args.seed + rank)
+    n_samples = args.steps * args.batch_size
+    weights = 1.0 / torch.arange(1, args.vocab_size + 1, dtype=torch.float)
+    tokens = torch.multinomial(
+        weights.expand(n_samples, -1), args.seq_len + 1, replacement=True, generator=gen
+    )
+    dataset = TensorDataset(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())
+    return DataLoader(
+        dataset, batch_size=args.batch_size, shuffle=False, num_workers=0, drop_last=True
+    )
+
+
+def wrap_model(model: torch.nn.Module, strategy: str, device: torch.device) -> torch.nn.Module:
+    if strategy == "none":
+        return model
+    if strategy == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        if device.type == "cuda":
+            return DDP(model, device_ids=[device.index])
+        return DDP(model)
+    if strategy == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        return model
+    if strategy == "fsdp1":
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+        policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={Block})
+        # device_id is needed on CPU too: without it FSDP1 looks for an accelerator.
+        return FSDP(model, auto_wrap_policy=policy, use_orig_params=True, device_id=device)
+    raise ValueError(f"unknown strategy {strategy!r}")
+
+
+def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.device) -> None:
+    # Same seed on every rank: identical initial weights (FSDP2 does not broadcast).
+    torch.manual_seed(args.seed)
+    config = GPTConfig(
+        vocab_size=args.vocab_size,
+        block_size=args.seq_len,
+        n_layer=args.n_layer,
+        n_head=args.n_head,
+        n_embd=args.n_embd,
+    )
+    model = GPT(config).to(device)
+    num_params = model.num_params()
+    grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+
+    model = wrap_model(model, args.strategy, device)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    loader = make_loader(args, rank)
+
+    if rank == 0:
+        print(
+            f"strategy={args.strategy} world_size={world_size} device={device} "
+            f"params={num_params:,} grad_bytes={grad_bytes:,}",
+            flush=True,
+        )
+
+    model.train()
+    step_ns: list[int] = []
+    batches = iter(loader)
+    for step in range(args.steps):
+        t0 = time.perf_counter_ns()
+        x, y = next(batches)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        opt.zero_grad(set_to_none=True)
+        logits, loss = model(x, y)
+        loss.backward()
+        opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t1 = time.perf_counter_ns()
+        step_ns.append(t1 - t0)
+        if rank == 0 and ((step + 1) % 5 == 0 or step == 0 or step + 1 == args.steps):
+            print(
+                f"step {step + 1:4d}  loss {loss.item():.4f}  {(t1 - t0) / 1e6:8.2f} ms",
+                flush=True,
+            )
+
+    if rank == 0:
+        total_s = sum(step_ns) / 1e9
+        print(
+            f"done: {len(step_ns)} steps in {total_s:.3f} s = {len(step_ns) / total_s:.2f} steps/s "
+            f"(rank 0, {args.strategy}, world_size {world_size})",
+            flush=True,
+        )
+
+    if args.timings:
+        path = Path(args.timings.format(rank=rank))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "rank": rank,
+            "world_size": world_size,
+            "strategy": args.strategy,
+            "step_ns": step_ns,
+            "params": num_params,
+            "grad_bytes": grad_bytes,
+        }
+        path.write_text(json.dumps(record) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    rank, world_size, device = setup_distributed(args.device)
+    try:
+        train(args, rank, world_size, device)
+    finally:
+        if dist.is_available() and dist.is_initialized():
+            # The wrapped model and optimizer died with train()'s frame; collect them
+            # before tearing the group down. With FSDP1 on gloo, a model that outlives
+            # destroy_process_group() sometimes aborts the process at interpreter exit
+            # ("terminate called without an active exception", SIGABRT).
+            gc.collect()
+            dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
