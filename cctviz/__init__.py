@@ -17,6 +17,10 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # views import anywidget and read the built front-end bundle: load on first use
+    if name in ("profile", "Profiler"):
+        from .runtime import profiler
+
+        return getattr(profiler, name)
     if name == "CCTView":
         from .views.cct import CCTView
 
@@ -31,6 +35,8 @@ __all__ = [
     "CCTView",
     "read",
     "read_ensemble",
+    "profile",
+    "Profiler",
     "write",
     "diff",
     "ProfileError",

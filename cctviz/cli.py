@@ -1,4 +1,4 @@
-"""Command line: ``cctviz tree FILE``, ``cctviz info FILE``, ``cctviz demo``."""
+"""Command line: ``cctviz tree FILE``, ``cctviz info FILE``, ``cctviz run ...``, ``cctviz demo``."""
 
 from __future__ import annotations
 
@@ -40,7 +40,27 @@ def _cmd_demo(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run(rest: Sequence[str]) -> int:
+    from .runtime.launch import LaunchError, run
+
+    if not rest or rest[0] in ("-h", "--help"):
+        from .runtime import launch
+
+        print("usage: cctviz run [torchrun options] [--out DIR] [--mode light|detailed]")
+        print("                  [--warmup N] [--per-step] [--python-frames] script.py [args]")
+        print(launch.__doc__)
+        return 0
+    try:
+        return run(rest)
+    except LaunchError as e:
+        print(f"cctviz run: {e}", file=sys.stderr)
+        return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "run":  # torchrun's options are not ours to parse
+        return _cmd_run(argv[1:])
     p = argparse.ArgumentParser(prog="cctviz", description="Calling-context trees of profiles.")
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("tree", help="print the calling-context tree of a profile")
@@ -56,6 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     i.add_argument("--format", default=None)
     i.add_argument("--json", action="store_true", help="print JSON")
     i.set_defaults(fn=_cmd_info)
+    sub.add_parser(
+        "run",
+        help="run a PyTorch script like torchrun, every rank profiling itself",
+        add_help=False,
+    )
     d = sub.add_parser("demo", help="run the bundled demo and write its outputs")
     d.add_argument("--out", default="out", help="output folder (default: out)")
     d.set_defaults(fn=_cmd_demo)

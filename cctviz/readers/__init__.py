@@ -205,6 +205,6 @@ def read_ensemble(
 
 
 # register the formats (order matters for detection: most specific first)
-from . import caliper_json, hatchet_json, native  # noqa: E402,F401
+from . import caliper_json, cctviz_run, hatchet_json, native  # noqa: E402,F401
 
 __all__ = ["read", "read_ensemble", "register", "detect", "formats", "Reader"]

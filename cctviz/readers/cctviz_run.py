@@ -1,0 +1,127 @@
+"""A run folder written by the runtime (``cctviz run`` or ``cctviz.profile``).
+
+``DIR/run.json`` (world size, backend, strategy, command line, ...) and one
+``DIR/rank-NNNNN.cctviz`` per rank. The result is an Ensemble with one
+profile per rank of the world, in rank order. Ranks whose file is missing
+(killed before writing) or unreadable (truncated) are still profiles, with
+no rows, ``ok=False`` and the reason in ``status``/``problem``; ranks that
+wrote after an exception or a signal are ``ok=False`` too, with the status
+they recorded. A warning names them.
+
+>>> import cctviz, glob                                   # doctest: +SKIP
+>>> ens = cctviz.read("runs/gpt-ddp")                      # doctest: +SKIP
+>>> ens.profiles[["rank", "status", "ok"]]                 # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ..model.ensemble import Ensemble
+from ..model.tree import Tree
+from . import register
+
+RUN_FILE = "run.json"
+_RANK_RE = re.compile(r"^rank-(\d+)\.cctviz$")
+_PROFILE_META = (
+    "local_rank",
+    "hostname",
+    "pid",
+    "device",
+    "backend",
+    "world_size",
+    "strategy",
+    "mode",
+    "steps",
+)
+
+
+def _sniff(path: Path, head: bytes) -> bool:
+    if not path.is_dir():
+        return False
+    return (path / RUN_FILE).is_file() or any(
+        _RANK_RE.match(p.name) for p in path.glob("rank-*.cctviz")
+    )
+
+
+def _run_info(path: Path) -> dict:
+    p = path / RUN_FILE
+    if not p.exists():
+        return {}
+    try:
+        info = json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        warnings.warn(
+            f"{p}: unreadable run metadata ({e}); using the rank files only", stacklevel=3
+        )
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+@register("cctviz-run", _sniff, "cctviz runtime run folder (run.json + rank-N.cctviz)")
+def read_run(path: Path) -> Ensemble:
+    """Read a run folder into an Ensemble of ranks (missing or damaged ranks flagged)."""
+    from .native import read_native
+
+    info = _run_info(path)
+    files = {int(m.group(1)): p for p in path.iterdir() if (m := _RANK_RE.match(p.name))}
+    world = info.get("world_size") or info.get("expected_world_size")
+    if not isinstance(world, int) or world < 1:
+        world = max(files) + 1 if files else 0
+    world = max(world, max(files) + 1 if files else 0)
+    if world == 0:
+        raise ProfileError(path, "a run folder without run.json world size or rank files")
+    trees: list[Tree] = []
+    rank_of_tree: list[int] = []
+    rows: list[dict] = []
+    for r in range(world):
+        row: dict = {"rank": r, "file": str(path / f"rank-{r:05d}.cctviz")}
+        f = files.get(r)
+        if f is None:
+            row.update(status="missing", ok=False, problem="no file: the rank died before writing")
+        else:
+            try:
+                t = read_native(f)
+            except ProfileError as e:
+                row.update(status="unreadable", ok=False, problem=e.problem)
+            else:
+                if not isinstance(t, Tree):
+                    row.update(status="unreadable", ok=False, problem="not a single-rank profile")
+                else:
+                    st = str(t.meta.get("status", "unknown"))
+                    ok = st.startswith("complete") and "profiler failed" not in st
+                    row.update(status=st, ok=ok, problem="")
+                    row.update({k: t.meta[k] for k in _PROFILE_META if k in t.meta})
+                    step_ns = t.meta.get("step_ns") or []
+                    row["step_time_ns"] = float(np.median(step_ns)) if len(step_ns) else np.nan
+                    trees.append(t)
+                    rank_of_tree.append(r)
+        rows.append(row)
+    if not trees:
+        problems = "; ".join(f"rank {x['rank']}: {x['problem']}" for x in rows[:4])
+        raise ProfileError(path, f"no readable rank file ({problems})")
+    profiles = pd.DataFrame(rows)
+    profiles.insert(1, "run", info.get("run", path.name))
+    bad = profiles.loc[~profiles["ok"], ["rank", "status"]]
+    if len(bad):
+        listing = ", ".join(f"{r} ({s})" for r, s in bad.itertuples(index=False))
+        warnings.warn(f"{path}: ranks not complete: {listing}", stacklevel=3)
+    part = Ensemble.concat(trees)
+    r = part.rows.copy()
+    r["profile"] = np.asarray(rank_of_tree, dtype=np.int64)[r["profile"].to_numpy()]
+    meta = {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))}
+    meta.update(
+        format="cctviz-run",
+        source=str(path),
+        units=part.tree.units,
+        missing_ranks=[int(x) for x in bad["rank"]],
+    )
+    structure = Tree(part.tree.nodes.copy(), None, {}, _trusted=True)
+    return Ensemble(structure, r, profiles, meta)

@@ -1,0 +1,215 @@
+"""``cctviz run``: torchrun with every rank profiling itself.
+
+``cctviz run [torchrun options] [cctviz options] script.py [script args]``
+hands the torchrun options to ``torch.distributed.run`` unchanged (one node
+or many, static or elastic rendezvous) and starts each worker as
+``python -m cctviz.runtime.worker [cctviz options] script.py [args]``, which
+profiles the script in-process and writes its rank file. The cctviz options
+(``--out``, ``--mode``, ``--warmup``, ``--per-step``, ``--python-frames``)
+may appear anywhere before the script.
+
+On several nodes give ``--out`` a folder every node can write (a shared
+file system): each rank writes its own file there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+#: our options: name -> takes a value
+OPTIONS = {
+    "--out": True,
+    "--mode": True,
+    "--warmup": True,
+    "--per-step": False,
+    "--python-frames": False,
+}
+
+
+class LaunchError(ValueError):
+    """Bad ``cctviz run`` command line."""
+
+
+def _torchrun_options() -> dict[str, bool]:
+    """torchrun's option strings -> whether they take a value."""
+    from torch.distributed.run import get_args_parser
+
+    out: dict[str, bool] = {}
+    for a in get_args_parser()._actions:
+        for s in a.option_strings:
+            out[s] = a.nargs != 0
+    return out
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], dict[str, Any], str, list[str], bool]:
+    """Split a ``cctviz run`` command line.
+
+    Returns ``(torchrun_tokens, cctviz_options, script, script_args, is_module)``.
+
+    >>> t, o, s, a, m = split_command(
+    ...     ["--nproc-per-node", "2", "--out", "d", "--mode=detailed", "train.py", "--out", "x"])
+    >>> t, o["out"], o["mode"], s, a, m
+    (['--nproc-per-node', '2'], 'd', 'detailed', 'train.py', ['--out', 'x'], False)
+    """
+    torch_opts = _torchrun_options()
+    ours: dict[str, Any] = {}
+    tokens: list[str] = []
+    module = False
+    i = 0
+    argv = list(argv)
+    while i < len(argv):
+        t = argv[i]
+        key, eq, val = t.partition("=")
+        if key in OPTIONS:
+            if OPTIONS[key]:
+                if not eq:
+                    if i + 1 >= len(argv):
+                        raise LaunchError(f"{key} needs a value")
+                    i += 1
+                    val = argv[i]
+                ours[key[2:].replace("-", "_")] = val
+            else:
+                ours[key[2:].replace("-", "_")] = True
+            i += 1
+            continue
+        if key in ("-m", "--module"):
+            module = True
+            i += 1
+            continue
+        if key in ("--no-python", "--no_python"):
+            raise LaunchError("--no-python: cctviz profiles Python scripts only")
+        if t.startswith("-"):
+            if key not in torch_opts:
+                raise LaunchError(f"unknown option {t!r} (not a torchrun or cctviz option)")
+            tokens.append(t)
+            if torch_opts[key] and not eq:
+                if i + 1 >= len(argv):
+                    raise LaunchError(f"{key} needs a value")
+                tokens.append(argv[i + 1])
+                i += 1
+            i += 1
+            continue
+        return tokens, ours, t, argv[i + 1 :], module
+    raise LaunchError("no training script given")
+
+
+def _opt(tokens: list[str], *names: str) -> str | None:
+    for k, t in enumerate(tokens):
+        key, eq, val = t.partition("=")
+        if key in names:
+            return val if eq else (tokens[k + 1] if k + 1 < len(tokens) else None)
+    return None
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run ``cctviz run`` with ``argv`` (everything after ``run``); returns the exit code."""
+    import torch
+    from torch.distributed import run as torchrun
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    from .profiler import update_run_file
+
+    tokens, ours, script, script_args, module = split_command(argv)
+    mode = ours.get("mode", "light")
+    if mode not in ("light", "detailed"):
+        raise LaunchError(f"--mode must be light or detailed, not {mode!r}")
+    try:
+        warmup = int(ours.get("warmup", 0))
+    except ValueError:
+        raise LaunchError(f"--warmup needs an integer, not {ours['warmup']!r}") from None
+    if not module and not Path(script).is_file():
+        raise LaunchError(f"{script}: no such script")
+    stem = script.rsplit(".", 1)[-1] if module else Path(script).stem
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(ours.get("out") or f"cctviz-run-{stem}-{stamp}")
+    nnodes = _opt(tokens, "--nnodes") or "1"
+    nproc = _opt(tokens, "--nproc-per-node", "--nproc_per_node") or "1"
+    node_rank = _opt(tokens, "--node-rank", "--node_rank") or "0"
+    worker = ["-m", "cctviz.runtime.worker", "--out", str(out), "--mode", mode]
+    worker += ["--warmup", str(warmup)]
+    worker += ["--per-step"] if ours.get("per_step") else []
+    worker += ["--python-frames"] if ours.get("python_frames") else []
+    worker += ["--module"] if module else []
+    args = torchrun.parse_args([*tokens, *worker, script, *script_args])
+    out.mkdir(parents=True, exist_ok=True)
+    if node_rank == "0":
+        facts: dict[str, Any] = {
+            "run": out.name,
+            "command": " ".join(["cctviz", "run", *argv]),
+            "nnodes": nnodes,
+            "nproc_per_node": nproc,
+            "mode": mode,
+            "warmup": warmup,
+            "torch_version": torch.__version__,
+            "launched": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        }
+        if nnodes.isdigit() and nproc.isdigit():
+            facts["expected_world_size"] = int(nnodes) * int(nproc)
+        update_run_file(out, facts)
+    print(f"cctviz: profiling {script} ({mode} mode) into {out}/", file=sys.stderr, flush=True)
+    code = 0
+    try:
+        torchrun.run(args)
+    except ChildFailedError as e:
+        print(f"cctviz: the job failed: {e}", file=sys.stderr)
+        code = 1
+    n = len(list(out.glob("rank-*.cctviz")))
+    print(
+        f"cctviz: {n} rank file(s) in {out}/; look at them with `cctviz tree {out}`",
+        file=sys.stderr,
+    )
+    return code
+
+
+def add_parser(sub: Any) -> None:
+    """The ``run`` subcommand of the ``cctviz`` command line."""
+    r = sub.add_parser(
+        "run",
+        help="run a (distributed) PyTorch script like torchrun, profiling every rank",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+    )
+    r.add_argument("rest", nargs=argparse.REMAINDER)
+    r.set_defaults(fn=lambda a: run(a.rest))
+
+
+def worker_main(argv: Sequence[str] | None = None) -> None:
+    """Entry of each worker process: profile ``script`` in-process, then let it run."""
+    import runpy
+
+    from .profiler import Profiler
+
+    p = argparse.ArgumentParser(prog="cctviz.runtime.worker")
+    p.add_argument("--out", required=True)
+    p.add_argument("--mode", default="light", choices=("light", "detailed"))
+    p.add_argument("--warmup", type=int, default=0)
+    p.add_argument("--per-step", action="store_true")
+    p.add_argument("--python-frames", action="store_true")
+    p.add_argument("--module", action="store_true")
+    p.add_argument("script")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    a = p.parse_args(argv)
+    sys.argv = [a.script, *a.args]
+    root = a.script if a.module else os.path.basename(a.script)
+    if not a.module:
+        sys.path[0] = os.path.dirname(os.path.abspath(a.script))
+    prof = Profiler(
+        a.out,
+        mode=a.mode,
+        warmup=a.warmup,
+        per_step=a.per_step,
+        python_frames=a.python_frames,
+        root=root,
+    )
+    with prof:
+        if a.module:
+            runpy.run_module(a.script, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(a.script, run_name="__main__")

@@ -1,0 +1,384 @@
+"""``cctviz.profile``: the in-process profiler, one per rank.
+
+>>> import cctviz, tempfile                                    # doctest: +SKIP
+>>> with cctviz.profile(out=tempfile.mkdtemp(), warmup=1) as prof:  # doctest: +SKIP
+...     for x, y in loader:
+...         loss = model(x, y); loss.backward(); opt.step(); opt.zero_grad()
+>>> cctviz.read(prof.out).profiles                             # doctest: +SKIP
+
+Steps are found by themselves (each ``optimizer.step()`` ends one) unless
+you call :meth:`Profiler.step`, which switches to manual marking. Each rank
+writes ``rank-NNNNN.cctviz`` into ``out`` when the profiler stops: at the
+end of the ``with`` block, when an exception or SIGINT leaves it, on
+SIGTERM, and at interpreter exit. Rank 0 also writes ``run.json``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import datetime as _dt
+import json
+import logging
+import os
+import platform
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .recorder import Recorder
+
+log = logging.getLogger("cctviz.runtime")
+
+RUN_FILE = "run.json"
+UNITS = {
+    "time": "ns",
+    "calls": "count",
+    "comm_bytes": "B",
+    "bus_bytes": "B",
+    "comm_time": "ns",
+    "gpu_time": "ns",
+    "mem_peak": "B",
+}
+
+_active: Profiler | None = None
+
+
+def rank_file(out: str | os.PathLike, rank: int) -> Path:
+    """Where rank ``rank`` writes its profile in a run folder."""
+    return Path(out) / f"rank-{rank:05d}.cctviz"
+
+
+def _env_int(name: str, default: int | None = None) -> int | None:
+    v = os.environ.get(name)
+    try:
+        return int(v) if v is not None else default
+    except ValueError:
+        return default
+
+
+def update_run_file(
+    out: str | os.PathLike, facts: Mapping[str, Any], keep: tuple[str, ...] = ()
+) -> None:
+    """Merge ``facts`` into ``out/run.json`` (written atomically); ``keep`` keys already there stay."""
+    p = Path(out) / RUN_FILE
+    data: dict[str, Any] = {}
+    if p.exists():
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, ValueError):
+            data = {}
+    data.update({k: v for k, v in facts.items() if k not in keep or k not in data})
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    os.replace(tmp, p)
+
+
+class Profiler:
+    """Records one rank's calling-context tree while training runs.
+
+    Args:
+        out: run folder (created); each rank writes ``rank-NNNNN.cctviz`` there.
+        mode: ``"light"`` (module, phase and collective contexts; meant to be
+            left on) or ``"detailed"`` (adds every aten op as a leaf and
+            module attribution inside backward; several times the cost).
+        warmup: the first ``warmup`` steps go to a ``(warm-up)`` node instead
+            of ``step``.
+        per_step: one node per step (``step 0``, ``step 1``, ...) instead of
+            one ``step`` node for all of them.
+        python_frames: add the user's Python functions as contexts.
+        root: name of the root node (default: the script's file name).
+        cuda: time with CUDA events and record allocator peaks (default: when
+            CUDA is initialised at start).
+        meta: extra metadata stored with the profile.
+
+    Example:
+        >>> prof = Profiler(out="/tmp/cctviz-doc", root="demo")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        out: str | os.PathLike = "cctviz-run",
+        *,
+        mode: str = "light",
+        warmup: int = 0,
+        per_step: bool = False,
+        python_frames: bool = False,
+        root: str | None = None,
+        cuda: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        if mode not in ("light", "detailed"):
+            raise ValueError(f"mode must be 'light' or 'detailed', not {mode!r}")
+        if warmup < 0:
+            raise ValueError("warmup must be >= 0")
+        self.out = Path(out)
+        self.mode = mode
+        self.warmup = int(warmup)
+        self.per_step = per_step
+        self.python_frames = python_frames
+        self.root = root or (os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "main")
+        self.cuda = cuda
+        self.meta = dict(meta or {})
+        self.rec: Recorder | None = None
+        self.hooks: Any = None
+        self.gpu: Any = None
+        self.path: Path | None = None
+        self.status = "not started"
+        self._manual = False
+        self._prev_signals: dict[int, Any] = {}
+        self._lock = threading.RLock()
+        self._deferred_signal: int | None = None
+        self._stopping = False
+        self._started_wall = ""
+
+    # ------------------------------------------------------------ control
+    def start(self) -> Profiler:
+        """Install the hooks and start the clock."""
+        global _active
+        if _active is not None and _active is not self:
+            raise RuntimeError("another cctviz profiler is running in this process")
+        import torch
+
+        from .hooks import TorchHooks
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        use_cuda = self.cuda if self.cuda is not None else torch.cuda.is_initialized()
+        if use_cuda and not torch.cuda.is_available():
+            raise ValueError("cuda=True but CUDA is not available")
+        self._started_wall = _dt.datetime.now(_dt.timezone.utc).isoformat()
+        self.rec = Recorder(self.root, warmup=self.warmup, per_step=self.per_step)
+        on_phase = on_step_end = None
+        if use_cuda:
+            from .gpu import CudaTimer
+
+            self.gpu = CudaTimer(self.rec, detailed=self.mode == "detailed")
+            self.rec.on_tick = self.gpu.tick
+            on_phase, on_step_end = self.gpu.phase, self.gpu.resolve
+        self.hooks = TorchHooks(
+            self.rec,
+            mode=self.mode,
+            python_frames=self.python_frames,
+            on_phase=on_phase,
+            on_step_end=on_step_end,
+        )
+        try:
+            self.hooks.install()
+        except Exception as e:  # noqa: BLE001 - never kill the job
+            self.hooks.fail(e)
+        self.status = "running"
+        _active = self
+        self._install_signals()
+        atexit.register(self._atexit)
+        return self
+
+    def step(self) -> None:
+        """Mark the end of a step (switches off automatic step detection)."""
+        if self.hooks is None or not self.hooks.on:
+            return
+        if not self._manual:
+            self._manual = True
+            self.hooks.auto_steps = False
+            self.rec.manual = True
+            if not self.rec.in_step and self.rec._ended_by_optimizer:
+                return  # optimizer.step() just ended this step
+        self.hooks.end_step()
+
+    @contextlib.contextmanager
+    def region(self, name: str) -> Iterator[None]:
+        """A named context of your own (a step activity), e.g. ``with prof.region("eval"):``."""
+        depth = self.hooks.region(str(name)) if self.hooks is not None else None
+        ctx = self.rec.top if depth is not None else None
+        try:
+            yield
+        finally:
+            if self.hooks is not None:
+                self.hooks.leave(depth, ctx)
+
+    def stop(self, status: str = "complete") -> Path | None:
+        """Remove the hooks and write this rank's file; returns its path (None if not running)."""
+        global _active
+        with self._lock:
+            if self.rec is None or self.status != "running":
+                return self.path
+            self._stopping = True
+            failed = self.hooks.failed if self.hooks is not None else None
+            if self.hooks is not None:
+                self.hooks.uninstall()
+            if _active is self:
+                _active = None
+            status = status.strip().split("\n", 1)[0][:300]
+            self.status = status if failed is None else f"{status}; profiler failed: {failed!r}"
+            try:
+                self.rec.finish()
+                if self.gpu is not None:
+                    self.gpu.resolve()
+                self.path = self._write()
+            except Exception:  # noqa: BLE001 - never kill the job
+                log.exception("cctviz: could not write the profile")
+                self.path = None
+            finally:
+                # only now: a SIGTERM that arrived while writing waited for the file
+                self._restore_signals()
+            if self._deferred_signal is not None:
+                sig, self._deferred_signal = self._deferred_signal, None
+                os.kill(os.getpid(), sig)
+            return self.path
+
+    def __enter__(self) -> Profiler:
+        return self.start()
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+        if et is None:
+            self.stop("complete")
+        elif issubclass(et, KeyboardInterrupt):
+            self.stop("interrupted (SIGINT)")
+        elif issubclass(et, SystemExit):
+            code = getattr(ev, "code", 0)
+            self.stop("complete" if code in (0, None) else f"exit {code}")
+        else:
+            self.stop(f"exception: {et.__name__}: {ev}")
+
+    def _atexit(self) -> None:
+        if self.status == "running":
+            self.stop("complete (at exit)")
+
+    # ------------------------------------------------------------ signals
+    def _install_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM,):
+            try:
+                self._prev_signals[sig] = signal.signal(sig, self._on_signal)
+            except (ValueError, OSError):
+                pass
+
+    def _restore_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig, prev in self._prev_signals.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, prev)
+        self._prev_signals.clear()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._stopping:  # writing already: finish, then die of it
+            self._deferred_signal = signum
+            return
+        prev = self._prev_signals.get(signum, signal.SIG_DFL)
+        name = signal.Signals(signum).name
+        self.stop(f"signal {name}")
+        if callable(prev):
+            prev(signum, frame)
+            return
+        if prev == signal.SIG_IGN:
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    # -------------------------------------------------------------- output
+    def rank_info(self) -> dict[str, Any]:
+        """Rank, world size, backend, device and host of this process."""
+        facts = dict(self.hooks.facts) if self.hooks is not None else {}
+        info: dict[str, Any] = {
+            "rank": facts.get("rank", _env_int("RANK", 0)),
+            "local_rank": _env_int("LOCAL_RANK", 0),
+            "world_size": facts.get("world_size", _env_int("WORLD_SIZE", 1)),
+            "backend": facts.get("backend", "none"),
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+            "strategy": facts.get("strategy", "none"),
+        }
+        for k in ("params", "model", "ddp_comm_hook"):
+            if k in facts:
+                info[k] = facts[k]
+        import torch
+
+        info["torch_version"] = torch.__version__
+        if self.gpu is not None:
+            dev = torch.cuda.current_device()
+            info["device"] = f"cuda:{dev} ({torch.cuda.get_device_name(dev)})"
+        else:
+            info["device"] = "cpu"
+        return info
+
+    def tree(self):
+        """The tree recorded so far (a snapshot; the profiler keeps running)."""
+        return self.rec.to_tree(self._meta()) if self.rec is not None else None
+
+    def _meta(self) -> dict[str, Any]:
+        rec = self.rec
+        steps = [s for s in rec.steps if not s[2]]
+        info = self.rank_info()
+        meta: dict[str, Any] = {
+            **info,
+            "profile": f"rank {info['rank']}",
+            "status": self.status,
+            "mode": self.mode,
+            "warmup": self.warmup,
+            "steps": len(steps),
+            "step_ns": [int(b - a) for a, b, _w in steps],
+            "warmup_step_ns": [int(b - a) for a, b, w in rec.steps if w],
+            "started": self._started_wall,
+            "python": platform.python_version(),
+            "command": " ".join(sys.argv),
+            "units": {k: v for k, v in UNITS.items()},
+            **self.meta,
+        }
+        if rec.max_metrics:
+            meta["max_metrics"] = sorted(rec.max_metrics)
+        return meta
+
+    def _write(self) -> Path:
+        from ..writers import write
+
+        meta = self._meta()
+        tree = self.rec.to_tree(meta)
+        path = rank_file(self.out, int(meta["rank"]))
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.cctviz")
+        write(tree, tmp)
+        os.replace(tmp, path)
+        if int(meta["rank"]) == 0:
+            update_run_file(
+                self.out,
+                {
+                    k: meta[k]
+                    for k in (
+                        "world_size",
+                        "backend",
+                        "strategy",
+                        "params",
+                        "model",
+                        "device",
+                        "torch_version",
+                        "mode",
+                        "warmup",
+                        "command",
+                        "started",
+                    )
+                    if k in meta
+                }
+                | {"finished": _dt.datetime.now(_dt.timezone.utc).isoformat()},
+                keep=("command",),
+            )
+        return path
+
+
+def profile(out: str | os.PathLike = "cctviz-run", **kw: Any) -> Profiler:
+    """A :class:`Profiler` to use as a context manager (see its arguments).
+
+    >>> import cctviz
+    >>> p = cctviz.profile(out="/tmp/unused", mode="light", warmup=2)
+    >>> (p.mode, p.warmup, p.status)
+    ('light', 2, 'not started')
+    """
+    return Profiler(out, **kw)
+
+
+def active() -> Profiler | None:
+    """The running profiler of this process, if any."""
+    return _active
