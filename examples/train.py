@@ -129,6 +129,48 @@ def wrap_model(model: torch.nn.Module, strategy: str, device: torch.device) -> t
     raise ValueError(f"unknown strategy {strategy!r}")
 
 
+def shard_units(model: torch.nn.Module, strategy: str, world_size: int) -> list[dict]:
+    """Each FSDP unit's unsharded (padded) parameter bytes, from the sharded parameters.
+
+    What one all-gather of the unit moves: every rank's padded shard. FSDP
+    shards dim 0 in ``world_size`` chunks of ``ceil(dim0 / world_size)`` rows.
+    """
+    units = []
+    if strategy == "fsdp":
+        from torch.distributed.fsdp import FSDPModule
+
+        for name, mod in model.named_modules():
+            if not isinstance(mod, FSDPModule):
+                continue
+            own = [
+                p
+                for n, p in mod.named_parameters()
+                if not any(
+                    n.startswith(sub + ".")
+                    for sub, m in mod.named_modules()
+                    if sub and isinstance(m, FSDPModule)
+                )
+            ]
+            nbytes = 0
+            for p in own:
+                local = p.to_local()  # the shard on this rank (a DTensor's local tensor)
+                rows = -(-p.shape[0] // world_size)  # ceil(dim0 / world)
+                nbytes += rows * world_size * (p.numel() // p.shape[0]) * local.element_size()
+            units.append({"unit": name or "<root>", "unsharded_bytes": nbytes, "root": not name})
+    elif strategy == "fsdp1":
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+        for mod in FSDP.fsdp_modules(model):
+            flat = mod._flat_param  # this rank's padded shard of the unit's flat parameter
+            if flat is None:
+                continue
+            nbytes = flat.numel() * world_size * flat.element_size()
+            units.append(
+                {"unit": type(mod.module).__name__, "unsharded_bytes": nbytes, "root": mod is model}
+            )
+    return units
+
+
 def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.device) -> None:
     # Same seed on every rank: identical initial weights (FSDP2 does not broadcast).
     torch.manual_seed(args.seed)
@@ -193,6 +235,7 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
             "step_ns": step_ns,
             "params": num_params,
             "grad_bytes": grad_bytes,
+            "shard_units": shard_units(model, args.strategy, world_size),
         }
         path.write_text(json.dumps(record) + "\n")
 

@@ -101,12 +101,15 @@ def read_run(path: Path) -> Ensemble:
                     row.update({k: t.meta[k] for k in _PROFILE_META if k in t.meta})
                     step_ns = t.meta.get("step_ns") or []
                     row["step_time_ns"] = float(np.median(step_ns)) if len(step_ns) else np.nan
+                    row["step_ns"] = [int(x) for x in step_ns]
                     trees.append(t)
                     rank_of_tree.append(r)
         rows.append(row)
     if not trees:
         problems = "; ".join(f"rank {x['rank']}: {x['problem']}" for x in rows[:4])
         raise ProfileError(path, f"no readable rank file ({problems})")
+    for row in rows:
+        row.setdefault("step_ns", [])
     profiles = pd.DataFrame(rows)
     profiles.insert(1, "run", info.get("run", path.name))
     bad = profiles.loc[~profiles["ok"], ["rank", "status"]]
@@ -121,7 +124,7 @@ def read_run(path: Path) -> Ensemble:
         format="cctviz-run",
         source=str(path),
         units=part.tree.units,
-        missing_ranks=[int(x) for x in bad["rank"]],
+        flagged_ranks=[int(x) for x in bad["rank"]],
     )
     structure = Tree(part.tree.nodes.copy(), None, {}, _trusted=True)
     return Ensemble(structure, r, profiles, meta)

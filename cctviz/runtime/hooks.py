@@ -359,10 +359,14 @@ class TorchHooks:
             self.fail(e)
 
     def region(self, name: str) -> int | None:
-        """Enter a user region (a step activity); returns the depth for :meth:`leave`."""
+        """Enter a user region (a step activity, a phase at step level); see :meth:`_exit`."""
         if not self._mine():
             return None
-        return self.rec.enter_leaf(name, K_REGION, activity=True)
+        try:
+            return self.rec.enter_phase(name, K_REGION)
+        except Exception as e:  # noqa: BLE001
+            self.fail(e)
+            return None
 
     def leave(self, depth: int | None, ctx: int | None = None) -> None:
         if depth is None or not self.on:

@@ -191,13 +191,12 @@ class Profiler:
     @contextlib.contextmanager
     def region(self, name: str) -> Iterator[None]:
         """A named context of your own (a step activity), e.g. ``with prof.region("eval"):``."""
-        depth = self.hooks.region(str(name)) if self.hooks is not None else None
-        ctx = self.rec.top if depth is not None else None
+        token = self.hooks.region(str(name)) if self.hooks is not None else None
         try:
             yield
         finally:
             if self.hooks is not None:
-                self.hooks.leave(depth, ctx)
+                self.hooks._exit(token)
 
     def stop(self, status: str = "complete") -> Path | None:
         """Remove the hooks and write this rank's file; returns its path (None if not running)."""

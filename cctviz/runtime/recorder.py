@@ -213,27 +213,28 @@ class Recorder:
         n = len(self.stack)
         return self.in_step and (n == _PHASE_LEVEL or (n == _PHASE_LEVEL + 1 and self._sticky))
 
-    def _switch_phase(self, name: str, sticky: bool) -> None:
+    def _switch_phase(self, name: str, sticky: bool, kind: str = K_PHASE) -> None:
         self.tick()
         del self.stack[_PHASE_LEVEL:]
-        c = self.child(self.stack[1], name, K_PHASE)
+        c = self.child(self.stack[1], name, kind)
         self.calls[c] += 1
         self.stack.append(c)
         self._sticky = sticky
 
-    def enter_phase(self, name: str) -> int:
+    def enter_phase(self, name: str, kind: str = K_PHASE) -> int:
         """Enter a phase (data, backward, optimizer, ...); returns a token for :meth:`exit_phase`.
 
         At step level the phase replaces the current (sticky) one; inside a
-        module it nests there.
+        module it nests there. A user region (``kind="region"``) behaves the
+        same way: at step level it is a phase of its own.
         """
         if name == "optimizer" and not self.in_step and self._ended_by_optimizer:
             self._reopen_step()
         self._activity()
         if self._at_step_level():
-            self._switch_phase(name, sticky=False)
+            self._switch_phase(name, sticky=False, kind=kind)
             return _PHASE_LEVEL
-        return self.push(name, K_PHASE)
+        return self.push(name, kind)
 
     def exit_phase(self, token: int) -> None:
         if token != _PHASE_LEVEL:
@@ -259,9 +260,9 @@ class Recorder:
                 self._switch_phase("forward", sticky=True)
         return self.push(name, K_MODULE)
 
-    def enter_leaf(self, name: str, kind: str, *, activity: bool = False) -> int:
-        """Enter a collective, op or region under the current context."""
-        if activity or (self.manual and kind == K_COMM):
+    def enter_leaf(self, name: str, kind: str) -> int:
+        """Enter a collective or op under the current context."""
+        if self.manual and kind == K_COMM:
             self._activity()
         if self.in_step and len(self.stack) == _PHASE_LEVEL:
             self._switch_phase(OTHER, sticky=True)

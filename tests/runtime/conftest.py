@@ -1,0 +1,108 @@
+"""Runs of the example training under ``cctviz run`` (2-4 gloo processes on CPU), shared by tests.
+
+Every job runs once per test session (per xdist worker that needs it) in a
+temporary folder; ``--standalone`` picks a free port, so jobs of parallel
+workers do not collide.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch  # noqa: F401  - required (scripts/test.sh installs it): fail, never skip
+
+collect_ignore = ["scripts"]  # job scripts run under torchrun, not modules to import
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "train.py"
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+CCTVIZ = [sys.executable, "-m", "cctviz.cli"]
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+
+
+def run_job(
+    cmd: list[str], timeout: float = 240, check: bool = True
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    if check and p.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
+        )
+    return p
+
+
+def example_run(
+    out: Path,
+    strategy: str,
+    *,
+    nproc: int = 2,
+    steps: int = 8,
+    warmup: int = 2,
+    mode: str = "light",
+    extra: tuple[str, ...] = (),
+) -> tuple[Path, list[dict]]:
+    """``cctviz run`` of examples/train.py; returns the run folder and each rank's timings."""
+    timings = out.parent / f"{out.name}-timings-{{rank}}.json"
+    run_job(
+        [
+            *CCTVIZ,
+            "run",
+            "--standalone",
+            "--nproc-per-node",
+            str(nproc),
+            "--out",
+            str(out),
+            "--warmup",
+            str(warmup),
+            "--mode",
+            mode,
+            *extra,
+            str(EXAMPLE),
+            "--strategy",
+            strategy,
+            "--steps",
+            str(steps),
+            "--timings",
+            str(timings),
+        ]
+    )
+    recs = [json.loads(Path(str(timings).format(rank=r)).read_text()) for r in range(nproc)]
+    return out, recs
+
+
+@pytest.fixture(scope="session")
+def ddp_run(tmp_path_factory):
+    return example_run(tmp_path_factory.mktemp("ddp") / "ddp-run", "ddp")
+
+
+@pytest.fixture(scope="session")
+def fsdp_run(tmp_path_factory):
+    return example_run(tmp_path_factory.mktemp("fsdp") / "fsdp-run", "fsdp", steps=4, warmup=1)
+
+
+@pytest.fixture(scope="session")
+def fsdp1_run(tmp_path_factory):
+    return example_run(tmp_path_factory.mktemp("fsdp1") / "fsdp1-run", "fsdp1", steps=4, warmup=1)
+
+
+@pytest.fixture(scope="session")
+def collectives_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("coll") / "coll-run"
+    run_job(
+        [
+            *TORCHRUN,
+            "--standalone",
+            "--nproc-per-node",
+            "4",
+            str(SCRIPTS / "collectives.py"),
+            str(out),
+            "3",
+        ]
+    )
+    return out

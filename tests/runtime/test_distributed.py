@@ -1,0 +1,265 @@
+"""Acceptance tests of the runtime on 2-4 gloo processes (CPU), against figures taken outside it."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+import cctviz
+from cctviz.runtime import bandwidth, bus_factor
+
+from .conftest import CCTVIZ, SCRIPTS, run_job
+
+
+def comm_rows(tree, kind_name: str, under: tuple[str, ...]):
+    """Metrics of the comm nodes named ``kind_name`` whose path starts with ``under``."""
+    f = tree.frame
+    ids = [
+        i
+        for i in f.index[(f["kind"] == "comm") & (f["name"] == kind_name)]
+        if tree.path(i)[1 : 1 + len(under)] == under
+    ]
+    return f.loc[ids]
+
+
+def read_quiet(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cctviz.read(path)
+
+
+# ------------------------------------------------------------------- DDP
+def test_ddp_allreduce_bytes_equal_gradient_bytes_every_rank(ddp_run):
+    out, timings = ddp_run
+    ens = cctviz.read(out)
+    assert list(ens.profiles["rank"]) == [0, 1]
+    assert ens.profiles["ok"].all() and (ens.profiles["strategy"] == "DDP").all()
+    for r, rec in enumerate(timings):
+        tree = ens.profile(r)
+        steps = tree.meta["profile"]["steps"]
+        assert steps == 6  # 8 steps, 2 of them warm-up
+        rows = comm_rows(tree, "all_reduce", ("step", "backward"))
+        assert len(rows) == 1, "the bucket all-reduces are one leaf under step/backward"
+        assert rows["comm_bytes"].iloc[0] == steps * rec["grad_bytes"]  # exact
+        # no all-reduce anywhere else in the steps
+        f = tree.frame
+        step_ar = [i for i in f.index[f["name"] == "all_reduce"] if tree.path(i)[1] == "step"]
+        assert step_ar == list(rows.index)
+        # DDP's initial parameter broadcast happens before the first step
+        bc = comm_rows(tree, "broadcast", ("(outside steps)",))
+        assert bc["comm_bytes"].sum() == rec["grad_bytes"]
+
+
+def test_ddp_bandwidths_follow_nccl_tests_formulas(ddp_run):
+    out, _ = ddp_run
+    tree = cctviz.read(out).profile(0)
+    rows = comm_rows(tree, "all_reduce", ("step", "backward"))
+    m = tree.metrics.loc[rows.index]
+    n = 2
+    assert m["bus_bytes"].iloc[0] == pytest.approx(m["comm_bytes"].iloc[0] * 2 * (n - 1) / n)
+    bw = bandwidth(m, inclusive=False)
+    assert (m["comm_time"] > 0).all()
+    algbw = m["comm_bytes"] / m["comm_time"]
+    np.testing.assert_allclose(bw["algbw"], algbw)
+    np.testing.assert_allclose(bw["busbw"], algbw * bus_factor("all_reduce", n))
+
+
+def test_step_time_within_5_percent_of_outside_measurement(ddp_run):
+    out, timings = ddp_run
+    ens = cctviz.read(out)
+    for r, rec in enumerate(timings):
+        tree = ens.profile(r)
+        step = tree.frame.index[tree.frame["name"] == "step"][0]
+        inside = tree.metrics.loc[step, "time (inc)"]
+        outside = sum(rec["step_ns"][2:])  # the same steps: warm-up left out on both sides
+        assert inside == pytest.approx(outside, rel=0.05)
+        assert tree.metrics.loc[step, "calls"] == 6
+        # per-step times recorded by the profiler cover the same steps
+        assert sum(tree.meta["profile"]["step_ns"]) == pytest.approx(inside, rel=1e-9)
+
+
+def test_ddp_tree_has_phases_and_module_paths(ddp_run):
+    out, timings = ddp_run
+    tree = cctviz.read(out).profile(1)
+    paths = {tree.path(i)[1:] for i in range(len(tree))}
+    for phase in ("data", "forward", "backward", "optimizer"):
+        assert ("step", phase) in paths
+    assert ("step", "forward", "GPT", "blocks.3", "attn", "c_attn") in paths
+    assert ("step", "forward", "GPT", "lm_head") in paths
+    assert tree.meta["params"] == timings[1]["params"]
+    fwd = [i for i in range(len(tree)) if tree.path(i)[1:] == ("step", "forward")][0]
+    gpt = [i for i in range(len(tree)) if tree.path(i)[1:] == ("step", "forward", "GPT")][0]
+    inc = tree.metrics["time (inc)"]
+    assert 0 < inc[gpt] < inc[fwd]  # the loss after the model's forward is forward time too
+
+
+def test_ddp_run_metadata(ddp_run):
+    out, timings = ddp_run
+    ens = cctviz.read(out)
+    meta = ens.meta
+    assert meta["world_size"] == 2 and meta["backend"] == "gloo" and meta["strategy"] == "DDP"
+    assert meta["params"] == timings[0]["params"]
+    assert meta["torch_version"].startswith("2.")
+    assert "train.py" in meta["command"] and meta["command"].startswith("cctviz run")
+
+
+# ------------------------------------------------------------------- FSDP
+@pytest.mark.parametrize("fixture", ["fsdp_run", "fsdp1_run"])
+def test_fsdp_gather_and_scatter_bytes_match_shards(fixture, request):
+    out, timings = request.getfixturevalue(fixture)
+    ens = cctviz.read(out)
+    assert set(ens.profiles["strategy"]) == {"FSDP2" if fixture == "fsdp_run" else "FSDP"}
+    for r, rec in enumerate(timings):
+        tree = ens.profile(r)
+        steps = tree.meta["profile"]["steps"]
+        units = rec["shard_units"]
+        full = sum(u["unsharded_bytes"] for u in units)
+        regathered = sum(u["unsharded_bytes"] for u in units if not u["root"])
+        ag = comm_rows(tree, "all_gather", ("step",))
+        rs = comm_rows(tree, "reduce_scatter", ("step",))
+        assert ag["comm_bytes"].sum() == steps * (full + regathered)
+        assert rs["comm_bytes"].sum() == steps * full
+        # forward gathers every unit once, under the module that owns it
+        fwd = comm_rows(tree, "all_gather", ("step", "forward"))
+        assert fwd["comm_bytes"].sum() == steps * full
+        blocks = {tree.path(i)[-2] for i in fwd.index}
+        assert {"blocks.0", "blocks.3", "GPT"} <= blocks
+        assert set(tree.path(i)[2] for i in rs.index) == {"backward"}
+        n = rec["world_size"]
+        assert rs["bus_bytes"].sum() == pytest.approx(rs["comm_bytes"].sum() * (n - 1) / n)
+
+
+# ------------------------------------------------------------ collectives
+N, M, K = 1000, 300, 50  # as in scripts/collectives.py
+
+
+def test_each_collective_once_per_call_in_its_context(collectives_run):
+    ens = cctviz.read(collectives_run)
+    world = 4
+    assert len(ens.profiles) == world and ens.profiles["ok"].all()
+    for r in range(world):
+        tree = ens.profile(r)
+        steps = tree.meta["profile"]["steps"]
+        assert steps == 3
+        f = tree.frame
+        comm = f[f["kind"] == "comm"]
+        got = {
+            tree.path(i)[1:]: (int(comm.loc[i, "calls"]), int(comm.loc[i, "comm_bytes"]))
+            for i in comm.index
+        }
+        want = {
+            ("step", "forward", "Net", "reducer", "all_reduce"): (steps, steps * N * 4),
+            ("step", "gather", "all_gather"): (steps, steps * world * N * 4),
+            ("step", "gather", "reduce_scatter"): (steps, steps * world * N * 4),
+            ("step", "sync", "broadcast"): (steps, steps * M * 8),
+            ("step", "sync", "barrier"): (steps, 0),
+            ("step", "p2p", "send" if r % 2 == 0 else "recv"): (steps, steps * K * 8),
+            ("step", "async", "all_reduce"): (steps, steps * N * 4),
+            ("step", "later", "wait"): (steps, 0),
+        }
+        if r < 2:
+            want[("step", "pair", "all_reduce (2 ranks)")] = (steps, steps * N * 4)
+        assert got == want
+        # bus bytes: nccl-tests factors with the group's size
+        bus = {
+            tree.path(i)[-1]: comm.loc[i, "bus_bytes"] / max(comm.loc[i, "comm_bytes"], 1)
+            for i in comm.index
+        }
+        assert bus["all_gather"] == pytest.approx(3 / 4)
+        assert bus["reduce_scatter"] == pytest.approx(3 / 4)
+        assert bus["broadcast"] == 1.0
+        assert bus["all_reduce"] == pytest.approx(2 * 3 / 4)
+        if r < 2:
+            assert bus["all_reduce (2 ranks)"] == pytest.approx(1.0)
+        # the async all-reduce's comm_time spans issue -> wait, longer than the issue itself
+        a = [i for i in comm.index if tree.path(i)[1:] == ("step", "async", "all_reduce")][0]
+        assert comm.loc[a, "comm_time"] >= comm.loc[a, "time"] > 0
+
+
+# ------------------------------------------------------------------ faults
+def test_killed_rank_is_flagged_and_the_run_still_loads(tmp_path):
+    out = tmp_path / "killed"
+    p = run_job(
+        [
+            *CCTVIZ,
+            "run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "--out",
+            str(out),
+            str(SCRIPTS / "faulty.py"),
+            "--how",
+            "kill",
+            "--fail-rank",
+            "1",
+        ],
+        check=False,
+    )
+    assert p.returncode != 0  # the job failed, as it should
+    with pytest.warns(UserWarning, match="ranks not complete"):
+        ens = cctviz.read(out)
+    prof = ens.profiles.set_index("rank")
+    assert prof.loc[1, "status"] == "missing" and not prof.loc[1, "ok"]
+    assert not prof.loc[0, "ok"]  # rank 0 lost its peer: exception or SIGTERM, but it wrote
+    assert prof.loc[0, "status"].startswith(("exception", "signal SIGTERM"))
+    assert ens.meta["flagged_ranks"] == [0, 1]
+    assert (ens.rows["profile"] == 1).sum() == 0  # no data for the dead rank
+    t0 = ens.profile(0)
+    assert t0.meta["profile"]["steps"] >= 3  # what rank 0 recorded before the failure is there
+
+
+@pytest.mark.parametrize(
+    "how,status",
+    [("term", "signal SIGTERM"), ("raise", "exception: RuntimeError: injected failure")],
+)
+def test_rank_that_fails_still_writes(tmp_path, how, status):
+    out = tmp_path / how
+    run_job(
+        [
+            *CCTVIZ,
+            "run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "--out",
+            str(out),
+            str(SCRIPTS / "faulty.py"),
+            "--how",
+            how,
+            "--fail-rank",
+            "1",
+            "--fail-step",
+            "3",
+        ],
+        check=False,
+    )
+    ens = read_quiet(out)
+    prof = ens.profiles.set_index("rank")
+    assert prof.loc[1, "status"] == status
+    assert ens.profile(1).meta["profile"]["steps"] == 3  # steps 0-2 finished before the failure
+
+
+def test_truncated_rank_file_is_flagged(ddp_run, tmp_path):
+    out, _ = ddp_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    f = copy / "rank-00001.cctviz"
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    with pytest.warns(UserWarning, match="1 \\(unreadable\\)"):
+        ens = cctviz.read(copy)
+    prof = ens.profiles.set_index("rank")
+    assert prof.loc[1, "status"] == "unreadable" and "ZIP" in prof.loc[1, "problem"]
+    assert prof.loc[0, "ok"] and not prof.loc[1, "ok"]
+    assert ens.n_profiles == 2 and (ens.rows["profile"] == 1).sum() == 0
+
+
+def test_runs_by_ranks_ensemble(ddp_run, fsdp_run):
+    ens = cctviz.read_ensemble([ddp_run[0], fsdp_run[0]])
+    assert ens.n_profiles == 4
+    assert list(ens.profiles["rank"]) == [0, 1, 0, 1]
+    assert ens.profiles["strategy"].tolist() == ["DDP", "DDP", "FSDP2", "FSDP2"]
+    assert ens.profiles["run"].tolist() == ["ddp-run"] * 2 + ["fsdp-run"] * 2
