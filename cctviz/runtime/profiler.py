@@ -320,6 +320,7 @@ class Profiler:
             "mode": self.mode,
             "warmup": self.warmup,
             "steps": len(steps),
+            "partial_steps": rec.partial_steps,
             "step_ns": [int(b - a) for a, b, _w in steps],
             "warmup_step_ns": [int(b - a) for a, b, w in rec.steps if w],
             "started": self._started_wall,

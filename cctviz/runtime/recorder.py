@@ -106,8 +106,10 @@ class Recorder:
         self.stack: list[int] = [0, self.outside]
         self.in_step = False
         self.steps_started = 0
-        #: (start_ns, end_ns, warm-up?) of every finished step
+        #: (start_ns, end_ns, warm-up?) of every step ended by a boundary
         self.steps: list[tuple[int, int, bool]] = []
+        #: steps cut short by :meth:`finish` (no boundary: the job ended or failed)
+        self.partial_steps = 0
         self._sticky = False
         self._step_start = 0
         self._ended_by_optimizer = False
@@ -280,9 +282,12 @@ class Recorder:
 
     # --------------------------------------------------------------- output
     def finish(self) -> None:
-        """Stop the clock: close the running step (kept as a partial step)."""
+        """Stop the clock; a running step is closed and counted in :attr:`partial_steps`."""
         if self.in_step:
-            self.end_step()
+            self.tick()
+            self.stack[1:] = [self.outside]
+            self.in_step = False
+            self.partial_steps += 1
         else:
             self.tick()
 
