@@ -36,7 +36,12 @@ def _cmd_info(a: argparse.Namespace) -> int:
 def _cmd_demo(a: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    run_demo(a.out)
+    if a.lulesh:
+        from .demo import run_lulesh_demo
+
+        run_lulesh_demo(a.out)
+    else:
+        run_demo(a.out, nproc=a.nproc, steps=a.steps)
     return 0
 
 
@@ -83,6 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     d = sub.add_parser("demo", help="run the bundled demo and write its outputs")
     d.add_argument("--out", default="out", help="output folder (default: out)")
+    d.add_argument("--nproc", type=int, default=2, help="training processes (default: 2)")
+    d.add_argument("--steps", type=int, default=20, help="training steps (default: 20)")
+    d.add_argument(
+        "--lulesh", action="store_true", help="the LULESH ensemble demo instead (no torch)"
+    )
     d.set_defaults(fn=_cmd_demo)
     a = p.parse_args(argv)
     try:

@@ -1,19 +1,127 @@
 """The demo behind ``cctviz demo`` (the README's first command).
 
-It composes the bundled LULESH scaling runs into one Ensemble, prints the
-calling-context tree of the largest run with the spread over its ranks,
-answers two questions with queries, and writes the results to ``out/``.
-Later issues add the profiled PyTorch training and the figures.
+:func:`run_demo` profiles the bundled GPT example training on CPU processes
+(gloo) under ``cctviz run``, once with DDP and once with FSDP2, prints the
+calling-context tree of a step with the communication each module caused,
+and writes the runs (one ``.cctviz`` ensemble of runs x ranks), the text tree
+and per-module communication tables to ``out/``.
+
+:func:`run_lulesh_demo` (``cctviz demo --lulesh``) composes the bundled
+LULESH scaling runs into one Ensemble instead: an HPC code, no torch needed.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from .model.ensemble import Ensemble
-from .readers import read_ensemble
+from .readers import read, read_ensemble
+
+
+def example_script() -> Path:
+    """``train.py`` of the bundled GPT example (``examples/`` in a checkout)."""
+    here = Path(__file__).resolve().parent
+    for cand in (here / "_examples" / "train.py", here.parent / "examples" / "train.py"):
+        if cand.is_file():
+            return cand
+    raise FileNotFoundError("the GPT example (examples/train.py) is not installed")
+
+
+def profile_example(
+    out: Path, strategy: str, *, nproc: int = 2, steps: int = 20, warmup: int = 2
+) -> Path:
+    """Run the example under ``cctviz run`` on CPU (gloo); returns the run folder."""
+    cmd = [
+        sys.executable, "-m", "cctviz.cli", "run", "--standalone",
+        "--nproc-per-node", str(nproc), "--out", str(out), "--warmup", str(warmup),
+        str(example_script()), "--strategy", strategy, "--steps", str(steps),
+    ]  # fmt: skip
+    env_note = f"== cctviz run --nproc-per-node {nproc} examples/train.py --strategy {strategy}"
+    print(env_note, flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    last = [ln for ln in p.stdout.splitlines() if ln.startswith("done:")]
+    print("   " + (last[0] if last else p.stdout.strip()[-300:]), flush=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"the example training failed:\n{p.stderr[-4000:]}")
+    return out
+
+
+def comm_by_module(ens: Ensemble) -> pd.DataFrame:
+    """Communication per step of each (context, collective), mean over ranks.
+
+    Columns: context (the path above the collective, below ``step``), kind,
+    calls, MB (1e6 bytes), ms, algbw and busbw (GB/s) per step.
+    """
+    tree = ens.tree
+    steps = float(ens.profiles["steps"].fillna(0).mean()) or 1.0
+    f = tree.frame
+    comm = f.index[(f["kind"] == "comm").to_numpy()]
+    rows = []
+    for i in comm:
+        path = tree.path(int(i))
+        if path[1] != "step":
+            continue
+        m = tree.metrics.loc[i]
+        t = m["comm_time"]
+        rows.append(
+            {
+                "context": "/".join(path[2:-1]),
+                "kind": path[-1],
+                "calls": m["calls"] / steps,
+                "MB": m["comm_bytes"] / steps / 1e6,
+                "ms": t / steps / 1e6,
+                "algbw": m["comm_bytes"] / t if t > 0 else np.nan,
+                "busbw": m["bus_bytes"] / t if t > 0 else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dict[str, Path]:
+    """Profile the example training with DDP and FSDP2, print and write the results."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = {
+        s: profile_example(out / f"run-{s}", s, nproc=nproc, steps=steps) for s in ("ddp", "fsdp")
+    }
+    ddp = read(runs["ddp"])
+    prof = ddp.profiles
+    print(
+        f"\nGPT example, DDP on {len(prof)} CPU processes (gloo): {int(prof['steps'].iloc[0])} "
+        f"profiled steps, median step {prof['step_time_ns'].median() / 1e6:.1f} ms, "
+        f"{ddp.meta.get('params', 0):,} parameters"
+    )
+    step = ddp.focus(ddp.tree.query('MATCH (".", a) WHERE a."name" = "step"'))
+    n = int(prof["steps"].iloc[0])
+    print(f"\nThe step context, summed over {n} steps (ns; mean over ranks [min .. max]):")
+    print(step.prune("time (inc)", fraction=0.01).render("time (inc)", depth=6, precision=0))
+    tables = {}
+    for s, folder in runs.items():
+        t = comm_by_module(read(folder))
+        tables[s] = t
+        print(f"\nCommunication per step by context, {s.upper()} (mean over ranks):")
+        print(t.to_string(index=False, float_format=lambda v: f"{v:,.3f}"))
+    both = read_ensemble(list(runs.values()))
+    files = {
+        "runs": out / "runs.cctviz",
+        "tree": out / "tree-ddp.txt",
+        "comm_ddp": out / "comm-ddp.csv",
+        "comm_fsdp": out / "comm-fsdp.csv",
+    }
+    both.save(files["runs"])
+    files["tree"].write_text(ddp.render("time (inc)", precision=0) + "\n")
+    tables["ddp"].to_csv(files["comm_ddp"], index=False)
+    tables["fsdp"].to_csv(files["comm_fsdp"], index=False)
+    print("\nwrote " + ", ".join(str(p) for p in [*runs.values(), *files.values()]))
+    print("open them with: cctviz tree out/run-ddp   or   cctviz.read('out/runs.cctviz')")
+    return {**{f"run_{k}": v for k, v in runs.items()}, **files}
 
 
 def example_files() -> list[Path]:
@@ -32,8 +140,8 @@ def load_example() -> Ensemble:
     return read_ensemble(example_files(), metadata=lambda p: {"cores": cores_of(p)}, progress=False)
 
 
-def run_demo(out: str | Path = "out") -> dict[str, Path]:
-    """Run the demo, print its report, and return the files it wrote."""
+def run_lulesh_demo(out: str | Path = "out") -> dict[str, Path]:
+    """The LULESH demo: print its report, and return the files it wrote."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ens = load_example()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job on its embedded default: installs cctviz in .venv, runs the demo,
-# and writes its outputs to ./out (pass --out DIR to change).
+# The main job on its embedded default: installs cctviz (and torch, CPU) in .venv,
+# profiles the bundled GPT example training on 2 CPU processes (gloo) with DDP and
+# FSDP2 under `cctviz run`, prints the tree and the communication per module, and
+# writes the runs and tables to ./out (pass --out DIR to change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-setup_env
+setup_env torch
 .venv/bin/cctviz demo "$@"

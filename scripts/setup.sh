@@ -12,11 +12,29 @@ setup_env() {
   fi
   echo "== npm packages"
   npm ci --silent --no-audit --no-fund
+  echo "== torch (CPU wheel first, so nothing pulls the CUDA packages)"
+  install_torch
   echo "== pip packages"
   if [ -n "$extra" ]; then
     .venv/bin/python -m pip install -q -e ".[$extra]"
   else
     .venv/bin/python -m pip install -q -e .
+  fi
+}
+
+# torch==2.13.0 from the CPU wheel on local disk when there is one, else from the
+# PyTorch CPU index; a bare `pip install torch` would pull several GB of CUDA packages.
+TORCH_VERSION="2.13.0"
+install_torch() {
+  if .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+    return 0
+  fi
+  local wheel
+  wheel=$(ls /opt/wheels/torch-${TORCH_VERSION}+cpu-*.whl 2>/dev/null | head -n1 || true)
+  if [ -n "$wheel" ]; then
+    .venv/bin/python -m pip install -q "$wheel"
+  else
+    .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" --index-url https://download.pytorch.org/whl/cpu
   fi
 }
 

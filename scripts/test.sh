@@ -8,8 +8,8 @@ setup_env test
 ensure_chromium
 
 echo "== lint"
-.venv/bin/ruff check cctviz tests benchmarks
-.venv/bin/ruff format --check cctviz tests benchmarks || echo "(formatting differences above are not fatal)"
+.venv/bin/ruff check cctviz tests benchmarks examples
+.venv/bin/ruff format --check cctviz tests benchmarks examples || echo "(formatting differences above are not fatal)"
 
 echo "== JavaScript unit tests"
 npm test --silent

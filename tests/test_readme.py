@@ -16,6 +16,8 @@ def test_readme_tour_runs(tmp_path, monkeypatch):
     ns: dict = {}
     exec(compile(code, "README.md", "exec"), ns)  # noqa: S102 - our own README
     exec(compile(blocks[1], "README.md", "exec"), ns)  # noqa: S102 - the view block
+    exec(compile(blocks[2], "README.md", "exec"), ns)  # noqa: S102 - the runtime block
+    assert ns["run"].profiles["steps"].tolist() == [4] and ns["run"].profiles["ok"].all()
     assert ns["again"].state == ns["imbalance"].state
     assert set(ns["view"].selected["name"]) == {
         n for n in ns["view"].tree.names if n.startswith("MPI_")
