@@ -55,6 +55,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--timings", metavar="PATH", help="write per-rank step times as JSON; {rank} is formatted"
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--torch-profiler",
+        choices=("off", "default", "stack"),
+        default="off",
+        help="run the loop under torch.profiler (default activities, or with_stack=True)",
+    )
     p.add_argument("--n-layer", type=int, default=defaults.n_layer)
     p.add_argument("--n-head", type=int, default=defaults.n_head)
     p.add_argument("--n-embd", type=int, default=defaults.n_embd)
@@ -199,6 +205,10 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
     model.train()
     step_ns: list[int] = []
     batches = iter(loader)
+    tprof = None
+    if args.torch_profiler != "off":  # a peer to compare against (benchmarks/runtime_overhead.py)
+        tprof = torch.profiler.profile(with_stack=args.torch_profiler == "stack")
+        tprof.__enter__()
     for step in range(args.steps):
         t0 = time.perf_counter_ns()
         x, y = next(batches)
@@ -209,6 +219,8 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
         opt.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
+        if tprof is not None:
+            tprof.step()
         t1 = time.perf_counter_ns()
         step_ns.append(t1 - t0)
         if rank == 0 and ((step + 1) % 5 == 0 or step == 0 or step + 1 == args.steps):
@@ -217,6 +229,8 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
                 flush=True,
             )
 
+    if tprof is not None:
+        tprof.__exit__(None, None, None)
     if rank == 0:
         total_s = sum(step_ns) / 1e9
         print(
