@@ -289,7 +289,7 @@ class TorchHooks:
             self.fail(e)
 
     # ------------------------------------------------------------- phases
-    def _enter(self, phase: str) -> int | None:
+    def _enter(self, phase: str, kind: str = "phase") -> int | None:
         if not self._mine():
             return None
         try:
@@ -297,7 +297,7 @@ class TorchHooks:
                 self.on_phase(self.rec.stack[-1])
             if not self.rec.in_step or self.rec._at_step_level():
                 del self._mods[:]  # nothing runs below a phase switch
-            return self.rec.enter_phase(phase)
+            return self.rec.enter_phase(phase, kind)
         except Exception as e:  # noqa: BLE001
             self.fail(e)
             return None
@@ -360,13 +360,7 @@ class TorchHooks:
 
     def region(self, name: str) -> int | None:
         """Enter a user region (a step activity, a phase at step level); see :meth:`_exit`."""
-        if not self._mine():
-            return None
-        try:
-            return self.rec.enter_phase(name, K_REGION)
-        except Exception as e:  # noqa: BLE001
-            self.fail(e)
-            return None
+        return self._enter(name, K_REGION)
 
     def leave(self, depth: int | None, ctx: int | None = None) -> None:
         if depth is None or not self.on:

@@ -180,25 +180,16 @@ def test_each_collective_once_per_call_in_its_context(collectives_run):
 
 
 # ------------------------------------------------------------------ faults
+def faulty_run(out, how: str):
+    """scripts/faulty.py under cctviz run, rank 1 failing at step 3 in the way ``how``."""
+    cmd = [*CCTVIZ, "run", "--standalone", "--nproc-per-node", "2", "--out", str(out)]
+    cmd += [str(SCRIPTS / "faulty.py"), "--how", how, "--fail-rank", "1", "--fail-step", "3"]
+    return run_job(cmd, check=False)
+
+
 def test_killed_rank_is_flagged_and_the_run_still_loads(tmp_path):
     out = tmp_path / "killed"
-    p = run_job(
-        [
-            *CCTVIZ,
-            "run",
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "--out",
-            str(out),
-            str(SCRIPTS / "faulty.py"),
-            "--how",
-            "kill",
-            "--fail-rank",
-            "1",
-        ],
-        check=False,
-    )
+    p = faulty_run(out, "kill")
     assert p.returncode != 0  # the job failed, as it should
     with pytest.warns(UserWarning, match="ranks not complete"):
         ens = cctviz.read(out)
@@ -218,25 +209,7 @@ def test_killed_rank_is_flagged_and_the_run_still_loads(tmp_path):
 )
 def test_rank_that_fails_still_writes(tmp_path, how, status):
     out = tmp_path / how
-    run_job(
-        [
-            *CCTVIZ,
-            "run",
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "--out",
-            str(out),
-            str(SCRIPTS / "faulty.py"),
-            "--how",
-            how,
-            "--fail-rank",
-            "1",
-            "--fail-step",
-            "3",
-        ],
-        check=False,
-    )
+    faulty_run(out, how)
     ens = read_quiet(out)
     prof = ens.profiles.set_index("rank")
     assert prof.loc[1, "status"] == status
