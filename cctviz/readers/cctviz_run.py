@@ -8,9 +8,11 @@ no rows, ``ok=False`` and the reason in ``status``/``problem``; ranks that
 wrote after an exception or a signal are ``ok=False`` too, with the status
 they recorded. A warning names them.
 
->>> import cctviz, glob                                   # doctest: +SKIP
->>> ens = cctviz.read("runs/gpt-ddp")                      # doctest: +SKIP
->>> ens.profiles[["rank", "status", "ok"]]                 # doctest: +SKIP
+Example::
+
+    ens = cctviz.read("runs/gpt-ddp")
+    ens.profiles[["rank", "status", "ok"]]
+    ens.select(ens.profiles["ok"])       # the complete ranks only
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """``cctviz.profile``: the in-process profiler, one per rank.
 
->>> import cctviz, tempfile                                    # doctest: +SKIP
->>> with cctviz.profile(out=tempfile.mkdtemp(), warmup=1) as prof:  # doctest: +SKIP
-...     for x, y in loader:
-...         loss = model(x, y); loss.backward(); opt.step(); opt.zero_grad()
->>> cctviz.read(prof.out).profiles                             # doctest: +SKIP
+Example (the README runs a complete one)::
+
+    with cctviz.profile(out="runs/today", warmup=1) as prof:
+        for x, y in loader:
+            loss = model(x, y); loss.backward(); opt.step(); opt.zero_grad()
+    cctviz.read(prof.out).profiles
 
 Steps are found by themselves (each ``optimizer.step()`` ends one) unless
 you call :meth:`Profiler.step`, which switches to manual marking. Each rank
@@ -97,7 +98,9 @@ class Profiler:
         meta: extra metadata stored with the profile.
 
     Example:
-        >>> prof = Profiler(out="/tmp/cctviz-doc", root="demo")  # doctest: +SKIP
+        >>> prof = Profiler(out="/tmp/cctviz-doc", root="demo", mode="detailed")
+        >>> prof.status, prof.root, prof.mode
+        ('not started', 'demo', 'detailed')
     """
 
     def __init__(
