@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 from pathlib import Path
@@ -31,6 +32,13 @@ from ..model.tree import Tree
 from . import register
 
 RUN_FILE = "run.json"
+
+
+def rank_file(out: str | os.PathLike, rank: int) -> Path:
+    """Where rank ``rank`` writes its profile in a run folder (the runtime uses this too)."""
+    return Path(out) / f"rank-{rank:05d}.cctviz"
+
+
 _RANK_RE = re.compile(r"^rank-(\d+)\.cctviz$")
 _PROFILE_META = (
     "local_rank",
@@ -84,7 +92,7 @@ def read_run(path: Path) -> Ensemble:
     rank_of_tree: list[int] = []
     rows: list[dict] = []
     for r in range(world):
-        row: dict = {"rank": r, "file": str(path / f"rank-{r:05d}.cctviz")}
+        row: dict = {"rank": r, "file": str(rank_file(path, r))}
         f = files.get(r)
         if f is None:
             row.update(status="missing", ok=False, problem="no file: the rank died before writing")
@@ -122,11 +130,6 @@ def read_run(path: Path) -> Ensemble:
     r = part.rows.copy()
     r["profile"] = np.asarray(rank_of_tree, dtype=np.int64)[r["profile"].to_numpy()]
     meta = {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))}
-    meta.update(
-        format="cctviz-run",
-        source=str(path),
-        units=part.tree.units,
-        flagged_ranks=[int(x) for x in bad["rank"]],
-    )
+    meta.update(units=part.tree.units, flagged_ranks=[int(x) for x in bad["rank"]])
     structure = Tree(part.tree.nodes.copy(), None, {}, _trusted=True)
     return Ensemble(structure, r, profiles, meta)

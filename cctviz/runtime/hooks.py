@@ -283,8 +283,7 @@ class TorchHooks:
                 return
             if self.mode == "detailed":
                 self._backward_marker(output, depth)
-            if depth < len(self.rec.stack) and self.rec.stack[depth] == ctx:
-                self.rec.pop(depth)
+            self.leave(depth, ctx)
         except Exception as e:  # noqa: BLE001
             self.fail(e)
 

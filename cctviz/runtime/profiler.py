@@ -31,11 +31,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..readers.cctviz_run import RUN_FILE, rank_file
 from .recorder import Recorder
 
 log = logging.getLogger("cctviz.runtime")
 
-RUN_FILE = "run.json"
 UNITS = {
     "time": "ns",
     "calls": "count",
@@ -47,11 +47,6 @@ UNITS = {
 }
 
 _active: Profiler | None = None
-
-
-def rank_file(out: str | os.PathLike, rank: int) -> Path:
-    """Where rank ``rank`` writes its profile in a run folder."""
-    return Path(out) / f"rank-{rank:05d}.cctviz"
 
 
 def _env_int(name: str, default: int | None = None) -> int | None:
@@ -329,7 +324,7 @@ class Profiler:
             "started": self._started_wall,
             "python": platform.python_version(),
             "command": " ".join(sys.argv),
-            "units": {k: v for k, v in UNITS.items()},
+            "units": dict(UNITS),
             **self.meta,
         }
         if rec.max_metrics:
