@@ -12,6 +12,7 @@ Adding a format = one new module here plus its import at the bottom.
 from __future__ import annotations
 
 import glob as _glob
+import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -204,7 +205,26 @@ def read_ensemble(
     return Ensemble.concat(items, prof_meta)
 
 
-# register the formats (order matters for detection: most specific first)
-from . import caliper_json, cctviz_run, hatchet_json, native  # noqa: E402,F401
+# Register the formats. Detection asks the readers in this order, so the most
+# specific sniffers come first and the loosest (folded stacks: any text) last.
+DETECTION_ORDER = (
+    "native",
+    "cctviz_run",
+    "hatchet_json",
+    "caliper_json",
+    "thicket_json",
+    "timemory",
+    "kineto",
+    "pyinstrument",
+    "speedscope",
+    "cprofile",
+    "cali",
+    "hpctoolkit",
+    "tau",
+    "gprof_dot",
+    "folded",
+)
+for _module in DETECTION_ORDER:
+    importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["read", "read_ensemble", "register", "detect", "formats", "Reader"]

@@ -1,0 +1,1 @@
+"""(reader being written this session)"""
