@@ -41,13 +41,27 @@ class Reader:
 _READERS: dict[str, Reader] = {}
 
 
-def register(name: str, sniff: Callable[[Path, bytes], bool], description: str = ""):
-    """Decorator registering a reader function under ``name``."""
+def register(
+    name: str,
+    sniff: Callable[[Path, bytes], bool],
+    description: str = "",
+    *,
+    folder: bool = False,
+):
+    """Decorator registering a reader function under ``name``.
+
+    ``sniff(path, head)`` says whether a file is of this format (``head``: its
+    first bytes, un-gzipped; ``b""`` for a folder). ``folder=True`` for formats
+    that are a folder themselves (a database, a run folder); any other folder is
+    read by the registry as an Ensemble of the profiles in it.
+    """
 
     def deco(fn: Callable[..., Tree | Ensemble]) -> Callable[..., Tree | Ensemble]:
         _READERS[name] = Reader(
             name, fn, sniff, description or (fn.__doc__ or "").strip().split("\n")[0]
         )
+        if folder:
+            _FOLDER_FORMATS.add(name)
         return fn
 
     return deco
@@ -92,8 +106,45 @@ def detect(path: PathLike) -> str:
                 return r.name
         except Exception:  # noqa: BLE001 - a sniffer must not break detection
             continue
+    if p.is_dir() and _folder_files(p):
+        return FOLDER
     known = ", ".join(_READERS)
     raise UnknownFormatError(p, f"not a profile format cctviz knows (formats: {known})")
+
+
+FOLDER = "folder"
+
+
+def _folder_files(folder: Path) -> dict[Path, str]:
+    """Files directly in ``folder`` that a reader recognises, with their format."""
+    found: dict[Path, str] = {}
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and not f.name.startswith("."):
+            try:
+                found[f] = detect(f)
+            except ProfileError:
+                continue
+    return found
+
+
+def _read_folder(folder: Path, format: str | None = None, **kw: Any) -> Ensemble:
+    """A folder of profiles of one format (per-rank traces, one file per run)
+    read as one Ensemble, as :func:`read_ensemble` over its files would."""
+    files = _folder_files(folder) if format is None else None
+    if files is not None:
+        kinds = sorted(set(files.values()))
+        if len(kinds) > 1:
+            raise ProfileError(
+                folder,
+                f"the folder mixes formats ({', '.join(kinds)}); "
+                "read the files with cctviz.read_ensemble([...]) instead",
+            )
+        paths = list(files)
+    else:
+        paths = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+    if not paths:
+        raise UnknownFormatError(folder, "the folder holds no profile file cctviz recognises")
+    return read_ensemble(paths, format=format, **kw)
 
 
 def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensemble:
@@ -109,6 +160,8 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
     """
     p = Path(path)
     name = format or detect(p)
+    if name == FOLDER or (format is not None and p.is_dir() and not _claims_folders(format)):
+        return _read_folder(p, format, **kw)
     if name not in _READERS:
         raise ValueError(f"unknown format {name!r}; have {sorted(_READERS)}")
     try:
@@ -135,6 +188,14 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
             m.setdefault("format", name)
             m.setdefault("source", str(p))
     return obj
+
+
+def _claims_folders(name: str) -> bool:
+    """Whether the reader ``name`` reads a folder itself (a database, a run)."""
+    return name in _FOLDER_FORMATS
+
+
+_FOLDER_FORMATS: set[str] = set()
 
 
 def _expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[Path]:
@@ -165,6 +226,7 @@ def read_ensemble(
     *,
     format: str | None = None,
     progress: bool | None = None,
+    **reader_kw: Any,
 ) -> Ensemble:
     """Read many profiles and unify them by call path into one Ensemble.
 
@@ -172,7 +234,8 @@ def read_ensemble(
     per rank for a multi-rank file). ``ens.profiles`` gets a ``file`` column,
     the file's own scalar metadata, and ``metadata``: a DataFrame with one row
     per file (in order), a dict ``{path: {column: value}}``, or a callable
-    ``path -> dict``.
+    ``path -> dict``. Other keyword arguments go to the reader of each file
+    (e.g. ``python_functions=False`` for Kineto traces).
 
     >>> import cctviz, glob
     >>> files = sorted(glob.glob("../shared/data/hatchet-tutorial/lulesh-scaling/*.json"))
@@ -190,7 +253,7 @@ def read_ensemble(
 
         it = tqdm(paths, desc="reading profiles", unit="file")
     for k, p in enumerate(it):
-        obj = read(p, format=format)
+        obj = read(p, format=format, **reader_kw)
         extra: dict[str, Any] = {"file": str(p)}
         extra.update(_scalar_meta(obj.meta))
         extra.pop("source", None)

@@ -75,7 +75,7 @@ def _run_info(path: Path) -> dict:
     return info if isinstance(info, dict) else {}
 
 
-@register("cctviz-run", _sniff, "cctviz runtime run folder (run.json + rank-N.cctviz)")
+@register("cctviz-run", _sniff, "cctviz runtime run folder (run.json + rank-N.cctviz)", folder=True)
 def read_run(path: Path) -> Ensemble:
     """Read a run folder into an Ensemble of ranks (missing or damaged ranks flagged)."""
     from .native import read_native
