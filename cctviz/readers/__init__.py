@@ -116,20 +116,29 @@ FOLDER = "folder"
 
 
 def _folder_files(folder: Path) -> dict[Path, str]:
-    """Files directly in ``folder`` that a reader recognises, with their format."""
+    """Files in ``folder`` and its sub-folders that a reader recognises, with their format."""
     found: dict[Path, str] = {}
-    for f in sorted(folder.iterdir()):
-        if f.is_file() and not f.name.startswith("."):
-            try:
-                found[f] = detect(f)
-            except ProfileError:
-                continue
+    for f in _files_in(folder):
+        try:
+            found[f] = detect(f)
+        except ProfileError:
+            continue
     return found
 
 
+def _files_in(folder: Path) -> list[Path]:
+    """Regular files under ``folder`` (recursively), hidden ones left out, sorted."""
+    return sorted(
+        f
+        for f in folder.rglob("*")
+        if f.is_file() and not any(x.startswith(".") for x in f.relative_to(folder).parts)
+    )
+
+
 def _read_folder(folder: Path, format: str | None = None, **kw: Any) -> Ensemble:
-    """A folder of profiles of one format (per-rank traces, one file per run)
-    read as one Ensemble, as :func:`read_ensemble` over its files would."""
+    """A folder of profiles of one format (per-rank traces, one file per run;
+    sub-folders included) read as one Ensemble, as :func:`read_ensemble` over
+    its files would."""
     files = _folder_files(folder) if format is None else None
     if files is not None:
         kinds = sorted(set(files.values()))
@@ -141,7 +150,7 @@ def _read_folder(folder: Path, format: str | None = None, **kw: Any) -> Ensemble
             )
         paths = list(files)
     else:
-        paths = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+        paths = _files_in(folder)
     if not paths:
         raise UnknownFormatError(folder, "the folder holds no profile file cctviz recognises")
     return read_ensemble(paths, format=format, **kw)
