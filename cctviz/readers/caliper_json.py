@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -166,38 +167,118 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
             where=f"data row {k}",
         )
 
+    node_cols = [c for c, m in zip(cols, cmeta) if not m.get("is_value") and c != path_col]
+    for c in node_cols:  # node-valued columns hold indices into nodes: give their labels
+        idx = pd.to_numeric(df[c], errors="coerce")
+        ok = (idx.notna() & (idx >= 0) & (idx < n_all)).to_numpy()
+        lab = np.full(len(df), None, dtype=object)
+        lab[ok] = labels[idx[ok].to_numpy(dtype=np.int64)]
+        df[c] = lab
+    columns = [
+        CaliColumn(c, bool(m.get("is_value")), m.get("attribute.alias"), m.get("attribute.unit"))
+        for c, m in zip(cols, cmeta)
+        if c != path_col
+    ]
+    run_meta = {k: v for k, v in doc.items() if k not in SECTIONS}
+    return build_profile(
+        path,
+        df,
+        columns,
+        tparent,
+        names,
+        np.full(tree_ids.size, kind, dtype=object),
+        rnode,
+        run_meta,
+    )
+
+
+@dataclass(frozen=True)
+class CaliColumn:
+    """A Caliper attribute of the records: its name, whether it holds values
+    (metrics, ``mpi.rank``) or labels, and its ``attribute.alias``/``unit``."""
+
+    name: str
+    is_value: bool
+    alias: str | None = None
+    unit: str | None = None
+
+
+def metric_name(attr: str, alias: str | None = None) -> str:
+    """The name of a Caliper metric attribute in cctviz.
+
+    Hatchet's renaming (``sum#time.duration`` -> ``time``), else the
+    ``attribute.alias``, else the attribute; a metric Caliper aggregated as
+    inclusive (``inclusive#`` in the attribute) ends in `` (inc)`` even when
+    aliased (Hatchet would take ``Avg time/rank`` for an exclusive metric).
+
+    >>> metric_name("sum#time.duration"), metric_name("inclusive#sum#time.duration")
+    ('time', 'time (inc)')
+    >>> metric_name("avg#inclusive#sum#time.duration", "Avg time/rank")
+    'Avg time/rank (inc)'
+    """
+    name = RENAME.get(attr) or alias or attr
+    if "inclusive#" in attr and not name.endswith(INC):
+        name += INC
+    return name
+
+
+def build_profile(
+    path: Path,
+    df: pd.DataFrame,
+    columns: list[CaliColumn],
+    tparent: np.ndarray,
+    names: np.ndarray,
+    kinds: np.ndarray,
+    rnode: np.ndarray,
+    run_meta: dict[str, Any],
+    *,
+    row_where: str = "data row {k}",
+) -> Tree | Ensemble:
+    """The profile of Caliper records, shared by the json-split and ``.cali`` readers.
+
+    ``df`` holds one row per record that has a call path, with one column per
+    entry of ``columns`` (values as numbers or strings, label columns as
+    labels); ``tparent``/``names``/``kinds`` describe the call-path nodes
+    (parent index or -1), ``rnode`` is the node of each row. Metric columns
+    are renamed as Hatchet does (:func:`metric_name`), label columns become
+    node attributes (``sourceloc#cali.sampler.pc`` splits a node into
+    ``statement`` children when it was sampled at several lines), ``Node
+    order`` orders siblings, ``mpi.rank`` makes one profile per rank, and
+    ``run_meta`` (Caliper globals; numbers in strings become numbers) is the
+    metadata. ``row_where`` names a row in errors (a format string of ``k``).
+
+    >>> rows = pd.DataFrame({"sum#time.duration": ["1.5", "2.0"], "mpi.rank": [0, 0]})
+    >>> cols = [CaliColumn("sum#time.duration", True, unit="sec"), CaliColumn("mpi.rank", True)]
+    >>> t = build_profile(Path("x.cali"), rows, cols, np.array([-1, 0]),
+    ...     np.array(["main", "solve"], dtype=object), np.array(["function"] * 2),
+    ...     np.array([0, 1]), {"cluster": "quartz", "jobsize": "8"})
+    >>> t.metrics["time (inc)"].tolist(), t.meta["jobsize"], t.units
+    ([3.5, 2.0], 8, {'time': 's'})
+    """
     value_cols = [
-        c for c, m in zip(cols, cmeta) if m.get("is_value") and c not in ("mpi.rank", ORDER_COL)
+        c
+        for c in columns
+        if c.is_value and c.name != "mpi.rank" and ORDER_COL not in (c.name, c.alias)
     ]
     units: dict[str, str] = {}
     metrics: dict[str, np.ndarray] = {}
-    for c, m in zip(cols, cmeta):
-        if c not in value_cols:
-            continue
-        name = RENAME.get(c, m.get("attribute.alias") or c)
-        v = numeric(path, df[c], f"value column {c!r}", "data row {k}")
+    for c in value_cols:
+        name = metric_name(c.name, c.alias)
+        v = numeric(path, df[c.name], f"value column {c.name!r}", row_where)
         metrics[name] = v.fillna(0).to_numpy(dtype=np.float64)
-        if m.get("attribute.unit") in UNIT:
-            units[name.replace(INC, "")] = UNIT[m["attribute.unit"]]
+        if c.unit in UNIT:
+            units[name.replace(INC, "")] = UNIT[c.unit]
 
-    # ---- node attributes from other node-valued columns
+    # ---- node attributes from label columns
     attrs: dict[str, np.ndarray] = {}
-    ntree = tree_ids.size
-
-    def node_label_column(c: str) -> pd.Series:
-        idx = pd.to_numeric(df[c], errors="coerce")
-        ok = idx.notna() & (idx >= 0) & (idx < n_all)
-        out = pd.Series([None] * len(df), dtype=object)
-        out[ok] = labels[idx[ok].to_numpy(dtype=np.int64)]
-        return out
-
+    ntree = len(names)
     extra_nodes: list[tuple[int, str, str, str]] = []  # (parent local id, name, file, line)
     row_target = rnode.copy()
-    for c, m in zip(cols, cmeta):
-        if m.get("is_value") or c == path_col:
+    for c in columns:
+        if c.is_value:
             continue
-        lab = node_label_column(c)
-        if c == SOURCELOC:
+        lab = pd.Series(df[c.name].to_numpy(dtype=object), dtype=object)
+        if c.name == SOURCELOC:
             fl = lab.str.extract(r"^(.*):(\d+)$")
             file_, line_ = fl[0], fl[1]
             key = pd.DataFrame({"n": rnode, "f": file_, "l": line_})
@@ -218,7 +299,7 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
                     extra_nodes.append((int(nid), f"{os.path.basename(f)}:{line}", f, line))
                     row_target[split.index[rows]] = ntree + len(extra_nodes) - 1
         else:
-            name = RENAME.get(c, c)
+            name = RENAME.get(c.name, c.name)
             first = pd.DataFrame({"n": rnode, "v": lab}).dropna().drop_duplicates("n")
             col = np.full(ntree, None, dtype=object)
             col[first["n"].to_numpy()] = first["v"].to_numpy()
@@ -226,42 +307,50 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
 
     all_parent = np.concatenate([tparent, np.array([e[0] for e in extra_nodes], dtype=np.int64)])
     all_names = np.concatenate([names, np.array([e[1] for e in extra_nodes], dtype=object)])
-    kinds = np.array([kind] * ntree + ["statement"] * len(extra_nodes), dtype=object)
-    columns = {
+    all_kinds = np.concatenate(
+        [np.asarray(kinds, dtype=object), np.full(len(extra_nodes), "statement", dtype=object)]
+    )
+    node_columns = {
         k: np.concatenate([v, np.full(len(extra_nodes), None, dtype=object)])
         for k, v in attrs.items()
     }
     if extra_nodes:
-        columns["file"] = columns.get("file", np.full(ntree + len(extra_nodes), None, dtype=object))
-        columns["line"] = columns.get("line", np.full(ntree + len(extra_nodes), None, dtype=object))
-        columns["file"][ntree:] = [e[2] for e in extra_nodes]
-        columns["line"][ntree:] = [e[3] for e in extra_nodes]
+        for k, j in (("file", 2), ("line", 3)):
+            col = node_columns.get(k, np.full(ntree + len(extra_nodes), None, dtype=object))
+            col[ntree:] = [e[j] for e in extra_nodes]
+            node_columns[k] = col
     sibling_key = None
-    if ORDER_COL in cols:
-        order = pd.to_numeric(df[ORDER_COL], errors="coerce")
+    order_col = next((c.name for c in columns if ORDER_COL in (c.name, c.alias)), None)
+    if order_col is not None:
+        order = pd.to_numeric(df[order_col], errors="coerce")
         so = pd.Series(order.to_numpy()).groupby(row_target).min()
         sibling_key = np.full(all_parent.size, np.inf)
         sibling_key[so.index.to_numpy()] = so.to_numpy()
         sibling_key = np.where(
             np.isinf(sibling_key), np.arange(all_parent.size) + 1e12, sibling_key
         )
-        columns[ORDER_COL] = np.where(sibling_key < 1e12, sibling_key, np.nan)
+        node_columns[ORDER_COL] = np.where(sibling_key < 1e12, sibling_key, np.nan)
 
-    run_meta = {k: _coerce(v) for k, v in doc.items() if k not in SECTIONS}
-    meta: dict[str, Any] = dict(run_meta)
+    meta: dict[str, Any] = {k: _coerce(v) for k, v in run_meta.items()}
     if units:
         meta["units"] = units
 
     structure, new_id = Tree.from_parents_with_ids(
-        all_parent, all_names, None, kind=kinds, columns=columns or None, sibling_key=sibling_key
+        all_parent,
+        all_names,
+        None,
+        kind=all_kinds,
+        columns=node_columns or None,
+        sibling_key=sibling_key,
     )
     node = new_id[row_target]
 
     exc = [m for m in metrics if not m.endswith(INC)]
     only_inc = [m for m in metrics if m.endswith(INC) and m[: -len(INC)] not in metrics]
+    has_rank = any(c.name == "mpi.rank" for c in columns)
     ranks = (
-        pd.to_numeric(df["mpi.rank"], errors="coerce").fillna(0).astype(np.int64).to_numpy()
-        if "mpi.rank" in cols
+        numeric(path, df["mpi.rank"], "mpi.rank", row_where).fillna(0).astype(np.int64).to_numpy()
+        if has_rank
         else np.zeros(len(df), dtype=np.int64)
     )
     uniq_ranks = np.unique(ranks)
@@ -279,7 +368,7 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
                 for c in long.columns[2:]
             }
         )
-        if uniq_ranks.size == 1 and "mpi.rank" in cols:
+        if uniq_ranks.size == 1 and has_rank:
             meta.setdefault("rank", int(uniq_ranks[0]))
         return Tree(structure.nodes, tm, meta, _trusted=True)
     profiles = pd.DataFrame({"rank": uniq_ranks})
