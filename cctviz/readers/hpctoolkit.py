@@ -1,1 +1,491 @@
-"""(reader being written this session)"""
+"""HPCToolkit databases in the hpcprof (``experiment.xml`` + ``*.metric-db``) form.
+
+The database is a folder; :func:`read_hpctoolkit` takes the folder or its
+``experiment.xml`` and returns an :class:`~cctviz.Ensemble` with one profile
+per metric-db file, i.e. per (MPI rank, thread).
+
+Format facts (hpcprof 2017-2021, the form Hatchet's ``from_hpctoolkit`` reads):
+
+- ``experiment.xml`` holds a ``LoadModuleTable``, ``FileTable`` and
+  ``ProcedureTable`` (id -> name), a ``MetricDBTable`` (one ``MetricDB`` per
+  metric column of the metric-db files: name, ``t`` inclusive/exclusive,
+  ``db-id``, ``db-num-metrics``, ``db-header-sz``) and the calling-context tree
+  in ``SecCallPathProfileData``: nested ``PF`` (procedure frame), ``Pr``
+  (inlined/alien procedure), ``L`` (loop), ``S`` (statement) and ``C`` (call
+  site) elements, each with a node id ``i``. ``M`` children carry summary
+  values only and are ignored.
+- ``<name>-RANK-THREAD-HOST-PID-GEN.metric-db``: a 24-byte tag
+  (``HPCPROF-metricdb__`` + 5-char version + ``b`` for big-endian), then
+  ``num_nodes`` and ``num_metrics`` as big-endian int32, then
+  ``num_nodes x num_metrics`` big-endian float64 values, row ``i - 1`` for the
+  XML node with id ``i``.
+
+Choices (following Hatchet where it is well defined):
+
+- Call sites (``C``) and unnamed ``Pr`` are not nodes; their children hang
+  from the enclosing node. A procedure reached from a call site on line L is
+  named ``"L:proc"``; a loop ``"Loop@file.c:L"``; a statement ``"file.c:L"``,
+  where ``file.c`` is the file of the enclosing procedure or loop (Hatchet uses
+  the file of the last procedure it parsed, which can be another one).
+- Node kinds: ``PF``/``Pr`` -> ``function``, ``L`` -> ``loop``, ``S`` ->
+  ``statement``. Columns ``file``, ``line``, ``module`` come from the tables,
+  ``nid`` is the XML node id (``tag`` the XML element).
+- ``CPUTIME (usec)`` / ``CPUTIME (sec)`` become ``time`` (as Hatchet names
+  them), with ``meta["units"]["time"]`` ``"us"`` / ``"s"``; other metrics keep
+  the XML name without the `` (I)``/`` (E)`` suffix.
+- Exclusive values are derived from the file's *inclusive* column
+  (inclusive minus the inclusive of the child nodes), so ``time (inc)`` equals
+  the file's ``(I)`` values on every node. hpcprof's own ``(E)`` column counts
+  a procedure's or loop's statements in its exclusive value (Hatchet subtracts
+  only the statement children, which leaves nested loops counted twice);
+  a metric with only an exclusive column gets Hatchet's treatment.
+- Rows that are zero in every metric are left out of the long table.
+- Safety: the XML is parsed with ``ElementTree.iterparse`` (expat, which never
+  fetches external entities or DTDs); a file that declares any entity
+  (``<!ENTITY``, the "billion laughs" vector) is refused before expat sees
+  the declaration, so no entity is ever expanded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ..model.ensemble import Ensemble
+from ..model.tree import INC, Tree
+from . import register
+
+XML = "experiment.xml"
+TAG = b"HPCPROF-metricdb__"
+TAG_SIZE = 24
+SCOPES = ("PF", "Pr", "L", "S", "C")
+KIND = {"PF": "function", "Pr": "function", "L": "loop", "S": "statement"}
+_DB_NAME = re.compile(r"-(\d+)-(\d+)-([0-9A-Za-z]+)-(\d+)-(\d+)\.metric-db$")
+_UNITS = {"usec": "us", "sec": "s", "msec": "ms", "nsec": "ns"}
+PROGRESS_FILES = 64
+
+
+def _folder(path: Path) -> Path:
+    return path.parent if path.is_file() else path
+
+
+def _sniff(path: Path, h: bytes) -> bool:
+    if path.is_dir():
+        xml = path / XML
+        if not xml.is_file():
+            return False
+        with open(xml, "rb") as f:
+            h = f.read(8192)
+    elif path.name != XML:
+        return False
+    return b"<!DOCTYPE HPCToolkitExperiment" in h[:8192] or b"<HPCToolkitExperiment" in h
+
+
+class _NoEntities:
+    """File wrapper refusing any entity declaration before the parser sees it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.f = open(path, "rb")  # noqa: SIM115 - closed by read_hpctoolkit
+        self.tail = b""
+        self.offset = 0
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self.f.read(n if n and n > 0 else 1 << 20)
+        window = self.tail + chunk
+        k = window.find(b"<!ENTITY")
+        if k >= 0:
+            raise ProfileError(
+                self.path,
+                "the XML declares an entity; HPCToolkit files never do, and cctviz "
+                "does not expand entities",
+                where=f"byte {self.offset - len(self.tail) + k}",
+            )
+        self.offset += len(chunk)
+        self.tail = window[-8:]
+        return chunk
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def _table(elem: ET.Element, child: str) -> dict[str, str]:
+    return {e.get("i", ""): e.get("n", "") for e in elem.iter(child)}
+
+
+def _int_attr(xml: Path, el: ET.Element, attr: str, default: int | None = None) -> int:
+    v = el.get(attr)
+    if v is None:
+        if default is not None:
+            return default
+        raise ProfileError(xml, f"missing attribute {attr!r}", where=_where(el))
+    m = re.match(r"^\s*(-?\d+)", v)  # line ranges "beg-end" keep the first line
+    if not m:
+        raise ProfileError(xml, f"attribute {attr}={v!r} is not an integer", where=_where(el))
+    return int(m.group(1))
+
+
+def _where(el: ET.Element) -> str:
+    i = el.get("i")
+    return f"<{el.tag} i={i!r}>" if i is not None else f"<{el.tag}>"
+
+
+def _parse_xml(xml: Path) -> dict[str, Any]:
+    """The tables and the scope tree of ``experiment.xml`` (one pass, iterparse)."""
+    src = _NoEntities(xml)
+    tables: dict[str, dict[str, str]] = {}
+    metricdbs: list[dict[str, str]] = []
+    header: dict[str, str] = {}
+    version = None
+    # scope records
+    nid: list[int] = []
+    tag: list[str] = []
+    par: list[int] = []
+    name_ref: list[str] = []
+    file_ref: list[str | None] = []
+    lm_ref: list[str | None] = []
+    line: list[int] = []
+    stack: list[int] = []
+    in_data = False
+    try:
+        for ev, el in ET.iterparse(src, events=("start", "end")):
+            t = el.tag
+            if ev == "start":
+                if t in SCOPES and in_data:
+                    k = len(nid)
+                    nid.append(_int_attr(xml, el, "i"))
+                    tag.append(t)
+                    par.append(stack[-1] if stack else -1)
+                    name_ref.append(el.get("n", ""))
+                    file_ref.append(el.get("f"))
+                    lm_ref.append(el.get("lm"))
+                    line.append(_int_attr(xml, el, "l", 0))
+                    if t in ("PF", "Pr") and el.get("n") is None:
+                        raise ProfileError(xml, "a procedure without a name ('n')", _where(el))
+                    stack.append(k)
+                elif t == "SecCallPathProfileData":
+                    in_data = True
+                elif t == "HPCToolkitExperiment":
+                    version = el.get("version")
+                elif t == "Header":
+                    header["program"] = el.get("n", "")
+                continue
+            # end events
+            if t in SCOPES and in_data:
+                stack.pop()
+                el.clear()
+            elif t == "M" and in_data:
+                el.clear()
+            elif t == "SecCallPathProfileData":
+                in_data = False
+            elif t in ("LoadModuleTable", "FileTable", "ProcedureTable"):
+                tables[t] = _table(el, t[: -len("Table")])
+                el.clear()
+            elif t == "MetricDBTable":
+                metricdbs = [dict(e.attrib) for e in el.iter("MetricDB")]
+                el.clear()
+    except ET.ParseError as e:
+        line_no, col = e.position
+        msg = str(e).split(":")[0]
+        raise ProfileError(
+            xml, f"invalid XML: {msg}", where=f"line {line_no}, column {col}"
+        ) from None
+    finally:
+        src.close()
+    if version is None:
+        raise ProfileError(xml, "not an HPCToolkit experiment (no <HPCToolkitExperiment>)")
+    for t in ("ProcedureTable", "MetricDBTable"):
+        if t != "MetricDBTable" and t not in tables:
+            raise ProfileError(xml, f"missing <{t}>", where="SecHeader")
+    if not metricdbs:
+        raise ProfileError(xml, "no <MetricDB> entries: the metric-db columns are unknown")
+    if not nid:
+        raise ProfileError(xml, "no calling-context tree (empty SecCallPathProfileData)")
+    return {
+        "version": version,
+        "header": header,
+        "tables": tables,
+        "metricdbs": metricdbs,
+        "nid": np.asarray(nid, dtype=np.int64),
+        "tag": np.asarray(tag, dtype=object),
+        "parent": np.asarray(par, dtype=np.int64),
+        "name_ref": name_ref,
+        "file_ref": file_ref,
+        "lm_ref": lm_ref,
+        "line": np.asarray(line, dtype=np.int64),
+    }
+
+
+def _structure(x: dict[str, Any]) -> dict[str, Any]:
+    """Kept nodes (no call sites, no unnamed Pr) with names, kinds and columns."""
+    procs = x["tables"].get("ProcedureTable", {})
+    files = x["tables"].get("FileTable", {})
+    mods = x["tables"].get("LoadModuleTable", {})
+    tag, parent, line = x["tag"], x["parent"], x["line"]
+    n = tag.size
+    proc_name = [procs.get(r, r) if tg in ("PF", "Pr") else "" for r, tg in zip(x["name_ref"], tag)]
+    keep = np.array(
+        [tg in KIND and not (tg == "Pr" and nm == "") for tg, nm in zip(tag, proc_name)], dtype=bool
+    )
+    names = np.empty(n, dtype=object)
+    fcol = np.full(n, None, dtype=object)
+    mcol = np.full(n, None, dtype=object)
+    kept_parent = np.full(n, -1, dtype=np.int64)
+    scope_file: list[str | None] = [None] * n  # file of the nearest procedure/loop
+    for k in range(n):  # document order: parents come before children
+        p = int(parent[k])
+        tg = tag[k]
+        fref = x["file_ref"][k]
+        own_file = files.get(fref, fref) if fref is not None else None
+        if tg in ("PF", "Pr", "L"):
+            scope_file[k] = (
+                own_file if own_file is not None else (scope_file[p] if p >= 0 else None)
+            )
+        else:
+            scope_file[k] = scope_file[p] if p >= 0 else None
+        if p >= 0:
+            kept_parent[k] = p if keep[p] else kept_parent[p]
+        if not keep[k]:
+            continue
+        if tg in ("PF", "Pr"):
+            nm = proc_name[k]
+            if p >= 0 and line[p] != 0:
+                nm = f"{line[p]}:{nm}"
+            names[k] = nm
+            fcol[k] = own_file
+            lref = x["lm_ref"][k]
+            mcol[k] = mods.get(lref, lref) if lref is not None else None
+        elif tg == "L":
+            names[k] = f"Loop@{os.path.basename(own_file or '<unknown file>')}:{line[k]}"
+            fcol[k] = own_file
+        else:  # statement
+            f = scope_file[k]
+            names[k] = f"{os.path.basename(f or '<unknown file>')}:{line[k]}"
+            fcol[k] = f
+    idx = np.flatnonzero(keep)
+    local = np.full(n, -1, dtype=np.int64)
+    local[idx] = np.arange(idx.size)
+    kp = kept_parent[idx]
+    return {
+        "idx": idx,
+        "parent": np.where(kp >= 0, local[np.maximum(kp, 0)], -1),
+        "names": names[idx],
+        "kind": np.array([KIND[t] for t in tag[idx]], dtype=object),
+        "columns": {
+            "file": fcol[idx],
+            "line": line[idx],
+            "module": mcol[idx],
+            "nid": x["nid"][idx],
+            "tag": tag[idx],
+        },
+    }
+
+
+def _metric_name(db_name: str) -> tuple[str, str | None]:
+    """``"CPUTIME (usec) (I)"`` -> (``"time"``, ``"us"``), and the unit if named."""
+    base = re.sub(r"\s*\((I|E|inc|exc)\)\s*$", "", db_name).strip()
+    m = re.search(r"\((usec|sec|msec|nsec)\)", base)
+    unit = _UNITS[m.group(1)] if m else None
+    if re.fullmatch(r"CPUTIME \((usec|sec)\)", base):
+        base = "time"
+    return base, unit
+
+
+def _db_files(folder: Path, xml: Path, glob: str) -> tuple[list[Path], pd.DataFrame]:
+    files = sorted(folder.glob(glob or "*.metric-db"))
+    if not files:
+        raise ProfileError(folder, f"no metric-db file ({glob or '*.metric-db'}) beside {XML}")
+    rows = []
+    for f in files:
+        m = _DB_NAME.search(f.name)
+        if not m:
+            raise ProfileError(
+                f, "a metric-db file name should end -RANK-THREAD-HOST-PID-N.metric-db"
+            )
+        rows.append((int(m.group(1)), int(m.group(2))))
+    prof = pd.DataFrame(rows, columns=["rank", "thread"])
+    dup = prof.duplicated()
+    if dup.any():
+        k = int(np.flatnonzero(dup.to_numpy())[0])
+        raise ProfileError(files[k], "a second metric-db file for the same rank and thread")
+    ranks, threads = np.unique(prof["rank"]), np.unique(prof["thread"])
+    if len(prof) != ranks.size * threads.size:
+        have = set(map(tuple, prof.to_numpy().tolist()))
+        miss = next((r, t) for r in ranks for t in threads if (r, t) not in have)
+        raise ProfileError(
+            folder,
+            f"missing metric-db file for rank {miss[0]} thread {miss[1]} "
+            f"({len(prof)} files for {ranks.size} ranks x {threads.size} threads)",
+        )
+    order = np.lexsort((prof["thread"].to_numpy(), prof["rank"].to_numpy()))
+    return [files[k] for k in order], prof.iloc[order].reset_index(drop=True)
+
+
+def _read_db(f: Path, header_size: int, n_metrics: int, n_nodes: int | None) -> np.ndarray:
+    """One metric-db file as a (num_nodes, num_metrics) float64 array."""
+    try:
+        raw = f.read_bytes()
+    except OSError as e:
+        raise ProfileError(f, f"cannot read the file: {e}") from None
+    start = header_size + 8
+    if len(raw) < start or not raw.startswith(TAG):
+        raise ProfileError(
+            f, "not a metric-db file (expected the HPCPROF-metricdb__ tag)", "byte 0"
+        )
+    if raw[TAG_SIZE - 1 : TAG_SIZE] != b"b":
+        raise ProfileError(
+            f, f"endianness {raw[23:24]!r} not supported (expected b'b')", where="byte 23"
+        )
+    nn, nm = (int(v) for v in np.frombuffer(raw, dtype=">i4", count=2, offset=header_size))
+    if nm != n_metrics:
+        raise ProfileError(
+            f,
+            f"{nm} metrics in the header, experiment.xml names {n_metrics}",
+            where=f"byte {header_size + 4}",
+        )
+    if nn <= 0 or (n_nodes is not None and nn != n_nodes):
+        raise ProfileError(
+            f, f"{nn} nodes in the header, expected {n_nodes}", where=f"byte {header_size}"
+        )
+    want = start + 8 * nn * nm
+    if len(raw) != want:
+        raise ProfileError(
+            f,
+            f"{len(raw)} bytes, expected {want} ({nn} nodes x {nm} metrics of 8 bytes "
+            f"after a {start}-byte header)",
+            where=f"byte {min(len(raw), want)}",
+        )
+    vals = np.frombuffer(raw, dtype=">f8", offset=start).reshape(nn, nm)
+    if not np.isfinite(vals).all():
+        r, c = (int(v[0]) for v in np.nonzero(~np.isfinite(vals)))
+        raise ProfileError(
+            f, f"value {vals[r, c]} is not finite", where=f"byte {start + 8 * (r * nm + c)}"
+        )
+    return vals.astype(np.float64)
+
+
+@register(
+    "hpctoolkit",
+    _sniff,
+    "HPCToolkit database (experiment.xml + *.metric-db)",
+    folder=True,
+)
+def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
+    """Read an HPCToolkit (hpcprof) database folder into an Ensemble.
+
+    ``path`` is the database folder or its ``experiment.xml``. One profile per
+    metric-db file (``ens.profiles`` columns ``rank``, ``thread``). A progress
+    bar is shown for many files (``progress=None``: from 64 files).
+
+    Example:
+        >>> import cctviz
+        >>> ens = cctviz.read("../shared/data/hatchet/hpctoolkit-cpi-database")
+        >>> len(ens.tree), ens.profiles["rank"].tolist(), ens.tree.units
+        (34, [0, 1, 2, 3], {'time': 'us'})
+        >>> ens.data.loc[(0, 0), "time (inc)"]  # <program root> on rank 0, in usec
+        np.float64(999238.0)
+    """
+    path = Path(path)
+    folder = _folder(path)
+    xml = folder / XML
+    if not xml.is_file():
+        raise ProfileError(folder, f"no {XML} in the database folder")
+    x = _parse_xml(xml)
+    # --- metric columns
+    dbs = x["metricdbs"]
+    try:
+        db_id = [int(d.get("db-id", d.get("i", ""))) for d in dbs]
+        n_metrics = {int(d.get("db-num-metrics", len(dbs))) for d in dbs}
+        header_size = {int(d.get("db-header-sz", TAG_SIZE)) for d in dbs}
+    except ValueError:
+        raise ProfileError(xml, "MetricDB attributes should be integers", "MetricDBTable") from None
+    if len(n_metrics) != 1 or len(header_size) != 1:
+        raise ProfileError(
+            xml, "MetricDB entries disagree on db-num-metrics/db-header-sz", "MetricDBTable"
+        )
+    nm, hs = n_metrics.pop(), header_size.pop()
+    if sorted(db_id) != list(range(nm)) or hs < TAG_SIZE:
+        raise ProfileError(
+            xml, f"MetricDB db-id values {sorted(db_id)} do not cover 0..{nm - 1}", "MetricDBTable"
+        )
+    # --- tree structure
+    s = _structure(x)
+    nid = x["nid"]
+    if nid.min() < 1 or np.unique(nid).size != nid.size:
+        k = int(np.flatnonzero(nid < 1)[0]) if nid.min() < 1 else None
+        what = f"node id {nid[k]} < 1" if k is not None else "node ids are not unique"
+        raise ProfileError(xml, what, where="SecCallPathProfileData")
+    # --- metric-db files
+    files, prof = _db_files(folder, xml, dbs[0].get("db-glob", "*.metric-db"))
+    it: Any = files
+    if progress if progress is not None else len(files) >= PROGRESS_FILES:
+        from tqdm.auto import tqdm
+
+        it = tqdm(files, desc="reading metric-db", unit="file")
+    P = len(files)
+    n_nodes = None
+    data: np.ndarray | None = None
+    for p, f in enumerate(it):
+        v = _read_db(f, hs, nm, n_nodes)
+        if data is None:
+            n_nodes = v.shape[0]
+            if nid.max() > n_nodes:
+                raise ProfileError(
+                    f,
+                    f"{n_nodes} nodes in the header, but experiment.xml has node id {nid.max()}",
+                    where=f"byte {hs}",
+                )
+            data = np.empty((P, n_nodes, nm))
+        data[p] = v
+    assert data is not None
+    # --- metrics per kept node and profile
+    rows_idx = nid[s["idx"]] - 1  # metric-db row of each kept node
+    vals = data[:, rows_idx, :]  # (P, K, nm)
+    kparent = s["parent"]
+    K = kparent.size
+    units: dict[str, str] = {}
+    metrics: dict[str, np.ndarray] = {}
+    by_name: dict[str, dict[str, int]] = {}
+    for d in dbs:
+        base, unit = _metric_name(d.get("n", ""))
+        by_name.setdefault(base, {})[d.get("t", "nil")] = int(d.get("db-id", d.get("i")))
+        if unit:
+            units[base] = unit
+    has_parent = kparent >= 0
+    for base, cols in by_name.items():
+        if "inclusive" in cols:
+            inc = vals[:, :, cols["inclusive"]]
+            child = np.zeros((K, P))
+            np.add.at(child, kparent[has_parent], inc.T[has_parent])
+            metrics[base] = inc - child.T
+        else:
+            exc = vals[
+                :, :, cols.get("exclusive", cols.get("nil", next(iter(cols.values()))))
+            ].copy()
+            stm = has_parent & (s["kind"] == "statement")
+            sub = np.zeros((K, P))
+            np.add.at(sub, kparent[stm], exc.T[stm])
+            metrics[base] = exc - sub.T
+    meta: dict[str, Any] = {"hpctoolkit_version": x["version"]}
+    if x["header"].get("program"):
+        meta["program"] = x["header"]["program"]
+    if units:
+        meta["units"] = units
+    structure, new_id = Tree.from_parents_with_ids(
+        s["parent"], s["names"], None, kind=s["kind"], columns=s["columns"], meta=meta
+    )
+    names = list(metrics)
+    stacked = np.stack([metrics[m] for m in names], axis=-1).reshape(P * K, len(names))
+    nz = np.flatnonzero((stacked != 0).any(axis=1))
+    rows = pd.DataFrame({"node": np.tile(new_id, P)[nz], "profile": np.repeat(np.arange(P), K)[nz]})
+    for j, m in enumerate(names):
+        rows[m] = stacked[nz, j]
+    assert not any(m.endswith(INC) for m in names)
+    return Ensemble(structure, rows, prof, meta)
