@@ -315,7 +315,9 @@ def _db_files(folder: Path, xml: Path, glob: str) -> tuple[list[Path], pd.DataFr
     if dup.any():
         k = int(np.flatnonzero(dup.to_numpy())[0])
         raise ProfileError(files[k], "a second metric-db file for the same rank and thread")
-    ranks, threads = np.unique(prof["rank"]), np.unique(prof["thread"])
+    # MPI ranks are 0..R-1: a gap (or a rank without one of the threads) is a missing file
+    ranks = np.arange(int(prof["rank"].max()) + 1)
+    threads = np.unique(prof["thread"])
     if len(prof) != ranks.size * threads.size:
         have = set(map(tuple, prof.to_numpy().tolist()))
         miss = next((r, t) for r in ranks for t in threads if (r, t) not in have)
