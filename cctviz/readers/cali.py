@@ -88,7 +88,7 @@ def read_cali(path: Path) -> Tree | Ensemble:
     """
     try:
         from caliperreader import CaliperStreamReader
-    except ImportError:  # pragma: no cover - the extra is installed in the test env
+    except ImportError:
         raise ProfileError(path, INSTALL) from None
     lines = _lines(path)
     reader = CaliperStreamReader()
@@ -230,6 +230,10 @@ def _profile(path: Path, reader: Any, records: list[tuple[int, dict[str, Any]]])
         a = attribute(c)
         if a.is_global() or a.is_nested():
             continue
+        several = np.flatnonzero(df[c].map(lambda v: isinstance(v, list)).to_numpy())
+        if a.is_value() and several.size:
+            k = int(several[0])
+            raise ProfileError(path, f"{c} holds several values", where=f"line {row_line[k]}")
         if not a.is_value():  # labels: the innermost value of a repeated attribute
             df[c] = [v[-1] if isinstance(v, list) else v for v in df[c]]
         else:

@@ -1,5 +1,7 @@
 """Native Caliper .cali files load with the content Hatchet and Thicket read from them."""
 
+import gzip
+import sys
 import warnings
 from pathlib import Path
 
@@ -183,6 +185,26 @@ def test_mpi_scaling_metadata():
     assert one.units == dict.fromkeys(
         ["Min time/rank", "Max time/rank", "Avg time/rank", "Total time"], "s"
     )
+
+
+def test_node_kinds_and_gzip(tmp_path):
+    t = cctviz.read(MPI_SCALING / "27_cores.cali")
+    kinds = dict(zip(t.callpaths, t.nodes["kind"]))
+    assert kinds["MPI_Allreduce"] == "comm" and kinds["main"] == "function"
+    assert kinds["main/lulesh.cycle"] == "loop"
+    assert kinds["main/lulesh.cycle/LagrangeLeapFrog/LagrangeElements"] == "function"
+    gz = tmp_path / "27_cores.cali.gz"
+    gz.write_bytes(gzip.compress((MPI_SCALING / "27_cores.cali").read_bytes()))
+    assert detect(gz) == "cali"
+    g = cctviz.read(gz)
+    assert g.metrics["Total time (inc)"].tolist() == t.metrics["Total time (inc)"].tolist()
+
+
+def test_missing_caliper_reader_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "caliperreader", None)  # import fails
+    with pytest.raises(ProfileError, match=r"pip install caliper-reader.*cctviz\[caliper\]") as e:
+        cctviz.read(LULESH)
+    assert e.value.path == str(LULESH)
 
 
 def test_truncated_files_are_refused(tmp_path):
