@@ -1,1 +1,306 @@
-"""(reader being written this session)"""
+"""TAU profile folders (``profile.N.C.T`` files, one per rank N, context C, thread T).
+
+:func:`read_tau` takes the folder (or one of its ``profile.*`` files) and
+returns an :class:`~cctviz.Ensemble` with one profile per file.
+
+Format facts (TAU's text profile format):
+
+- line 1: ``<n> templated_functions[_MULTI_<METRIC>]``;
+- line 2: ``# Name Calls Subrs Excl Incl ProfileCalls #`` followed by
+  ``<metadata>`` XML (``<attribute><name>..</name><value>..</value></attribute>``);
+- ``n`` timer lines ``"<name>" calls subrs excl incl profilecalls GROUP="<groups>"``;
+  with ``TAU_CALLPATH=on`` a call path is a timer named ``a => b => c``
+  (``excl``/``incl`` of ``c`` in that context); other timers are flat totals;
+- then ``<m> aggregates`` (+ m lines) and ``<k> userevents`` (a header and k
+  lines of ``"<event>" numevents max min mean sumsqr``);
+- with several metrics the folder holds one ``MULTI__<METRIC>`` sub-folder per
+  metric, each with the same ``profile.*`` files.
+
+Choices:
+
+- The tree is built from the ``=>`` call paths (missing intermediate paths
+  become zero-valued nodes); the roots' own values come from their flat
+  timer. A profile without call paths (``TAU_CALLPATH=off``) is a forest of
+  flat timers, one root each.
+- Metrics: ``time`` (TAU's ``TIME``/``CPU_TIME`` metric, as Hatchet names it;
+  other metrics keep TAU's name) is the exclusive value ``Excl``; inclusive
+  values are derived from the tree and equal TAU's ``Incl`` when the call paths
+  are complete. ``calls`` is the number of calls (its "(inc)" sum is a count of
+  calls in the subtree). TAU times are microseconds: ``meta["units"]``.
+- A timer name ``foo [{file.c} {12,1}-{30,1}]`` gives node ``foo`` with
+  ``file``/``line``/``end_line`` columns; a trailing `` C`` (C function) is
+  dropped. ``group`` keeps TAU's groups (without ``TAU_CALLPATH``); timers in
+  the ``MPI`` group are of kind ``comm``.
+- Run metadata (executable, command, TAU version) from the first profile goes
+  to ``meta``; ``hostname`` becomes a column of ``ens.profiles``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ..model.ensemble import Ensemble
+from ..model.tree import Tree
+from . import register
+
+_FILE = re.compile(r"^profile\.(\d+)\.(\d+)\.(\d+)$")
+_FIRST = re.compile(rb"^\s*(\d+)\s+templated_functions(?:_MULTI_(\S*))?\s*$")
+_LINE = (
+    r'^"(?P<name>.*)"\s+(?P<calls>\S+)\s+(?P<subrs>\S+)\s+(?P<excl>\S+)\s+(?P<incl>\S+)'
+    r'\s+(?P<pcalls>\S+)\s+GROUP="(?P<group>[^"]*)"\s*$'
+)
+_ATTR = re.compile(r"<attribute><name>(.*?)</name><value>(.*?)</value></attribute>", re.S)
+_LOC = re.compile(
+    r"^(?P<name>.*?)\s*\[\{(?P<file>[^}]*)\}\s*\{(?P<line>\d+)(?:,\d+)?\}"
+    r"(?:-\{(?P<end>\d+)(?:,\d+)?\})?\]\s*$"
+)
+TIME_METRICS = {"TIME": "time", "CPU_TIME": "time"}
+RUN_META = {"Executable": "executable", "Command Line": "command", "TAU Version": "tau_version"}
+SEP = "=>"
+
+
+def _is_profile_file(p: Path, head: bytes | None = None) -> bool:
+    if not _FILE.match(p.name) or not p.is_file():
+        return False
+    if head is None:
+        with open(p, "rb") as f:
+            head = f.read(256)
+    return bool(_FIRST.match(head.split(b"\n", 1)[0]))
+
+
+def _folder(path: Path) -> Path:
+    folder = path.parent if path.is_file() else path
+    return folder.parent if folder.name.startswith("MULTI__") else folder
+
+
+def _metric_folders(folder: Path) -> list[Path]:
+    multi = sorted(d for d in folder.glob("MULTI__*") if d.is_dir())
+    return multi or [folder]
+
+
+def _sniff(path: Path, h: bytes) -> bool:
+    if path.is_dir():
+        for d in _metric_folders(path):
+            files = sorted(f for f in d.iterdir() if _FILE.match(f.name))
+            if files:
+                return _is_profile_file(files[0])
+        return False
+    return _is_profile_file(path, h)
+
+
+def _fail(path: Path, problem: str, line: int) -> ProfileError:
+    return ProfileError(path, problem, where=f"line {line}")
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    """One ``profile.N.C.T`` file: metric name, timer table, metadata."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ProfileError(path, f"cannot read the file: {e}") from None
+    lines = raw.decode("utf-8", errors="replace").split("\n")
+    m = _FIRST.match(lines[0].encode())
+    if not m:
+        raise _fail(path, "expected '<n> templated_functions' (a TAU profile)", 1)
+    n = int(m.group(1))
+    if len(lines) < 2 or not lines[1].startswith("# Name Calls Subrs Excl Incl"):
+        raise _fail(path, "expected the header '# Name Calls Subrs Excl Incl ProfileCalls #'", 2)
+    attrs = {html.unescape(k): html.unescape(v) for k, v in _ATTR.findall(lines[1])}
+    metric = attrs.get("Metric Name") or m.group(2) or "TIME"
+    if len(lines) < 2 + n + 1:
+        raise _fail(path, f"the file ends after {len(lines) - 2} of {n} timer lines", len(lines))
+    body = pd.Series(lines[2 : 2 + n], dtype=object)
+    tab = body.str.extract(_LINE)
+    bad = tab["name"].isna()
+    if bad.any():
+        k = int(np.flatnonzero(bad.to_numpy())[0])
+        raise _fail(
+            path,
+            'expected \'"<name>" calls subrs excl incl profilecalls GROUP="<groups>"\', '
+            f"got {body.iloc[k][:80]!r}",
+            k + 3,
+        )
+    for c in ("calls", "subrs", "excl", "incl"):
+        v = pd.to_numeric(tab[c], errors="coerce")
+        badv = v.isna() | ~np.isfinite(v.to_numpy(dtype=float, na_value=np.nan))
+        if badv.any():
+            k = int(np.flatnonzero(badv.to_numpy())[0])
+            raise _fail(path, f"{c} value {tab[c].iloc[k]!r} is not a number", k + 3)
+        tab[c] = v.astype(np.float64)
+    # trailer: aggregates and user events (checked, so a cut file is an error)
+    k = 2 + n
+    am = re.match(r"^\s*(\d+)\s+aggregates\s*$", lines[k])
+    if not am:
+        raise _fail(path, f"expected '<m> aggregates' after the {n} timers", k + 1)
+    k += 1 + int(am.group(1))
+    if k < len(lines) and lines[k].strip():
+        um = re.match(r"^\s*(\d+)\s+userevents\s*$", lines[k])
+        if not um:
+            raise _fail(path, "expected '<k> userevents'", k + 1)
+        n_ev = int(um.group(1))
+        events = [x for x in lines[k + 2 : k + 2 + n_ev]]
+        if n_ev and (len(events) < n_ev or not all(e.startswith('"') for e in events)):
+            raise _fail(path, f"expected {n_ev} user event lines", k + 2 + len(events))
+    return {"metric": metric, "table": tab, "meta": attrs}
+
+
+def _split_name(timer: str) -> tuple[str, str | None, int | None, int | None]:
+    s = timer.strip()
+    m = _LOC.match(s)
+    file = line = end = None
+    if m:
+        s, file, line = m.group("name"), m.group("file"), int(m.group("line"))
+        end = int(m.group("end")) if m.group("end") else None
+    if s.endswith(" C"):
+        s = s[:-2].rstrip()
+    return s, file, line, end
+
+
+def _tree(path: Path, tables: dict[str, pd.DataFrame]) -> Tree:
+    """The calling-context tree of one rank from its timer tables (one per metric)."""
+    first = next(iter(tables.values()))
+    names = first["name"].to_numpy()
+    is_path = np.array([SEP in s for s in names], dtype=bool)
+    ids: dict[tuple[str, ...], int] = {}
+    parent: list[int] = []
+    label: list[str] = []
+    timer: list[str] = []
+
+    def node(p: tuple[str, ...]) -> int:
+        if p in ids:
+            return ids[p]
+        par = node(p[:-1]) if len(p) > 1 else -1
+        ids[p] = len(parent)
+        parent.append(par)
+        label.append(p[-1])
+        return ids[p]
+
+    row_node = np.full(len(names), -1, dtype=np.int64)
+    if is_path.any():
+        for r in np.flatnonzero(is_path):
+            p = tuple(x.strip() for x in names[r].split(SEP))
+            if any(not x for x in p):
+                raise ProfileError(path, f"empty name in call path {names[r]!r}", f"line {r + 3}")
+            row_node[r] = node(p)
+        roots = {p[0]: i for p, i in ids.items() if len(p) == 1}
+        for r in np.flatnonzero(~is_path):
+            nm = names[r].strip()
+            if nm in roots and row_node[r] < 0:
+                row_node[r] = roots.pop(nm)
+    else:  # flat profile: one root per timer
+        for r in range(len(names)):
+            row_node[r] = node((names[r].strip() + f"\x00{r}",))
+            label[-1] = names[r].strip()
+    timer = label
+    n = len(parent)
+    used = row_node >= 0
+    metrics: dict[str, np.ndarray] = {}
+    for metric, tab in tables.items():
+        metrics[metric] = np.bincount(
+            row_node[used], weights=tab["excl"].to_numpy()[used], minlength=n
+        )
+    metrics["calls"] = np.bincount(
+        row_node[used], weights=first["calls"].to_numpy()[used], minlength=n
+    )
+    split = [_split_name(t) for t in timer]
+    group = np.full(n, None, dtype=object)
+    g = first["group"].to_numpy()
+    for r in np.flatnonzero(used):
+        group[row_node[r]] = "|".join(x for x in g[r].split("|") if x != "TAU_CALLPATH")
+    kind = np.array(
+        ["comm" if gr and "MPI" in gr.split("|") else "function" for gr in group], dtype=object
+    )
+    columns = {
+        "file": np.array([s[1] for s in split], dtype=object),
+        "line": np.array([s[2] for s in split], dtype=object),
+        "end_line": np.array([s[3] for s in split], dtype=object),
+        "group": group,
+    }
+    return Tree.from_parents(
+        np.asarray(parent, dtype=np.int64),
+        np.array([s[0] for s in split], dtype=object),
+        metrics,
+        kind=kind,
+        columns=columns,
+    )
+
+
+@register("tau", _sniff, "TAU profile folder (profile.N.C.T files)", folder=True)
+def read_tau(path: Path) -> Ensemble:
+    """Read a TAU profile folder (or one of its ``profile.N.C.T`` files) into an Ensemble.
+
+    One profile per file (``ens.profiles`` columns ``rank``, ``context``,
+    ``thread``), metrics ``time`` (usec) and ``calls``.
+
+    Example:
+        >>> import cctviz
+        >>> ens = cctviz.read("../shared/data/hatchet/tau-cpi-mpi")
+        >>> ens.n_profiles, len(ens.tree), ens.tree.units
+        (4, 12, {'time': 'us'})
+        >>> ens.profile(rank=0).metrics.loc[0, ["time", "time (inc)"]].tolist()
+        [449.0, 51781.0]
+    """
+    path = Path(path)
+    folder = _folder(path)
+    mfolders = _metric_folders(folder)
+    per_metric: list[dict[tuple[int, int, int], Path]] = []
+    for d in mfolders:
+        found = {}
+        for f in d.iterdir():
+            m = _FILE.match(f.name)
+            if m and f.is_file():
+                found[tuple(int(x) for x in m.groups())] = f
+        if not found:
+            raise ProfileError(d, "no profile.N.C.T file in the folder")
+        per_metric.append(found)
+    keys = sorted(per_metric[0])
+    for d, found in zip(mfolders[1:], per_metric[1:]):
+        if sorted(found) != keys:
+            miss = sorted(set(keys) ^ set(found))[0]
+            raise ProfileError(
+                d, f"profile.{'.'.join(map(str, miss))} is in one metric folder only"
+            )
+    trees: list[Tree] = []
+    prof: list[dict[str, Any]] = []
+    units: dict[str, str] = {}
+    run_meta: dict[str, Any] = {}
+    for key in keys:
+        tables: dict[str, pd.DataFrame] = {}
+        meta0: dict[str, str] = {}
+        ref: pd.Series | None = None
+        for found in per_metric:
+            f = found[key]
+            rec = _parse(f)
+            name = TIME_METRICS.get(rec["metric"], rec["metric"])
+            if name in tables:
+                raise ProfileError(f, f"metric {rec['metric']!r} appears in two metric folders")
+            if ref is None:
+                ref, meta0 = rec["table"]["name"], rec["meta"]
+            elif not rec["table"]["name"].reset_index(drop=True).equals(ref.reset_index(drop=True)):
+                raise ProfileError(f, "the timers differ from the first metric's file of this rank")
+            tables[name] = rec["table"]
+            if name == "time" or re.search(r"TIME|CLOCK", rec["metric"]):
+                units[name] = "us"
+        trees.append(_tree(found[key], tables))
+        row: dict[str, Any] = {"rank": key[0], "context": key[1], "thread": key[2]}
+        host = meta0.get("Hostname") or meta0.get("Node Name")
+        if host:
+            row["hostname"] = host
+        prof.append(row)
+        if not run_meta:
+            run_meta = {v: meta0[k] for k, v in RUN_META.items() if k in meta0}
+    meta: dict[str, Any] = dict(run_meta)
+    if units:
+        meta["units"] = units
+    profiles = pd.DataFrame(prof)
+    if (profiles["context"] == 0).all():
+        profiles = profiles.drop(columns="context")
+    ens = Ensemble.from_trees(trees, profiles, meta)
+    return ens
