@@ -7,6 +7,7 @@
 """
 
 from .errors import CCTVizError, ProfileError, QueryError, UnknownFormatError
+from .interop import from_hatchet, from_thicket
 from .model import Ensemble, NodeSet, Tree
 from .ops.diff import diff
 from .readers import read, read_ensemble
@@ -39,6 +40,8 @@ __all__ = [
     "Profiler",
     "write",
     "diff",
+    "from_hatchet",
+    "from_thicket",
     "ProfileError",
     "QueryError",
     "UnknownFormatError",

@@ -543,6 +543,20 @@ class Tree:
 
         return render(self, metric, depth=depth, max_nodes=max_nodes, precision=precision, **kw)
 
+    def to_hatchet_literal(self) -> list[dict[str, Any]]:
+        """The tree as the graph literal ``hatchet.GraphFrame.from_literal`` takes:
+        nested ``frame`` (name, type = kind, node columns) / ``metrics``
+        (exclusive and inclusive) / ``children`` dicts, one per root.
+
+        >>> t = Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+        >>> lit = t.to_hatchet_literal()
+        >>> lit[0]["frame"], lit[0]["metrics"], lit[0]["children"][0]["frame"]["name"]
+        ({'name': 'main', 'type': 'function'}, {'time': 1.0, 'time (inc)': 3.0}, 'f')
+        """
+        from ..writers.hatchet import to_literal
+
+        return to_literal(self)
+
     def save(self, path: str, **kw: Any) -> None:
         """Write the native format (see :mod:`cctviz.writers`)."""
         from ..writers import write

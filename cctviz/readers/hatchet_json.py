@@ -26,11 +26,14 @@ from ._json import expect, expect_rows, load_json, numeric
 
 
 def _sniff_json_form(path: Path, h: bytes) -> bool:
+    from .thicket_json import looks_like_thicket  # Thicket.to_json has the same keys
+
     s = h.lstrip()
     return (
         s[:1] == b"{"
         and b'"graph"' in h
         and (b'"dataframe"' in h or b'"dataframe_indices"' in h or len(h) < 65536)
+        and not looks_like_thicket(h)
     )
 
 

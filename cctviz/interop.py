@@ -1,0 +1,365 @@
+"""Hatchet GraphFrames and Thicket objects in and out, by duck typing.
+
+cctviz never imports hatchet or thicket: :func:`from_hatchet` and
+:func:`from_thicket` read the attributes those objects have
+(``gf.graph.roots``, a node's ``.frame`` and ``.children``, ``gf.dataframe``,
+``gf.exc_metrics``, ``gf.inc_metrics``; ``tk.graph``, ``tk.dataframe``
+indexed by (node, profile), ``tk.metadata``, ``tk.profile``,
+``tk.profile_mapping``). The other way, :meth:`Tree.to_hatchet_literal
+<cctviz.Tree.to_hatchet_literal>` gives what ``GraphFrame.from_literal`` takes.
+
+Rules:
+
+- **Graph.** Nodes are taken in a depth-first walk from the roots along
+  ``children`` (Hatchet's own traversal order). A node of a DAG reached again
+  through another parent (gprof call graphs) is not copied: it stays under the
+  parent it was first reached from, so every Hatchet node is one cctviz node
+  and metric totals are unchanged. A node's name is its frame's ``name``; a
+  frame without one (Hatchet's ``statement`` frames) is named
+  ``<file basename>:<line>``. The frame's ``type`` is the node kind and its
+  other attributes (``file``, ``line``, ``module``...) node columns.
+- **Metrics.** Exclusive metrics are kept. An inclusive metric whose exclusive
+  counterpart exists (``time`` and ``time (inc)``) is derived again, not stored;
+  an inclusive-only one becomes its exclusive counterpart, per profile own minus
+  children's value, so the derived inclusive values equal the recorded ones.
+  Its name: ``"X (inc)"`` -> ``X``; a Caliper name ``"A#inclusive#B"`` -> ``A#B``
+  (so ``"sum#inclusive#sum#time.duration"`` is read back as
+  ``"sum#sum#time.duration (inc)"``); other names are kept. Other dataframe
+  columns whose value is the same in every row of a node become node columns.
+- **Profiles.** Index levels other than ``node`` (``rank``, ``thread``,
+  ``profile``) identify profiles: several give an :class:`~cctviz.Ensemble`
+  whose ``profiles`` has those columns, one (or none) a :class:`~cctviz.Tree`.
+  A Thicket always gives an Ensemble, one profile per ``tk.profile`` entry in that
+  order, with ``tk.metadata`` columns and ``profile_file`` (from
+  ``tk.profile_mapping``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import ProfileError
+from .model.ensemble import Ensemble
+from .model.tree import INC, Tree
+
+__all__ = ["from_hatchet", "from_thicket", "inclusive_base"]
+
+NOT_METRICS = ("Node order",)
+
+
+def inclusive_base(name: str) -> str:
+    """The exclusive metric an inclusive metric name belongs to.
+
+    >>> inclusive_base("time (inc)"), inclusive_base("sum#inclusive#sum#time.duration")
+    ('time', 'sum#sum#time.duration')
+    """
+    if name.endswith(INC):
+        return name[: -len(INC)]
+    if "inclusive#" in name:
+        return name.replace("inclusive#", "", 1)
+    return name
+
+
+def _is_missing(v: Any) -> bool:
+    try:
+        return v is None or bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _frame_name(attrs: Mapping[str, Any]) -> str:
+    if "name" in attrs and not _is_missing(attrs["name"]):
+        return str(attrs["name"])
+    if "file" in attrs and "line" in attrs:
+        return f"{os.path.basename(str(attrs['file']))}:{attrs['line']}"
+    return ", ".join(f"{k}={v}" for k, v in attrs.items()) or "<unnamed>"
+
+
+def _walk_graph(roots: Sequence[Any]) -> tuple[dict[int, int], list[int], list[dict[str, Any]]]:
+    """Depth-first walk of Hatchet nodes from ``roots`` along ``.children``.
+
+    Returns ``{id(hatchet node): index}``, the parent index of each node (-1 for
+    roots) and its frame attributes, in walk order; each node once.
+    """
+    index: dict[int, int] = {}
+    parent: list[int] = []
+    frames: list[dict[str, Any]] = []
+    stack = [(r, -1) for r in reversed(list(roots))]
+    while stack:
+        node, par = stack.pop()
+        if id(node) in index:
+            continue
+        index[id(node)] = len(parent)
+        parent.append(par)
+        fr = getattr(node, "frame", None)
+        attrs = getattr(fr, "attrs", fr)
+        frames.append(dict(attrs) if isinstance(attrs, Mapping) else {"name": str(node)})
+        me = index[id(node)]
+        for c in reversed(list(getattr(node, "children", []) or [])):
+            if id(c) not in index:
+                stack.append((c, me))
+    return index, parent, frames
+
+
+def assemble(
+    parent: Sequence[int] | np.ndarray,
+    names: Sequence[str],
+    kinds: Sequence[str],
+    attrs: pd.DataFrame | None,
+    rows: pd.DataFrame,
+    profile_cols: Sequence[str],
+    exc: Sequence[str],
+    inc: Sequence[str],
+    *,
+    profiles: pd.DataFrame | None = None,
+    meta: Mapping[str, Any] | None = None,
+    ensemble: bool = False,
+    where: str = "dataframe",
+) -> Tree | Ensemble:
+    """Build a Tree or an Ensemble from a graph and a Hatchet-style dataframe.
+
+    ``rows`` has a column ``_row`` (index into ``parent``/``names``), the
+    ``profile_cols`` and the metric columns; other columns become node columns
+    where they are constant per node. ``profiles`` (with the ``profile_cols``
+    as columns) fixes the order and extra columns of the profiles. Shared by
+    :func:`from_hatchet`, :func:`from_thicket` and the ``thicket-json`` reader;
+    errors are :class:`~cctviz.ProfileError` without a file (the reader names it).
+
+    >>> rows = pd.DataFrame({"_row": [0, 1], "time (inc)": [5.0, 2.0]})
+    >>> t = assemble([-1, 0], ["main", "f"], ["function"] * 2, None, rows, [], [], ["time (inc)"])
+    >>> t.metrics["time"].tolist()
+    [3.0, 2.0]
+    """
+    exc = [m for m in exc if m in rows.columns]
+    inc = [m for m in inc if m in rows.columns]
+    only_inc = [m for m in inc if inclusive_base(m) not in exc]
+    for m in list(exc) + only_inc:
+        if not pd.api.types.is_numeric_dtype(rows[m]):
+            conv = pd.to_numeric(rows[m], errors="coerce")
+            bad = conv.isna() & rows[m].notna()
+            if bad.any():
+                k = int(np.flatnonzero(bad.to_numpy())[0])
+                raise ProfileError(
+                    None, f"metric {m!r} holds {rows[m].iloc[k]!r}, not a number", f"{where}[{k}]"
+                )
+            rows = rows.assign(**{m: conv})
+    bases = [inclusive_base(m) for m in only_inc]
+    if len(set(bases) | set(exc)) != len(bases) + len(exc):
+        raise ProfileError(None, f"inclusive metrics {only_inc} clash with {list(exc)}", where)
+    # node columns: frame attributes, then dataframe columns constant per node
+    n_in = len(names)
+    cols = attrs.copy() if attrs is not None else pd.DataFrame(index=range(n_in))
+    skip = {"_row", "node", "name", *profile_cols, *exc, *inc}
+    rrow = rows["_row"].to_numpy(dtype=np.int64)
+    for c in rows.columns:
+        if c in skip or c in cols.columns:
+            continue
+        try:
+            nun = rows.groupby("_row")[c].nunique(dropna=True)
+        except TypeError:  # unhashable values (lists): not a node attribute
+            continue
+        if (nun <= 1).all():
+            first = rows[["_row", c]].dropna().drop_duplicates("_row").set_index("_row")[c]
+            cols[c] = first.reindex(range(n_in)).astype(object).to_numpy()
+    cols = cols.loc[:, [c for c in cols.columns if c not in ("name", "type", "kind")]]
+    structure, new_id = Tree.from_parents_with_ids(
+        np.asarray(parent, dtype=np.int64),
+        np.asarray(names, dtype=object),
+        None,
+        kind=list(kinds),
+        columns=cols if len(cols.columns) else None,
+    )
+    node = new_id[rrow]
+    # profiles
+    profile_cols = list(profile_cols)
+    if profile_cols:
+        keys = rows[profile_cols].reset_index(drop=True)
+        if profiles is None:
+            profiles = keys.drop_duplicates().reset_index(drop=True)
+            try:
+                profiles = profiles.sort_values(profile_cols).reset_index(drop=True)
+            except TypeError:  # mixed types: first-appearance order
+                pass
+        lookup = profiles[profile_cols].reset_index(drop=True).reset_index()
+        prof = keys.merge(lookup, on=profile_cols, how="left")["index"]
+        if prof.isna().any():
+            k = int(np.flatnonzero(prof.isna().to_numpy())[0])
+            raise ProfileError(
+                None, f"row of profile {keys.iloc[k].tolist()} not in the profile list", where
+            )
+        prof_id = prof.to_numpy(dtype=np.int64)
+    else:
+        prof_id = np.zeros(len(rows), dtype=np.int64)
+        if profiles is None:
+            profiles = pd.DataFrame(index=range(1))
+    metric_names = list(exc) + bases
+    used = list(exc) + only_inc
+    if used:  # rows that only pad a dense frame (every metric NaN) carry nothing
+        keep = rows[used].notna().any(axis=1).to_numpy()
+        node, prof_id, rows = node[keep], prof_id[keep], rows.loc[keep]
+    long = pd.DataFrame({"node": node, "profile": prof_id})
+    for m in exc:
+        long[m] = rows[m].fillna(0).to_numpy(np.float64)
+    for m, b in zip(only_inc, bases):
+        long[b] = rows[m].fillna(0).to_numpy(np.float64)
+    long = long.groupby(["node", "profile"], as_index=False, sort=True).sum()
+    if bases:
+        _inclusive_to_exclusive(long, bases, structure.parent)
+    meta = dict(meta or {})
+    if not ensemble and len(profiles) <= 1:
+        for c in profile_cols:
+            v = profiles[c].iloc[0] if len(profiles) else None
+            if not _is_missing(v):
+                meta.setdefault(c, v.item() if hasattr(v, "item") else v)
+        n = len(structure)
+        tm = pd.DataFrame(
+            {
+                m: np.bincount(long["node"], weights=long[m].to_numpy(), minlength=n)
+                for m in metric_names
+            }
+        )
+        return Tree(structure.nodes, tm if metric_names else None, meta, _trusted=True)
+    return Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
+
+
+def _inclusive_to_exclusive(long: pd.DataFrame, metrics: list[str], parent: np.ndarray) -> None:
+    """In place: per (node, profile) own inclusive minus the children's (rows unique, sorted)."""
+    n_prof = int(long["profile"].max()) + 1 if len(long) else 1
+    node = long["node"].to_numpy()
+    prof = long["profile"].to_numpy()
+    key = node.astype(np.int64) * n_prof + prof
+    par = parent[node]
+    has = par >= 0
+    pkey = par[has].astype(np.int64) * n_prof + prof[has]
+    for m in metrics:
+        child = pd.Series(long[m].to_numpy()[has]).groupby(pkey).sum()
+        sub = child.reindex(key).fillna(0.0).to_numpy()
+        long[m] = long[m].to_numpy() - sub
+
+
+def _scalar_meta(d: Any) -> dict[str, Any]:
+    if not isinstance(d, Mapping):
+        return {}
+    return {
+        str(k): (v.item() if hasattr(v, "item") else v)
+        for k, v in d.items()
+        if isinstance(v, (str, int, float, bool, np.generic))
+    }
+
+
+def _graph_and_rows(
+    obj: Any, what: str
+) -> tuple[list[int], list[str], list[str], pd.DataFrame, pd.DataFrame, list[str]]:
+    graph = getattr(obj, "graph", None)
+    roots = getattr(graph, "roots", None)
+    df = getattr(obj, "dataframe", None)
+    if roots is None or not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{what}: expected an object with .graph.roots and .dataframe")
+    if isinstance(df.columns, pd.MultiIndex):
+        raise ValueError(f"{what}: a dataframe with MultiIndex columns is not supported")
+    index, parent, frames = _walk_graph(roots)
+    names = [_frame_name(f) for f in frames]
+    kinds = [str(f.get("type", "function")) for f in frames]
+    attrs = pd.DataFrame.from_records(
+        [{k: v for k, v in f.items() if k not in ("name", "type")} for f in frames],
+        index=range(len(frames)),
+    )
+    levels = [n for n in df.index.names]
+    if "node" not in levels:
+        raise ValueError(f"{what}: the dataframe index has no 'node' level ({levels})")
+    rows = df.reset_index()
+    pos = rows["node"].map(lambda n: index.get(id(n), -1)).to_numpy(dtype=np.int64)
+    rows = rows.loc[pos >= 0].assign(_row=pos[pos >= 0]).drop(columns=["node"])
+    rows = rows.reset_index(drop=True)
+    others = [c for c in levels if c != "node"]
+    return parent, names, kinds, attrs, rows, others
+
+
+def from_hatchet(gf: Any) -> Tree | Ensemble:
+    """A Hatchet ``GraphFrame`` as a cctviz Tree (or Ensemble, for a dataframe
+    indexed by node and rank/thread).
+
+    Reads ``gf.graph.roots``, the nodes' ``frame``/``children``,
+    ``gf.dataframe``, ``gf.exc_metrics``, ``gf.inc_metrics`` (and ``gf.metadata``
+    scalars into ``meta``); hatchet itself is not imported. See the module
+    docstring for the rules (DAGs, names, inclusive-only metrics).
+
+    >>> import hatchet, cctviz
+    >>> gf = hatchet.GraphFrame.from_literal([{"frame": {"name": "main", "type": "function"},
+    ...     "metrics": {"time": 1.0, "time (inc)": 3.0},
+    ...     "children": [{"frame": {"name": "solve", "type": "function"},
+    ...                   "metrics": {"time": 2.0, "time (inc)": 2.0}}]}])
+    >>> t = cctviz.from_hatchet(gf)
+    >>> t.nodes["name"].tolist(), t.metrics["time (inc)"].tolist()
+    (['main', 'solve'], [3.0, 2.0])
+    """
+    parent, names, kinds, attrs, rows, others = _graph_and_rows(gf, "from_hatchet")
+    # Hatchet lists Caliper's "Node order" among the metrics: it is a node attribute
+    exc = [m for m in getattr(gf, "exc_metrics", None) or [] if m not in NOT_METRICS]
+    inc = list(getattr(gf, "inc_metrics", None) or [])
+    meta = _scalar_meta(getattr(gf, "metadata", None))
+    return assemble(parent, names, kinds, attrs, rows, others, exc, inc, meta=meta)
+
+
+def from_thicket(tk: Any) -> Ensemble:
+    """A Thicket as a cctviz Ensemble: one profile per Thicket profile.
+
+    Reads ``tk.graph``, ``tk.dataframe`` (indexed by node and profile),
+    ``tk.exc_metrics``, ``tk.inc_metrics``, ``tk.metadata`` (one row per
+    profile: the columns of ``ens.profiles``), ``tk.profile`` (order) and
+    ``tk.profile_mapping`` (``profile_file``); thicket is not imported. Caliper's
+    inclusive-only metrics come back as exclusive ones with the same inclusive
+    values (module docstring).
+
+    >>> import contextlib, io, json, cctviz
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # thicket prints a notice
+    ...     import thicket
+    >>> doc = json.load(open("../shared/data/thicket/example-json/user_ensemble.json"))
+    >>> doc.setdefault("profile_idx_name", "profile")  # written by an older Thicket
+    'profile'
+    >>> tk = thicket.Thicket.from_json(json.dumps(doc))
+    >>> ens = cctviz.from_thicket(tk)
+    >>> ens.n_profiles, len(ens.tree), sorted(set(ens.profiles["user"]))[:3]
+    (172, 29, ['alice', 'bob', 'carol'])
+    """
+    parent, names, kinds, attrs, rows, others = _graph_and_rows(tk, "from_thicket")
+    pname = getattr(tk, "profile_idx_name", None) or (others[0] if others else "profile")
+    if pname not in others:
+        raise ValueError(f"from_thicket: the dataframe index has no {pname!r} level")
+    order = getattr(tk, "profile", None)
+    order = list(order) if order is not None and len(order) else list(pd.unique(rows[pname]))
+    profiles = pd.DataFrame({pname: order})
+    md = getattr(tk, "metadata", None)
+    if isinstance(md, pd.DataFrame) and len(md.columns):
+        md = md.reset_index()
+        if pname not in md.columns:
+            md = md.rename(columns={md.columns[0]: pname})
+        md = md.drop_duplicates(pname)
+        profiles = profiles.merge(md, on=pname, how="left")
+    mapping = getattr(tk, "profile_mapping", None)
+    if isinstance(mapping, Mapping) and mapping:
+        files = {
+            str(k): (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in mapping.items()
+        }
+        profiles["profile_file"] = [files.get(str(p)) for p in order]
+    exc = list(getattr(tk, "exc_metrics", None) or [])
+    inc = list(getattr(tk, "inc_metrics", None) or [])
+    out = assemble(
+        parent,
+        names,
+        kinds,
+        attrs,
+        rows,
+        [pname],
+        exc,
+        inc,
+        profiles=profiles,
+        ensemble=True,
+    )
+    assert isinstance(out, Ensemble)
+    return out
