@@ -1,1 +1,287 @@
-"""(reader being written this session)"""
+"""speedscope's JSON file format (https://www.speedscope.app/file-format-schema.json).
+
+The format py-spy (``--format speedscope``), rbspy, pyinstrument's speedscope
+renderer, Austin and others write, and the one speedscope.app imports:
+
+- ``shared.frames``: a list of frames ``{"name", "file"?, "line"?, "col"?}``;
+  profiles refer to frames by their index in this list.
+- ``profiles``: a list; each is ``{"type": "sampled" | "evented", "name",
+  "unit", "startValue", "endValue", ...}`` with ``unit`` one of ``none``,
+  ``nanoseconds``, ``microseconds``, ``milliseconds``, ``seconds``, ``bytes``.
+- A **sampled** profile has ``samples`` (each a stack of frame indices,
+  outermost first) and ``weights`` (one number per sample): the weight of a
+  sample is exclusive to its last frame.
+- An **evented** profile has ``events``: ``{"type": "O" | "C", "at", "frame"}``
+  (open/close of a frame at a time, in non-decreasing ``at`` order, closes
+  matching the innermost open frame). The time between two events is
+  exclusive to the innermost open frame; each open counts one call.
+
+What cctviz makes of it:
+
+- A node per call path (frames merged by frame index under the same parent);
+  node columns ``file``, ``line`` (and ``col``) when the frames give them.
+- Metric name by unit: ``time`` for the four time units (unit kept in
+  ``meta["units"]`` as ``ns``/``us``/``ms``/``s``; profiles in different time
+  units are converted to the first one's), ``bytes`` for ``bytes``,
+  ``samples`` for ``none`` (py-spy's unit: weights are sample counts);
+  ``metric=`` renames it. Evented profiles also give ``calls`` (opens).
+- One profile gives a Tree (``meta["profile_name"]``); several profiles (py-spy
+  writes one per thread) give an Ensemble with one profile each, its
+  ``profiles`` table holding ``profile_name``; a name made of ``key=value``
+  pairs separated by ``, `` (what cctviz's writer puts there for an
+  Ensemble) also gives one column per key.
+- An evented profile whose frames are still open at the end is closed at
+  ``endValue`` (or its last event); a close that does not match the innermost
+  open frame, a time going backwards, a frame index outside ``shared.frames``
+  is a :class:`~cctviz.ProfileError` naming the place.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ..model.ensemble import Ensemble
+from ..model.tree import Tree
+from . import register
+from ._json import expect, load_json
+from .folded import stacks_to_tree
+
+SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+TIME_UNITS = {"nanoseconds": "ns", "microseconds": "us", "milliseconds": "ms", "seconds": "s"}
+SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+UNITS = (*TIME_UNITS, "bytes", "none")
+
+
+def _sniff(path: Path, h: bytes) -> bool:
+    if h.lstrip()[:1] != b"{":
+        return False
+    if b"speedscope.app/file-format-schema" in h:
+        return True
+    return b'"shared"' in h and b'"frames"' in h and b'"profiles"' in h
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+
+
+def _frames(path: Path, doc: dict) -> list[dict]:
+    shared = doc.get("shared")
+    expect(path, isinstance(shared, dict), "shared", "expected an object with 'frames'")
+    frames = shared.get("frames")
+    expect(path, isinstance(frames, list), "shared.frames", "expected a list of frames")
+    for i, f in enumerate(frames):
+        expect(
+            path,
+            isinstance(f, dict) and isinstance(f.get("name"), str),
+            f"shared.frames[{i}]",
+            "expected a frame {'name': string, 'file'?, 'line'?, 'col'?}",
+        )
+        for k in ("line", "col"):
+            if f.get(k) is not None:
+                expect(path, _is_num(f[k]), f"shared.frames[{i}].{k}", "expected a number")
+    return frames
+
+
+def _sampled(path: Path, prof: dict, where: str, nf: int) -> tuple[np.ndarray, list, dict]:
+    samples, weights = prof.get("samples"), prof.get("weights")
+    expect(path, isinstance(samples, list), f"{where}.samples", "expected a list of stacks")
+    expect(path, isinstance(weights, list), f"{where}.weights", "expected a list of numbers")
+    expect(
+        path,
+        len(weights) == len(samples),
+        f"{where}.weights",
+        f"{len(weights)} weights for {len(samples)} samples",
+    )
+    agg: dict[tuple, float] = {}
+    for k, (s, w) in enumerate(zip(samples, weights)):
+        if not isinstance(s, list) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and 0 <= x < nf for x in s
+        ):
+            raise ProfileError(
+                path,
+                f"expected a list of frame indices (0..{nf - 1})",
+                where=f"{where}.samples[{k}]",
+            )
+        expect(path, _is_num(w), f"{where}.weights[{k}]", f"expected a number, got {w!r}")
+        key = tuple(s)
+        agg[key] = agg.get(key, 0.0) + float(w)
+    parent, keys, w = stacks_to_tree(agg, list(agg.values()))
+    return parent, keys, {"value": w}
+
+
+def _evented(path: Path, prof: dict, where: str, nf: int) -> tuple[np.ndarray, list, dict]:
+    events = prof.get("events")
+    expect(path, isinstance(events, list), f"{where}.events", "expected a list of events")
+    ids: dict[tuple[int, int], int] = {}
+    parent: list[int] = []
+    keys: list[int] = []
+    value: list[float] = []
+    calls: list[float] = []
+    stack: list[int] = []
+    last = None
+    for k, ev in enumerate(events):
+        w = f"{where}.events[{k}]"
+        expect(path, isinstance(ev, dict), w, "expected an event {'type', 'at', 'frame'}")
+        typ, at, fr = ev.get("type"), ev.get("at"), ev.get("frame")
+        expect(path, typ in ("O", "C"), f"{w}.type", f"expected 'O' or 'C', got {typ!r}")
+        expect(path, _is_num(at), f"{w}.at", f"expected a number, got {at!r}")
+        expect(
+            path,
+            isinstance(fr, int) and not isinstance(fr, bool) and 0 <= fr < nf,
+            f"{w}.frame",
+            f"expected a frame index (0..{nf - 1}), got {fr!r}",
+        )
+        if last is not None:
+            expect(path, at >= last, f"{w}.at", f"time goes backwards ({at} after {last})")
+            if stack:
+                value[stack[-1]] += at - last
+        last = at
+        if typ == "O":
+            par = stack[-1] if stack else -1
+            nid = ids.get((par, fr))
+            if nid is None:
+                nid = ids[(par, fr)] = len(parent)
+                parent.append(par)
+                keys.append(fr)
+                value.append(0.0)
+                calls.append(0.0)
+            calls[nid] += 1
+            stack.append(nid)
+        else:
+            expect(
+                path,
+                bool(stack) and keys[stack[-1]] == fr,
+                w,
+                f"closes frame {fr}, but the innermost open frame is "
+                + (str(keys[stack[-1]]) if stack else "none"),
+            )
+            stack.pop()
+    end = prof.get("endValue")
+    if stack and _is_num(end) and last is not None and end > last:
+        value[stack[-1]] += end - last
+    return (
+        np.asarray(parent, dtype=np.int64),
+        keys,
+        {"value": np.asarray(value), "calls": np.asarray(calls)},
+    )
+
+
+_PAIR = re.compile(r"^([A-Za-z_][\w .-]*)=(.*)$")
+
+
+def _name_columns(names: list[str]) -> pd.DataFrame:
+    """``profile_name`` plus one column per ``key=value`` pair when every name is
+    made of the same keys."""
+    out = pd.DataFrame({"profile_name": names})
+    parsed: list[dict[str, Any]] = []
+    for n in names:
+        d: dict[str, Any] = {}
+        for part in n.split(", "):
+            m = _PAIR.match(part)
+            if not m:
+                return out
+            d[m.group(1)] = _coerce(m.group(2))
+        parsed.append(d)
+    if parsed and all(p.keys() == parsed[0].keys() for p in parsed):
+        for key in parsed[0]:
+            if key != "profile_name":
+                out[key] = [p[key] for p in parsed]
+    return out
+
+
+def _coerce(v: str) -> Any:
+    for t in (int, float):
+        try:
+            return t(v)
+        except ValueError:
+            pass
+    return v
+
+
+@register("speedscope", _sniff, "speedscope JSON (sampled and evented profiles; py-spy, rbspy)")
+def read_speedscope(path: Path, metric: str | None = None) -> Tree | Ensemble:
+    """Read a speedscope file: a Tree for one profile, an Ensemble for several.
+
+    Args:
+        path: the ``.speedscope.json`` file.
+        metric: name of the weight metric (default by unit: ``time``,
+            ``bytes`` or ``samples``).
+
+    Example:
+        >>> import cctviz, json, tempfile, os
+        >>> doc = {"$schema": "https://www.speedscope.app/file-format-schema.json",
+        ...   "shared": {"frames": [{"name": "main"}, {"name": "work", "file": "w.py", "line": 3}]},
+        ...   "profiles": [{"type": "sampled", "name": "t", "unit": "seconds", "startValue": 0,
+        ...                 "endValue": 4, "samples": [[0, 1], [0], [0, 1]], "weights": [1, 1, 2]}]}
+        >>> p = os.path.join(tempfile.mkdtemp(), "p.speedscope.json")
+        >>> _ = open(p, "w").write(json.dumps(doc))
+        >>> t = cctviz.read(p)
+        >>> t.metrics["time (inc)"].tolist(), t.units
+        ([4.0, 3.0], {'time': 's'})
+    """
+    doc = load_json(path)
+    expect(
+        path, isinstance(doc, dict), "top level", "expected an object with 'shared' and 'profiles'"
+    )
+    frames = _frames(path, doc)
+    profiles = doc.get("profiles")
+    expect(path, isinstance(profiles, list) and profiles, "profiles", "expected a non-empty list")
+    trees: list[Tree] = []
+    names: list[str] = []
+    time_unit: str | None = None
+    for j, prof in enumerate(profiles):
+        where = f"profiles[{j}]"
+        expect(path, isinstance(prof, dict), where, "expected a profile object")
+        typ, unit = prof.get("type"), prof.get("unit", "none")
+        expect(path, unit in UNITS, f"{where}.unit", f"expected one of {list(UNITS)}, got {unit!r}")
+        if typ == "sampled":
+            parent, keys, vals = _sampled(path, prof, where, len(frames))
+        elif typ == "evented":
+            parent, keys, vals = _evented(path, prof, where, len(frames))
+        else:
+            raise ProfileError(
+                path, f"expected type 'sampled' or 'evented', got {typ!r}", where=f"{where}.type"
+            )
+        if not keys:
+            continue  # a profile without samples or events (an idle thread)
+        units: dict[str, str] = {}
+        if unit in TIME_UNITS:
+            u = TIME_UNITS[unit]
+            time_unit = time_unit or u
+            vals["value"] = vals["value"] * (SECONDS[u] / SECONDS[time_unit])
+            name = metric or "time"
+            units[name] = time_unit
+        elif unit == "bytes":
+            name = metric or "bytes"
+            units[name] = "B"
+        else:
+            name = metric or "samples"
+        data = {name: vals.pop("value"), **vals}
+        fr = [frames[k] for k in keys]
+        cols = {
+            c: [f.get(c) for f in fr] for c in ("file", "line", "col") if any(c in f for f in fr)
+        }
+        pname = prof.get("name")
+        pname = str(pname) if pname is not None else f"profile {j}"
+        meta: dict[str, Any] = {"profile_name": pname}
+        if units:
+            meta["units"] = units
+        trees.append(
+            Tree.from_parents(
+                parent, [f["name"] for f in fr], data, columns=cols or None, meta=meta
+            )
+        )
+        names.append(pname)
+    expect(path, bool(trees), "profiles", "no profile holds a sample or an event")
+    file_meta = {k: doc[k] for k in ("name", "exporter") if isinstance(doc.get(k), str)}
+    if len(trees) == 1:
+        t = trees[0]
+        t.meta.update(file_meta)
+        return t
+    return Ensemble.from_trees(trees, profiles=_name_columns(names), meta=file_meta)

@@ -8,13 +8,17 @@ from typing import Any
 
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
+from .folded import to_folded, write_folded
 from .hatchet import to_hatchet_json, to_literal, write_hatchet_json, write_literal
 from .native import write_native
+from .speedscope import to_speedscope, write_speedscope
 
 _WRITERS = {
     "cctviz": write_native,
     "hatchet-json": write_hatchet_json,
     "hatchet-literal": write_literal,
+    "speedscope": write_speedscope,
+    "folded": write_folded,
 }
 
 
@@ -25,7 +29,9 @@ def write(
 
     The format defaults to the native one (``.cctviz``); ``format=
     "hatchet-json"`` writes Hatchet's ``to_json`` form and
-    ``"hatchet-literal"`` the graph literal ``GraphFrame.from_literal`` takes.
+    ``"hatchet-literal"`` the graph literal ``GraphFrame.from_literal`` takes;
+    ``"speedscope"`` a speedscope JSON file (``metric=``, ``type="sampled" |
+    "evented"``) and ``"folded"`` folded stacks (``metric=``, ``scale=``).
 
     >>> import cctviz, tempfile, os
     >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
@@ -42,4 +48,13 @@ def write(
     return p
 
 
-__all__ = ["write", "write_native", "to_literal", "to_hatchet_json"]
+__all__ = [
+    "write",
+    "write_native",
+    "to_literal",
+    "to_hatchet_json",
+    "to_speedscope",
+    "write_speedscope",
+    "to_folded",
+    "write_folded",
+]

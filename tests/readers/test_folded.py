@@ -1,0 +1,126 @@
+"""Folded stacks: hand-made FlameGraph / py-spy raw / perf lines and files
+written from the real samples; strict line errors, conservative detection."""
+
+import gzip
+
+import numpy as np
+import pytest
+
+import cctviz
+from cctviz import ProfileError
+from cctviz.readers import detect
+from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
+from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
+
+PYSPY_RAW = """\
+<module> (train.py:1);main (train.py:40);step (train.py:22);forward (model.py:10) 120
+<module> (train.py:1);main (train.py:40);step (train.py:22);backward (torch/_tensor.py:480) 250
+<module> (train.py:1);main (train.py:40);load_batch (data.py:8) 31
+
+<module> (train.py:1);main (train.py:40);step (train.py:22) 4
+<module> (train.py:1);main (train.py:40);step (train.py:22);forward (model.py:10) 30
+"""
+
+PERF = """\
+swapper;secondary_startup_64;cpu_startup_entry;do_idle 9010
+python3;_start;__libc_start_main;Py_BytesMain;pymain_run_python 12
+python3;_start;__libc_start_main;Py_BytesMain;pymain_run_python;PyRun_AnyFileObject 3
+"""
+
+
+def _write(tmp_path, name, text, gz=False):
+    p = tmp_path / name
+    p.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    return p
+
+
+def test_pyspy_raw_lines(tmp_path):
+    p = _write(tmp_path, "pyspy.txt", PYSPY_RAW)
+    assert detect(p) == "folded"
+    t = cctviz.read(p)
+    assert t.meta["format"] == "folded" and t.exc_metrics == ["samples"]
+    assert len(t) == 6 and len(t.roots) == 1
+    m = t.metrics.set_index(t.callpaths)
+    # the repeated stack adds up; names keep their spaces and parentheses
+    fwd = "<module> (train.py:1)/main (train.py:40)/step (train.py:22)/forward (model.py:10)"
+    assert m.loc[fwd, "samples"] == 150
+    assert m.loc["<module> (train.py:1)", "samples (inc)"] == 120 + 250 + 31 + 4 + 30
+    assert m.loc["<module> (train.py:1)/main (train.py:40)/step (train.py:22)", "samples"] == 4
+
+
+def test_perf_two_roots_gzipped_and_metric_name(tmp_path):
+    p = _write(tmp_path, "perf.folded.gz", PERF, gz=True)
+    assert detect(p) == "folded"
+    t = cctviz.read(p, metric="cycles")
+    assert sorted(t.names[t.roots]) == ["python3", "swapper"]
+    assert t.metrics["cycles (inc)"].sum() > 0
+    assert t.metrics["cycles"].sum() == 9010 + 12 + 3
+
+
+def test_decimal_counts_and_blank_lines(tmp_path):
+    t = cctviz.read(_write(tmp_path, "f.folded", "\n\na;b 1.5\n  \na 2\n"), format="folded")
+    assert t.metrics["samples (inc)"].tolist() == [3.5, 1.5]
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("a;b 3\na;c\n", 2),  # no count
+        ("a;b 3\n\na;c x7\n", 3),  # count is not a number
+        ("a;b 3\na;c -2\n", 2),  # negative
+        ("a;b 3\n17\n", 2),  # no stack
+    ],
+)
+def test_bad_line_is_named(tmp_path, text, line):
+    p = _write(tmp_path, "bad.folded", text)
+    with pytest.raises(ProfileError) as e:
+        cctviz.read(p, format="folded")
+    assert e.value.where == f"line {line}" and e.value.path == str(p)
+
+
+def test_binary_and_empty_files_are_errors(tmp_path):
+    for name, data in [("bin.folded", b"a;b 3\n\x00\x01"), ("empty.folded", b"\n\n")]:
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(ProfileError):
+            cctviz.read(p, format="folded")
+
+
+def test_sniff_is_conservative(tmp_path):
+    tau = DATA / "hatchet/tau-cpi-mpi/profile.0.0.0"
+    dot = DATA / "hatchet/gprof2dot-cpi/callgrind.dot.64042.0.1"
+    csv = _write(tmp_path, "t.csv", "name,time\nmain,12\nsolve,7\n")
+    pairs = _write(tmp_path, "pairs.txt", "main 12\nsolve 7\n")  # no ';': not claimed
+    text = _write(tmp_path, "notes.txt", "see a;b 3 for details\nnothing here\n")
+    from cctviz.readers import head
+    from cctviz.readers.folded import _sniff
+
+    for p in (tau, dot, csv, pairs, text, HATCHET_JSON, CALIPER_JSON[0]):
+        assert not _sniff(p, head(p)), p
+    assert detect(tau) == "tau" and detect(dot) == "gprof-dot"
+
+
+@pytest.mark.parametrize("sample", [HATCHET_JSON, DATA / "hatchet/tau-cpi-mpi/profile.0.0.0"])
+def test_foreign_files_rejected(sample):
+    assert_wrong_format_rejected(sample, "folded")
+
+
+def test_written_file_from_real_sample_reads_back(tmp_path):
+    ens = cctviz.read(CALIPER_JSON[0])  # cpi: 127 nodes over several ranks
+    p = cctviz.write(ens, tmp_path / "cpi.folded", format="folded", metric="count")
+    back = cctviz.read(p)
+    sums = ens.rows.assign(path=ens.tree.callpaths.to_numpy()[ens.rows["node"]])
+    want = sums.groupby("path")["count"].sum()
+    got = back.metrics.set_index(back.callpaths)["samples"]
+    want = want[want > 0]
+    got = got[got > 0]
+    assert len(got) == len(want)
+    assert np.allclose(got.reindex(want.index).to_numpy(), want.to_numpy())
+
+
+def test_fuzz_written_file(tmp_path):
+    t = cctviz.read(HATCHET_JSON)
+    p = cctviz.write(t, tmp_path / "h.folded", format="folded")
+    stats = fuzz_sample(p, "folded", tmp_path / "fz", n=60, truncation_fails=False)
+    assert stats["garbage:error"] + stats["digit:error"] > 0
+    assert stats["truncate:ok"] > 0  # a prefix of whole lines is a valid profile
