@@ -245,3 +245,25 @@ def test_foreign_files_are_refused():
     )
     assert "line 1" in str(e)
     assert_wrong_format_rejected(HATCHET_JSON, "cali")
+
+
+def test_recorded_inclusive_metrics_are_kept():
+    """Every record's inclusive value comes back as the node's `` (inc)`` metric."""
+    import caliperreader
+
+    f = next(RAJAPERF.rglob("Base_Seq-default.cali"))
+    t = cctviz.read(f)
+    ids = dict(zip(t.callpaths, range(len(t))))
+    r = caliperreader.CaliperReader()
+    r.read(str(f))
+    n = 0
+    for rec in r.records:
+        if "path" in rec:
+            node = ids["/".join(rec["path"])]
+            for attr, ours in (
+                ("avg#inclusive#sum#time.duration", "Avg time/rank (inc)"),
+                ("sum#inclusive#sum#time.duration", "Total time (inc)"),
+            ):
+                assert t.metrics.loc[node, ours] == pytest.approx(float(rec[attr]), abs=1e-12)
+            n += 1
+    assert n == len(t) == 74
