@@ -164,8 +164,9 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
     :class:`ProfileError` naming the file.
 
     >>> import cctviz
-    >>> sorted(cctviz.readers.formats())[:2]
-    ['caliper-json', 'cctviz']
+    >>> tree = cctviz.read("../shared/data/hatchet/caliper-cpi-json/cpi-callpath-profile.json")
+    >>> tree.meta["format"], len(tree)
+    ('caliper-json', 127)
     """
     p = Path(path)
     name = format or detect(p)
