@@ -201,9 +201,8 @@ def _parse_xml(xml: Path) -> dict[str, Any]:
         src.close()
     if version is None:
         raise ProfileError(xml, "not an HPCToolkit experiment (no <HPCToolkitExperiment>)")
-    for t in ("ProcedureTable", "MetricDBTable"):
-        if t != "MetricDBTable" and t not in tables:
-            raise ProfileError(xml, f"missing <{t}>", where="SecHeader")
+    if "ProcedureTable" not in tables:
+        raise ProfileError(xml, "missing <ProcedureTable>", where="SecHeader")
     if not metricdbs:
         raise ProfileError(xml, "no <MetricDB> entries: the metric-db columns are unknown")
     if not nid:
@@ -298,10 +297,12 @@ def _metric_name(db_name: str) -> tuple[str, str | None]:
     return base, unit
 
 
-def _db_files(folder: Path, xml: Path, glob: str) -> tuple[list[Path], pd.DataFrame]:
-    files = sorted(folder.glob(glob or "*.metric-db"))
+def _db_files(folder: Path, glob: str) -> tuple[list[Path], pd.DataFrame]:
+    if not glob or "/" in glob or "\\" in glob or ".." in glob:
+        glob = "*.metric-db"  # files beside experiment.xml only
+    files = sorted(f for f in folder.glob(glob) if f.is_file())
     if not files:
-        raise ProfileError(folder, f"no metric-db file ({glob or '*.metric-db'}) beside {XML}")
+        raise ProfileError(folder, f"no metric-db file ({glob}) beside {XML}")
     rows = []
     for f in files:
         m = _DB_NAME.search(f.name)
@@ -425,18 +426,19 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
         what = f"node id {nid[k]} < 1" if k is not None else "node ids are not unique"
         raise ProfileError(xml, what, where="SecCallPathProfileData")
     # --- metric-db files
-    files, prof = _db_files(folder, xml, dbs[0].get("db-glob", "*.metric-db"))
+    files, prof = _db_files(folder, dbs[0].get("db-glob", "*.metric-db"))
     it: Any = files
     if progress if progress is not None else len(files) >= PROGRESS_FILES:
         from tqdm.auto import tqdm
 
         it = tqdm(files, desc="reading metric-db", unit="file")
     P = len(files)
+    rows_idx = nid[s["idx"]] - 1  # metric-db row of each kept node
     n_nodes = None
-    data: np.ndarray | None = None
+    vals = np.empty((P, rows_idx.size, nm))  # (profile, kept node, metric)
     for p, f in enumerate(it):
         v = _read_db(f, hs, nm, n_nodes)
-        if data is None:
+        if n_nodes is None:
             n_nodes = v.shape[0]
             if nid.max() > n_nodes:
                 raise ProfileError(
@@ -444,12 +446,8 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
                     f"{n_nodes} nodes in the header, but experiment.xml has node id {nid.max()}",
                     where=f"byte {hs}",
                 )
-            data = np.empty((P, n_nodes, nm))
-        data[p] = v
-    assert data is not None
+        vals[p] = v[rows_idx]
     # --- metrics per kept node and profile
-    rows_idx = nid[s["idx"]] - 1  # metric-db row of each kept node
-    vals = data[:, rows_idx, :]  # (P, K, nm)
     kparent = s["parent"]
     K = kparent.size
     units: dict[str, str] = {}
