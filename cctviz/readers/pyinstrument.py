@@ -1,1 +1,176 @@
-"""(reader being written this session)"""
+"""pyinstrument's JSON output, in its two forms.
+
+- **Rendered JSON** (``pyinstrument -r json``, ``Profiler.output(JSONRenderer())``):
+  ``{"start_time", "duration", "sample_count", "program" (pyinstrument < 4) or
+  "target_description", "cpu_time", "root_frame": frame}`` where a frame is
+  ``{"function", "file_path_short", "file_path", "line_no", "time",
+  "is_application_code", "children": [frames], "group_id"?, "class_name"?,
+  "await_time"?}``. ``time`` is **inclusive** (seconds): exclusive time is
+  ``time`` minus the children's ``time``, as Hatchet's reader computes it.
+  pyinstrument's renderer has already processed the tree (library frames
+  grouped, ``[self]`` frames for self time, ...): nodes are taken as they are.
+- **Saved session** (``Session.save``, ``.pyisession``, ``pyinstrument -r
+  session``): ``{"frame_records": [[stack, seconds], ...], "start_time",
+  "duration", "sample_count", "start_call_stack", ...}``; a stack is a list of
+  frame strings ``function\\x00file\\x00line`` (optionally followed by
+  ``\\x01``-separated attributes such as ``c<class name>`` and ``l<line>``,
+  which are invocation details and not part of the frame's identity), and the
+  seconds are exclusive to the stack's last frame. Here the tree is the raw
+  call-path tree of the records (no pyinstrument processing).
+
+Nodes: ``name`` = function, columns ``file`` (the full path), ``file_short``
+(rendered form only), ``line``, ``is_application_code``/``group_id``/
+``class_name`` when present. Metric ``time`` in seconds. Session-level
+numbers (``duration``, ``sample_count``, ``cpu_time``, ``start_time``) and
+the program (``program``) go to ``meta``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ProfileError
+from ..model.tree import Tree
+from . import register
+from ._json import expect, load_json
+from .folded import stacks_to_tree
+
+FRAME_KEYS = ("function", "time")
+META_KEYS = ("start_time", "duration", "sample_count", "cpu_time", "min_interval", "max_interval")
+
+
+def _sniff(path: Path, h: bytes) -> bool:
+    if h.lstrip()[:1] != b"{":
+        return False
+    if b'"root_frame"' in h and b'"function"' in h and b'"file_path' in h:
+        return True
+    return b'"frame_records"' in h and (b'"start_call_stack"' in h or b'"sample_count"' in h)
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+
+
+def _meta(doc: dict) -> dict[str, Any]:
+    meta: dict[str, Any] = {"units": {"time": "s"}}
+    for k in META_KEYS:
+        if _num(doc.get(k)):
+            meta[k] = doc[k]
+    prog = doc.get("target_description", doc.get("program"))
+    if isinstance(prog, str):
+        meta["program"] = prog
+    return meta
+
+
+def _rendered(path: Path, doc: dict) -> Tree:
+    root = doc["root_frame"]
+    expect(
+        path,
+        isinstance(root, dict),
+        "root_frame",
+        "expected a frame object (the session is empty?)",
+    )
+    parent: list[int] = []
+    rows: list[dict[str, Any]] = []
+    stack: list[tuple[dict, int, str]] = [(root, -1, "root_frame")]
+    while stack:
+        fr, par, where = stack.pop()
+        expect(path, isinstance(fr, dict), where, "expected a frame object")
+        expect(path, isinstance(fr.get("function"), str), f"{where}.function", "expected a string")
+        expect(
+            path,
+            _num(fr.get("time")),
+            f"{where}.time",
+            f"expected a number, got {fr.get('time')!r}",
+        )
+        kids = fr.get("children", [])
+        expect(path, isinstance(kids, list), f"{where}.children", "expected a list of frames")
+        me = len(parent)
+        parent.append(par)
+        rows.append(fr)
+        for j in range(len(kids) - 1, -1, -1):
+            stack.append((kids[j], me, f"{where}.children[{j}]"))
+    inc = np.array([float(f["time"]) for f in rows])
+    cols: dict[str, list] = {
+        "file": [f.get("file_path") for f in rows],
+        "file_short": [f.get("file_path_short") for f in rows],
+        "line": [f.get("line_no") for f in rows],
+    }
+    for c in ("is_application_code", "group_id", "class_name"):
+        if any(c in f for f in rows):
+            cols[c] = [f.get(c) for f in rows]
+    return Tree.from_parents(
+        parent,
+        [f["function"] for f in rows],
+        None,
+        columns=cols,
+        meta=_meta(doc),
+        inclusive={"time": inc},
+    )
+
+
+def _frame_key(info: str) -> str:
+    return info.split("\x01", 1)[0]
+
+
+def _session(path: Path, doc: dict) -> Tree:
+    recs = doc["frame_records"]
+    expect(path, isinstance(recs, list), "frame_records", "expected a list of [stack, time]")
+    agg: dict[tuple[str, ...], float] = {}
+    for k, r in enumerate(recs):
+        ok = (
+            isinstance(r, list)
+            and len(r) == 2
+            and isinstance(r[0], list)
+            and all(isinstance(s, str) for s in r[0])
+            and _num(r[1])
+        )
+        expect(path, ok, f"frame_records[{k}]", "expected [[frame strings...], seconds]")
+        key = tuple(_frame_key(s) for s in r[0])
+        agg[key] = agg.get(key, 0.0) + float(r[1])
+    expect(path, bool(agg), "frame_records", "no records: the session is empty")
+    parent, keys, w = stacks_to_tree(agg, list(agg.values()))
+    names, files, lines = [], [], []
+    for k in keys:
+        parts = str(k).split("\x00")
+        names.append(parts[0])
+        files.append(parts[1] if len(parts) > 1 else None)
+        ln = parts[2] if len(parts) > 2 else ""
+        lines.append(int(ln) if ln.lstrip("-").isdigit() else None)
+    return Tree.from_parents(
+        parent, names, {"time": w}, columns={"file": files, "line": lines}, meta=_meta(doc)
+    )
+
+
+@register("pyinstrument", _sniff, "pyinstrument JSON (rendered frame tree or saved session)")
+def read_pyinstrument(path: Path) -> Tree:
+    """Read pyinstrument's JSON renderer output or a saved ``.pyisession``.
+
+    Example:
+        >>> import cctviz
+        >>> t = cctviz.read("../shared/data/hatchet/pyinstrument-hatchet-json/"
+        ...                 "pyinstrument-hatchet-profile.json")
+        >>> len(t), t.meta["program"], t.units
+        (111, 'examples.py', {'time': 's'})
+        >>> round(float(t.metrics["time (inc)"].iloc[0]), 6)
+        0.47815
+    """
+    doc = load_json(path)
+    expect(
+        path,
+        isinstance(doc, dict),
+        "top level",
+        "expected an object with 'root_frame' or 'frame_records'",
+    )
+    if "root_frame" in doc:
+        return _rendered(path, doc)
+    if "frame_records" in doc:
+        return _session(path, doc)
+    raise ProfileError(
+        path,
+        "expected 'root_frame' (rendered JSON) or 'frame_records' (a session)",
+        where="top level",
+    )
