@@ -164,9 +164,9 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
     :class:`ProfileError` naming the file.
 
     >>> import cctviz
-    >>> tree = cctviz.read("../shared/data/hatchet/caliper-cpi-json/cpi-callpath-profile.json")
-    >>> tree.meta["format"], len(tree)
-    ('caliper-json', 127)
+    >>> ens = cctviz.read("../shared/data/hatchet/caliper-lulesh-json/lulesh-annotation-profile.json")
+    >>> ens.meta["format"], ens.n_profiles, len(ens.tree)  # 8 ranks over 24 call paths
+    ('caliper-json', 8, 24)
     """
     p = Path(path)
     name = format or detect(p)
