@@ -43,7 +43,9 @@ from ..errors import ProfileError
 from ..model.tree import Tree
 from . import register
 
-_SNIFF_HEAD = re.compile(rb"^\s*(?:strict\s+)?digraph\b", re.I)
+_SNIFF_HEAD = re.compile(
+    rb"^(?:\s|//[^\n]*\n|/\*.*?\*/|\#[^\n]*\n)*(?:strict\s+)?digraph\b", re.I | re.S
+)
 _SNIFF_LABEL = re.compile(rb'label="[^"]*?%\\n\([^"]*?%\)')
 
 _TOKEN = re.compile(
