@@ -1,1 +1,1126 @@
-"""(reader being written this session)"""
+"""torch.profiler / Kineto Chrome-trace JSON (``*.pt.trace.json[.gz]``), format ``"kineto"``.
+
+Format facts (PyTorch 1.8 to 2.x, Kineto ``schemaVersion`` 1):
+
+- One JSON object. ``traceEvents`` is a list of Chrome trace events; every
+  other top-level key is run metadata: ``distributedInfo`` (``backend``,
+  ``rank``, ``world_size``, ``pg_config``...), ``deviceProperties``,
+  ``baseTimeNanoseconds``, ``schemaVersion``, ``traceName``, job labels.
+- Phase ``X`` events (``name``, ``cat``, ``pid``, ``tid``, ``ts``, ``dur``,
+  ``args``) in microseconds (fractional: a "ns resolution" trace still counts
+  in us, only ``displayTimeUnit`` says ``"ns"``). CPU side, one (pid, tid)
+  per thread: ``cpu_op``, ``user_annotation`` (``ProfilerStep#N``,
+  ``nccl:all_reduce``, ``## forward ##``), ``python_function`` (with
+  ``with_stack``: ``Python id``, ``Python parent id``), ``cuda_runtime`` and
+  ``cuda_driver`` (``cudaLaunchKernel``; ROCm traces keep the category for
+  ``hipLaunchKernel``...). GPU side, pid = device, tid = stream: ``kernel``,
+  ``gpu_memcpy``, ``gpu_memset``, ``gpu_user_annotation``. The 2021 schema
+  names them ``Operator``, ``Runtime``, ``Kernel``, ``Memcpy``, ``Memset``
+  (tids are strings there, ``"external id"`` is lower case).
+- A GPU event and the runtime call that launched it share
+  ``args.correlation`` (both schemas). The ``s``/``f`` flow events
+  (``ac2g``, ``async``, ``async_cpu_to_gpu``) carry the same number as their
+  ``id``, so they add nothing and are not read.
+- ``M`` events name processes and threads (``process_name``,
+  ``process_labels``, ``thread_name``); ``i`` events (``[memory]``) and the
+  ``Trace`` span are not read.
+- Collectives: ``record_param_comms`` (cpu_op) with ``Collective name``,
+  ``In msg nelems``, ``Out msg nelems``, ``dtype``, ``Group size``,
+  ``Process Group Name``/``Ranks`` (PyTorch >= 2.1; older ones have only
+  ``Input Dims``); ``nccl:<op>``/``gloo:<op>`` annotations with ``Input
+  Dims``/``Input type``; the dispatcher op ``c10d::<op>_`` around them.
+  They nest: ``c10d::allreduce_ > record_param_comms > nccl:all_reduce``.
+
+How the tree is built (the choices):
+
+- One root per CPU process, ``process <pid>`` (kind ``"process"``), a child
+  ``thread <tid>`` per thread (kind ``"thread"``); their ``M`` names are in
+  the node column ``label``. With ``thread_ids=False`` the names carry no
+  ids (``process``, ``main thread``, ``thread 1``... numbered by first event),
+  so that the ranks of one job unify by call path in an Ensemble.
+- CPU ``X`` events of the categories above (``xpu_runtime``,
+  ``privateuse1_runtime``/``_driver`` and ``mtia_runtime`` count as runtime)
+  are sorted by (ts, -dur) per thread and nested with a stack. A child that
+  ends after its parent is clamped to the parent's end and counted in
+  ``meta["kineto"]["clamped"]`` (ends that differ by float rounding only are
+  clamped without counting).
+- ``python_function`` frames hang under the frame named by their
+  ``Python parent id`` when that frame encloses them in time (CPU ops between
+  the two then lose the frame from their subtree, but keep their own
+  exclusive time); frames with equal start and duration are ordered by that
+  link. CPU ops nest under the innermost frame by time.
+- GPU events become children of the CPU event with the same correlation
+  (kinds ``"kernel"``, ``"memcpy"``, ``"memset"``; metric ``gpu_time``).
+  Those without one go under ``(unattributed GPU)`` below a root
+  ``device <pid>`` (kind ``"device"``), counted in
+  ``meta["kineto"]["unattributed_gpu"]``.
+- Not read: ``gpu_user_annotation`` (GPU-side copies of CPU annotations that
+  overlap the kernels they contain: their time would be counted twice),
+  ``cuda_sync`` (waits, not work), ``overhead``, ``Trace``, and any unknown
+  category (counts in ``meta["kineto"]["skipped"]``).
+- Merged by default into a calling-context tree (events with the same call
+  path are one node: metrics add up, ``calls`` counts them); ``merge=False``
+  keeps one node per event. ``ProfilerStep#N`` differs per step, so each step
+  stays its own node.
+
+Metrics (``meta["units"]``, Kineto's microseconds kept): ``time`` exclusive
+CPU time (dur minus the CPU children's durations), ``gpu_time`` (GPU dur),
+``calls``, and on the outermost event of each collective (``c10d::`` op,
+else ``record_param_comms``, else the ``nccl:``/``gloo:`` annotation; the
+events inside it are kind ``"comm"`` too but carry no comm metric, so bytes
+count once): ``comm_time`` (its CPU dur), ``comm_bytes`` and ``bus_bytes``.
+Bytes follow nccl-tests as :mod:`cctviz.runtime.comm` does: the whole output
+of all_gather/gather, the whole input otherwise; from ``In/Out msg nelems`` x
+``dtype`` where given, else from the annotation's ``Input Dims`` x ``Input
+type`` (an all_gather's output from the ``c10d::`` op's first tensor, or the
+input x group size). ``bus_bytes`` = bytes x the nccl-tests bus factor of the
+group size (0 when the group size is unknown). Node columns of the
+collective: ``collective``, ``group_size``, ``process_group``,
+``process_group_ranks``.
+
+Parsing streams the (gzipped) text in 4 MiB pieces through the C scanner of
+:mod:`json`, one event at a time, and keeps only columns (interned names,
+ts, dur, thread, correlation) in :mod:`array` buffers. Measured on the 35 MB
+samples: ``json.loads`` 0.8-1.1 s holding 126-140 MB of Python objects;
+``ijson.items(..., "traceEvents.item")`` (yajl2_c) 0.31-0.44 s streaming;
+this scanner 0.28-0.37 s streaming, and it also reads the other top-level
+keys in the same pass (ijson would need a second pass for them).
+
+>>> import cctviz
+>>> t = cctviz.read("../shared/data/kineto/hta_call_stack_backward_thread.json")
+>>> t.nodes["name"].tolist()[:4]
+['process 3914', 'thread 3914', 'ProfilerStep#552', 'thread 24922']
+>>> t.meta["rank"], t.units["time"]
+(0, 'us')
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import re
+import zlib
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ProfileError
+from ..model._algo import TrieBuilder, level_order
+from ..model.tree import Tree
+from ..runtime.comm import COLLECTIVES, KINDS, bus_factor
+from . import register
+
+# ----------------------------------------------------------------- categories
+OP, ANNOT, PYF, RUNTIME = 0, 1, 2, 3  # CPU event classes
+KERNEL, MEMCPY, MEMSET = -1, -2, -3  # GPU event classes
+CATEGORIES: dict[str, int] = {
+    "cpu_op": OP,
+    "Operator": OP,
+    "user_annotation": ANNOT,
+    "python_function": PYF,
+    "cuda_runtime": RUNTIME,
+    "cuda_driver": RUNTIME,
+    "Runtime": RUNTIME,
+    "xpu_runtime": RUNTIME,
+    "mtia_runtime": RUNTIME,
+    "privateuse1_runtime": RUNTIME,
+    "privateuse1_driver": RUNTIME,
+    "kernel": KERNEL,
+    "Kernel": KERNEL,
+    "gpu_memcpy": MEMCPY,
+    "Memcpy": MEMCPY,
+    "gpu_memset": MEMSET,
+    "Memset": MEMSET,
+}
+#: node kinds; the index is the kind code used while building
+KIND_NAMES = (
+    "op",
+    "region",
+    "function",
+    "runtime",
+    "kernel",
+    "memcpy",
+    "memset",
+    "comm",
+    "process",
+    "thread",
+    "device",
+)
+_K = {k: i for i, k in enumerate(KIND_NAMES)}
+_CLASS_KIND = {OP: _K["op"], ANNOT: _K["region"], PYF: _K["function"], RUNTIME: _K["runtime"]}
+_GPU_KIND = {KERNEL: _K["kernel"], MEMCPY: _K["memcpy"], MEMSET: _K["memset"]}
+NK = len(KIND_NAMES)
+
+UNITS = {"time": "us", "gpu_time": "us", "comm_time": "us", "comm_bytes": "B", "bus_bytes": "B"}
+METRICS = ("time", "gpu_time", "calls", "comm_time", "comm_bytes", "bus_bytes")
+COMM_COLUMNS = ("collective", "group_size", "process_group", "process_group_ranks")
+UNATTRIBUTED = "(unattributed GPU)"
+_RESERVED_META = {"units", "format", "source", "kineto", "traceEvents"}
+
+# ------------------------------------------------------------- collectives
+_COMM_NAME = re.compile(r"^(?:record_param_comms$|c10d::|(?:nccl|gloo|mpi|ucc|xccl|hccl):)")
+_PREFIX = re.compile(r"^(?:c10d::|(?:nccl|gloo|mpi|ucc|xccl|hccl):)")
+_ALIASES = {k.replace("_", ""): k for k in KINDS}
+_ALIASES.update(recvanysource="recv", monitoredbarrier="barrier", alltoallv="all_to_all")
+_SUFFIXES = ("coalesced", "base", "intotensor", "tensor", "single")
+#: which buffer nccl-tests counts (see cctviz.runtime.comm): the whole output
+#: for these, the whole input for the others
+_OUTPUT_KINDS = {"all_gather", "gather", "recv"}
+
+#: element sizes of PyTorch dtype names, both spellings: ScalarType names of
+#: ``record_param_comms``'s ``dtype`` ("Float", "BFloat16") and the C++ type
+#: names of ``Input type`` ("float", "c10::BFloat16", "unsigned char"),
+#: looked up lower case without "c10::".
+DTYPE_SIZE: dict[str, int] = {
+    **dict.fromkeys(("float", "float32"), 4),
+    **dict.fromkeys(("double", "float64"), 8),
+    **dict.fromkeys(("half", "float16", "bfloat16"), 2),
+    **dict.fromkeys(("int", "int32", "unsigned int", "uint32"), 4),
+    **dict.fromkeys(("long", "long int", "int64", "long long", "long long int"), 8),
+    **dict.fromkeys(("unsigned long", "long unsigned int", "unsigned long int", "uint64"), 8),
+    **dict.fromkeys(("short", "short int", "int16", "unsigned short", "uint16"), 2),
+    **dict.fromkeys(("char", "signed char", "int8", "byte", "unsigned char", "uint8"), 1),
+    **dict.fromkeys(("bool", "qint8", "quint8", "quint4x2", "quint2x4"), 1),
+    **dict.fromkeys(("qint32",), 4),
+    **dict.fromkeys(("complexhalf", "complex<half>"), 4),
+    **dict.fromkeys(("complexfloat", "complex<float>"), 8),
+    **dict.fromkeys(("complexdouble", "complex<double>"), 16),
+    **dict.fromkeys(
+        ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"),
+        1,
+    ),
+}
+
+
+def dtype_size(name: Any) -> int | None:
+    """Element size in bytes of a PyTorch dtype name as Kineto writes it; None if unknown.
+
+    >>> dtype_size("Float"), dtype_size("c10::BFloat16"), dtype_size("unsigned char")
+    (4, 2, 1)
+    >>> dtype_size("Scalar") is None
+    True
+    """
+    if not isinstance(name, str):
+        return None
+    return DTYPE_SIZE.get(name.lower().replace("c10::", "").strip())
+
+
+def collective_kind(name: str) -> str | None:
+    """The collective (one of :data:`cctviz.runtime.comm.KINDS`) an event name or
+    a ``Collective name`` stands for; None for anything else (``wait``...).
+
+    >>> collective_kind("nccl:_all_gather_base"), collective_kind("c10d::allreduce_")
+    ('all_gather', 'all_reduce')
+    >>> collective_kind("reduce_scatter_tensor_coalesced"), collective_kind("wait")
+    ('reduce_scatter', None)
+    """
+    s = _PREFIX.sub("", name.strip().lower())
+    if s in COLLECTIVES:
+        return COLLECTIVES[s][0]
+    s = s.strip("_")
+    if s in COLLECTIVES:
+        return COLLECTIVES[s][0]
+    t = s.replace("_", "")
+    changed = True
+    while changed:
+        changed = False
+        for suf in _SUFFIXES:
+            if t.endswith(suf) and len(t) > len(suf):
+                t, changed = t[: -len(suf)], True
+    return _ALIASES.get(t)
+
+
+def _tensor_bytes(dims: Any, types: Any, first_only: bool = False) -> int | None:
+    """Bytes of the tensors in ``Input Dims``/``Input type`` (entries of known
+    dtype only); None if there is none."""
+    if not isinstance(dims, list) or not isinstance(types, list):
+        return None
+    total, found = 0, False
+    for d, ty in zip(dims, types):
+        size = dtype_size(ty)
+        if size is None or not isinstance(d, list):
+            if first_only:
+                return None
+            continue
+        n = 1
+        for x in d:
+            if not isinstance(x, int) or x < 0:
+                return None
+            n *= x
+        total += n * size
+        found = True
+        if first_only:
+            break
+    return total if found else None
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v if v >= 0 else None
+    if isinstance(v, float) and v.is_integer() and v >= 0:
+        return int(v)
+    if isinstance(v, str) and v.isdigit():
+        return int(v)
+    return None
+
+
+def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
+    """Kind, bytes, group size and process group of one collective from the
+    (name, args) of the comm events that nest into it, outermost first."""
+    kind: str | None = None
+    group: int | None = None
+    pg: Any = None
+    ranks: Any = None
+    nbytes: int | None = None
+    outer_first: int | None = None  # a c10d:: op's first tensor (an all_gather's output)
+    annot: int | None = None  # bytes of an nccl:/gloo: annotation's tensors
+    rpc_in: int | None = None  # record_param_comms' first tensor from Input Dims
+    for name, args in members:
+        if name == "record_param_comms":
+            cn = args.get("Collective name")
+            if isinstance(cn, str):
+                kind = collective_kind(cn) or kind
+                if kind is None:
+                    kind = ""  # known not to be a collective ("wait")
+            g = _int(args.get("Group size"))
+            group = g if g else group
+            pg = args.get("Process Group Name", args.get("Process Group ID", pg))
+            ranks = args.get("Process Group Ranks", ranks)
+            size = dtype_size(args.get("dtype"))
+            n_in, n_out = _int(args.get("In msg nelems")), _int(args.get("Out msg nelems"))
+            if size is not None and (n_in is not None or n_out is not None) and nbytes is None:
+                nbytes = _pick(kind, n_in or 0, n_out or 0, group) * size
+            if rpc_in is None:
+                rpc_in = _tensor_bytes(args.get("Input Dims"), args.get("Input type"), True)
+        elif name.startswith("c10d::"):
+            kind = kind or collective_kind(name)
+            if outer_first is None:
+                outer_first = _tensor_bytes(args.get("Input Dims"), args.get("Input type"), True)
+        else:
+            if not kind:
+                kind = collective_kind(name) or kind
+            if annot is None:
+                annot = _tensor_bytes(args.get("Input Dims"), args.get("Input type"))
+    if nbytes is None and kind:
+        base = annot if annot is not None else rpc_in
+        if base is not None:
+            if kind in ("all_gather", "gather"):
+                if outer_first is not None and outer_first >= base:
+                    if group is None and base > 0 and outer_first % base == 0:
+                        group = outer_first // base
+                    nbytes = outer_first
+                else:
+                    nbytes = base * (group or 1)
+            else:
+                nbytes = base
+    return {
+        "collective": kind or None,
+        "bytes": float(nbytes or 0),
+        "group_size": group,
+        "process_group": None if pg is None else str(pg),
+        "process_group_ranks": None if ranks is None else str(ranks),
+    }
+
+
+def _pick(kind: str | None, n_in: int, n_out: int, group: int | None) -> int:
+    """nelems nccl-tests counts for ``kind`` from record_param_comms' in/out counts."""
+    if kind in _OUTPUT_KINDS:
+        return n_out if n_out else n_in * (group or 1 if kind != "recv" else 1)
+    if kind == "scatter":
+        return n_in if n_in else n_out * (group or 1)
+    if kind == "reduce_scatter":
+        return n_in if n_in else n_out * (group or 1)
+    return n_in if n_in else n_out
+
+
+# -------------------------------------------------------------------- sniff
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_KINETO_HEAD = re.compile(
+    rb'^\s*\{\s*"schemaVersion"\s*:\s*\d+\s*,\s*"(?:deviceProperties|distributedInfo|record_shapes)"'
+)
+
+
+def _sniff(path: Path, h: bytes) -> bool:
+    if h.lstrip()[:1] != b"{":
+        return False
+    # long metadata (a big pg_config) can push traceEvents past the head
+    return bool(_EVENTS_KEY.search(h)) or bool(_KINETO_HEAD.match(h))
+
+
+# ------------------------------------------------------------ the JSON stream
+_WS = re.compile(r"[ \t\n\r]*")
+CHUNK = 1 << 22
+
+
+class _Stream:
+    """A JSON document read piecewise: (gzipped) bytes -> text -> values."""
+
+    def __init__(self, path: Path, chunk: int = CHUNK) -> None:
+        self.path = path
+        self.chunk = chunk
+        try:
+            self.raw = open(path, "rb")
+        except OSError as e:
+            raise ProfileError(path, f"cannot read the file: {e}") from None
+        magic = self.raw.read(2)
+        self.raw.seek(0)
+        self.f: Any = (
+            gzip.GzipFile(fileobj=self.raw, mode="rb") if magic == b"\x1f\x8b" else self.raw
+        )
+        self.dec = codecs.getincrementaldecoder("utf-8")()
+        self.buf = ""
+        self.pos = 0
+        self.base = 0  # characters dropped before buf
+        self.eof = False
+        self.scan = json.JSONDecoder().scan_once
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def more(self) -> bool:
+        """Append the next piece of text (geometric growth); False at the end."""
+        if self.eof:
+            return False
+        want = max(self.chunk, len(self.buf) - self.pos)
+        try:
+            data = self.f.read(want)
+            text = self.dec.decode(data, final=not data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise ProfileError(self.path, f"cannot read the file (broken gzip?): {e}") from None
+        except UnicodeDecodeError as e:
+            raise ProfileError(
+                self.path,
+                f"not UTF-8 text ({e.reason})",
+                where=f"near character {self.base + len(self.buf)}",
+            ) from None
+        if not data:
+            self.eof = True
+        self.base += self.pos
+        self.buf = self.buf[self.pos :] + text
+        self.pos = 0
+        return bool(text) or not self.eof
+
+    def fail(self, problem: str, pos: int | None = None, where: str | None = None) -> ProfileError:
+        at = self.base + (self.pos if pos is None else pos)
+        return ProfileError(
+            self.path, problem, where=f"{where}, character {at}" if where else f"character {at}"
+        )
+
+    def skip_ws(self) -> str:
+        """Skip whitespace; the next character ("" at the end of the text)."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def value(self, where: str) -> Any:
+        """Parse the JSON value at the current position."""
+        while True:
+            if not self.skip_ws():
+                raise self.fail("the file ends early (truncated JSON)", where=where)
+            try:
+                obj, end = self.scan(self.buf, self.pos)
+            except StopIteration as e:
+                err, msg = e.value, "Expecting value"
+            except json.JSONDecodeError as e:
+                err, msg = e.pos, e.msg
+            else:
+                if end < len(self.buf) or self.eof:
+                    self.pos = end
+                    return obj
+                self.more()  # a number at the end of the piece may go on
+                continue
+            if self._need_more(err, msg):
+                continue
+            raise self.fail(f"invalid JSON: {msg}", err, where)
+
+    def _need_more(self, err: int, msg: str) -> bool:
+        if self.eof:
+            return False
+        if err >= len(self.buf) - 8 or msg.startswith("Unterminated string"):
+            self.more()
+            return True
+        return False
+
+    def items(self, meta: dict[str, Any]) -> Iterator[Any]:
+        """The elements of every ``traceEvents`` list; other top-level keys go to ``meta``."""
+        if self.skip_ws() != "{":
+            raise self.fail("expected a JSON object with 'traceEvents' (a Kineto trace)")
+        self.pos += 1
+        seen_events = False
+        first = True
+        while True:
+            c = self.skip_ws()
+            if c == "}" and first:
+                self.pos += 1
+                break
+            if c != '"':
+                raise self.fail("expected a key (a string) in the top-level object")
+            key = self.value("top level")
+            if self.skip_ws() != ":":
+                raise self.fail(f"expected ':' after the key {key!r}")
+            self.pos += 1
+            if key == "traceEvents":
+                if self.skip_ws() != "[":
+                    raise self.fail("expected a list of events", where="traceEvents")
+                self.pos += 1
+                seen_events = True
+                yield from self._events()
+            else:
+                meta[key] = self.value(key)
+            first = False
+            c = self.skip_ws()
+            if c == ",":
+                self.pos += 1
+                continue
+            if c == "}":
+                self.pos += 1
+                break
+            raise self.fail("expected ',' or '}' in the top-level object")
+        if self.skip_ws():
+            raise self.fail("extra data after the JSON object")
+        if not seen_events:
+            raise ProfileError(self.path, "no 'traceEvents' list (not a Kineto trace)", "top level")
+
+    def _events(self) -> Iterator[Any]:
+        scan = self.scan
+        ws = _WS.match
+        buf, pos, n = self.buf, self.pos, len(self.buf)
+        k = 0
+        after = False  # just read an element: expect ',' or ']'
+        while True:
+            pos = ws(buf, pos).end()
+            if pos >= n:
+                self.pos = pos
+                if not self.more():
+                    raise self.fail(
+                        "the file ends early (truncated JSON)", where=f"traceEvents[{k}]"
+                    )
+                buf, pos, n = self.buf, self.pos, len(self.buf)
+                continue
+            c = buf[pos]
+            if after:
+                if c == ",":
+                    pos += 1
+                    after = False
+                    continue
+                if c == "]":
+                    self.pos = pos + 1
+                    return
+                self.pos = pos
+                raise self.fail("expected ',' or ']' after an event", where=f"traceEvents[{k - 1}]")
+            if c == "]" and k == 0:
+                self.pos = pos + 1
+                return
+            try:
+                ev, pos = scan(buf, pos)
+            except (StopIteration, json.JSONDecodeError) as e:
+                err, msg = (
+                    (e.value, "Expecting value") if isinstance(e, StopIteration) else (e.pos, e.msg)  # type: ignore[union-attr]
+                )
+                self.pos = pos
+                if self._need_more(err, msg):
+                    buf, pos, n = self.buf, self.pos, len(self.buf)
+                    continue
+                raise self.fail(f"invalid JSON: {msg}", err, f"traceEvents[{k}]") from None
+            k += 1
+            after = True
+            yield ev
+            buf, n = self.buf, len(self.buf)  # unchanged unless more() ran (it does not here)
+
+
+# --------------------------------------------------------------- the reader
+class _Columns:
+    """What the parse keeps of the events: flat typed arrays, interned strings."""
+
+    def __init__(self) -> None:
+        self.names: dict[Any, int] = {}
+        self.threads: dict[tuple[Any, Any], int] = {}
+        self.comm_codes: set[int] = set()
+        # CPU events
+        self.c_th = array("i")
+        self.c_name = array("i")
+        self.c_cls = array("b")
+        self.c_ts = array("d")
+        self.c_dur = array("d")
+        self.c_corr = array("q")
+        self.py: list[tuple[int, Any, Any]] = []  # (cpu index, Python id, Python parent id)
+        self.comm: dict[int, dict] = {}  # cpu index -> args of a comm event
+        # GPU events
+        self.g_name = array("i")
+        self.g_cls = array("b")
+        self.g_dev: list[Any] = []
+        self.g_ts = array("d")
+        self.g_dur = array("d")
+        self.g_corr = array("q")
+        # M events
+        self.process_names: dict[Any, str] = {}
+        self.process_labels: dict[Any, str] = {}
+        self.thread_names: dict[tuple[Any, Any], str] = {}
+        self.skipped: dict[str, int] = {}
+
+
+def _parse(path: Path, python_functions: bool) -> tuple[_Columns, dict[str, Any]]:
+    st = _Stream(path)
+    top: dict[str, Any] = {}
+    col = _Columns()
+    names, threads, comm_codes = col.names, col.threads, col.comm_codes
+    c_th, c_name, c_cls, c_ts, c_dur, c_corr = (
+        col.c_th.append,
+        col.c_name.append,
+        col.c_cls.append,
+        col.c_ts.append,
+        col.c_dur.append,
+        col.c_corr.append,
+    )
+    g_name, g_cls, g_dev, g_ts, g_dur, g_corr = (
+        col.g_name.append,
+        col.g_cls.append,
+        col.g_dev.append,
+        col.g_ts.append,
+        col.g_dur.append,
+        col.g_corr.append,
+    )
+    py, comm, skipped = col.py, col.comm, col.skipped
+    cats = CATEGORIES
+    empty: dict = {}
+    ncpu = 0
+    k = -1
+    ev: Any = None
+    try:
+        for k, ev in enumerate(st.items(top)):
+            ph = ev.get("ph")
+            if ph == "X":
+                cat = ev.get("cat")
+                cls = cats.get(cat)
+                if cls is None:
+                    skipped[cat] = skipped.get(cat, 0) + 1
+                    continue
+                args = ev.get("args") or empty
+                nm = ev.get("name")
+                nc = names.get(nm)
+                if nc is None:
+                    if not isinstance(nm, str):
+                        raise ProfileError(
+                            path, f"event name {nm!r} is not a string", f"traceEvents[{k}].name"
+                        )
+                    nc = names[nm] = len(names)
+                    if _COMM_NAME.match(nm):
+                        comm_codes.add(nc)
+                corr = args.get("correlation")
+                if cls >= 0:
+                    if cls == PYF:
+                        if not python_functions:
+                            continue
+                        py.append((ncpu, args.get("Python id"), args.get("Python parent id")))
+                    key = (ev.get("pid"), ev.get("tid"))
+                    th = threads.get(key)
+                    if th is None:
+                        th = threads[key] = len(threads)
+                    c_ts(ev["ts"])
+                    c_dur(ev["dur"])
+                    c_th(th)
+                    c_name(nc)
+                    c_cls(cls)
+                    c_corr(-1 if corr is None else corr)
+                    if nc in comm_codes:
+                        comm[ncpu] = args
+                    ncpu += 1
+                else:
+                    g_ts(ev["ts"])
+                    g_dur(ev["dur"])
+                    g_name(nc)
+                    g_cls(cls)
+                    g_dev(ev.get("pid"))
+                    g_corr(-1 if corr is None else corr)
+            elif ph == "M":
+                _metadata(ev, col)
+    except ProfileError:
+        raise
+    except AttributeError:
+        what = "the event" if isinstance(ev, dict) else f"{type(ev).__name__} {str(ev)[:40]!r}"
+        raise ProfileError(
+            path, f"expected an object with object 'args', got {what}", f"traceEvents[{k}]"
+        ) from None
+    except KeyError as e:
+        raise ProfileError(
+            path, f"a complete ('X') event without {e.args[0]!r}", f"traceEvents[{k}]"
+        ) from None
+    except (TypeError, OverflowError, ValueError) as e:
+        raise ProfileError(
+            path,
+            f"an 'X' event needs numeric ts and dur, a hashable pid/tid/name/cat and an "
+            f"integer args.correlation ({type(e).__name__}: {e})",
+            f"traceEvents[{k}]",
+        ) from None
+    finally:
+        st.close()
+    return col, top
+
+
+def _metadata(ev: dict, col: _Columns) -> None:
+    args = ev.get("args")
+    if not isinstance(args, dict):
+        return
+    nm = ev.get("name")
+    if nm == "thread_name":
+        col.thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name"))
+    elif nm == "process_name":
+        col.process_names[ev.get("pid")] = str(args.get("name"))
+    elif nm == "process_labels":
+        col.process_labels[ev.get("pid")] = str(args.get("labels"))
+
+
+def _key(v: Any) -> Any:
+    """A sort key for pids/tids of mixed types (ints, numeric strings, names)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (0, v, "")
+    s = str(v)
+    try:
+        return (0, int(s), "")
+    except ValueError:
+        return (1, 0, s)
+
+
+def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[int]]:
+    """Nest intervals (sorted by thread, start, -duration) with a stack.
+
+    Returns each interval's parent position (-1 for a thread's top level) and
+    the positions clamped by more than ``tol`` (float rounding); their ``end``
+    is clamped in place to the parent's end.
+    """
+    n = len(ts)
+    parent = [-1] * n
+    st_end: list[float] = []
+    st_pos: list[int] = []
+    prev = None
+    clamped: list[int] = []
+    for j in range(n):
+        t = th[j]
+        if t != prev:
+            st_end.clear()
+            st_pos.clear()
+            prev = t
+        s = ts[j]
+        while st_end and st_end[-1] <= s:
+            st_end.pop()
+            st_pos.pop()
+        e = end[j]
+        if st_end:
+            pe = st_end[-1]
+            parent[j] = st_pos[-1]
+            if e > pe:
+                if e - pe > tol:  # beyond float rounding: clamp and count
+                    clamped.append(j)
+                    end[j] = pe
+                e = pe
+        st_end.append(e)
+        st_pos.append(j)
+    return parent, clamped
+
+
+def _link_depths(col: _Columns, th: np.ndarray) -> dict[int, int]:
+    """Depth of each python_function frame along its ``Python parent id`` links
+    (cpu index -> depth), to order frames with equal start and duration."""
+    link: dict[tuple[int, Any], Any] = {}
+    for i, pid_, ppid in col.py:
+        try:
+            link[(int(th[i]), pid_)] = ppid
+        except TypeError:  # an unhashable id: no link
+            continue
+    memo: dict[tuple[int, Any], int] = {}
+    out: dict[int, int] = {}
+    for i, pid_, _ppid in col.py:
+        t = int(th[i])
+        key = (t, pid_)
+        chain = []
+        try:
+            while key in link and key not in memo and len(chain) <= len(link):
+                chain.append(key)
+                key = (t, link[key])
+        except TypeError:
+            pass
+        d = memo.get(key, -1)
+        for c in reversed(chain):
+            d += 1
+            memo[c] = d
+        out[i] = memo.get((t, pid_), 0) if chain else 0
+    return out
+
+
+def _thread_names(col: _Columns, first_ts: np.ndarray, thread_ids: bool) -> tuple[list, list]:
+    """Process and thread nodes: [(pid, name, label)], [(thread code, pid, name, label)]."""
+    keys = list(col.threads)
+    order = sorted(range(len(keys)), key=lambda t: (first_ts[t], _key(keys[t][1])))
+    pids: list[Any] = []
+    for t in order:
+        if keys[t][0] not in pids:
+            pids.append(keys[t][0])
+    procs = []
+    for k, pid in enumerate(pids):
+        name = f"process {pid}" if thread_ids else ("process" if len(pids) == 1 else f"process {k}")
+        procs.append((pid, name, col.process_names.get(pid)))
+    threads = []
+    count: dict[Any, int] = {}
+    for t in order:
+        pid, tid = keys[t]
+        if thread_ids:
+            name = f"thread {tid}"
+        elif str(tid) == str(pid):
+            name = "main thread"
+        else:
+            count[pid] = count.get(pid, 0) + 1
+            name = f"thread {count[pid]}"
+        threads.append((t, pid, name, col.thread_names.get((pid, tid))))
+    return procs, threads
+
+
+def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_ids: bool) -> Tree:
+    n = len(col.c_ts)
+    ng = len(col.g_ts)
+    if n + ng == 0:
+        raise ProfileError(path, "no CPU or GPU event of a known category", "traceEvents")
+    info: dict[str, Any] = {}
+    names: dict[Any, int] = col.names
+
+    def code(s: str) -> int:
+        c = names.get(s)
+        if c is None:
+            c = names[s] = len(names)
+        return c
+
+    # ---- CPU events: clean the numbers, sort, nest
+    ts0 = np.frombuffer(col.c_ts, dtype=np.float64) if n else np.empty(0)
+    dur0 = np.frombuffer(col.c_dur, dtype=np.float64).copy() if n else np.empty(0)
+    gts = np.frombuffer(col.g_ts, dtype=np.float64) if ng else np.empty(0)
+    gdur = np.frombuffer(col.g_dur, dtype=np.float64).copy() if ng else np.empty(0)
+    for v, what in ((ts0, "ts"), (dur0, "dur"), (gts, "ts"), (gdur, "dur")):
+        if not np.isfinite(v).all():
+            raise ProfileError(
+                path, f"an event has a non-finite {what} ({v[~np.isfinite(v)][0]})", "traceEvents"
+            )
+    neg = int((dur0 < 0).sum() + (gdur < 0).sum())
+    np.maximum(dur0, 0, out=dur0)
+    np.maximum(gdur, 0, out=gdur)
+    th0 = np.frombuffer(col.c_th, dtype=np.int32) if n else np.empty(0, np.int32)
+    nth = len(col.threads)
+    first_ts = np.full(nth, np.inf)
+    np.minimum.at(first_ts, th0, ts0)
+    procs, thr = _thread_names(col, first_ts, thread_ids)
+    th_rank = np.empty(max(nth, 1), dtype=np.int64)
+    th_rank[[t for t, *_ in thr]] = np.arange(nth)
+    tie = np.zeros(n, dtype=np.int64)
+    if col.py:
+        depths = _link_depths(col, th0)
+        tie[:] = 1 << 40
+        idx = np.fromiter(depths.keys(), dtype=np.int64, count=len(depths))
+        tie[idx] = np.fromiter(depths.values(), dtype=np.int64, count=len(depths))
+    order = np.lexsort((tie, -dur0, ts0, th_rank[th0])) if n else np.empty(0, np.int64)
+    ts = ts0[order]
+    dur = dur0[order]
+    th = th0[order]
+    end = (ts + dur).tolist()
+    tol = 4 * float(np.spacing(np.abs(ts).max() + dur.max())) if n else 0.0
+    tparent_l, clamped_at = _sweep(th.tolist(), ts.tolist(), end, tol)
+    clamped = len(clamped_at)
+    tparent = np.asarray(tparent_l, dtype=np.int64)
+    cdur = dur.copy()  # durations as given (ts + dur - ts loses digits at 1e15 us)
+    if clamped:
+        ci = np.asarray(clamped_at, dtype=np.int64)
+        cdur[ci] = np.asarray(end, dtype=np.float64)[ci] - ts[ci]
+    has = tparent >= 0
+    time = cdur - np.bincount(tparent[has], weights=cdur[has], minlength=n)
+    np.maximum(time, 0, out=time)  # float rounding
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.arange(n)
+
+    # ---- python_function frames: the frame named by Python parent id
+    sparent = tparent
+    ignored = 0
+    if col.py:
+        sparent = tparent.copy()
+        pos_of: dict[tuple[int, Any], int] = {}
+        for i, pid_, _ in col.py:
+            try:
+                pos_of[(int(th0[i]), pid_)] = int(inv[i])
+            except TypeError:
+                continue
+        for i, _, ppid in col.py:
+            try:
+                p = pos_of.get((int(th0[i]), ppid))
+            except TypeError:
+                p = None
+            if p is None:
+                continue
+            f = int(inv[i])
+            a = tparent_l[f]
+            if a == p:
+                continue
+            while a != -1 and a != p:
+                a = tparent_l[a]
+            if a == p:
+                sparent[f] = p
+            else:
+                ignored += 1
+
+    # ---- collectives: metrics on the outermost comm event of each nest
+    kind_cpu = (
+        np.asarray([_CLASS_KIND[c] for c in range(4)], dtype=np.int64)[
+            np.frombuffer(col.c_cls, dtype=np.int8)[order].astype(np.int64)
+        ]
+        if n
+        else np.empty(0, np.int64)
+    )
+    comm_time = np.zeros(n)
+    comm_bytes = np.zeros(n)
+    bus_bytes = np.zeros(n)
+    comm_cols: dict[str, dict[int, Any]] = {c: {} for c in COMM_COLUMNS}
+    unknown_group = 0
+    if col.comm:
+        cpos = sorted(int(inv[i]) for i in col.comm)
+        args_at = {int(inv[i]): a for i, a in col.comm.items()}
+        name_list = list(names)
+        cname = np.frombuffer(col.c_name, dtype=np.int32)[order]
+        is_comm = set(cpos)
+        head: dict[int, int] = {}
+        nests: dict[int, list[int]] = {}
+        for p in cpos:
+            a = tparent_l[p]
+            while a != -1 and a not in is_comm:
+                a = tparent_l[a]
+            h = p if a == -1 else head[a]
+            head[p] = h
+            nests.setdefault(h, []).append(p)
+        for h, members in nests.items():
+            c = _collective(
+                [
+                    (name_list[cname[p]], a if isinstance(a := args_at[p], dict) else {})
+                    for p in members
+                ]
+            )
+            kind_cpu[members] = _K["comm"]
+            if c["collective"] is None:
+                continue
+            comm_time[h] = cdur[h]
+            comm_bytes[h] = c["bytes"]
+            if c["group_size"]:
+                bus_bytes[h] = c["bytes"] * bus_factor(c["collective"], c["group_size"])
+            elif c["bytes"]:
+                unknown_group += 1
+            for k in COMM_COLUMNS:
+                comm_cols[k][h] = c[k]
+        info["collectives"] = int(sum(1 for h in nests if h in comm_cols["collective"]))
+
+    # ---- GPU events: under their launch, else under (unattributed GPU)
+    gparent = np.full(ng, -1, dtype=np.int64)
+    if ng:
+        gcorr = np.frombuffer(col.g_corr, dtype=np.int64)
+        ccorr = np.frombuffer(col.c_corr, dtype=np.int64)[order] if n else np.empty(0, np.int64)
+        kpos = np.flatnonzero(ccorr >= 0)
+        keys = ccorr[kpos]
+        srt = np.argsort(keys, kind="stable")
+        sk = keys[srt]
+        if sk.size:
+            gi = np.minimum(np.searchsorted(sk, gcorr), sk.size - 1)
+            ok = (gcorr >= 0) & (sk[gi] == gcorr)
+            gparent[ok] = kpos[srt[gi[ok]]]
+    unattributed = int((gparent < 0).sum())
+
+    # ---- synthetic roots
+    s_parent: list[int] = []
+    s_name: list[int] = []
+    s_kind: list[int] = []
+    s_label: list[Any] = []
+    proc_node: dict[Any, int] = {}
+    for pid, nm, label in procs:
+        proc_node[pid] = len(s_parent)
+        (
+            s_parent.append(-1),
+            s_name.append(code(nm)),
+            s_kind.append(_K["process"]),
+            s_label.append(label),
+        )
+    thread_node = np.zeros(max(nth, 1), dtype=np.int64)
+    for t, pid, nm, label in thr:
+        thread_node[t] = len(s_parent)
+        s_parent.append(proc_node[pid]), s_name.append(code(nm)), s_kind.append(_K["thread"])
+        s_label.append(label)
+    dev_node: dict[Any, int] = {}
+    if unattributed:
+        devs = [col.g_dev[g] for g in np.flatnonzero(gparent < 0)]
+        uniq = sorted(set(map(str, devs)), key=_key)
+        by_str: dict[str, int] = {}
+        for k, d in enumerate(uniq):
+            label = col.process_labels.get(int(d) if d.lstrip("-").isdigit() else d)
+            nm = f"device {d}" if thread_ids or len(uniq) > 1 else "device"
+            if not thread_ids and len(uniq) > 1:
+                nm = f"device {k}"
+            s_parent.append(-1), s_name.append(code(nm)), s_kind.append(_K["device"])
+            s_label.append(label)
+            by_str[d] = len(s_parent)
+            (
+                s_parent.append(by_str[d] - 1),
+                s_name.append(code(UNATTRIBUTED)),
+                s_kind.append(_K["region"]),
+            )
+            s_label.append(None)
+        for g in np.flatnonzero(gparent < 0):
+            dev_node[int(g)] = by_str[str(col.g_dev[g])]
+    S = len(s_parent)
+
+    # ---- all nodes: synthetic, CPU (sorted), GPU
+    total = S + n + ng
+    parent = np.empty(total, dtype=np.int64)
+    parent[:S] = s_parent
+    parent[S : S + n] = np.where(sparent >= 0, sparent + S, thread_node[th] if n else 0)
+    gp = np.where(gparent >= 0, gparent + S, -1)
+    if unattributed:
+        miss = np.flatnonzero(gparent < 0)
+        gp[miss] = [dev_node[int(g)] for g in miss]
+    parent[S + n :] = gp
+    name_code = np.concatenate(
+        [
+            np.asarray(s_name, dtype=np.int64),
+            np.frombuffer(col.c_name, dtype=np.int32)[order].astype(np.int64) if n else [],
+            np.frombuffer(col.g_name, dtype=np.int32).astype(np.int64) if ng else [],
+        ]
+    ).astype(np.int64)
+    gkind = (
+        np.asarray([_GPU_KIND[-1], _GPU_KIND[-2], _GPU_KIND[-3]], dtype=np.int64)[
+            -np.frombuffer(col.g_cls, dtype=np.int8).astype(np.int64) - 1
+        ]
+        if ng
+        else np.empty(0, np.int64)
+    )
+    kind = np.concatenate([np.asarray(s_kind, dtype=np.int64), kind_cpu, gkind])
+    tkey = np.concatenate([np.full(S, -np.inf), ts, gts])
+    zeros_s = np.zeros(S)
+    metrics = {
+        "time": np.concatenate([zeros_s, time, np.zeros(ng)]),
+        "gpu_time": np.concatenate([zeros_s, np.zeros(n), gdur]),
+        "calls": np.concatenate([zeros_s, np.ones(n + ng)]),
+        "comm_time": np.concatenate([zeros_s, comm_time, np.zeros(ng)]),
+        "comm_bytes": np.concatenate([zeros_s, comm_bytes, np.zeros(ng)]),
+        "bus_bytes": np.concatenate([zeros_s, bus_bytes, np.zeros(ng)]),
+    }
+    sparse: dict[str, dict[int, Any]] = {"label": dict(enumerate(s_label))}
+    if col.comm:
+        for k in COMM_COLUMNS:
+            sparse[k] = {S + p: v for p, v in comm_cols[k].items()}
+    name_arr = np.asarray(list(names), dtype=object)
+    for k, v in enumerate(name_arr):
+        if not isinstance(v, str):  # pragma: no cover - checked while parsing
+            name_arr[k] = str(v)
+
+    # ---- meta
+    meta: dict[str, Any] = {}
+    kmeta: dict[str, Any] = {}
+    for key, val in top.items():
+        if isinstance(val, (str, int, float, bool)) and key not in _RESERVED_META:
+            meta[key] = val
+        else:
+            kmeta[key] = val
+    di = top.get("distributedInfo")
+    if isinstance(di, dict):
+        for k in ("rank", "world_size", "backend"):
+            if isinstance(di.get(k), (str, int, float)):
+                meta[k] = di[k]
+    kmeta.update(
+        cpu_events=n,
+        gpu_events=ng,
+        threads=nth,
+        clamped=clamped,
+        unattributed_gpu=unattributed,
+        skipped={str(k): v for k, v in col.skipped.items()},
+        python_links_ignored=ignored,
+        negative_dur=neg,
+        bus_bytes_unknown_group=unknown_group,
+        **info,
+    )
+    meta["kineto"] = kmeta
+    meta["units"] = dict(UNITS)
+
+    if not merge:
+        cols = {k: _dense(v, total) for k, v in sparse.items()}
+        return Tree.from_parents(
+            parent,
+            name_arr[name_code],
+            metrics,
+            kind=np.asarray(KIND_NAMES, dtype=object)[kind],
+            columns=cols,
+            meta=meta,
+            sibling_key=tkey,
+        )
+    # ---- merge by call path (level by level, siblings by first appearance)
+    depth, levels = level_order(parent)
+    tb = TrieBuilder()
+    uid = np.empty(total, dtype=np.int64)
+    pcode = name_code * NK + kind
+    for lv in levels:
+        lv = lv[np.argsort(tkey[lv], kind="stable")]
+        p = parent[lv]
+        prev = np.where(p >= 0, uid[np.maximum(p, 0)], -1)
+        uid[lv] = tb.add_level(prev, pcode[lv])
+    m = tb.size
+    mcode = tb.code
+    mmetrics = {k: np.bincount(uid, weights=v, minlength=m) for k, v in metrics.items()}
+    cols = {}
+    for k, v in sparse.items():
+        out: dict[int, Any] = {}
+        for node, val in sorted(v.items()):
+            out.setdefault(int(uid[node]), val)
+        cols[k] = _dense(out, m)
+    return Tree.from_parents(
+        tb.parent,
+        name_arr[mcode // NK],
+        mmetrics,
+        kind=np.asarray(KIND_NAMES, dtype=object)[mcode % NK],
+        columns=cols,
+        meta=meta,
+    )
+
+
+def _dense(values: dict[int, Any], size: int) -> np.ndarray:
+    out = np.full(size, None, dtype=object)
+    if values:
+        out[np.fromiter(values.keys(), dtype=np.int64, count=len(values))] = list(values.values())
+    return out
+
+
+@register("kineto", _sniff, "torch.profiler / Kineto Chrome trace JSON (traceEvents)")
+def read_kineto(
+    path: Path,
+    *,
+    python_functions: bool = True,
+    merge: bool = True,
+    thread_ids: bool = True,
+) -> Tree:
+    """Read a torch.profiler (Kineto) trace, plain or gzipped, into a calling-context tree.
+
+    Args:
+        path: the ``.json`` / ``.json.gz`` trace.
+        python_functions: keep ``python_function`` frames (``with_stack``
+            traces); False drops them while parsing.
+        merge: merge events with the same call path into one node (a CCT);
+            False keeps one node per event (a call tree).
+        thread_ids: name process and thread nodes by pid/tid; False gives
+            id-free names so that the ranks of a job unify in an Ensemble.
+
+    Example:
+        >>> import cctviz
+        >>> t = cctviz.read("../shared/data/kineto/hta_trace_filter_sampled_rank-0.json.gz")
+        >>> t.meta["rank"], t.meta["world_size"], t.meta["backend"]
+        (0, 128, 'nccl')
+        >>> int(t.metrics["calls"][t.nodes["kind"] == "kernel"].sum())
+        1154
+    """
+    col, top = _parse(Path(path), python_functions)
+    return _build(Path(path), col, top, merge, thread_ids)
