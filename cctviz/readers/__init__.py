@@ -116,14 +116,45 @@ FOLDER = "folder"
 
 
 def _folder_files(folder: Path) -> dict[Path, str]:
-    """Files in ``folder`` and its sub-folders that a reader recognises, with their format."""
+    """Profiles in ``folder`` and its sub-folders, with their format.
+
+    A sub-folder that is a profile itself (a database, a run folder) is one
+    entry, and so is the folder of a file that stands for its folder (TAU's
+    ``profile.N.0.0``, HPCToolkit's ``experiment.xml``).
+    """
     found: dict[Path, str] = {}
-    for f in _files_in(folder):
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        dirnames[:] = sorted(x for x in dirnames if not x.startswith("."))
+        if here != folder:
+            kind = _folder_format(here)
+            if kind is not None:
+                found[here] = kind
+                dirnames[:] = []
+                continue
+        for fn in sorted(filenames):
+            if fn.startswith("."):
+                continue
+            try:
+                kind = detect(here / fn)
+            except ProfileError:
+                continue
+            if kind in _FOLDER_FORMATS:
+                found.setdefault(here, kind)
+            else:
+                found[here / fn] = kind
+    return dict(sorted(found.items()))
+
+
+def _folder_format(path: Path) -> str | None:
+    """The folder format that claims the folder ``path``, if any."""
+    for name in _FOLDER_FORMATS:
         try:
-            found[f] = detect(f)
-        except ProfileError:
+            if _READERS[name].sniff(path, b""):
+                return name
+        except Exception:  # noqa: BLE001 - a sniffer must not break detection
             continue
-    return found
+    return None
 
 
 def _files_in(folder: Path) -> list[Path]:

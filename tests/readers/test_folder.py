@@ -44,3 +44,12 @@ def test_mixed_and_empty_folders_are_errors(tmp_path):
     (tmp_path / "b.json").unlink()
     # files no reader recognises are left out
     assert cctviz.read(tmp_path).n_profiles == 8
+
+
+def test_a_database_inside_a_folder_is_one_profile_source(tmp_path):
+    """A folder format (TAU, HPCToolkit) inside a folder counts once, not once per file."""
+    shutil.copytree(DATA / "hatchet/tau-cpi-mpi", tmp_path / "run1" / "tau")
+    shutil.copytree(DATA / "hatchet/tau-cpi-mpi", tmp_path / "run2")
+    ens = cctviz.read(tmp_path)
+    assert ens.n_profiles == 2 * 4  # two runs of 4 ranks
+    assert sorted(set(ens.profiles["file"])) == [str(tmp_path / "run1/tau"), str(tmp_path / "run2")]
