@@ -330,5 +330,10 @@ DETECTION_ORDER = (
 )
 for _module in DETECTION_ORDER:
     importlib.import_module(f"{__name__}.{_module}")
+# a reader module importing another registers it early: restore the order above
+_RANK = {f"{__name__}.{m}": k for k, m in enumerate(DETECTION_ORDER)}
+_READERS = dict(
+    sorted(_READERS.items(), key=lambda kv: _RANK.get(kv[1].read.__module__, len(_RANK)))
+)
 
 __all__ = ["read", "read_ensemble", "register", "detect", "formats", "Reader"]
