@@ -27,6 +27,7 @@ from ._json import expect, expect_rows, load_json, numeric
 
 def _sniff_json_form(path: Path, h: bytes) -> bool:
     from .thicket_json import looks_like_thicket  # Thicket.to_json has the same keys
+    from .timemory import looks_like_timemory  # a non-MPI timemory tree has a "graph"
 
     s = h.lstrip()
     return (
@@ -34,6 +35,7 @@ def _sniff_json_form(path: Path, h: bytes) -> bool:
         and b'"graph"' in h
         and (b'"dataframe"' in h or b'"dataframe_indices"' in h or len(h) < 65536)
         and not looks_like_thicket(h)
+        and not looks_like_timemory(h)
     )
 
 

@@ -53,8 +53,14 @@ _FILE_TAIL = re.compile(r"(?P<func>\S+)[@/](?P<file>\S+)/(?P<tail>.*)")
 _LINE_TAIL = re.compile(r"(?P<func>\S+):(?P<line>[0-9]+)/*(?P<tail>.*)")
 
 
-def _sniff(path: Path, h: bytes) -> bool:
+def looks_like_timemory(h: bytes) -> bool:
+    """Whether a file's first bytes open a timemory document (``{"timemory": ...``);
+    also used by the ``hatchet-json`` sniffer, since a non-MPI tree has a ``graph`` key."""
     return bool(_SNIFF.match(h))
+
+
+def _sniff(path: Path, h: bytes) -> bool:
+    return looks_like_timemory(h)
 
 
 def parse_prefix(prefix: str) -> tuple[str, str | None, int | None]:
