@@ -37,6 +37,7 @@ Rules:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -186,7 +187,9 @@ def assemble(
             except TypeError:  # mixed types: first-appearance order
                 pass
         lookup = profiles[profile_cols].reset_index(drop=True).reset_index()
-        prof = keys.merge(lookup, on=profile_cols, how="left")["index"]
+        with warnings.catch_warnings():  # int ids against float ones: simply no match
+            warnings.simplefilter("ignore", UserWarning)
+            prof = keys.merge(lookup, on=profile_cols, how="left")["index"]
         if prof.isna().any():
             k = int(np.flatnonzero(prof.isna().to_numpy())[0])
             raise ProfileError(

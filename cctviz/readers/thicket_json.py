@@ -26,6 +26,7 @@ metric becomes its exclusive counterpart (``sum#inclusive#sum#time.duration`` ->
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +205,9 @@ def read_thicket_json(path: Path) -> Ensemble:
         mdf = pd.DataFrame.from_records(md) if md else pd.DataFrame(columns=[pname])
         mdf = mdf.drop_duplicates(pname)
         try:
-            profiles = profiles.merge(mdf, on=pname, how="left")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                profiles = profiles.merge(mdf, on=pname, how="left")
         except (TypeError, ValueError) as e:
             raise ProfileError(
                 path, f"metadata profile ids do not match: {e}", "metadata"
