@@ -53,6 +53,12 @@ def read_hatchet_json(path: Path) -> Tree | Ensemble:
     )
     for key in ("graph", "dataframe"):
         expect(path, key in doc, "top level", f"missing key {key!r}")
+    expect(
+        path,
+        "profile_mapping" not in doc and "profile_idx_name" not in doc,
+        "top level",
+        "this is a Thicket ensemble (Thicket.to_json): read it with format='thicket-json'",
+    )
     graph = doc["graph"]
     expect(path, isinstance(graph, list), "graph", "expected a list of root objects")
     ids: list[int] = []
