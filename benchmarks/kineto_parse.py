@@ -49,6 +49,8 @@ Measures
 * ``s``: median over ``--reps`` of the wall time of the work in the child
   (``time.perf_counter``); the two tools alternate (cctviz first on even
   repetitions, HTA first on odd ones).
+* ``cpu x``: the same ratio on the CPU time of the work (``process_time``),
+  which other jobs on a shared machine disturb less than the wall time;
 * ``events/s``: trace events in the file(s) (every entry of ``traceEvents``,
   metadata and flows included, the same count for both) / time.
 * ``MB``: peak resident memory of the work: the child's peak RSS (max over
@@ -60,9 +62,10 @@ Measures
   its children 310 MB against 9 MB of their own), so it would measure this
   script's own footprint; the parent here stays small anyway (it never loads
   the synthetic traces).
-* ratios: HTA / cctviz for time and for memory (> 1: cctviz better). The
-  summary gives their geometric means over the traces of at least 10,000
-  events (on tiny traces both sides are fixed costs) and over all.
+* ratios (``speed x``, ``cpu x``, ``mem x``): HTA / cctviz (> 1: cctviz
+  better). The summary gives their geometric means over the traces of at
+  least 10,000 events (on tiny traces both sides are fixed costs) and over
+  all.
 
 Traces
 ------
@@ -135,7 +138,13 @@ def _import(tool: str, cfg: dict):
         def work(path: Path) -> dict:
             obj = cctviz.read(path, format="kineto", **opts)
             trees = list(obj.trees()) if hasattr(obj, "trees") else [obj]
-            return {"ranks": len(trees), "nodes": sum(len(t) for t in trees)}
+            k = [t.meta.get("kineto", {}) for t in trees]
+            return {
+                "ranks": len(trees),
+                "nodes": sum(len(t) for t in trees),
+                "cpu_events": sum(x.get("cpu_events", 0) for x in k),
+                "gpu_events": sum(x.get("gpu_events", 0) for x in k),
+            }
 
         return work
 
@@ -183,9 +192,10 @@ def child_main(tool: str, trace: str, out: str, cfg: dict) -> None:
     work = _import(tool, cfg)
     res: dict = {"import_s": time.perf_counter() - t0, "import_mb": _peak_mb()}
     if trace:
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         info = work(Path(trace))
         res["s"] = time.perf_counter() - t1
+        res["cpu_s"] = time.process_time() - c1
         res["peak_mb"] = _peak_mb()
         res.update(info)
     Path(out).write_text(json.dumps(res))
@@ -283,7 +293,7 @@ def summarise(r: list[dict]) -> dict | None:
     out = dict(ok[0])
     out["s"] = statistics.median(x["s"] for x in ok)
     out["peak_mb"] = max(x["peak_mb"] for x in ok)
-    for k in ("parse_s", "graph_s"):
+    for k in ("cpu_s", "parse_s", "graph_s"):
         if k in out:
             out[k] = statistics.median(x[k] for x in ok)
     return out
@@ -371,9 +381,9 @@ def print_table(rows: list, baseline: dict, args: argparse.Namespace) -> None:
     )
     hdr = (
         f"{'trace':<40}{'events':>10}{'cctviz s':>10}{'HTA s':>10}{'cctviz ev/s':>13}"
-        f"{'HTA ev/s':>11}{'speed x':>9}{'cctviz MB':>15}{'HTA MB':>15}{'mem x':>7}"
+        f"{'HTA ev/s':>11}{'speed x':>9}{'cpu x':>7}{'cctviz MB':>15}{'HTA MB':>15}{'mem x':>7}"
     )
-    ratios: dict[bool, list[tuple[int, float, float]]] = {}
+    ratios: dict[bool, list[tuple[int, float, float, float]]] = {}
     for lean in sorted({r[0] for r in rows}):
         label = (
             "lean: cctviz python_functions=False, HTA ijson_batch_and_compress"
@@ -384,41 +394,45 @@ def print_table(rows: list, baseline: dict, args: argparse.Namespace) -> None:
         for lean_, name, n, res in rows:
             if lean_ != lean:
                 continue
-            c, h = res["cctviz"], res["hta"]
-            cells, mem, speed = [], {}, None
-            for t, r in (("cctviz", c), ("hta", h)):
-                good = r is not None and "peak_mb" in r
-                mem[t] = r["peak_mb"] - baseline[(t, lean)] if good else None
-            cok = c is not None and "peak_mb" in c
-            hok = h is not None and "peak_mb" in h
-            if cok and (hok or (h or {}).get("timeout")):
+            c, h = res["cctviz"] or {}, res["hta"] or {}
+            cok, hok = "peak_mb" in c, "peak_mb" in h
+            speed = cpu = memx = None
+            if cok and (hok or h.get("timeout")):
                 speed = h["s"] / c["s"]
-            cells.append(f"{name:<40}{n:>10,}{_fmt_s(c):>10}{_fmt_s(h):>10}")
-            cells.append(f"{n / c['s']:>13,.0f}" if cok else f"{'-':>13}")
-            cells.append(f"{n / h['s']:>11,.0f}" if hok else f"{'-':>11}")
-            lb = ">" if (h or {}).get("timeout") else ""
-            cells.append(f"{lb + format(speed, '.1f'):>9}" if speed else f"{'-':>9}")
+            if cok and hok:
+                cpu = h["cpu_s"] / c["cpu_s"]
+                memx = (h["peak_mb"] - baseline[("hta", lean)]) / max(
+                    c["peak_mb"] - baseline[("cctviz", lean)], 1.0
+                )
+            lb = ">" if h.get("timeout") else ""
+            cells = [
+                f"{name:<40}{n:>10,}{_fmt_s(c):>10}{_fmt_s(h):>10}",
+                f"{n / c['s']:>13,.0f}" if cok else f"{'-':>13}",
+                f"{n / h['s']:>11,.0f}" if hok else f"{'-':>11}",
+                f"{lb + format(speed, '.1f'):>9}" if speed else f"{'-':>9}",
+                f"{cpu:>7.1f}" if cpu else f"{'-':>7}",
+            ]
             for t, r in (("cctviz", c), ("hta", h)):
-                m = mem[t]
-                cells.append(f"{m:>7.0f} ({r['peak_mb']:>4.0f})" if m is not None else f"{'-':>15}")
-            memx = None
-            if mem["cctviz"] is not None and mem["hta"] is not None:
-                memx = mem["hta"] / max(mem["cctviz"], 1.0)
-                cells.append(f"{memx:>7.1f}")
-            else:
-                cells.append(f"{'-':>7}")
+                if "peak_mb" in r:
+                    m = r["peak_mb"] - baseline[(t, lean)]
+                    cells.append(f"{m:>7.0f} ({r['peak_mb']:>4.0f})")
+                else:
+                    cells.append(f"{'-':>15}")
+            cells.append(f"{memx:>7.1f}" if memx is not None else f"{'-':>7}")
             print("".join(cells))
-            if speed and memx is not None:
-                ratios.setdefault(lean, []).append((n, speed, memx))
+            if speed and cpu and memx is not None:
+                ratios.setdefault(lean, []).append((n, speed, cpu, memx))
         rs = ratios.get(lean, [])
         big = [x for x in rs if x[0] >= BIG]
         for what, sel in ((f">= {BIG:,} events", big), ("all traces", rs)):
             if sel:
+                cols = list(zip(*sel))
                 print(
-                    f"geometric mean over {len(sel)} traces ({what}): speed x "
-                    f"{_geomean([s for _, s, _ in sel]):.1f} (min {min(s for _, s, _ in sel):.1f}), "
-                    f"memory x {_geomean([m for *_, m in sel]):.1f} "
-                    f"(min {min(m for *_, m in sel):.1f})"
+                    f"geometric mean over {len(sel)} traces ({what}): "
+                    + ", ".join(
+                        f"{lab} x {_geomean(list(v)):.1f} (min {min(v):.1f})"
+                        for lab, v in zip(("speed", "cpu", "memory"), cols[1:])
+                    )
                 )
     details = [(lean, name, res) for lean, name, _, res in rows]
     print("\nwhat each built (untimed counts; HTA time split into parse_traces + CallGraph):")
@@ -426,7 +440,8 @@ def print_table(rows: list, baseline: dict, args: argparse.Namespace) -> None:
         c, h = res["cctviz"] or {}, res["hta"] or {}
         print(
             f"  {'lean ' if lean else ''}{name}: cctviz {c.get('ranks', '-')} tree(s), "
-            f"{c.get('nodes', '-')} nodes, import {c.get('import_s', float('nan')):.2f} s; "
+            f"{c.get('nodes', '-')} nodes from {c.get('cpu_events', '-')} CPU + "
+            f"{c.get('gpu_events', '-')} GPU events, import {c.get('import_s', float('nan')):.2f} s; "
             f"HTA {h.get('ranks', '-')} rank(s), {h.get('rows', '-')} rows, "
             f"{h.get('nodes', '-')} CPU events in stacks, parse {h.get('parse_s', float('nan')):.2f}"
             f" + graph {h.get('graph_s', float('nan')):.2f} s, import {h.get('import_s', float('nan')):.2f} s"
