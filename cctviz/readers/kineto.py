@@ -88,8 +88,8 @@ keys in the same pass (ijson would need a second pass for them).
 
 >>> import cctviz
 >>> t = cctviz.read("../shared/data/kineto/hta_call_stack_backward_thread.json")
->>> t.nodes["name"].tolist()[:4]
-['process 3914', 'thread 3914', 'ProfilerStep#552', 'thread 24922']
+>>> t.nodes["name"].tolist()[:5]
+['process 3914', 'thread 3914', 'ProfilerStep#552', '## backward ##', 'thread 24922']
 >>> t.meta["rank"], t.units["time"]
 (0, 'us')
 """
@@ -355,7 +355,8 @@ def _sniff(path: Path, h: bytes) -> bool:
 
 # ------------------------------------------------------------ the JSON stream
 _WS = re.compile(r"[ \t\n\r]*")
-CHUNK = 1 << 22
+CHUNK = 1 << 22  # characters read at a time
+BATCH = 1 << 20  # characters of events parsed in one json.loads call
 
 
 class _Stream:
@@ -440,7 +441,12 @@ class _Stream:
                 continue
             if self._need_more(err, msg):
                 continue
-            raise self.fail(f"invalid JSON: {msg}", err, where)
+            raise self.fail(self._problem(err, msg), err, where)
+
+    def _problem(self, err: int, msg: str) -> str:
+        if self.eof and (err >= len(self.buf) - 8 or msg.startswith("Unterminated string")):
+            return f"the file ends early (truncated JSON: {msg})"
+        return f"invalid JSON: {msg}"
 
     def _need_more(self, err: int, msg: str) -> bool:
         if self.eof:
@@ -496,6 +502,8 @@ class _Stream:
         buf, pos, n = self.buf, self.pos, len(self.buf)
         k = 0
         after = False  # just read an element: expect ',' or ']'
+        loads = json.loads
+        no_batch = -1  # no batch before this position (a cut there failed)
         while True:
             pos = ws(buf, pos).end()
             if pos >= n:
@@ -520,6 +528,24 @@ class _Stream:
             if c == "]" and k == 0:
                 self.pos = pos + 1
                 return
+            if pos > no_batch:
+                # many events in one call: json.loads shares the keys among them
+                # (scan_once makes new key strings per call). A cut at a "}," that
+                # is not between two events leaves brackets open and fails.
+                cut = buf.rfind("},", pos, pos + BATCH)
+                if cut > pos:
+                    try:
+                        batch = loads("[" + buf[pos : cut + 1] + "]")
+                    except ValueError:
+                        no_batch = cut
+                    else:
+                        for ev in batch:
+                            yield ev
+                        k += len(batch)
+                        del batch
+                        pos = cut + 1
+                        after = True
+                        continue
             try:
                 ev, pos = scan(buf, pos)
             except (StopIteration, json.JSONDecodeError) as e:
@@ -530,11 +556,10 @@ class _Stream:
                 if self._need_more(err, msg):
                     buf, pos, n = self.buf, self.pos, len(self.buf)
                     continue
-                raise self.fail(f"invalid JSON: {msg}", err, f"traceEvents[{k}]") from None
+                raise self.fail(self._problem(err, msg), err, f"traceEvents[{k}]") from None
             k += 1
             after = True
             yield ev
-            buf, n = self.buf, len(self.buf)  # unchanged unless more() ran (it does not here)
 
 
 # --------------------------------------------------------------- the reader
@@ -783,40 +808,29 @@ def _thread_names(col: _Columns, first_ts: np.ndarray, thread_ids: bool) -> tupl
     return procs, threads
 
 
-def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_ids: bool) -> Tree:
+class _Cpu:
+    """The CPU events nested, in (thread, ts, -dur) order."""
+
+    ts: np.ndarray  # start
+    th: np.ndarray  # thread code
+    time: np.ndarray  # exclusive CPU time
+    sparent: np.ndarray  # parent position (-1: the thread's top level)
+    name: np.ndarray  # name code
+    kind: np.ndarray  # kind code
+    corr: np.ndarray  # correlation (-1: none)
+    comm: dict[int, dict[str, Any]]  # head position -> collective
+    clamped: int
+    ignored: int
+
+
+def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
+    """Sort the CPU events per thread and nest them (the stack sweep), link the
+    Python frames, find the collectives."""
+    out = _Cpu()
     n = len(col.c_ts)
-    ng = len(col.g_ts)
-    if n + ng == 0:
-        raise ProfileError(path, "no CPU or GPU event of a known category", "traceEvents")
-    info: dict[str, Any] = {}
-    names: dict[Any, int] = col.names
-
-    def code(s: str) -> int:
-        c = names.get(s)
-        if c is None:
-            c = names[s] = len(names)
-        return c
-
-    # ---- CPU events: clean the numbers, sort, nest
     ts0 = np.frombuffer(col.c_ts, dtype=np.float64) if n else np.empty(0)
-    dur0 = np.frombuffer(col.c_dur, dtype=np.float64).copy() if n else np.empty(0)
-    gts = np.frombuffer(col.g_ts, dtype=np.float64) if ng else np.empty(0)
-    gdur = np.frombuffer(col.g_dur, dtype=np.float64).copy() if ng else np.empty(0)
-    for v, what in ((ts0, "ts"), (dur0, "dur"), (gts, "ts"), (gdur, "dur")):
-        if not np.isfinite(v).all():
-            raise ProfileError(
-                path, f"an event has a non-finite {what} ({v[~np.isfinite(v)][0]})", "traceEvents"
-            )
-    neg = int((dur0 < 0).sum() + (gdur < 0).sum())
-    np.maximum(dur0, 0, out=dur0)
-    np.maximum(gdur, 0, out=gdur)
+    dur0 = np.frombuffer(col.c_dur, dtype=np.float64) if n else np.empty(0)
     th0 = np.frombuffer(col.c_th, dtype=np.int32) if n else np.empty(0, np.int32)
-    nth = len(col.threads)
-    first_ts = np.full(nth, np.inf)
-    np.minimum.at(first_ts, th0, ts0)
-    procs, thr = _thread_names(col, first_ts, thread_ids)
-    th_rank = np.empty(max(nth, 1), dtype=np.int64)
-    th_rank[[t for t, *_ in thr]] = np.arange(nth)
     tie = np.zeros(n, dtype=np.int64)
     if col.py:
         depths = _link_depths(col, th0)
@@ -824,29 +838,38 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         idx = np.fromiter(depths.keys(), dtype=np.int64, count=len(depths))
         tie[idx] = np.fromiter(depths.values(), dtype=np.int64, count=len(depths))
     order = np.lexsort((tie, -dur0, ts0, th_rank[th0])) if n else np.empty(0, np.int64)
-    ts = ts0[order]
+    del tie
+    out.ts = ts = ts0[order]
     dur = dur0[order]
-    th = th0[order]
+    out.th = th = th0[order]
     end = (ts + dur).tolist()
     tol = 4 * float(np.spacing(np.abs(ts).max() + dur.max())) if n else 0.0
     tparent_l, clamped_at = _sweep(th.tolist(), ts.tolist(), end, tol)
-    clamped = len(clamped_at)
+    out.clamped = len(clamped_at)
     tparent = np.asarray(tparent_l, dtype=np.int64)
-    cdur = dur.copy()  # durations as given (ts + dur - ts loses digits at 1e15 us)
-    if clamped:
+    cdur = dur  # durations as given (ts + dur - ts loses digits at 1e15 us)
+    if clamped_at:
         ci = np.asarray(clamped_at, dtype=np.int64)
         cdur[ci] = np.asarray(end, dtype=np.float64)[ci] - ts[ci]
+    del end
     has = tparent >= 0
     time = cdur - np.bincount(tparent[has], weights=cdur[has], minlength=n)
-    np.maximum(time, 0, out=time)  # float rounding
+    del has
+    out.time = np.maximum(time, 0, out=time)  # float rounding
     inv = np.empty(n, dtype=np.int64)
     inv[order] = np.arange(n)
+    out.name = np.frombuffer(col.c_name, dtype=np.int32)[order] if n else np.empty(0, np.int32)
+    out.corr = np.frombuffer(col.c_corr, dtype=np.int64)[order] if n else np.empty(0, np.int64)
+    out.kind = np.asarray([_CLASS_KIND[c] for c in range(4)], dtype=np.int8)[
+        np.frombuffer(col.c_cls, dtype=np.int8)[order] if n else np.empty(0, np.int8)
+    ]
+    del order
 
-    # ---- python_function frames: the frame named by Python parent id
-    sparent = tparent
-    ignored = 0
+    # python_function frames: the frame named by Python parent id
+    out.sparent = tparent
+    out.ignored = 0
     if col.py:
-        sparent = tparent.copy()
+        out.sparent = tparent.copy()
         pos_of: dict[tuple[int, Any], int] = {}
         for i, pid_, _ in col.py:
             try:
@@ -867,160 +890,80 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
             while a != -1 and a != p:
                 a = tparent_l[a]
             if a == p:
-                sparent[f] = p
+                out.sparent[f] = p
             else:
-                ignored += 1
+                out.ignored += 1
 
-    # ---- collectives: metrics on the outermost comm event of each nest
-    kind_cpu = (
-        np.asarray([_CLASS_KIND[c] for c in range(4)], dtype=np.int64)[
-            np.frombuffer(col.c_cls, dtype=np.int8)[order].astype(np.int64)
-        ]
-        if n
-        else np.empty(0, np.int64)
-    )
-    comm_time = np.zeros(n)
-    comm_bytes = np.zeros(n)
-    bus_bytes = np.zeros(n)
-    comm_cols: dict[str, dict[int, Any]] = {c: {} for c in COMM_COLUMNS}
-    unknown_group = 0
+    # collectives: the outermost comm event of each nest gets the metrics
+    out.comm = {}
     if col.comm:
-        cpos = sorted(int(inv[i]) for i in col.comm)
         args_at = {int(inv[i]): a for i, a in col.comm.items()}
-        name_list = list(names)
-        cname = np.frombuffer(col.c_name, dtype=np.int32)[order]
-        is_comm = set(cpos)
+        name_list = list(col.names)
         head: dict[int, int] = {}
         nests: dict[int, list[int]] = {}
-        for p in cpos:
+        for p in sorted(args_at):
             a = tparent_l[p]
-            while a != -1 and a not in is_comm:
+            while a != -1 and a not in args_at:
                 a = tparent_l[a]
             h = p if a == -1 else head[a]
             head[p] = h
             nests.setdefault(h, []).append(p)
+        comm_kind = _K["comm"]
         for h, members in nests.items():
+            out.kind[members] = comm_kind
             c = _collective(
                 [
-                    (name_list[cname[p]], a if isinstance(a := args_at[p], dict) else {})
+                    (name_list[out.name[p]], a if isinstance(a := args_at[p], dict) else {})
                     for p in members
                 ]
             )
-            kind_cpu[members] = _K["comm"]
-            if c["collective"] is None:
-                continue
-            comm_time[h] = cdur[h]
-            comm_bytes[h] = c["bytes"]
-            if c["group_size"]:
-                bus_bytes[h] = c["bytes"] * bus_factor(c["collective"], c["group_size"])
-            elif c["bytes"]:
-                unknown_group += 1
-            for k in COMM_COLUMNS:
-                comm_cols[k][h] = c[k]
-        info["collectives"] = int(sum(1 for h in nests if h in comm_cols["collective"]))
+            if c["collective"] is not None:
+                c["time"] = float(cdur[h])
+                out.comm[h] = c
+    return out
 
-    # ---- GPU events: under their launch, else under (unattributed GPU)
+
+def _attach_gpu(col: _Columns, cpu_corr: np.ndarray) -> np.ndarray:
+    """Position of each GPU event's launch among the sorted CPU events (-1: none)."""
+    ng = len(col.g_ts)
     gparent = np.full(ng, -1, dtype=np.int64)
-    if ng:
-        gcorr = np.frombuffer(col.g_corr, dtype=np.int64)
-        ccorr = np.frombuffer(col.c_corr, dtype=np.int64)[order] if n else np.empty(0, np.int64)
-        kpos = np.flatnonzero(ccorr >= 0)
-        keys = ccorr[kpos]
-        srt = np.argsort(keys, kind="stable")
-        sk = keys[srt]
-        if sk.size:
-            gi = np.minimum(np.searchsorted(sk, gcorr), sk.size - 1)
-            ok = (gcorr >= 0) & (sk[gi] == gcorr)
-            gparent[ok] = kpos[srt[gi[ok]]]
-    unattributed = int((gparent < 0).sum())
+    if not ng:
+        return gparent
+    gcorr = np.frombuffer(col.g_corr, dtype=np.int64)
+    kpos = np.flatnonzero(cpu_corr >= 0)
+    keys = cpu_corr[kpos]
+    srt = np.argsort(keys, kind="stable")
+    sk = keys[srt]
+    if sk.size:
+        gi = np.minimum(np.searchsorted(sk, gcorr), sk.size - 1)
+        ok = (gcorr >= 0) & (sk[gi] == gcorr)
+        gparent[ok] = kpos[srt[gi[ok]]]
+    return gparent
 
-    # ---- synthetic roots
-    s_parent: list[int] = []
-    s_name: list[int] = []
-    s_kind: list[int] = []
-    s_label: list[Any] = []
-    proc_node: dict[Any, int] = {}
-    for pid, nm, label in procs:
-        proc_node[pid] = len(s_parent)
-        (
-            s_parent.append(-1),
-            s_name.append(code(nm)),
-            s_kind.append(_K["process"]),
-            s_label.append(label),
-        )
-    thread_node = np.zeros(max(nth, 1), dtype=np.int64)
-    for t, pid, nm, label in thr:
-        thread_node[t] = len(s_parent)
-        s_parent.append(proc_node[pid]), s_name.append(code(nm)), s_kind.append(_K["thread"])
-        s_label.append(label)
-    dev_node: dict[Any, int] = {}
-    if unattributed:
-        devs = [col.g_dev[g] for g in np.flatnonzero(gparent < 0)]
-        uniq = sorted(set(map(str, devs)), key=_key)
-        by_str: dict[str, int] = {}
-        for k, d in enumerate(uniq):
-            label = col.process_labels.get(int(d) if d.lstrip("-").isdigit() else d)
-            nm = f"device {d}" if thread_ids or len(uniq) > 1 else "device"
-            if not thread_ids and len(uniq) > 1:
-                nm = f"device {k}"
-            s_parent.append(-1), s_name.append(code(nm)), s_kind.append(_K["device"])
-            s_label.append(label)
-            by_str[d] = len(s_parent)
-            (
-                s_parent.append(by_str[d] - 1),
-                s_name.append(code(UNATTRIBUTED)),
-                s_kind.append(_K["region"]),
-            )
-            s_label.append(None)
-        for g in np.flatnonzero(gparent < 0):
-            dev_node[int(g)] = by_str[str(col.g_dev[g])]
-    S = len(s_parent)
 
-    # ---- all nodes: synthetic, CPU (sorted), GPU
-    total = S + n + ng
-    parent = np.empty(total, dtype=np.int64)
-    parent[:S] = s_parent
-    parent[S : S + n] = np.where(sparent >= 0, sparent + S, thread_node[th] if n else 0)
-    gp = np.where(gparent >= 0, gparent + S, -1)
-    if unattributed:
-        miss = np.flatnonzero(gparent < 0)
-        gp[miss] = [dev_node[int(g)] for g in miss]
-    parent[S + n :] = gp
-    name_code = np.concatenate(
-        [
-            np.asarray(s_name, dtype=np.int64),
-            np.frombuffer(col.c_name, dtype=np.int32)[order].astype(np.int64) if n else [],
-            np.frombuffer(col.g_name, dtype=np.int32).astype(np.int64) if ng else [],
-        ]
-    ).astype(np.int64)
-    gkind = (
-        np.asarray([_GPU_KIND[-1], _GPU_KIND[-2], _GPU_KIND[-3]], dtype=np.int64)[
-            -np.frombuffer(col.g_cls, dtype=np.int8).astype(np.int64) - 1
-        ]
-        if ng
-        else np.empty(0, np.int64)
-    )
-    kind = np.concatenate([np.asarray(s_kind, dtype=np.int64), kind_cpu, gkind])
-    tkey = np.concatenate([np.full(S, -np.inf), ts, gts])
-    zeros_s = np.zeros(S)
-    metrics = {
-        "time": np.concatenate([zeros_s, time, np.zeros(ng)]),
-        "gpu_time": np.concatenate([zeros_s, np.zeros(n), gdur]),
-        "calls": np.concatenate([zeros_s, np.ones(n + ng)]),
-        "comm_time": np.concatenate([zeros_s, comm_time, np.zeros(ng)]),
-        "comm_bytes": np.concatenate([zeros_s, comm_bytes, np.zeros(ng)]),
-        "bus_bytes": np.concatenate([zeros_s, bus_bytes, np.zeros(ng)]),
-    }
-    sparse: dict[str, dict[int, Any]] = {"label": dict(enumerate(s_label))}
-    if col.comm:
-        for k in COMM_COLUMNS:
-            sparse[k] = {S + p: v for p, v in comm_cols[k].items()}
-    name_arr = np.asarray(list(names), dtype=object)
-    for k, v in enumerate(name_arr):
-        if not isinstance(v, str):  # pragma: no cover - checked while parsing
-            name_arr[k] = str(v)
+def _check_numbers(path: Path, col: _Columns) -> int:
+    """Finite ts and dur everywhere; negative durations set to 0 (returns their count)."""
+    neg = 0
+    for ts, dur in ((col.c_ts, col.c_dur), (col.g_ts, col.g_dur)):
+        if not len(ts):
+            continue
+        for v, what in ((ts, "ts"), (dur, "dur")):
+            a = np.frombuffer(v, dtype=np.float64)
+            ok = np.isfinite(a)
+            if not ok.all():
+                bad = a[~ok][0]
+                raise ProfileError(path, f"an event has a non-finite {what} ({bad})", "traceEvents")
+        d = np.frombuffer(dur, dtype=np.float64)
+        k = int((d < 0).sum())
+        if k:
+            d[d < 0] = 0
+            neg += k
+    return neg
 
-    # ---- meta
+
+def _meta(top: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Scalar top-level keys (and distributedInfo's rank, world_size, backend)
+    for ``tree.meta``; the nested ones for ``meta["kineto"]``."""
     meta: dict[str, Any] = {}
     kmeta: dict[str, Any] = {}
     for key, val in top.items():
@@ -1033,55 +976,179 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         for k in ("rank", "world_size", "backend"):
             if isinstance(di.get(k), (str, int, float)):
                 meta[k] = di[k]
+    return meta, kmeta
+
+
+def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_ids: bool) -> Tree:
+    n = len(col.c_ts)
+    ng = len(col.g_ts)
+    if n + ng == 0:
+        raise ProfileError(path, "no CPU or GPU event of a known category", "traceEvents")
+    names: dict[Any, int] = col.names
+
+    def code(s: str) -> int:
+        c = names.get(s)
+        if c is None:
+            c = names[s] = len(names)
+        return c
+
+    neg = _check_numbers(path, col)
+    nth = len(col.threads)
+    first_ts = np.full(nth, np.inf)
+    if n:
+        np.minimum.at(
+            first_ts,
+            np.frombuffer(col.c_th, dtype=np.int32),
+            np.frombuffer(col.c_ts, dtype=np.float64),
+        )
+    procs, thr = _thread_names(col, first_ts, thread_ids)
+    th_rank = np.zeros(max(nth, 1), dtype=np.int64)
+    th_rank[[t for t, *_ in thr]] = np.arange(nth)
+    cpu = _nest_cpu(path, col, th_rank)
+    gparent = _attach_gpu(col, cpu.corr)
+    del cpu.corr
+    gts = np.frombuffer(col.g_ts, dtype=np.float64) if ng else np.empty(0)
+    gdur = np.frombuffer(col.g_dur, dtype=np.float64) if ng else np.empty(0)
+    gname = np.frombuffer(col.g_name, dtype=np.int32) if ng else np.empty(0, np.int32)
+    gcls = np.frombuffer(col.g_cls, dtype=np.int8) if ng else np.empty(0, np.int8)
+    missing = np.flatnonzero(gparent < 0)
+    unattributed = int(missing.size)
+
+    # ---- synthetic roots: processes > threads; devices > (unattributed GPU)
+    s_parent: list[int] = []
+    s_name: list[int] = []
+    s_kind: list[int] = []
+    s_label: list[Any] = []
+
+    def synthetic(parent: int, name: str, kind: str, label: Any) -> int:
+        s_parent.append(parent)
+        s_name.append(code(name))
+        s_kind.append(_K[kind])
+        s_label.append(label)
+        return len(s_parent) - 1
+
+    proc_node = {pid: synthetic(-1, nm, "process", label) for pid, nm, label in procs}
+    thread_node = np.zeros(max(nth, 1), dtype=np.int64)
+    for t, pid, nm, label in thr:
+        thread_node[t] = synthetic(proc_node[pid], nm, "thread", label)
+    gp_missing = np.empty(0, dtype=np.int64)
+    if unattributed:
+        devs = [str(col.g_dev[g]) for g in missing]
+        uniq = sorted(set(devs), key=_key)
+        under: dict[str, int] = {}
+        for k, d in enumerate(uniq):
+            label = col.process_labels.get(int(d) if d.lstrip("-").isdigit() else d)
+            nm = f"device {d}" if thread_ids else ("device" if len(uniq) == 1 else f"device {k}")
+            dev = synthetic(-1, nm, "device", label)
+            under[d] = synthetic(dev, UNATTRIBUTED, "region", None)
+        gp_missing = np.asarray([under[d] for d in devs], dtype=np.int64)
+    S = len(s_parent)
+
+    # ---- all nodes: synthetic, CPU (sorted), GPU
+    total = S + n + ng
+    parent = np.empty(total, dtype=np.int64)
+    parent[:S] = s_parent
+    parent[S : S + n] = np.where(cpu.sparent >= 0, cpu.sparent + S, thread_node[cpu.th])
+    del cpu.sparent, cpu.th
+    gp = np.where(gparent >= 0, gparent + S, -1)
+    gp[missing] = gp_missing
+    parent[S + n :] = gp
+    del gp, gparent
+    kind = np.empty(total, dtype=np.int64)
+    kind[:S] = s_kind
+    kind[S : S + n] = cpu.kind
+    kind[S + n :] = np.asarray([0, _GPU_KIND[-1], _GPU_KIND[-2], _GPU_KIND[-3]])[-gcls]
+    name_code = np.empty(total, dtype=np.int64)
+    name_code[:S] = s_name
+    name_code[S : S + n] = cpu.name
+    name_code[S + n :] = gname
+    del cpu.name, cpu.kind
+    tkey = np.empty(total, dtype=np.float64)
+    tkey[:S] = -np.inf
+    tkey[S : S + n] = cpu.ts
+    tkey[S + n :] = gts
+    del cpu.ts
+    heads = np.fromiter(cpu.comm.keys(), dtype=np.int64, count=len(cpu.comm)) + S
+    coll = list(cpu.comm.values())
+    comm_vals = {
+        "comm_time": np.asarray([c["time"] for c in coll], dtype=np.float64),
+        "comm_bytes": np.asarray([c["bytes"] for c in coll], dtype=np.float64),
+        "bus_bytes": np.asarray(
+            [c["bytes"] * bus_factor(c["collective"], c["group_size"] or 0) for c in coll],
+            dtype=np.float64,
+        ),
+    }
+    sparse: dict[str, dict[int, Any]] = {"label": dict(enumerate(s_label))}
+    if coll:
+        for k in COMM_COLUMNS:
+            sparse[k] = {int(h): c[k] for h, c in zip(heads, coll)}
+    name_arr = np.asarray(list(names), dtype=object)
+
+    meta, kmeta = _meta(top)
     kmeta.update(
         cpu_events=n,
         gpu_events=ng,
         threads=nth,
-        clamped=clamped,
+        clamped=cpu.clamped,
         unattributed_gpu=unattributed,
         skipped={str(k): v for k, v in col.skipped.items()},
-        python_links_ignored=ignored,
+        python_links_ignored=cpu.ignored,
         negative_dur=neg,
-        bus_bytes_unknown_group=unknown_group,
-        **info,
+        collectives=len(coll),
+        bus_bytes_unknown_group=sum(1 for c in coll if c["bytes"] and not c["group_size"]),
     )
     meta["kineto"] = kmeta
     meta["units"] = dict(UNITS)
 
     if not merge:
-        cols = {k: _dense(v, total) for k, v in sparse.items()}
+        metrics = {k: np.zeros(total) for k in METRICS}
+        metrics["time"][S : S + n] = cpu.time
+        metrics["gpu_time"][S + n :] = gdur
+        metrics["calls"][S:] = 1
+        for k, v in comm_vals.items():
+            metrics[k][heads] = v
         return Tree.from_parents(
             parent,
             name_arr[name_code],
             metrics,
             kind=np.asarray(KIND_NAMES, dtype=object)[kind],
-            columns=cols,
+            columns={k: _dense(v, total) for k, v in sparse.items()},
             meta=meta,
             sibling_key=tkey,
         )
-    # ---- merge by call path (level by level, siblings by first appearance)
-    depth, levels = level_order(parent)
+
+    # ---- merge by call path, level by level; siblings by first appearance
+    pcode = name_code * NK + kind
+    del name_code, kind
+    _, levels = level_order(parent)
     tb = TrieBuilder()
     uid = np.empty(total, dtype=np.int64)
-    pcode = name_code * NK + kind
     for lv in levels:
         lv = lv[np.argsort(tkey[lv], kind="stable")]
         p = parent[lv]
         prev = np.where(p >= 0, uid[np.maximum(p, 0)], -1)
         uid[lv] = tb.add_level(prev, pcode[lv])
+    del levels, parent, pcode, tkey
     m = tb.size
-    mcode = tb.code
-    mmetrics = {k: np.bincount(uid, weights=v, minlength=m) for k, v in metrics.items()}
+    mmetrics = {
+        "time": np.bincount(uid[S : S + n], weights=cpu.time, minlength=m),
+        "gpu_time": np.bincount(uid[S + n :], weights=gdur, minlength=m),
+        "calls": np.bincount(uid[S:], minlength=m).astype(np.float64),
+    }
+    for k, v in comm_vals.items():
+        mmetrics[k] = np.bincount(uid[heads], weights=v, minlength=m)
     cols = {}
     for k, v in sparse.items():
-        out: dict[int, Any] = {}
+        first: dict[int, Any] = {}
         for node, val in sorted(v.items()):
-            out.setdefault(int(uid[node]), val)
-        cols[k] = _dense(out, m)
+            first.setdefault(int(uid[node]), val)
+        cols[k] = _dense(first, m)
+    mparent, mcode = tb.parent, tb.code
+    del tb, uid
     return Tree.from_parents(
-        tb.parent,
+        mparent,
         name_arr[mcode // NK],
-        mmetrics,
+        {k: mmetrics[k] for k in METRICS},
         kind=np.asarray(KIND_NAMES, dtype=object)[mcode % NK],
         columns=cols,
         meta=meta,

@@ -1,0 +1,499 @@
+"""The Kineto (torch.profiler) trace reader on the real samples and on small
+synthetic traces; reference figures are computed here from the events themselves."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cctviz
+from cctviz import ProfileError
+from cctviz.readers import head
+from cctviz.readers.kineto import _sniff, dtype_size
+from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
+from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
+
+KINETO = DATA / "kineto"
+SAMPLES = sorted(KINETO.iterdir())
+NCCL = KINETO / "hta_nccl_parser_config_nccl_data.json.gz"
+GLOO = KINETO / "hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+AMD = KINETO / "hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+OLD = KINETO / "kineto_tb_resnet50_2021.json.gz"
+BACKWARD = KINETO / "hta_call_stack_backward_thread.json"
+NS = KINETO / "hta_ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+RANKS = [KINETO / f"hta_trace_filter_sampled_rank-{r}.json.gz" for r in (0, 1)]
+
+CPU_CATS = {"cpu_op", "user_annotation", "cuda_runtime", "Operator", "Runtime"}
+GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"}
+KERNEL_CATS = {"kernel", "Kernel"}
+
+
+def _doc(path: Path) -> dict:
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+
+
+@pytest.fixture(scope="module")
+def docs() -> dict[Path, dict]:
+    return {p: _doc(p) for p in SAMPLES}
+
+
+def _x(doc: dict, cats: set[str]) -> list[dict]:
+    return [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in cats]
+
+
+def test_every_sample_is_found():
+    assert len(SAMPLES) == 9
+    assert all(cctviz.readers.detect(p) == "kineto" for p in SAMPLES)
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name[:40])
+def test_sample_loads_with_its_events(path, docs):
+    doc = docs[path]
+    t = cctviz.read(path)
+    assert isinstance(t, cctviz.Tree)
+    k = t.meta["kineto"]
+    cpu, gpu = _x(doc, CPU_CATS), _x(doc, GPU_CATS)
+    assert k["cpu_events"] == len(cpu) and k["gpu_events"] == len(gpu)
+    assert k["clamped"] == 0 and k["unattributed_gpu"] == 0
+    nodes, m = t.nodes, t.metrics
+    # one thread node per (pid, tid) of the CPU events, under one process node
+    assert (nodes["kind"] == "thread").sum() == len({(e["pid"], e["tid"]) for e in cpu})
+    assert set(nodes.loc[nodes["kind"] == "process", "name"]) == {
+        f"process {p}" for p in {e["pid"] for e in cpu}
+    }
+    # every CPU event is counted once, GPU time adds up, CPU time adds up per thread
+    assert m["calls"].sum() == len(cpu) + len(gpu)
+    assert m["gpu_time"].sum() == pytest.approx(sum(e["dur"] for e in gpu), rel=1e-12)
+    kernels = [e for e in gpu if e["cat"] in KERNEL_CATS]
+    assert m.loc[nodes["kind"] == "kernel", "calls"].sum() == len(kernels)
+    # each ProfilerStep#N is one node whose inclusive time is the step's dur
+    steps = [e for e in cpu if e["name"].startswith("ProfilerStep#")]
+    for e in steps:
+        (node,) = np.flatnonzero(nodes["name"].to_numpy() == e["name"])
+        assert m.loc[node, "time (inc)"] == pytest.approx(e["dur"], rel=1e-12, abs=1e-9)
+    # the top-level metadata
+    for key, val in doc.items():
+        if key != "traceEvents":
+            assert t.meta.get(key, k.get(key)) == val
+    assert t.units == {
+        "time": "us",
+        "gpu_time": "us",
+        "comm_time": "us",
+        "comm_bytes": "B",
+        "bus_bytes": "B",
+    }
+
+
+def test_one_node_per_event_without_merging(docs):
+    for path in (NCCL, OLD, AMD):
+        t = cctviz.read(path, merge=False)
+        cpu, gpu = _x(docs[path], CPU_CATS), _x(docs[path], GPU_CATS)
+        kinds = t.nodes["kind"].value_counts()
+        assert kinds["kernel"] == sum(e["cat"] in KERNEL_CATS for e in gpu)
+        assert (t.metrics["calls"] == 1).sum() == len(cpu) + len(gpu)
+        assert t.metrics["gpu_time"].sum() == pytest.approx(sum(e["dur"] for e in gpu))
+        merged = cctviz.read(path)
+        assert merged.metrics["time"].sum() == pytest.approx(t.metrics["time"].sum())
+        assert len(merged) < len(t)
+
+
+def test_2021_and_amd_kernels_hang_under_their_launch(docs):
+    old = cctviz.read(OLD)
+    nodes = old.nodes
+    kern = np.flatnonzero(nodes["kind"] == "kernel")
+    parents = nodes.loc[nodes.loc[kern, "parent"], "name"]
+    assert set(parents) == {"cudaLaunchKernel"}
+    assert len(kern) == 271 and len(old) == 1025
+    assert old.metrics.loc[kern, "calls"].sum() == 8772
+    amd = cctviz.read(AMD)
+    gpu = amd.nodes["kind"].isin(["kernel", "memcpy"])
+    launchers = set(amd.nodes.loc[amd.nodes.loc[gpu, "parent"], "name"])
+    assert launchers == {"hipLaunchKernel", "hipMemcpyWithStream", "hipExtModuleLaunchKernel"}
+    assert amd.metrics.loc[gpu, "calls"].sum() == 16
+    assert amd.nodes["label"][0] == "python3"
+
+
+def test_known_ops(docs):
+    t = cctviz.read(BACKWARD)
+    assert t.nodes["name"].tolist() == [
+        "process 3914",
+        "thread 3914",
+        "ProfilerStep#552",
+        "## backward ##",
+        "thread 24922",
+        "autograd::engine::evaluate_function: AddmmBackward0",
+        "AddmmBackward0",
+        "aten::mm",
+        "cudaLaunchKernel",
+        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>",
+    ]
+    assert t.metrics["time"].tolist() == [0, 0, 413451 - 107988, 107988, 0, 43, 44, 48, 10, 0]
+    assert t.metrics["gpu_time (inc)"][5] == 45
+    # ResNet-50 (2021): aten::conv2d calls and time, against the events
+    old = cctviz.read(OLD)
+    ev = [e for e in _x(docs[OLD], {"Operator"}) if e["name"] == "aten::conv2d"]
+    conv = old.nodes["name"] == "aten::conv2d"
+    assert old.metrics.loc[conv, "calls"].sum() == len(ev) == 318
+    assert old.metrics.loc[conv, "time (inc)"].sum() == pytest.approx(sum(e["dur"] for e in ev))
+    assert old.nodes.loc[conv, "kind"].unique().tolist() == ["op"]
+
+
+def test_nccl_collective_bytes(docs):
+    t = cctviz.read(NCCL)
+    rpc = [
+        e["args"]
+        for e in _x(docs[NCCL], {"cpu_op"})
+        if e["name"] == "record_param_comms" and e["args"]["Collective name"] != "wait"
+    ]
+    assert Counter(a["Collective name"] for a in rpc) == {"allreduce": 15, "broadcast": 6}
+    size = {"Float": 4, "Long": 8}
+    assert Counter(a["dtype"] for a in rpc) == {"Float": 18, "Long": 3}
+    expected = sum(a["In msg nelems"] * size[a["dtype"]] for a in rpc)
+    m, nodes = t.metrics, t.nodes
+    assert m["comm_bytes"].sum() == expected == 307323096
+    # group size 2: all_reduce's bus factor 2(n-1)/n = 1, broadcast's 1
+    assert m["bus_bytes"].sum() == expected
+    assert m["comm_time"].sum() == pytest.approx(
+        sum(e["dur"] for e in _x(docs[NCCL], {"cpu_op"}) if e["name"].startswith("c10d::"))
+    )
+    heads = nodes["collective"].notna()
+    assert set(nodes.loc[heads, "name"]) == {"c10d::allreduce_", "c10d::broadcast_"}
+    assert set(nodes.loc[heads, "group_size"]) == {2}
+    assert set(nodes.loc[heads, "process_group"]) == {"0"}
+    assert m.loc[heads, "calls"].sum() == 21
+    # the annotations inside are comm nodes without comm metrics (bytes count once)
+    inner = nodes["name"].isin(["record_param_comms", "nccl:all_reduce", "nccl:broadcast"])
+    assert (nodes.loc[inner, "kind"] == "comm").all()
+    assert m.loc[inner, "comm_bytes"].sum() == 0
+
+
+def test_gloo_bytes_from_input_dims(docs):
+    t = cctviz.read(GLOO)
+    ev = [e for e in _x(docs[GLOO], {"user_annotation"}) if e["name"].startswith("gloo:")]
+    expected = sum(np.prod(e["args"]["Input Dims"][0]) * 4 for e in ev)
+    assert t.metrics["comm_bytes"].sum() == expected == 48073640
+    assert t.metrics["comm_time"].sum() == pytest.approx(sum(e["dur"] for e in ev))
+    assert t.meta["backend"] == "gloo" and t.meta["rank"] == 34 and t.meta["world_size"] == 300
+    assert t.meta["kineto"]["distributedInfo"]["pg_count"] == 10
+    assert (t.nodes["kind"] == "thread").sum() == 3
+
+
+def test_all_gather_counts_its_output():
+    t = cctviz.read(RANKS[0])
+    ag = t.nodes["collective"] == "all_gather"
+    # c10d::_allgather_base_ output 1073741824 B from a 16777216 B input: 64 ranks
+    assert t.metrics.loc[ag, "comm_bytes"].tolist() == [1073741824.0] * 2
+    assert t.nodes.loc[ag, "group_size"].tolist() == [64, 64]
+    assert t.metrics.loc[ag, "bus_bytes"].tolist() == [1073741824.0 * 63 / 64] * 2
+
+
+def test_ranks_as_an_ensemble():
+    ens = cctviz.read_ensemble(RANKS)
+    assert ens.profiles["rank"].tolist() == [0, 1]
+    assert ens.profiles["world_size"].tolist() == [128, 128]
+    assert ens.profiles["backend"].tolist() == ["nccl", "nccl"]
+    # without ids in the thread names the two ranks share their call paths
+    shared = cctviz.read_ensemble(RANKS, thread_ids=False)
+    t0, t1 = (cctviz.read(p, thread_ids=False) for p in RANKS)
+    assert len(shared.tree) < len(t0) + len(t1) - 1000
+    assert shared.tree.nodes["name"][:3].tolist() == ["process", "main thread", "ProfilerStep#551"]
+    step = shared.data.reset_index()
+    step = step[step["node"] == 2]
+    assert sorted(step["profile"]) == [0, 1]
+
+
+def test_ns_resolution_trace():
+    t = cctviz.read(NS)
+    assert t.meta["displayTimeUnit"] == "ns" and t.units["time"] == "us"
+    assert t.meta["world_size"] == 1
+    # group size 1: the collectives move bytes but no bus traffic
+    assert t.metrics["comm_bytes"].sum() == 512205160 and t.metrics["bus_bytes"].sum() == 0
+
+
+# ------------------------------------------------------------ synthetic traces
+def _write(tmp_path: Path, events: list[dict], name: str = "t.json", **top) -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps({"schemaVersion": 1, **top, "traceEvents": events}))
+    return p
+
+
+def _ev(name, ts, dur, cat="cpu_op", tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}  # fmt: skip
+
+
+def _py(name, ts, dur, pid_, parent):
+    return _ev(name, ts, dur, "python_function", **{"Python id": pid_, "Python parent id": parent})
+
+
+def _paths(t: cctviz.Tree) -> dict[str, int]:
+    return {"/".join(t.path(i)): i for i in range(len(t))}
+
+
+def test_python_frames_link_by_parent_id(tmp_path):
+    p = _write(
+        tmp_path,
+        [
+            _py("c.py(3): g", 10, 50, 3, 2),  # same span as its parent, listed first
+            _py("a.py(1): main", 0, 100, 1, 0),
+            _py("b.py(2): f", 10, 50, 2, 1),
+            _ev("aten::mm", 20, 20),
+            _py("d.py(4): hook", 25, 5, 4, 1),  # called back inside aten::mm, parent id -> a
+            _py("e.py(5): lost", 30, 2, 5, 99),  # unknown parent: by time
+        ],
+    )
+    t = cctviz.read(p)
+    paths = _paths(t)
+    main = "process 1/thread 1/a.py(1): main"
+    mm = f"{main}/b.py(2): f/c.py(3): g/aten::mm"
+    assert set(paths) == {
+        "process 1",
+        "process 1/thread 1",
+        main,
+        f"{main}/b.py(2): f",
+        f"{main}/b.py(2): f/c.py(3): g",
+        mm,
+        f"{main}/d.py(4): hook",
+        f"{mm}/e.py(5): lost",
+    }
+    time, inc = t.metrics["time"], t.metrics["time (inc)"]
+    assert time[paths[mm]] == 20 - 5 - 2  # aten::mm keeps its own exclusive time
+    assert inc[paths[mm]] == 15
+    assert time[paths[main]] == 50 and inc[paths[main]] == 100
+    assert t.nodes["kind"][paths[main]] == "function"
+
+    # python_functions=False drops the frames while parsing
+    t2 = cctviz.read(p, python_functions=False)
+    assert sorted(_paths(t2)) == ["process 1", "process 1/thread 1", "process 1/thread 1/aten::mm"]
+    assert t2.meta["kineto"]["cpu_events"] == 1
+
+
+def test_partial_overlap_is_clamped_and_counted(tmp_path):
+    p = _write(
+        tmp_path,
+        [
+            _ev("parent", 0, 10),
+            _ev("child", 5, 10),  # ends at 15, after its parent
+            _ev("next", 12, 2),
+        ],
+    )
+    t = cctviz.read(p)
+    assert t.meta["kineto"]["clamped"] == 1
+    paths = _paths(t)
+    assert set(paths) == {
+        "process 1",
+        "process 1/thread 1",
+        "process 1/thread 1/parent",
+        "process 1/thread 1/parent/child",
+        "process 1/thread 1/next",
+    }
+    m = t.metrics
+    assert m["time"][paths["process 1/thread 1/parent/child"]] == 5
+    assert m["time (inc)"][paths["process 1/thread 1/parent"]] == 10
+    assert m["time (inc)"][paths["process 1/thread 1"]] == 12
+
+
+def test_merge_and_gpu_attachment(tmp_path):
+    events = [_ev("ProfilerStep#1", 0, 100, "user_annotation")]
+    for k in range(3):
+        events += [
+            _ev("aten::add", 10 + 20 * k, 10),
+            _ev("cudaLaunchKernel", 12 + 20 * k, 2, "cuda_runtime", correlation=k + 1),
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "add_kernel",
+                "pid": 0,
+                "tid": 7,
+                "ts": 15 + 20 * k,
+                "dur": 3,
+                "args": {"correlation": k + 1},
+            },  # fmt: skip
+        ]
+    events.append(  # launched before the trace started: no launch event
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "old_kernel",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1,
+            "dur": 4,
+            "args": {"correlation": 77},
+        }  # fmt: skip
+    )
+    events.append(
+        {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}
+    )
+    events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}})
+    p = _write(tmp_path, events)
+    t = cctviz.read(p)
+    paths = _paths(t)
+    add = "process 1/thread 1/ProfilerStep#1/aten::add"
+    kern = f"{add}/cudaLaunchKernel/add_kernel"
+    assert t.metrics["calls"][paths[add]] == 3 and t.metrics["calls"][paths[kern]] == 3
+    assert t.metrics["gpu_time"][paths[kern]] == 9
+    assert t.metrics["time"][paths[add]] == 24
+    un = "device 0/(unattributed GPU)/old_kernel"
+    assert t.metrics["gpu_time"][paths[un]] == 4 and t.meta["kineto"]["unattributed_gpu"] == 1
+    assert t.nodes["kind"][paths["device 0"]] == "device"
+    assert t.nodes["label"][paths["device 0"]] == "GPU 0"
+    assert t.nodes["label"][paths["process 1/thread 1"]] == "main"
+    assert t.metrics["gpu_time (inc)"][paths["process 1/thread 1/ProfilerStep#1"]] == 9
+
+    flat = cctviz.read(p, merge=False)
+    names = flat.nodes["name"]
+    assert (names == "aten::add").sum() == 3 and (names == "add_kernel").sum() == 3
+    assert (flat.nodes["kind"] == "kernel").sum() == 4
+    assert flat.metrics["gpu_time"].sum() == t.metrics["gpu_time"].sum() == 13
+    # siblings in time order
+    (step,) = np.flatnonzero(names == "ProfilerStep#1")
+    kids = flat.children(step)
+    assert names[kids].tolist() == ["aten::add"] * 3
+    assert flat.metrics["time"][kids].tolist() == [8, 8, 8]
+
+
+def test_dtype_names():
+    assert [dtype_size(x) for x in ("Float", "BFloat16", "c10::Half", "long int", "Byte")] == [
+        4,
+        2,
+        2,
+        8,
+        1,
+    ]
+    assert dtype_size("TensorList") is None and dtype_size(None) is None
+
+
+def _big_trace(path: Path, n_steps: int) -> int:
+    """A synthetic trace written as text (fast): per step a ProfilerStep, 60 ops
+    each with a cudaLaunchKernel and its kernel. Returns the number of events."""
+    rng = random.Random(0)
+    op = (
+        '{{"ph": "X", "cat": "cpu_op", "name": "aten::op{o}", "pid": 1, "tid": 1, "ts": {t}, '
+        '"dur": 10.0, "args": {{"Input Dims": [[64, 64]], "Input type": ["float"]}}}}, '
+        '{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, '
+        '"ts": {t1}, "dur": 5.0, "args": {{"correlation": {c}}}}}, '
+        '{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {t8}, '
+        '"dur": 4.0, "args": {{"correlation": {c}, "stream": 7}}}}'
+    )
+    step = (
+        '{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{s}", "pid": 1, '
+        '"tid": 1, "ts": {t}, "dur": 1000.0, "args": {{}}}}'
+    )
+    parts = []
+    corr = 0
+    for s in range(n_steps):
+        ts = 1.7e12 + 1000.0 * s
+        parts.append(step.format(s=s, t=ts))
+        for k in range(60):
+            corr += 1
+            t = ts + 1 + 12 * k
+            parts.append(op.format(o=rng.randrange(50), t=t, t1=t + 1, t8=t + 8, c=corr))
+    path.write_text('{"schemaVersion": 1, "traceEvents": [' + ", ".join(parts) + "]}")
+    return n_steps * (1 + 3 * 60)
+
+
+def test_memory_stays_below_twice_the_file(tmp_path):
+    p = tmp_path / "big.json"
+    n = _big_trace(p, 1105)
+    size = p.stat().st_size
+    tracemalloc.start()
+    tree = cctviz.read(p)
+    ours = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    tracemalloc.start()
+    doc = json.loads(p.read_bytes())
+    theirs = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(doc["traceEvents"]) == n == 200_005
+    del doc
+    print(f"\n{n} events, {size / 1e6:.1f} MB: cctviz.read peak {ours / 1e6:.1f} MB, "
+          f"json.loads alone {theirs / 1e6:.1f} MB")  # fmt: skip
+    k = tree.meta["kineto"]
+    assert k["cpu_events"] == 1105 * 121 and k["gpu_events"] == 1105 * 60
+    assert tree.metrics["gpu_time"].sum() == 1105 * 60 * 4.0
+    assert ours < 2 * size
+    assert theirs > 2 * ours
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    "text, where, problem",
+    [
+        ('{"traceEvents": {}}', "traceEvents", "expected a list"),
+        ('{"traceEvents": [1]}', "traceEvents[0]", "expected an object"),
+        (
+            '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "dur": 1}]}',
+            "traceEvents[0]",
+            "without 'ts'",
+        ),  # fmt: skip
+        (
+            '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": "0", "dur": 1}]}',
+            "traceEvents[0]",
+            "numeric ts and dur",
+        ),  # fmt: skip
+        (
+            '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "a", "ts": 0, "dur": NaN}]}',
+            "traceEvents",
+            "non-finite dur",
+        ),  # fmt: skip
+        ('{"traceEvents": [{"ph": "X"}, {"ph": "X"', "traceEvents[1]", "truncated"),
+        ('{"traceEvents": [{"ph": "X"} {"ph": "X"}]}', "traceEvents[0]", "expected ','"),
+        ('{"traceEvents": [], "x": tru, "y": 1}', "x", "invalid JSON"),
+        ('{"traceEvents": [], "x": tru}', "x", "truncated"),
+        ('{"schemaVersion": 1}', "top level", "no 'traceEvents'"),
+        ('[{"ph": "X"}]', None, "expected a JSON object"),
+        ('{"traceEvents": []} x', None, "extra data"),
+    ],
+)
+def test_errors_name_file_and_place(tmp_path, text, where, problem):
+    p = tmp_path / "bad.json"
+    p.write_text(text)
+    with pytest.raises(ProfileError) as e:
+        cctviz.read(p, format="kineto")
+    assert e.value.path == str(p)
+    assert problem in e.value.problem
+    if where:
+        assert e.value.where.startswith(where)
+
+
+def test_broken_gzip(tmp_path):
+    raw = GLOO.read_bytes()
+    p = tmp_path / "cut.json.gz"
+    p.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ProfileError, match="gzip|truncated"):
+        cctviz.read(p, format="kineto")
+
+
+@pytest.mark.parametrize(
+    "path, n",
+    [
+        (p, 25 if p.stat().st_size < 20_000 else 10 if p.stat().st_size < 200_000 else 1)
+        for p in SAMPLES
+    ],
+    ids=lambda x: x.name[:40] if isinstance(x, Path) else str(x),
+)
+def test_fuzz(path, n, tmp_path):
+    stats = fuzz_sample(path, "kineto", tmp_path, n=n)
+    assert stats["truncate:error"] >= 1
+
+
+def test_foreign_json_is_not_claimed(tmp_path):
+    others = [HATCHET_JSON, *CALIPER_JSON, DATA / "hatchet/timemory/wall.tree.json"]
+    others.append(DATA / "hatchet/pyinstrument-hatchet-json/pyinstrument-hatchet-profile.json")
+    others.append(DATA / "thicket/example-json/user_ensemble.json")
+    speedscope = tmp_path / "s.speedscope.json"
+    speedscope.write_text(json.dumps({"$schema": "https://www.speedscope.app/file-format-schema.json",
+                                      "shared": {"frames": []}, "profiles": []}))  # fmt: skip
+    for p in [*others, speedscope]:
+        assert not _sniff(p, head(p)), p
+    assert_wrong_format_rejected(HATCHET_JSON, "kineto")
+    assert_wrong_format_rejected(CALIPER_JSON[0], "kineto")
