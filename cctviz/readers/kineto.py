@@ -726,6 +726,7 @@ def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[i
     parent = [-1] * n
     st_end: list[float] = []
     st_pos: list[int] = []
+    st_zero: list[bool] = []
     prev = None
     clamped: list[int] = []
     for j in range(n):
@@ -733,12 +734,20 @@ def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[i
         if t != prev:
             st_end.clear()
             st_pos.clear()
+            st_zero.clear()
             prev = t
         s = ts[j]
-        while st_end and st_end[-1] <= s:
+        e = end[j]
+        # leave the intervals that ended before s; one ending exactly at s
+        # still holds a zero-length event starting at s (in whole-us traces an
+        # op "ends" where its last sub-op starts), unless it is zero-length too
+        while st_end:
+            pe = st_end[-1]
+            if pe > s or (pe == s and e == s and not st_zero[-1]):
+                break
             st_end.pop()
             st_pos.pop()
-        e = end[j]
+            st_zero.pop()
         if st_end:
             pe = st_end[-1]
             parent[j] = st_pos[-1]
@@ -749,6 +758,7 @@ def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[i
                 e = pe
         st_end.append(e)
         st_pos.append(j)
+        st_zero.append(e == s)
     return parent, clamped
 
 

@@ -92,6 +92,59 @@ def test_sample_loads_with_its_events(path, docs):
     }
 
 
+NODES = {  # merged tree sizes, pinned
+    AMD: 93,
+    BACKWARD: 10,
+    GLOO: 8,
+    NCCL: 582,
+    NS: 923,
+    KINETO / "hta_trace_diff_control_control.json.gz": 5876,
+    RANKS[0]: 1282,
+    RANKS[1]: 1210,
+    OLD: 1027,
+}
+
+
+def test_node_counts():
+    assert {p: len(cctviz.read(p)) for p in SAMPLES} == NODES
+
+
+HTA_SAMPLES = [BACKWARD, GLOO, AMD, NCCL, *RANKS]
+
+
+@pytest.mark.parametrize("path", HTA_SAMPLES, ids=lambda p: p.name[:40])
+def test_same_parents_as_hta(path):
+    """Holistic Trace Analysis's own call stacks (``hta.common.call_stack.CallGraph``)
+    give every CPU event and GPU activity the same parent (compared as the
+    multiset of (name, parent name) pairs; HTA also keeps gpu_user_annotation)."""
+    pytest.importorskip("hta")
+    import logging
+    import warnings
+
+    from hta.common.call_stack import CallGraph
+    from hta.common.trace import Trace
+    from hta.configs.config import logger
+
+    logger.setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = Trace(trace_files=[str(path)], trace_dir=str(path.parent))
+        trace.parse_traces(use_multiprocessing=False)
+        CallGraph(trace)
+    (df,) = trace.traces.values()
+    sym = np.asarray(trace.symbol_table.get_sym_table(), dtype=object)
+    df = df[sym[df["cat"].to_numpy()] != "gpu_user_annotation"]
+    name = dict(zip(df.index, sym[df["name"].to_numpy()]))
+    theirs = Counter((name[i], name.get(p)) for i, p in zip(df.index, df["parent"]))
+    t = cctviz.read(path, merge=False)
+    nm, kind, par = t.nodes["name"].to_numpy(), t.nodes["kind"].to_numpy(), t.parent
+    events = np.flatnonzero(~np.isin(kind, ["process", "thread", "device"]))
+    ours = Counter(
+        (nm[i], None if kind[par[i]] in ("thread", "device") else nm[par[i]]) for i in events
+    )
+    assert ours == theirs
+
+
 def test_one_node_per_event_without_merging(docs):
     for path in (NCCL, OLD, AMD):
         t = cctviz.read(path, merge=False)
@@ -111,7 +164,7 @@ def test_2021_and_amd_kernels_hang_under_their_launch(docs):
     kern = np.flatnonzero(nodes["kind"] == "kernel")
     parents = nodes.loc[nodes.loc[kern, "parent"], "name"]
     assert set(parents) == {"cudaLaunchKernel"}
-    assert len(kern) == 271 and len(old) == 1025
+    assert len(kern) == 271 and len(old) == 1027
     assert old.metrics.loc[kern, "calls"].sum() == 8772
     amd = cctviz.read(AMD)
     gpu = amd.nodes["kind"].isin(["kernel", "memcpy"])
