@@ -43,7 +43,9 @@ How the tree is built (the choices):
   are sorted by (ts, -dur) per thread and nested with a stack. A child that
   ends after its parent is clamped to the parent's end and counted in
   ``meta["kineto"]["clamped"]`` (ends that differ by float rounding only are
-  clamped without counting).
+  clamped without counting). A zero-length event that starts where another
+  ends goes inside it (in whole-us traces an op "ends" where its last sub-op
+  starts), as HTA's call stacks do; a zero-length event holds nothing.
 - ``python_function`` frames hang under the frame named by their
   ``Python parent id`` when that frame encloses them in time (CPU ops between
   the two then lose the frame from their subtree, but keep their own
@@ -78,13 +80,19 @@ group size (0 when the group size is unknown). Node columns of the
 collective: ``collective``, ``group_size``, ``process_group``,
 ``process_group_ranks``.
 
-Parsing streams the (gzipped) text in 4 MiB pieces through the C scanner of
-:mod:`json`, one event at a time, and keeps only columns (interned names,
-ts, dur, thread, correlation) in :mod:`array` buffers. Measured on the 35 MB
-samples: ``json.loads`` 0.8-1.1 s holding 126-140 MB of Python objects;
-``ijson.items(..., "traceEvents.item")`` (yajl2_c) 0.31-0.44 s streaming;
-this scanner 0.28-0.37 s streaming, and it also reads the other top-level
-keys in the same pass (ijson would need a second pass for them).
+Parsing streams the (gzipped) text in 4 MiB pieces and decodes the events
+with the C scanner of :mod:`json`, about 1 MiB of events per ``json.loads``
+call (keys are then shared among the events of a batch; a cut at a ``},``
+that is not between two events leaves brackets open and fails, and that
+stretch is read one event at a time), with the garbage collector paused. It
+keeps only columns (interned names, ts, dur, thread, correlation) in
+:mod:`array` buffers, never a list of all events. Decoding alone, measured on
+the 35 MB samples and a 31 MB synthetic trace of 200k events: ``json.loads``
+of the whole file 0.53-1.08 s, holding 126-178 MB of Python objects;
+``ijson.items(f, "traceEvents.item")`` (yajl2_c backend) 0.23-0.53 s
+streaming, but it cannot give the other top-level keys in the same pass;
+these batches 0.22-0.50 s (whole parse). A 1 GB synthetic trace (6.5M events)
+reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
 
 >>> import cctviz
 >>> t = cctviz.read("../shared/data/kineto/hta_call_stack_backward_thread.json")
@@ -97,6 +105,7 @@ keys in the same pass (ijson would need a second pass for them).
 from __future__ import annotations
 
 import codecs
+import gc
 import gzip
 import json
 import re
@@ -167,9 +176,6 @@ _PREFIX = re.compile(r"^(?:c10d::|(?:nccl|gloo|mpi|ucc|xccl|hccl):)")
 _ALIASES = {k.replace("_", ""): k for k in KINDS}
 _ALIASES.update(recvanysource="recv", monitoredbarrier="barrier", alltoallv="all_to_all")
 _SUFFIXES = ("coalesced", "base", "intotensor", "tensor", "single")
-#: which buffer nccl-tests counts (see cctviz.runtime.comm): the whole output
-#: for these, the whole input for the others
-_OUTPUT_KINDS = {"all_gather", "gather", "recv"}
 
 #: element sizes of PyTorch dtype names, both spellings: ScalarType names of
 #: ``record_param_comms``'s ``dtype`` ("Float", "BFloat16") and the C++ type
@@ -329,14 +335,15 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
 
 
 def _pick(kind: str | None, n_in: int, n_out: int, group: int | None) -> int:
-    """nelems nccl-tests counts for ``kind`` from record_param_comms' in/out counts."""
-    if kind in _OUTPUT_KINDS:
-        return n_out if n_out else n_in * (group or 1 if kind != "recv" else 1)
-    if kind == "scatter":
-        return n_in if n_in else n_out * (group or 1)
-    if kind == "reduce_scatter":
-        return n_in if n_in else n_out * (group or 1)
-    return n_in if n_in else n_out
+    """The element count nccl-tests counts for ``kind`` from record_param_comms'
+    in/out counts (the whole gathered or scattered buffer; a recv's output)."""
+    if kind in ("all_gather", "gather"):
+        return n_out or n_in * (group or 1)
+    if kind in ("reduce_scatter", "scatter"):
+        return n_in or n_out * (group or 1)
+    if kind == "recv":
+        return n_out or n_in
+    return n_in or n_out
 
 
 # -------------------------------------------------------------------- sniff
@@ -429,6 +436,8 @@ class _Stream:
                 raise self.fail("the file ends early (truncated JSON)", where=where)
             try:
                 obj, end = self.scan(self.buf, self.pos)
+            except RecursionError:
+                raise self.fail("JSON nested too deeply", where=where) from None
             except StopIteration as e:
                 err, msg = e.value, "Expecting value"
             except json.JSONDecodeError as e:
@@ -503,7 +512,8 @@ class _Stream:
         k = 0
         after = False  # just read an element: expect ',' or ']'
         loads = json.loads
-        no_batch = -1  # no batch before this position (a cut there failed)
+        base = self.base
+        no_batch = -1  # no batch before this absolute position (a cut there failed)
         while True:
             pos = ws(buf, pos).end()
             if pos >= n:
@@ -512,7 +522,7 @@ class _Stream:
                     raise self.fail(
                         "the file ends early (truncated JSON)", where=f"traceEvents[{k}]"
                     )
-                buf, pos, n = self.buf, self.pos, len(self.buf)
+                buf, pos, n, base = self.buf, self.pos, len(self.buf), self.base
                 continue
             c = buf[pos]
             if after:
@@ -528,16 +538,18 @@ class _Stream:
             if c == "]" and k == 0:
                 self.pos = pos + 1
                 return
-            if pos > no_batch:
+            if base + pos > no_batch:
                 # many events in one call: json.loads shares the keys among them
                 # (scan_once makes new key strings per call). A cut at a "}," that
                 # is not between two events leaves brackets open and fails.
                 cut = buf.rfind("},", pos, pos + BATCH)
-                if cut > pos:
+                if cut <= pos:
+                    no_batch = base + pos + BATCH
+                else:
                     try:
                         batch = loads("[" + buf[pos : cut + 1] + "]")
-                    except ValueError:
-                        no_batch = cut
+                    except (ValueError, RecursionError):
+                        no_batch = base + cut
                     else:
                         for ev in batch:
                             yield ev
@@ -548,13 +560,16 @@ class _Stream:
                         continue
             try:
                 ev, pos = scan(buf, pos)
+            except RecursionError:
+                self.pos = pos
+                raise self.fail("JSON nested too deeply", where=f"traceEvents[{k}]") from None
             except (StopIteration, json.JSONDecodeError) as e:
                 err, msg = (
                     (e.value, "Expecting value") if isinstance(e, StopIteration) else (e.pos, e.msg)  # type: ignore[union-attr]
                 )
                 self.pos = pos
                 if self._need_more(err, msg):
-                    buf, pos, n = self.buf, self.pos, len(self.buf)
+                    buf, pos, n, base = self.buf, self.pos, len(self.buf), self.base
                     continue
                 raise self.fail(self._problem(err, msg), err, f"traceEvents[{k}]") from None
             k += 1
@@ -593,8 +608,10 @@ class _Columns:
         self.skipped: dict[str, int] = {}
 
 
-def _parse(path: Path, python_functions: bool) -> tuple[_Columns, dict[str, Any]]:
-    st = _Stream(path)
+def _parse(
+    path: Path, python_functions: bool, chunk: int = CHUNK
+) -> tuple[_Columns, dict[str, Any]]:
+    st = _Stream(path, chunk)
     top: dict[str, Any] = {}
     col = _Columns()
     names, threads, comm_codes = col.names, col.threads, col.comm_codes
@@ -620,6 +637,8 @@ def _parse(path: Path, python_functions: bool) -> tuple[_Columns, dict[str, Any]
     ncpu = 0
     k = -1
     ev: Any = None
+    gc_was_on = gc.isenabled()
+    gc.disable()  # the events make no reference cycles: collections would only cost time
     try:
         for k, ev in enumerate(st.items(top)):
             ph = ev.get("ph")
@@ -688,6 +707,8 @@ def _parse(path: Path, python_functions: bool) -> tuple[_Columns, dict[str, Any]
         ) from None
     finally:
         st.close()
+        if gc_was_on:
+            gc.enable()
     return col, top
 
 
