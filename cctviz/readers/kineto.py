@@ -33,11 +33,13 @@ Format facts (PyTorch 1.8 to 2.x, Kineto ``schemaVersion`` 1):
 
 How the tree is built (the choices):
 
-- One root per CPU process, ``process <pid>`` (kind ``"process"``), a child
-  ``thread <tid>`` per thread (kind ``"thread"``); their ``M`` names are in
-  the node column ``label``. With ``thread_ids=False`` the names carry no
-  ids (``process``, ``main thread``, ``thread 1``... numbered by first event),
-  so that the ranks of one job unify by call path in an Ensemble.
+- One root per CPU process (kind ``"process"``), a child per thread (kind
+  ``"thread"``), named without ids: ``process`` (``process 1``... if the
+  trace has several), ``main thread`` (tid = pid) and ``thread 1``,
+  ``thread 2``... numbered by first event, so that the ranks of one job unify
+  by call path in an Ensemble. The pid/tid is in the node column ``id``,
+  the ``M`` names in ``label``; ``thread_ids=True`` names the nodes
+  ``process <pid>`` / ``thread <tid>`` instead.
 - CPU ``X`` events of the categories above (``xpu_runtime``,
   ``privateuse1_runtime``/``_driver`` and ``mtia_runtime`` count as runtime)
   are sorted by (ts, -dur) per thread and nested with a stack. A child that
@@ -76,7 +78,10 @@ of all_gather/gather, the whole input otherwise; from ``In/Out msg nelems`` x
 ``dtype`` where given, else from the annotation's ``Input Dims`` x ``Input
 type`` (an all_gather's output from the ``c10d::`` op's first tensor, or the
 input x group size). ``bus_bytes`` = bytes x the nccl-tests bus factor of the
-group size (0 when the group size is unknown). Node columns of the
+group size; a collective that records no group size is taken to span the
+whole world (``distributedInfo.world_size``; counted in
+``meta["kineto"]["group_size_assumed"]``), and gets 0 without a world size.
+Node columns of the
 collective: ``collective``, ``group_size``, ``process_group``,
 ``process_group_ranks``.
 
@@ -97,7 +102,7 @@ reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
 >>> import cctviz
 >>> t = cctviz.read("../shared/data/kineto/hta_call_stack_backward_thread.json")
 >>> t.nodes["name"].tolist()[:5]
-['process 3914', 'thread 3914', 'ProfilerStep#552', '## backward ##', 'thread 24922']
+['process', 'main thread', 'ProfilerStep#552', '## backward ##', 'thread 1']
 >>> t.meta["rank"], t.units["time"]
 (0, 'us')
 """
@@ -120,7 +125,7 @@ import numpy as np
 from ..errors import ProfileError
 from ..model._algo import TrieBuilder, level_order
 from ..model.tree import Tree
-from ..runtime.comm import COLLECTIVES, KINDS, bus_factor
+from ..runtime.comm import bus_factor, collective_kind, dtype_size, nccl_tests_elements
 from . import register
 
 # ----------------------------------------------------------------- categories
@@ -172,72 +177,6 @@ _RESERVED_META = {"units", "format", "source", "kineto", "traceEvents"}
 
 # ------------------------------------------------------------- collectives
 _COMM_NAME = re.compile(r"^(?:record_param_comms$|c10d::|(?:nccl|gloo|mpi|ucc|xccl|hccl):)")
-_PREFIX = re.compile(r"^(?:c10d::|(?:nccl|gloo|mpi|ucc|xccl|hccl):)")
-_ALIASES = {k.replace("_", ""): k for k in KINDS}
-_ALIASES.update(recvanysource="recv", monitoredbarrier="barrier", alltoallv="all_to_all")
-_SUFFIXES = ("coalesced", "base", "intotensor", "tensor", "single")
-
-#: element sizes of PyTorch dtype names, both spellings: ScalarType names of
-#: ``record_param_comms``'s ``dtype`` ("Float", "BFloat16") and the C++ type
-#: names of ``Input type`` ("float", "c10::BFloat16", "unsigned char"),
-#: looked up lower case without "c10::".
-DTYPE_SIZE: dict[str, int] = {
-    **dict.fromkeys(("float", "float32"), 4),
-    **dict.fromkeys(("double", "float64"), 8),
-    **dict.fromkeys(("half", "float16", "bfloat16"), 2),
-    **dict.fromkeys(("int", "int32", "unsigned int", "uint32"), 4),
-    **dict.fromkeys(("long", "long int", "int64", "long long", "long long int"), 8),
-    **dict.fromkeys(("unsigned long", "long unsigned int", "unsigned long int", "uint64"), 8),
-    **dict.fromkeys(("short", "short int", "int16", "unsigned short", "uint16"), 2),
-    **dict.fromkeys(("char", "signed char", "int8", "byte", "unsigned char", "uint8"), 1),
-    **dict.fromkeys(("bool", "qint8", "quint8", "quint4x2", "quint2x4"), 1),
-    **dict.fromkeys(("qint32",), 4),
-    **dict.fromkeys(("complexhalf", "complex<half>"), 4),
-    **dict.fromkeys(("complexfloat", "complex<float>"), 8),
-    **dict.fromkeys(("complexdouble", "complex<double>"), 16),
-    **dict.fromkeys(
-        ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"),
-        1,
-    ),
-}
-
-
-def dtype_size(name: Any) -> int | None:
-    """Element size in bytes of a PyTorch dtype name as Kineto writes it; None if unknown.
-
-    >>> dtype_size("Float"), dtype_size("c10::BFloat16"), dtype_size("unsigned char")
-    (4, 2, 1)
-    >>> dtype_size("Scalar") is None
-    True
-    """
-    if not isinstance(name, str):
-        return None
-    return DTYPE_SIZE.get(name.lower().replace("c10::", "").strip())
-
-
-def collective_kind(name: str) -> str | None:
-    """The collective (one of :data:`cctviz.runtime.comm.KINDS`) an event name or
-    a ``Collective name`` stands for; None for anything else (``wait``...).
-
-    >>> collective_kind("nccl:_all_gather_base"), collective_kind("c10d::allreduce_")
-    ('all_gather', 'all_reduce')
-    >>> collective_kind("reduce_scatter_tensor_coalesced"), collective_kind("wait")
-    ('reduce_scatter', None)
-    """
-    s = _PREFIX.sub("", name.strip().lower())
-    if s in COLLECTIVES:
-        return COLLECTIVES[s][0]
-    s = s.strip("_")
-    if s in COLLECTIVES:
-        return COLLECTIVES[s][0]
-    t = s.replace("_", "")
-    changed = True
-    while changed:
-        changed = False
-        for suf in _SUFFIXES:
-            if t.endswith(suf) and len(t) > len(suf):
-                t, changed = t[: -len(suf)], True
-    return _ALIASES.get(t)
 
 
 def _tensor_bytes(dims: Any, types: Any, first_only: bool = False) -> int | None:
@@ -301,7 +240,7 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
             size = dtype_size(args.get("dtype"))
             n_in, n_out = _int(args.get("In msg nelems")), _int(args.get("Out msg nelems"))
             if size is not None and (n_in is not None or n_out is not None) and nbytes is None:
-                nbytes = _pick(kind, n_in or 0, n_out or 0, group) * size
+                nbytes = nccl_tests_elements(kind, n_in or 0, n_out or 0, group) * size
             if rpc_in is None:
                 rpc_in = _tensor_bytes(args.get("Input Dims"), args.get("Input type"), True)
         elif name.startswith("c10d::"):
@@ -332,18 +271,6 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
         "process_group": None if pg is None else str(pg),
         "process_group_ranks": None if ranks is None else str(ranks),
     }
-
-
-def _pick(kind: str | None, n_in: int, n_out: int, group: int | None) -> int:
-    """The element count nccl-tests counts for ``kind`` from record_param_comms'
-    in/out counts (the whole gathered or scattered buffer; a recv's output)."""
-    if kind in ("all_gather", "gather"):
-        return n_out or n_in * (group or 1)
-    if kind in ("reduce_scatter", "scatter"):
-        return n_in or n_out * (group or 1)
-    if kind == "recv":
-        return n_out or n_in
-    return n_in or n_out
 
 
 # -------------------------------------------------------------------- sniff
@@ -1050,18 +977,21 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
     s_name: list[int] = []
     s_kind: list[int] = []
     s_label: list[Any] = []
+    s_id: list[Any] = []
 
-    def synthetic(parent: int, name: str, kind: str, label: Any) -> int:
+    def synthetic(parent: int, name: str, kind: str, label: Any, ident: Any = None) -> int:
         s_parent.append(parent)
         s_name.append(code(name))
         s_kind.append(_K[kind])
         s_label.append(label)
+        s_id.append(None if ident is None else str(ident))
         return len(s_parent) - 1
 
-    proc_node = {pid: synthetic(-1, nm, "process", label) for pid, nm, label in procs}
+    proc_node = {pid: synthetic(-1, nm, "process", label, pid) for pid, nm, label in procs}
     thread_node = np.zeros(max(nth, 1), dtype=np.int64)
+    keys = list(col.threads)
     for t, pid, nm, label in thr:
-        thread_node[t] = synthetic(proc_node[pid], nm, "thread", label)
+        thread_node[t] = synthetic(proc_node[pid], nm, "thread", label, keys[t][1])
     gp_missing = np.empty(0, dtype=np.int64)
     if unattributed:
         devs = [str(col.g_dev[g]) for g in missing]
@@ -1070,7 +1000,7 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         for k, d in enumerate(uniq):
             label = col.process_labels.get(int(d) if d.lstrip("-").isdigit() else d)
             nm = f"device {d}" if thread_ids else ("device" if len(uniq) == 1 else f"device {k}")
-            dev = synthetic(-1, nm, "device", label)
+            dev = synthetic(-1, nm, "device", label, d)
             under[d] = synthetic(dev, UNATTRIBUTED, "region", None)
         gp_missing = np.asarray([under[d] for d in devs], dtype=np.int64)
     S = len(s_parent)
@@ -1099,23 +1029,27 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
     tkey[S : S + n] = cpu.ts
     tkey[S + n :] = gts
     del cpu.ts
+    meta, kmeta = _meta(top)
+    world = _int_or_none(meta.get("world_size"))
     heads = np.fromiter(cpu.comm.keys(), dtype=np.int64, count=len(cpu.comm)) + S
     coll = list(cpu.comm.values())
     comm_vals = {
         "comm_time": np.asarray([c["time"] for c in coll], dtype=np.float64),
         "comm_bytes": np.asarray([c["bytes"] for c in coll], dtype=np.float64),
         "bus_bytes": np.asarray(
-            [c["bytes"] * bus_factor(c["collective"], c["group_size"] or 0) for c in coll],
+            [c["bytes"] * bus_factor(c["collective"], c["group_size"] or world or 0) for c in coll],
             dtype=np.float64,
         ),
     }
-    sparse: dict[str, dict[int, Any]] = {"label": dict(enumerate(s_label))}
+    sparse: dict[str, dict[int, Any]] = {
+        "label": dict(enumerate(s_label)),
+        "id": dict(enumerate(s_id)),
+    }
     if coll:
         for k in COMM_COLUMNS:
             sparse[k] = {int(h): c[k] for h, c in zip(heads, coll)}
     name_arr = np.asarray(list(names), dtype=object)
 
-    meta, kmeta = _meta(top)
     kmeta.update(
         cpu_events=n,
         gpu_events=ng,
@@ -1126,7 +1060,11 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         python_links_ignored=cpu.ignored,
         negative_dur=neg,
         collectives=len(coll),
-        bus_bytes_unknown_group=sum(1 for c in coll if c["bytes"] and not c["group_size"]),
+        # collectives without a recorded group size: bus bytes assume the whole world
+        group_size_assumed=sum(1 for c in coll if c["bytes"] and not c["group_size"] and world),
+        bus_bytes_unknown_group=sum(
+            1 for c in coll if c["bytes"] and not c["group_size"] and not world
+        ),
     )
     meta["kineto"] = kmeta
     meta["units"] = dict(UNITS)
@@ -1186,6 +1124,10 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
     )
 
 
+def _int_or_none(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
 def _dense(values: dict[int, Any], size: int) -> np.ndarray:
     out = np.full(size, None, dtype=object)
     if values:
@@ -1199,7 +1141,7 @@ def read_kineto(
     *,
     python_functions: bool = True,
     merge: bool = True,
-    thread_ids: bool = True,
+    thread_ids: bool = False,
 ) -> Tree:
     """Read a torch.profiler (Kineto) trace, plain or gzipped, into a calling-context tree.
 
@@ -1209,8 +1151,10 @@ def read_kineto(
             traces); False drops them while parsing.
         merge: merge events with the same call path into one node (a CCT);
             False keeps one node per event (a call tree).
-        thread_ids: name process and thread nodes by pid/tid; False gives
-            id-free names so that the ranks of a job unify in an Ensemble.
+        thread_ids: name process and thread nodes by pid/tid. The default
+            gives id-free names (``process``, ``main thread``, ``thread 1``...),
+            so that the ranks of a job unify by call path in an Ensemble; the
+            pid/tid is then in the node column ``id``.
 
     Example:
         >>> import cctviz

@@ -36,6 +36,7 @@ of inclusive sums: see :func:`bandwidth`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -95,6 +96,92 @@ KINDS = (
     "recv",
     "barrier",
 )
+
+
+# ---- names as profilers write them (Kineto traces): kinds, dtypes, buffers
+_PREFIX = re.compile(r"^(?:c10d::|(?:nccl|gloo|mpi|ucc|xccl|hccl):)")
+_ALIASES = {k.replace("_", ""): k for k in KINDS}
+_ALIASES.update(recvanysource="recv", monitoredbarrier="barrier", alltoallv="all_to_all")
+_SUFFIXES = ("coalesced", "base", "intotensor", "tensor", "single")
+
+#: element sizes of PyTorch dtype names, both spellings: ScalarType names of
+#: ``record_param_comms``'s ``dtype`` ("Float", "BFloat16") and the C++ type
+#: names of ``Input type`` ("float", "c10::BFloat16", "unsigned char"),
+#: looked up lower case without "c10::".
+DTYPE_SIZE: dict[str, int] = {
+    **dict.fromkeys(("float", "float32"), 4),
+    **dict.fromkeys(("double", "float64"), 8),
+    **dict.fromkeys(("half", "float16", "bfloat16"), 2),
+    **dict.fromkeys(("int", "int32", "unsigned int", "uint32"), 4),
+    **dict.fromkeys(("long", "long int", "int64", "long long", "long long int"), 8),
+    **dict.fromkeys(("unsigned long", "long unsigned int", "unsigned long int", "uint64"), 8),
+    **dict.fromkeys(("short", "short int", "int16", "unsigned short", "uint16"), 2),
+    **dict.fromkeys(("char", "signed char", "int8", "byte", "unsigned char", "uint8"), 1),
+    **dict.fromkeys(("bool", "qint8", "quint8", "quint4x2", "quint2x4"), 1),
+    **dict.fromkeys(("qint32",), 4),
+    **dict.fromkeys(("complexhalf", "complex<half>"), 4),
+    **dict.fromkeys(("complexfloat", "complex<float>"), 8),
+    **dict.fromkeys(("complexdouble", "complex<double>"), 16),
+    **dict.fromkeys(
+        ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"),
+        1,
+    ),
+}
+
+
+def dtype_size(name: Any) -> int | None:
+    """Element size in bytes of a PyTorch dtype name as Kineto writes it; None if unknown.
+
+    >>> dtype_size("Float"), dtype_size("c10::BFloat16"), dtype_size("unsigned char")
+    (4, 2, 1)
+    >>> dtype_size("Scalar") is None
+    True
+    """
+    if not isinstance(name, str):
+        return None
+    return DTYPE_SIZE.get(name.lower().replace("c10::", "").strip())
+
+
+def collective_kind(name: str) -> str | None:
+    """The collective (one of :data:`cctviz.runtime.comm.KINDS`) an event name or
+    a ``Collective name`` stands for; None for anything else (``wait``...).
+
+    >>> collective_kind("nccl:_all_gather_base"), collective_kind("c10d::allreduce_")
+    ('all_gather', 'all_reduce')
+    >>> collective_kind("reduce_scatter_tensor_coalesced"), collective_kind("wait")
+    ('reduce_scatter', None)
+    """
+    s = _PREFIX.sub("", name.strip().lower())
+    if s in COLLECTIVES:
+        return COLLECTIVES[s][0]
+    s = s.strip("_")
+    if s in COLLECTIVES:
+        return COLLECTIVES[s][0]
+    t = s.replace("_", "")
+    changed = True
+    while changed:
+        changed = False
+        for suf in _SUFFIXES:
+            if t.endswith(suf) and len(t) > len(suf):
+                t, changed = t[: -len(suf)], True
+    return _ALIASES.get(t)
+
+
+def nccl_tests_elements(kind: str | None, n_in: int, n_out: int, group: int | None) -> int:
+    """The element count nccl-tests counts for ``kind`` from a call's input and
+    output element counts (the whole gathered or scattered buffer; a recv's
+    output), as profilers record them (Kineto's ``In/Out msg nelems``).
+
+    >>> nccl_tests_elements("all_gather", 100, 400, 4), nccl_tests_elements("all_reduce", 100, 100, 4)
+    (400, 100)
+    """
+    if kind in ("all_gather", "gather"):
+        return n_out or n_in * (group or 1)
+    if kind in ("reduce_scatter", "scatter"):
+        return n_in or n_out * (group or 1)
+    if kind == "recv":
+        return n_out or n_in
+    return n_in or n_out
 
 
 def tensor_bytes(t: Any) -> int:

@@ -16,7 +16,8 @@ import pytest
 import cctviz
 from cctviz import ProfileError
 from cctviz.readers import head
-from cctviz.readers.kineto import _sniff, dtype_size
+from cctviz.readers.kineto import _sniff
+from cctviz.runtime.comm import dtype_size
 from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
 from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
 
@@ -67,9 +68,11 @@ def test_sample_loads_with_its_events(path, docs):
     nodes, m = t.nodes, t.metrics
     # one thread node per (pid, tid) of the CPU events, under one process node
     assert (nodes["kind"] == "thread").sum() == len({(e["pid"], e["tid"]) for e in cpu})
-    assert set(nodes.loc[nodes["kind"] == "process", "name"]) == {
-        f"process {p}" for p in {e["pid"] for e in cpu}
-    }
+    procs = nodes[nodes["kind"] == "process"]
+    assert set(procs["id"]) == {str(p) for p in {e["pid"] for e in cpu}}
+    assert set(procs["name"]) == {"process"}  # no ids in names: ranks unify
+    threads = nodes[nodes["kind"] == "thread"]
+    assert set(threads["id"]) == {str(e["tid"]) for e in cpu}
     # every CPU event is counted once, GPU time adds up, CPU time adds up per thread
     assert m["calls"].sum() == len(cpu) + len(gpu)
     assert m["gpu_time"].sum() == pytest.approx(sum(e["dur"] for e in gpu), rel=1e-12)
@@ -172,7 +175,7 @@ def test_2021_and_amd_kernels_hang_under_their_launch(docs):
 
 
 def test_known_ops(docs):
-    t = cctviz.read(BACKWARD)
+    t = cctviz.read(BACKWARD, thread_ids=True)
     assert t.nodes["name"].tolist() == [
         "process 3914",
         "thread 3914",
@@ -246,13 +249,14 @@ def test_all_gather_counts_its_output():
 
 
 def test_ranks_as_an_ensemble():
-    ens = cctviz.read_ensemble(RANKS)
-    assert ens.profiles["rank"].tolist() == [0, 1]
-    assert ens.profiles["world_size"].tolist() == [128, 128]
-    assert ens.profiles["backend"].tolist() == ["nccl", "nccl"]
-    # without ids in the thread names the two ranks share their call paths
-    shared = cctviz.read_ensemble(RANKS, thread_ids=False)
-    t0, t1 = (cctviz.read(p, thread_ids=False) for p in RANKS)
+    shared = cctviz.read_ensemble(RANKS)
+    assert shared.profiles["rank"].tolist() == [0, 1]
+    assert shared.profiles["world_size"].tolist() == [128, 128]
+    assert shared.profiles["backend"].tolist() == ["nccl", "nccl"]
+    # without ids in the thread names (the default) the two ranks share their call paths
+    t0, t1 = (cctviz.read(p) for p in RANKS)
+    apart = cctviz.read_ensemble(RANKS, thread_ids=True)
+    assert len(apart.tree) == len(t0) + len(t1)
     assert len(shared.tree) < len(t0) + len(t1) - 1000
     assert shared.tree.nodes["name"][:3].tolist() == ["process", "main thread", "ProfilerStep#551"]
     step = shared.data.reset_index()
@@ -302,11 +306,11 @@ def test_python_frames_link_by_parent_id(tmp_path):
     )
     t = cctviz.read(p)
     paths = _paths(t)
-    main = "process 1/thread 1/a.py(1): main"
+    main = "process/main thread/a.py(1): main"
     mm = f"{main}/b.py(2): f/c.py(3): g/aten::mm"
     assert set(paths) == {
-        "process 1",
-        "process 1/thread 1",
+        "process",
+        "process/main thread",
         main,
         f"{main}/b.py(2): f",
         f"{main}/b.py(2): f/c.py(3): g",
@@ -322,7 +326,7 @@ def test_python_frames_link_by_parent_id(tmp_path):
 
     # python_functions=False drops the frames while parsing
     t2 = cctviz.read(p, python_functions=False)
-    assert sorted(_paths(t2)) == ["process 1", "process 1/thread 1", "process 1/thread 1/aten::mm"]
+    assert sorted(_paths(t2)) == ["process", "process/main thread", "process/main thread/aten::mm"]
     assert t2.meta["kineto"]["cpu_events"] == 1
 
 
@@ -339,16 +343,16 @@ def test_partial_overlap_is_clamped_and_counted(tmp_path):
     assert t.meta["kineto"]["clamped"] == 1
     paths = _paths(t)
     assert set(paths) == {
-        "process 1",
-        "process 1/thread 1",
-        "process 1/thread 1/parent",
-        "process 1/thread 1/parent/child",
-        "process 1/thread 1/next",
+        "process",
+        "process/main thread",
+        "process/main thread/parent",
+        "process/main thread/parent/child",
+        "process/main thread/next",
     }
     m = t.metrics
-    assert m["time"][paths["process 1/thread 1/parent/child"]] == 5
-    assert m["time (inc)"][paths["process 1/thread 1/parent"]] == 10
-    assert m["time (inc)"][paths["process 1/thread 1"]] == 12
+    assert m["time"][paths["process/main thread/parent/child"]] == 5
+    assert m["time (inc)"][paths["process/main thread/parent"]] == 10
+    assert m["time (inc)"][paths["process/main thread"]] == 12
 
 
 def test_merge_and_gpu_attachment(tmp_path):
@@ -387,17 +391,17 @@ def test_merge_and_gpu_attachment(tmp_path):
     p = _write(tmp_path, events)
     t = cctviz.read(p)
     paths = _paths(t)
-    add = "process 1/thread 1/ProfilerStep#1/aten::add"
+    add = "process/main thread/ProfilerStep#1/aten::add"
     kern = f"{add}/cudaLaunchKernel/add_kernel"
     assert t.metrics["calls"][paths[add]] == 3 and t.metrics["calls"][paths[kern]] == 3
     assert t.metrics["gpu_time"][paths[kern]] == 9
     assert t.metrics["time"][paths[add]] == 24
-    un = "device 0/(unattributed GPU)/old_kernel"
+    un = "device/(unattributed GPU)/old_kernel"
     assert t.metrics["gpu_time"][paths[un]] == 4 and t.meta["kineto"]["unattributed_gpu"] == 1
-    assert t.nodes["kind"][paths["device 0"]] == "device"
-    assert t.nodes["label"][paths["device 0"]] == "GPU 0"
-    assert t.nodes["label"][paths["process 1/thread 1"]] == "main"
-    assert t.metrics["gpu_time (inc)"][paths["process 1/thread 1/ProfilerStep#1"]] == 9
+    assert t.nodes["kind"][paths["device"]] == "device"
+    assert t.nodes["label"][paths["device"]] == "GPU 0"
+    assert t.nodes["label"][paths["process/main thread"]] == "main"
+    assert t.metrics["gpu_time (inc)"][paths["process/main thread/ProfilerStep#1"]] == 9
 
     flat = cctviz.read(p, merge=False)
     names = flat.nodes["name"]
@@ -435,7 +439,7 @@ def test_any_text_layout(tmp_path):
     kineto.BATCH = 3001  # batches end at many places; pieces of 997 characters
     try:
         col, top = kineto._parse(tmp_path / "t1.json", True, chunk=997)
-        trees.append(kineto._build(tmp_path / "t1.json", col, top, True, True))
+        trees.append(kineto._build(tmp_path / "t1.json", col, top, True, False))
     finally:
         kineto.BATCH = batch
     for t in trees[1:]:
