@@ -236,6 +236,9 @@ def test_gloo_bytes_from_input_dims(docs):
     assert t.metrics["comm_time"].sum() == pytest.approx(sum(e["dur"] for e in ev))
     assert t.meta["backend"] == "gloo" and t.meta["rank"] == 34 and t.meta["world_size"] == 300
     assert t.meta["kineto"]["distributedInfo"]["pg_count"] == 10
+    # gloo annotations record no group size: bus bytes assume the world (300 ranks)
+    assert t.meta["kineto"]["group_size_assumed"] == len(ev) == 10
+    assert t.metrics["bus_bytes"].sum() == pytest.approx(expected * 2 * 299 / 300)
     assert (t.nodes["kind"] == "thread").sum() == 3
 
 
