@@ -43,9 +43,7 @@ from ..errors import ProfileError
 from ..model.tree import Tree
 from . import register
 
-_SNIFF_HEAD = re.compile(
-    rb"^(?:\s|//[^\n]*\n|/\*.*?\*/|\#[^\n]*\n)*(?:strict\s+)?digraph\b", re.I | re.S
-)
+_SNIFF_HEAD = re.compile(rb"(?:strict\s+)?digraph\b", re.I)
 _SNIFF_LABEL = re.compile(rb'label="[^"]*?%\\n\([^"]*?%\)')
 
 _TOKEN = re.compile(
@@ -67,8 +65,26 @@ _LINE_BREAK = re.compile(r"\\[nlr]")
 DEFAULT_MAX_NODES = 1_000_000
 
 
+def _after_comments(h: bytes) -> bytes:
+    """``h`` without leading white space and comments (one linear pass: a regex
+    with alternating comment forms backtracks exponentially on C headers)."""
+    i, n = 0, len(h)
+    while i < n:
+        if h[i : i + 1].isspace():
+            i += 1
+        elif h.startswith((b"//", b"#"), i):
+            j = h.find(b"\n", i)
+            i = n if j < 0 else j + 1
+        elif h.startswith(b"/*", i):
+            j = h.find(b"*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            break
+    return h[i:]
+
+
 def _sniff(path: Path, h: bytes) -> bool:
-    return bool(_SNIFF_HEAD.match(h)) and bool(_SNIFF_LABEL.search(h))
+    return bool(_SNIFF_HEAD.match(_after_comments(h))) and bool(_SNIFF_LABEL.search(h))
 
 
 # ----------------------------------------------------------------- DOT parsing
