@@ -117,7 +117,6 @@ def test_same_parents_as_hta(path):
     """Holistic Trace Analysis's own call stacks (``hta.common.call_stack.CallGraph``)
     give every CPU event and GPU activity the same parent (compared as the
     multiset of (name, parent name) pairs; HTA also keeps gpu_user_annotation)."""
-    pytest.importorskip("hta")
     import logging
     import warnings
 
