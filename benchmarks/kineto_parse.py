@@ -138,13 +138,12 @@ def _import(tool: str, cfg: dict):
         def work(path: Path) -> dict:
             obj = cctviz.read(path, format="kineto", **opts)
             trees = list(obj.trees()) if hasattr(obj, "trees") else [obj]
-            k = [t.meta.get("kineto", {}) for t in trees]
-            return {
-                "ranks": len(trees),
-                "nodes": sum(len(t) for t in trees),
-                "cpu_events": sum(x.get("cpu_events", 0) for x in k),
-                "gpu_events": sum(x.get("gpu_events", 0) for x in k),
-            }
+            res = {"ranks": len(trees), "nodes": sum(len(t) for t in trees)}
+            k = [t.meta.get("kineto") for t in trees]
+            if all(isinstance(x, dict) for x in k):  # an Ensemble's trees do not keep it
+                for c in ("cpu_events", "gpu_events"):
+                    res[c] = sum(x.get(c, 0) for x in k)
+            return res
 
         return work
 
