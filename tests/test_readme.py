@@ -18,6 +18,17 @@ def test_readme_tour_runs(tmp_path, monkeypatch):
     exec(compile(blocks[1], "README.md", "exec"), ns)  # noqa: S102 - the view block
     exec(compile(blocks[2], "README.md", "exec"), ns)  # noqa: S102 - the runtime block
     assert ns["run"].profiles["steps"].tolist() == [4] and ns["run"].profiles["ok"].all()
+    readers = blocks[3]
+    for out in ("trace.speedscope.json", "trace.folded"):  # written to tmp_path, not the repo
+        readers = readers.replace(f'"{out}"', repr(str(tmp_path / out)))
+    exec(compile(readers, "README.md", "exec"), ns)  # noqa: S102 - the readers block
+    assert ns["ranks"].profiles["rank"].tolist() == [0, 1]
+    assert ns["back"].nodes["name"].tolist() == ns["trace"].nodes["name"].tolist()
+    speed = ns["cctviz"].read(tmp_path / "trace.speedscope.json")
+    assert speed.metrics["time"].sum() == ns["trace"].metrics["time"].sum()
+    folded = ns["cctviz"].read(tmp_path / "trace.folded", format="folded")
+    assert folded.metrics.iloc[:, 0].sum() > 0
+    assert ns["kripke"].n_profiles == 64 and len(ns["runs"].profiles) == 5
     assert ns["again"].state == ns["imbalance"].state
     assert set(ns["view"].selected["name"]) == {
         n for n in ns["view"].tree.names if n.startswith("MPI_")
