@@ -75,7 +75,9 @@ Traces
   (``ValueError: Unexpected case`` in its event comparator: after HTA rounds
   nanosecond time stamps, sub-microsecond events get ``dur`` -1 or 0) and on
   ``kineto_tb_resnet50_2021`` (``TypeError`` on a string ``tid``, the 2021
-  schema's ``"PyTorch Profiler"`` span thread));
+  schema's ``"PyTorch Profiler"`` span thread), and on the synthetic traces
+  (nanosecond time stamps, the same ``ValueError``; ``kineto_synth.py --us``
+  traces pass));
 * ``2 sampled ranks``: the two ``hta_trace_filter_sampled_rank-*`` files
   (ranks 0 and 1 of a 128-rank job) as one folder;
 * ``synthetic``: ``benchmarks/kineto_synth.py`` traces written to a temporary
@@ -177,10 +179,10 @@ def _import(tool: str, cfg: dict):
         info = {"parse_s": t1 - t0, "graph_s": time.perf_counter() - t1}
         info["ranks"] = len(trace.get_ranks())
         info["rows"] = int(sum(len(df) for df in trace.traces.values()))
-        # CPU events placed in a call stack (the stacks' sentinel roots left out)
-        info["nodes"] = int(
-            sum(sum(1 for k in cs.nodes if k >= 0) for cs in cg.call_stacks if cs.nodes)
-        )
+        # events placed in a call stack (sentinel roots left out); the stacks of a
+        # rank share one node map in trace_call_graph
+        maps = getattr(cg, "rank_to_nodes", {}).values() or [cs.nodes for cs in cg.call_stacks]
+        info["nodes"] = int(sum(sum(1 for k in m if k >= 0) for m in maps if m))
         return info
 
     return work
@@ -442,7 +444,7 @@ def print_table(rows: list, baseline: dict, args: argparse.Namespace) -> None:
             f"{c.get('nodes', '-')} nodes from {c.get('cpu_events', '-')} CPU + "
             f"{c.get('gpu_events', '-')} GPU events, import {c.get('import_s', float('nan')):.2f} s; "
             f"HTA {h.get('ranks', '-')} rank(s), {h.get('rows', '-')} rows, "
-            f"{h.get('nodes', '-')} CPU events in stacks, parse {h.get('parse_s', float('nan')):.2f}"
+            f"{h.get('nodes', '-')} events in stacks, parse {h.get('parse_s', float('nan')):.2f}"
             f" + graph {h.get('graph_s', float('nan')):.2f} s, import {h.get('import_s', float('nan')):.2f} s"
         )
 
