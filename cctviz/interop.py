@@ -107,6 +107,19 @@ def _walk_graph(roots: Sequence[Any]) -> tuple[dict[int, int], list[int], list[d
     return index, parent, frames
 
 
+def profile_files(mapping: Mapping[Any, Any], order: Sequence[Any]) -> list[Any]:
+    """The file of each profile in ``order`` from Thicket's ``profile_mapping``
+    (profile id -> file, or a one-element list of it); None where unmapped.
+
+    >>> profile_files({"7": ["a.cali"], 9: "b.cali"}, [9, 7, 3])
+    ['b.cali', 'a.cali', None]
+    """
+    files = {
+        str(k): (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in mapping.items()
+    }
+    return [files.get(str(p)) for p in order]
+
+
 def assemble(
     parent: Sequence[int] | np.ndarray,
     names: Sequence[str],
@@ -346,10 +359,7 @@ def from_thicket(tk: Any) -> Ensemble:
         profiles = profiles.merge(md, on=pname, how="left")
     mapping = getattr(tk, "profile_mapping", None)
     if isinstance(mapping, Mapping) and mapping:
-        files = {
-            str(k): (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in mapping.items()
-        }
-        profiles["profile_file"] = [files.get(str(p)) for p in order]
+        profiles["profile_file"] = profile_files(mapping, order)
     exc = list(getattr(tk, "exc_metrics", None) or [])
     inc = list(getattr(tk, "inc_metrics", None) or [])
     out = assemble(

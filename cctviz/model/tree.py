@@ -455,6 +455,23 @@ class Tree:
             t._meta = {**self._meta, "units": {**self.units, name: unit}}
         return t
 
+    def exclusive_metric(self, metric: str | None = None) -> str:
+        """The exclusive metric a writer or exporter should use: ``metric``
+        without its ``" (inc)"`` suffix, or the first metric when None.
+
+        >>> t = Tree.from_parents([-1], ["main"], {"time": [1.0], "calls": [2]})
+        >>> t.exclusive_metric(), t.exclusive_metric("calls (inc)")
+        ('time', 'calls')
+        """
+        if metric is None:
+            if not self.exc_metrics:
+                raise ValueError("the tree has no metrics")
+            return self.exc_metrics[0]
+        metric = base_metric(metric)[0]
+        if metric not in self.exc_metrics:
+            raise KeyError(f"no metric {metric!r}; have {self.exc_metrics}")
+        return metric
+
     def metric_column(self, metric: str | None) -> str:
         """Resolve a metric argument to a column of :attr:`metrics`.
 

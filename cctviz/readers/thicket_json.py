@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..interop import assemble
+from ..interop import assemble, profile_files
 from ..model.ensemble import Ensemble
 from . import register
 from ._json import expect, load_json
@@ -214,10 +214,7 @@ def read_thicket_json(path: Path) -> Ensemble:
             ) from None
     mapping = doc.get("profile_mapping")
     if isinstance(mapping, dict) and mapping:
-        files = {
-            str(k): (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in mapping.items()
-        }
-        profiles["profile_file"] = [files.get(str(p)) for p in order_p]
+        profiles["profile_file"] = profile_files(mapping, order_p)
     meta: dict[str, Any] = {}
     try:
         out = assemble(

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model.ensemble import Ensemble
-from ..model.tree import Tree, base_metric
+from ..model.tree import Tree
 
 
 def folded_names(names: np.ndarray) -> np.ndarray:
@@ -61,13 +61,7 @@ def _exclusive(
     obj: Tree | Ensemble, metric: str | None, profile: int | None
 ) -> tuple[Tree, str, np.ndarray]:
     tree = obj.tree if isinstance(obj, Ensemble) else obj
-    if metric is None:
-        if not tree.exc_metrics:
-            raise ValueError("the tree has no metrics to write")
-        metric = tree.exc_metrics[0]
-    metric = base_metric(metric)[0]
-    if metric not in tree.exc_metrics:
-        raise KeyError(f"no metric {metric!r}; have {tree.exc_metrics}")
+    metric = tree.exclusive_metric(metric)
     if isinstance(obj, Ensemble):
         rows = obj.rows
         if profile is not None:

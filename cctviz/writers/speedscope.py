@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.ensemble import Ensemble
-from ..model.tree import Tree, base_metric
+from ..model.tree import Tree
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 UNIT = {
@@ -168,13 +168,7 @@ def to_speedscope(
     if type not in ("sampled", "evented"):
         raise ValueError(f"type must be 'sampled' or 'evented', not {type!r}")
     tree = obj.tree if isinstance(obj, Ensemble) else obj
-    if metric is None:
-        if not tree.exc_metrics:
-            raise ValueError("the tree has no metrics to write")
-        metric = tree.exc_metrics[0]
-    metric = base_metric(metric)[0]
-    if metric not in tree.exc_metrics:
-        raise KeyError(f"no metric {metric!r}; have {tree.exc_metrics}")
+    metric = tree.exclusive_metric(metric)
     unit = UNIT.get(str(tree.units.get(metric, "")), "none")
     frames, frame_of = _frames(tree)
     stacks = _stacks(tree, frame_of) if type == "sampled" else []
