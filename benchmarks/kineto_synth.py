@@ -99,7 +99,8 @@ class _Writer:
         self.py_id = 0  # Python id
         self.seq = 0  # autograd Sequence number
         self.flow = 0  # fwdbwd flow id
-        self.module_id = 0
+        self.module_ids: dict[int, int] = {}  # call order in a forward -> module id
+        self.module_seq = 0
         self.stream_free: dict[int, int] = {COMPUTE_STREAM: 0, NCCL_STREAM: 0}
         self.gpu_step_start: int | None = None
         self.allocated = 1 << 30
@@ -318,10 +319,9 @@ def _module(th: _Thread, kind: str, src: str, line: int) -> None:
     w = th.w
     th.open("python_function", "torch/nn/modules/module.py(1736): _wrapped_call_impl")
     th.open("python_function", "torch/nn/modules/module.py(1747): _call_impl")
-    w.module_id += 1
-    th.open(
-        "python_function", f"nn.Module: {kind}_{w.module_id}", {"Python module id": w.module_id}
-    )
+    w.module_seq += 1  # the same module instances are called in the same order every forward
+    mid = w.module_ids.setdefault(w.module_seq, len(w.module_ids))
+    th.open("python_function", f"nn.Module: {kind}_{mid}", {"Python module id": mid})
     th.open("python_function", f"{src}({line}): forward")
 
 
@@ -529,6 +529,7 @@ def _micro_batch(w: _Writer, main: _Thread, bw: _Thread, blocks: int) -> None:
     main.close()
     main.close()
     # forward
+    w.module_seq = 0
     _module(main, "DistributedDataParallel", "torch/nn/parallel/distributed.py", 1643)
     _module(main, "GPT", "model.py", 90)
     for b in range(blocks):
