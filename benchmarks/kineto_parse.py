@@ -94,7 +94,8 @@ least 10,000 events, 5.3x over all twelve; the same on CPU time) with a lower
 peak on every trace (2.7x to 14x less above the imports on the big ones).
 The 1M-event synthetic rank: cctviz 3.4 s (299,000 events/s), 162 MB; HTA
 27 s (37,000 events/s: parse_traces 18 s + CallGraph 8.5 s), 1,361 MB. Lean
-configurations: 3.8x to 9.3x, geometric mean 6.6x; memory 2.0x to 13.5x.
+configurations: 3.8x to 9.3x, geometric mean 6.6x; memory 2.0x to 13.5x on the
+big ones.
 With ``--cctviz-options '{"merge": false}'`` (one node per event, like
 HTA's stacks): 3.4x to 8.4x, 3.2 s and 411 MB on the 1M-event rank.
 
