@@ -16,9 +16,9 @@ so imports are fair and peak memory is per tool. The child reports:
 
 * the wall time of the compose call alone (``time.perf_counter`` around it;
   interpreter start and imports excluded, import time reported separately);
-* its peak resident set size (``ru_maxrss`` of the child itself; this includes
-  the interpreter and the imported libraries, whose RSS after import is shown
-  too);
+* its peak resident set size (``VmHWM`` of the child itself, not ``ru_maxrss``,
+  which on Linux keeps the parent's peak across ``exec``; this includes the
+  interpreter and the imported libraries, whose RSS after import is shown too);
 * optionally (``--tracemalloc``) the Python-level peak of a *separate*,
   untimed run under ``tracemalloc``.
 
@@ -89,7 +89,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import signal
 import statistics
@@ -406,14 +405,14 @@ def child_main(
         t = time.perf_counter()
         ens = cctviz.read_ensemble(files, progress=False)
         res["compose_s"] = time.perf_counter() - t
-        res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        res["peak_rss_mb"] = (_rss_kib("VmHWM") or 0) / 1024
         if use_tracemalloc:
             res["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
         t = time.perf_counter()
         data = ens.data  # materialise the inclusive metrics (lazy in cctviz)
         res["inclusive_s"] = time.perf_counter() - t
-        res["peak_rss_with_inc_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        res["peak_rss_with_inc_mb"] = (_rss_kib("VmHWM") or 0) / 1024
         # ---- what was built (untimed)
         tree = ens.tree
         n = len(tree)
@@ -463,7 +462,7 @@ def child_main(
             reader, False, thicket_fill, True, files, None, node_ordering=False
         )
         res["compose_s"] = time.perf_counter() - t
-        res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        res["peak_rss_mb"] = (_rss_kib("VmHWM") or 0) / 1024
         if use_tracemalloc:
             res["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
