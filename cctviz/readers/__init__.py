@@ -6,7 +6,8 @@ returns a :class:`~cctviz.Tree` (one profile) or an
 :class:`~cctviz.Ensemble` (several ranks or runs in one file).
 :func:`read` picks the reader; :func:`read_ensemble` unifies many files.
 
-Adding a format = one new module here plus its import at the bottom.
+Adding a format = one new module here plus its name in ``DETECTION_ORDER``
+(at the bottom: the order in which detection asks the sniffers).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Reader:
 
 
 _READERS: dict[str, Reader] = {}
+_FOLDER_FORMATS: set[str] = set()  # formats that are a folder themselves (register(folder=True))
 
 
 def register(
@@ -106,7 +108,7 @@ def detect(path: PathLike) -> str:
                 return r.name
         except Exception:  # noqa: BLE001 - a sniffer must not break detection
             continue
-    if p.is_dir() and _folder_files(p):
+    if p.is_dir():  # no folder format claims it: a folder of profiles (read_folder checks)
         return FOLDER
     known = ", ".join(_READERS)
     raise UnknownFormatError(p, f"not a profile format cctviz knows (formats: {known})")
@@ -115,18 +117,20 @@ def detect(path: PathLike) -> str:
 FOLDER = "folder"
 
 
-def _folder_files(folder: Path) -> dict[Path, str]:
+def _folder_files(folder: Path, format: str | None = None) -> dict[Path, str]:
     """Profiles in ``folder`` and its sub-folders, with their format.
 
     A sub-folder that is a profile itself (a database, a run folder) is one
     entry, and so is the folder of a file that stands for its folder (TAU's
-    ``profile.N.0.0``, HPCToolkit's ``experiment.xml``).
+    ``profile.N.0.0``, HPCToolkit's ``experiment.xml``). With ``format`` given,
+    every file is taken to be of that format. Hidden files and folders are
+    left out.
     """
     found: dict[Path, str] = {}
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
         dirnames[:] = sorted(x for x in dirnames if not x.startswith("."))
-        if here != folder:
+        if format is None and here != folder:
             kind = _folder_format(here)
             if kind is not None:
                 found[here] = kind
@@ -136,10 +140,10 @@ def _folder_files(folder: Path) -> dict[Path, str]:
             if fn.startswith("."):
                 continue
             try:
-                kind = detect(here / fn)
+                kind = format or detect(here / fn)
             except ProfileError:
                 continue
-            if kind in _FOLDER_FORMATS:
+            if kind in _FOLDER_FORMATS and format is None:
                 found.setdefault(here, kind)
             else:
                 found[here / fn] = kind
@@ -157,34 +161,21 @@ def _folder_format(path: Path) -> str | None:
     return None
 
 
-def _files_in(folder: Path) -> list[Path]:
-    """Regular files under ``folder`` (recursively), hidden ones left out, sorted."""
-    return sorted(
-        f
-        for f in folder.rglob("*")
-        if f.is_file() and not any(x.startswith(".") for x in f.relative_to(folder).parts)
-    )
-
-
 def _read_folder(folder: Path, format: str | None = None, **kw: Any) -> Ensemble:
     """A folder of profiles of one format (per-rank traces, one file per run;
     sub-folders included) read as one Ensemble, as :func:`read_ensemble` over
     its files would."""
-    files = _folder_files(folder) if format is None else None
-    if files is not None:
-        kinds = sorted(set(files.values()))
-        if len(kinds) > 1:
-            raise ProfileError(
-                folder,
-                f"the folder mixes formats ({', '.join(kinds)}); "
-                "read the files with cctviz.read_ensemble([...]) instead",
-            )
-        paths = list(files)
-    else:
-        paths = _files_in(folder)
-    if not paths:
+    files = _folder_files(folder, format)
+    if not files:
         raise UnknownFormatError(folder, "the folder holds no profile file cctviz recognises")
-    return read_ensemble(paths, format=format, **kw)
+    kinds = sorted(set(files.values()))
+    if len(kinds) > 1:
+        raise ProfileError(
+            folder,
+            f"the folder mixes formats ({', '.join(kinds)}); "
+            "read the files with cctviz.read_ensemble([...]) instead",
+        )
+    return read_ensemble(list(files), format=kinds[0], **kw)  # detected once, above
 
 
 def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensemble:
@@ -201,7 +192,7 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
     """
     p = Path(path)
     name = format or detect(p)
-    if name == FOLDER or (format is not None and p.is_dir() and not _claims_folders(format)):
+    if name == FOLDER or (format is not None and p.is_dir() and format not in _FOLDER_FORMATS):
         return _read_folder(p, format, **kw)
     if name not in _READERS:
         raise ValueError(f"unknown format {name!r}; have {sorted(_READERS)}")
@@ -229,14 +220,6 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
             m.setdefault("format", name)
             m.setdefault("source", str(p))
     return obj
-
-
-def _claims_folders(name: str) -> bool:
-    """Whether the reader ``name`` reads a folder itself (a database, a run)."""
-    return name in _FOLDER_FORMATS
-
-
-_FOLDER_FORMATS: set[str] = set()
 
 
 def _expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[Path]:
