@@ -367,8 +367,7 @@ def _elementwise(th: _Thread, kind: str, src: str, op: str, kernel: str, pending
     _end_module(th)
 
 
-def _block(th: _Thread, b: int, pending: list) -> None:
-    _module(th, "Block", "model.py", 61)
+def _layer_norm(th: _Thread, pending: list) -> None:
     _elementwise(
         th,
         "LayerNorm",
@@ -377,6 +376,11 @@ def _block(th: _Thread, b: int, pending: list) -> None:
         "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel",
         pending,
     )
+
+
+def _block(th: _Thread, b: int, pending: list) -> None:
+    _module(th, "Block", "model.py", 61)
+    _layer_norm(th, pending)
     _module(th, "CausalSelfAttention", "model.py", 35)
     _linear(th, 3 * HIDDEN, HIDDEN, pending)
     th.op("aten::split", _dims((BATCH, SEQ, 3 * HIDDEN), (), ()))
@@ -395,14 +399,7 @@ def _block(th: _Thread, b: int, pending: list) -> None:
     th.close()
     _linear(th, HIDDEN, HIDDEN, pending)
     _end_module(th)
-    _elementwise(
-        th,
-        "LayerNorm",
-        "torch/nn/modules/normalization.py",
-        "aten::native_layer_norm",
-        "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel",
-        pending,
-    )
+    _layer_norm(th, pending)
     _module(th, "MLP", "model.py", 48)
     _linear(th, 4 * HIDDEN, HIDDEN, pending)
     _elementwise(
