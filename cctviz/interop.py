@@ -141,7 +141,8 @@ def assemble(
     ``profile_cols`` and the metric columns; other columns become node columns
     where they are constant per node. ``profiles`` (with the ``profile_cols``
     as columns) fixes the order and extra columns of the profiles. Shared by
-    :func:`from_hatchet`, :func:`from_thicket` and the ``thicket-json`` reader;
+    :func:`from_hatchet` and :func:`thicket_ensemble` (:func:`from_thicket`, the
+    ``thicket-json`` reader);
     errors are :class:`~cctviz.ProfileError` without a file (the reader names it).
 
     >>> rows = pd.DataFrame({"_row": [0, 1], "time (inc)": [5.0, 2.0]})
@@ -349,30 +350,52 @@ def from_thicket(tk: Any) -> Ensemble:
         raise ValueError(f"from_thicket: the dataframe index has no {pname!r} level")
     order = getattr(tk, "profile", None)
     order = list(order) if order is not None and len(order) else list(pd.unique(rows[pname]))
-    profiles = pd.DataFrame({pname: order})
     md = getattr(tk, "metadata", None)
     if isinstance(md, pd.DataFrame) and len(md.columns):
         md = md.reset_index()
         if pname not in md.columns:
             md = md.rename(columns={md.columns[0]: pname})
-        md = md.drop_duplicates(pname)
-        profiles = profiles.merge(md, on=pname, how="left")
-    mapping = getattr(tk, "profile_mapping", None)
-    if isinstance(mapping, Mapping) and mapping:
-        profiles["profile_file"] = profile_files(mapping, order)
+    else:
+        md = None
     exc = list(getattr(tk, "exc_metrics", None) or [])
     inc = list(getattr(tk, "inc_metrics", None) or [])
+    mapping = getattr(tk, "profile_mapping", None)
+    return thicket_ensemble(parent, names, kinds, attrs, rows, pname, order, exc, inc, md, mapping)
+
+
+def thicket_ensemble(
+    parent: Sequence[int],
+    names: Sequence[str],
+    kinds: Sequence[str],
+    attrs: pd.DataFrame | None,
+    rows: pd.DataFrame,
+    pname: str,
+    order: Sequence[Any],
+    exc: Sequence[str],
+    inc: Sequence[str],
+    metadata: pd.DataFrame | None = None,
+    mapping: Any = None,
+) -> Ensemble:
+    """:func:`assemble` for a Thicket: one profile per id in ``order`` (column
+    ``pname``), with the columns of ``metadata`` (a table with a ``pname``
+    column; first row per id) and ``profile_file`` from ``mapping`` (Thicket's
+    ``profile_mapping``). Shared by :func:`from_thicket` and the
+    ``thicket-json`` reader.
+    """
+    profiles = pd.DataFrame({pname: list(order)})
+    if metadata is not None:
+        try:
+            with warnings.catch_warnings():  # int ids against float ones: simply no match
+                warnings.simplefilter("ignore", UserWarning)
+                profiles = profiles.merge(metadata.drop_duplicates(pname), on=pname, how="left")
+        except (TypeError, ValueError) as e:
+            raise ProfileError(
+                None, f"metadata profile ids do not match: {e}", "metadata"
+            ) from None
+    if isinstance(mapping, Mapping) and mapping:
+        profiles["profile_file"] = profile_files(mapping, order)
     out = assemble(
-        parent,
-        names,
-        kinds,
-        attrs,
-        rows,
-        [pname],
-        exc,
-        inc,
-        profiles=profiles,
-        ensemble=True,
+        parent, names, kinds, attrs, rows, [pname], exc, inc, profiles=profiles, ensemble=True
     )
     assert isinstance(out, Ensemble)
     return out

@@ -327,12 +327,12 @@ def _unfold(stats: dict[Func, tuple], max_nodes: int) -> tuple[dict[str, np.ndar
         # iterative DFS with the current path: function -> node on the path
         on_path: dict[int, int] = {}
         share0 = min(1.0, entry / denom[root])
-        stack: list[tuple[int, int, float, float, float, float, float]] = [
-            (root, -1, share0, time0, entry, entry, 0.0)
+        stack: list[tuple[int, int, float, float, float, float]] = [
+            (root, -1, share0, time0, entry, entry)
         ]
         path_nodes: list[int] = []
         while stack:
-            g, par, share, t, c, p, _ = stack.pop()
+            g, par, share, t, c, p = stack.pop()
             while path_nodes and path_nodes[-1] != par:
                 on_path.pop(func[path_nodes.pop()], None)
             if len(func) >= max_nodes:
@@ -362,7 +362,6 @@ def _unfold(stats: dict[Func, tuple], max_nodes: int) -> tuple[dict[str, np.ndar
                         share * ett,
                         share * enc,
                         share * ecc,
-                        0.0,
                     )
                 )
             stack.extend(reversed(kids))

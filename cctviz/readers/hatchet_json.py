@@ -44,6 +44,53 @@ def _sniff_literal(path: Path, h: bytes) -> bool:
     return s[:1] == b"[" and b'"frame"' in h
 
 
+def parse_graph(
+    path: Path, graph: Any, relations: tuple[str, ...] = ("children",)
+) -> tuple[dict[int, dict[str, Any]], list[int]]:
+    """Validate Hatchet's ``graph``: a list of objects ``{id: {"data": {"name": ...},
+    "children": [ids]}}``.
+
+    Returns the nodes ``{id: {"data": ..., relation: [ids]}}`` in file order (each
+    of ``relations`` a list of integer ids, ``[]`` when absent) and the first id of
+    each object (Hatchet's roots). The ``thicket-json`` reader shares it, with
+    ``relations=("children", "parents")``.
+    """
+    expect(path, isinstance(graph, list), "graph", "expected a list of objects id -> node")
+    shape = ", ".join(["'data': {...}", *(f"'{r}': [...]" for r in relations)])
+    nodes: dict[int, dict[str, Any]] = {}
+    firsts: list[int] = []
+    for g, part in enumerate(graph):
+        expect(path, isinstance(part, dict), f"graph[{g}]", "expected an object id -> node")
+        for k, (key, nd) in enumerate(part.items()):
+            where = f"graph[{g}][{key!r}]"
+            try:
+                nid = int(key)
+            except ValueError:
+                raise ProfileError(path, "node id is not an integer", where=where) from None
+            expect(
+                path,
+                isinstance(nd, dict) and isinstance(nd.get("data"), dict),
+                where,
+                f"expected {{{shape}}}",
+            )
+            expect(path, "name" in nd["data"], f"{where}.data", "missing 'name'")
+            entry: dict[str, Any] = {"data": nd["data"]}
+            for rel in relations:
+                v = nd.get(rel, [])
+                expect(
+                    path,
+                    isinstance(v, list) and all(isinstance(x, int) for x in v),
+                    f"{where}.{rel}",
+                    "expected a list of integer node ids",
+                )
+                entry[rel] = v
+            expect(path, nid not in nodes, where, "node id appears twice")
+            nodes[nid] = entry
+            if k == 0:
+                firsts.append(nid)
+    return nodes, firsts
+
+
 @register("hatchet-json", _sniff_json_form, "Hatchet GraphFrame.to_json output (graph + dataframe)")
 def read_hatchet_json(path: Path) -> Tree | Ensemble:
     """Read Hatchet's ``to_json`` form."""
@@ -59,52 +106,14 @@ def read_hatchet_json(path: Path) -> Tree | Ensemble:
         "top level",
         "this is a Thicket ensemble (Thicket.to_json): read it with format='thicket-json'",
     )
-    graph = doc["graph"]
-    expect(path, isinstance(graph, list), "graph", "expected a list of root objects")
-    ids: list[int] = []
-    frames: list[dict] = []
-    children: dict[int, list[int]] = {}
-    root_ids: list[int] = []
-    for r, root in enumerate(graph):
-        expect(
-            path,
-            isinstance(root, dict),
-            f"graph[{r}]",
-            "expected an object mapping node id -> node",
-        )
-        first = True
-        for key, node in root.items():
-            where = f"graph[{r}][{key!r}]"
-            try:
-                nid = int(key)
-            except ValueError:
-                raise ProfileError(path, "node id is not an integer", where=where) from None
-            expect(
-                path,
-                isinstance(node, dict) and isinstance(node.get("data"), dict),
-                where,
-                "expected {'data': {...}, 'children': [...]}",
-            )
-            expect(path, "name" in node["data"], f"{where}.data", "missing 'name'")
-            kids = node.get("children", [])
-            expect(
-                path,
-                isinstance(kids, list) and all(isinstance(k, int) for k in kids),
-                f"{where}.children",
-                "expected a list of integer node ids",
-            )
-            ids.append(nid)
-            frames.append(node["data"])
-            children[nid] = kids
-            if first:
-                root_ids.append(nid)
-                first = False
+    nodes, root_ids = parse_graph(path, doc["graph"])
+    ids = list(nodes)
+    frames = [nd["data"] for nd in nodes.values()]
     pos = {nid: k for k, nid in enumerate(ids)}
-    expect(path, len(pos) == len(ids), "graph", "node ids are not unique")
     parent = np.full(len(ids), -1, dtype=np.int64)
     order_key = np.zeros(len(ids), dtype=np.int64)
-    for nid, kids in children.items():
-        for j, c in enumerate(kids):
+    for nid, nd in nodes.items():
+        for j, c in enumerate(nd["children"]):
             if c not in pos:
                 raise ProfileError(
                     path, f"child {c} of node {nid} is not in the graph", where=f"node {nid}"

@@ -38,7 +38,6 @@ from . import register
 from ._json import expect, load_json
 from .folded import stacks_to_tree
 
-FRAME_KEYS = ("function", "time")
 META_KEYS = ("start_time", "duration", "sample_count", "cpu_time", "min_interval", "max_interval")
 
 

@@ -26,18 +26,17 @@ metric becomes its exclusive counterpart (``sum#inclusive#sum#time.duration`` ->
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..interop import assemble, profile_files
+from ..interop import thicket_ensemble
 from ..model.ensemble import Ensemble
 from . import register
 from ._json import expect, load_json
+from .hatchet_json import parse_graph
 
 _PARENTS = re.compile(rb'"children"\s*:\s*\[[^\]]*\]\s*,\s*"parents"\s*:')
 
@@ -102,37 +101,8 @@ def read_thicket_json(path: Path) -> Ensemble:
         "top level",
         f"missing the profile list {pname!r} (a Hatchet to_json file is read as 'hatchet-json')",
     )
-    graph = doc["graph"]
-    expect(path, isinstance(graph, list), "graph", "expected a list of node objects")
-    nodes: dict[int, dict] = {}
-    order: list[int] = []
-    for g, part in enumerate(graph):
-        expect(path, isinstance(part, dict), f"graph[{g}]", "expected an object id -> node")
-        for key, nd in part.items():
-            where = f"graph[{g}][{key!r}]"
-            try:
-                nid = int(key)
-            except ValueError:
-                raise ProfileError(path, "node id is not an integer", where=where) from None
-            expect(
-                path,
-                isinstance(nd, dict) and isinstance(nd.get("data"), dict),
-                where,
-                "expected {'data': {...}, 'children': [...], 'parents': [...]}",
-            )
-            expect(path, "name" in nd["data"], f"{where}.data", "missing 'name'")
-            for rel in ("children", "parents"):
-                v = nd.get(rel, [])
-                expect(
-                    path,
-                    isinstance(v, list) and all(isinstance(x, int) for x in v),
-                    f"{where}.{rel}",
-                    "expected a list of integer node ids",
-                )
-            expect(path, nid not in nodes, where, "node id appears twice")
-            nodes[nid] = {"data": nd["data"], "children": nd.get("children", [])}
-            nodes[nid]["parents"] = nd.get("parents", [])
-            order.append(nid)
+    nodes, _ = parse_graph(path, doc["graph"], ("children", "parents"))
+    order = list(nodes)
     expect(path, bool(nodes), "graph", "the graph has no nodes")
     for nid in order:
         for c in nodes[nid]["children"] + nodes[nid]["parents"]:
@@ -189,11 +159,11 @@ def read_thicket_json(path: Path) -> Ensemble:
     # profiles: order, metadata, source files
     order_p = doc[pname]
     try:
-        profiles = pd.DataFrame({pname: pd.Series(order_p)})
-        profiles[pname].map(hash)
+        ids = pd.Series(order_p)
+        ids.map(hash)
     except (TypeError, ValueError):
         raise ProfileError(path, "expected a list of profile ids", where=pname) from None
-    expect(path, not profiles[pname].duplicated().any(), pname, "profile ids repeat")
+    expect(path, not ids.duplicated().any(), pname, "profile ids repeat")
     md = doc.get("metadata")
     if md is not None:
         expect(
@@ -202,35 +172,7 @@ def read_thicket_json(path: Path) -> Ensemble:
             "metadata",
             f"expected a list of records with {pname!r}",
         )
-        mdf = pd.DataFrame.from_records(md) if md else pd.DataFrame(columns=[pname])
-        mdf = mdf.drop_duplicates(pname)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                profiles = profiles.merge(mdf, on=pname, how="left")
-        except (TypeError, ValueError) as e:
-            raise ProfileError(
-                path, f"metadata profile ids do not match: {e}", "metadata"
-            ) from None
-    mapping = doc.get("profile_mapping")
-    if isinstance(mapping, dict) and mapping:
-        profiles["profile_file"] = profile_files(mapping, order_p)
-    meta: dict[str, Any] = {}
-    try:
-        out = assemble(
-            parent,
-            names,
-            kinds,
-            attrs,
-            rows,
-            [pname],
-            exc,
-            inc,
-            profiles=profiles,
-            ensemble=True,
-        )
-    except ProfileError as e:
-        raise ProfileError(path, e.problem, e.where) from None
-    assert isinstance(out, Ensemble)
-    out.meta.update(meta)
-    return out
+        md = pd.DataFrame.from_records(md) if md else pd.DataFrame(columns=[pname])
+    return thicket_ensemble(
+        parent, names, kinds, attrs, rows, pname, order_p, exc, inc, md, doc.get("profile_mapping")
+    )

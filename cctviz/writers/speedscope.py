@@ -174,16 +174,12 @@ def to_speedscope(
     stacks = _stacks(tree, frame_of) if type == "sampled" else []
     if isinstance(obj, Ensemble):
         rows = obj.rows
-        per = [
-            np.bincount(
-                g["node"].to_numpy(), weights=g[metric].to_numpy(np.float64), minlength=len(tree)
-            )
-            for _, g in rows.groupby("profile", sort=True)
-        ]
-        ids = sorted(rows["profile"].unique().tolist())
-        values = [np.zeros(len(tree))] * obj.n_profiles
-        for k, v in zip(ids, per):
-            values[k] = v
+        values = np.zeros((obj.n_profiles, len(tree)))
+        np.add.at(
+            values,
+            (rows["profile"].to_numpy(), rows["node"].to_numpy()),
+            rows[metric].to_numpy(np.float64),
+        )
         pnames = _profile_names(obj)
     else:
         values = [obj.metrics[metric].to_numpy(np.float64)]
