@@ -244,6 +244,7 @@ def _profile(path: Path, reader: Any, records: list[tuple[int, dict[str, Any]]])
                 raise ProfileError(
                     path, f"{c} holds {df[c].iloc[k]!r}, not a number", where=f"line {row_line[k]}"
                 )
+            df[c] = num  # build_profile needs no second conversion
         columns.append(
             CaliColumn(c, a.is_value(), a.get("attribute.alias"), a.get("attribute.unit"))
         )

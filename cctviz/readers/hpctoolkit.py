@@ -59,7 +59,7 @@ import pandas as pd
 
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
-from ..model.tree import INC, Tree
+from ..model.tree import Tree
 from . import register
 
 XML = "experiment.xml"
@@ -332,7 +332,7 @@ def _db_files(folder: Path, glob: str) -> tuple[list[Path], pd.DataFrame]:
 
 
 def _read_db(f: Path, header_size: int, n_metrics: int, n_nodes: int | None) -> np.ndarray:
-    """One metric-db file as a (num_nodes, num_metrics) float64 array."""
+    """One metric-db file as a (num_nodes, num_metrics) float64 array (a view of the bytes)."""
     try:
         raw = f.read_bytes()
     except OSError as e:
@@ -371,7 +371,7 @@ def _read_db(f: Path, header_size: int, n_metrics: int, n_nodes: int | None) -> 
         raise ProfileError(
             f, f"value {vals[r, c]} is not finite", where=f"byte {start + 8 * (r * nm + c)}"
         )
-    return vals.astype(np.float64)
+    return vals  # big-endian; converted where the caller copies the rows it keeps
 
 
 @register(
@@ -425,6 +425,25 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
         k = int(np.flatnonzero(nid < 1)[0]) if nid.min() < 1 else None
         what = f"node id {nid[k]} < 1" if k is not None else "node ids are not unique"
         raise ProfileError(xml, what, where="SecCallPathProfileData")
+    # --- metric names and units (from the XML), then the tree
+    units: dict[str, str] = {}
+    by_name: dict[str, dict[str, int]] = {}
+    for d, j in zip(dbs, db_id):
+        base, unit = _metric_name(d.get("n", ""))
+        by_name.setdefault(base, {})[d.get("t", "nil")] = j
+        if unit:
+            units[base] = unit
+    meta: dict[str, Any] = {"hpctoolkit_version": x["version"]}
+    if x["header"].get("program"):
+        meta["program"] = x["header"]["program"]
+    if units:
+        meta["units"] = units
+    structure, new_id = Tree.from_parents_with_ids(
+        s["parent"], s["names"], None, kind=s["kind"], columns=s["columns"], meta=meta
+    )
+    K = new_id.size
+    rows_idx = np.empty(K, dtype=np.int64)  # metric-db row of each node, in tree order
+    rows_idx[new_id] = nid[s["idx"]] - 1
     # --- metric-db files
     files, prof = _db_files(folder, dbs[0].get("db-glob", "*.metric-db"))
     it: Any = files
@@ -433,9 +452,8 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
 
         it = tqdm(files, desc="reading metric-db", unit="file")
     P = len(files)
-    rows_idx = nid[s["idx"]] - 1  # metric-db row of each kept node
     n_nodes = None
-    vals = np.empty((P, rows_idx.size, nm))  # (profile, kept node, metric)
+    vals = np.empty((P, K, nm))  # (profile, node, metric)
     for p, f in enumerate(it):
         v = _read_db(f, hs, nm, n_nodes)
         if n_nodes is None:
@@ -447,45 +465,24 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
                     where=f"byte {hs}",
                 )
         vals[p] = v[rows_idx]
-    # --- metrics per kept node and profile
-    kparent = s["parent"]
-    K = kparent.size
-    units: dict[str, str] = {}
+    # --- exclusive metrics per node and profile
+    parent = structure.parent
+    stm = (parent >= 0) & (structure.nodes["kind"].to_numpy() == "statement")
     metrics: dict[str, np.ndarray] = {}
-    by_name: dict[str, dict[str, int]] = {}
-    for d in dbs:
-        base, unit = _metric_name(d.get("n", ""))
-        by_name.setdefault(base, {})[d.get("t", "nil")] = int(d.get("db-id", d.get("i")))
-        if unit:
-            units[base] = unit
-    has_parent = kparent >= 0
     for base, cols in by_name.items():
         if "inclusive" in cols:
-            inc = vals[:, :, cols["inclusive"]]
-            child = np.zeros((K, P))
-            np.add.at(child, kparent[has_parent], inc.T[has_parent])
-            metrics[base] = inc - child.T
-        else:
-            exc = vals[
-                :, :, cols.get("exclusive", cols.get("nil", next(iter(cols.values()))))
-            ].copy()
-            stm = has_parent & (s["kind"] == "statement")
+            metrics[base] = structure.exclusive_from_inclusive(vals[:, :, cols["inclusive"]].T).T
+        else:  # Hatchet: the exclusive column minus the statement children's
+            exc = vals[:, :, cols.get("exclusive", cols.get("nil", next(iter(cols.values()))))]
             sub = np.zeros((K, P))
-            np.add.at(sub, kparent[stm], exc.T[stm])
+            np.add.at(sub, parent[stm], exc.T[stm])
             metrics[base] = exc - sub.T
-    meta: dict[str, Any] = {"hpctoolkit_version": x["version"]}
-    if x["header"].get("program"):
-        meta["program"] = x["header"]["program"]
-    if units:
-        meta["units"] = units
-    structure, new_id = Tree.from_parents_with_ids(
-        s["parent"], s["names"], None, kind=s["kind"], columns=s["columns"], meta=meta
-    )
     names = list(metrics)
     stacked = np.stack([metrics[m] for m in names], axis=-1).reshape(P * K, len(names))
     nz = np.flatnonzero((stacked != 0).any(axis=1))
-    rows = pd.DataFrame({"node": np.tile(new_id, P)[nz], "profile": np.repeat(np.arange(P), K)[nz]})
+    rows = pd.DataFrame(
+        {"node": np.tile(np.arange(K), P)[nz], "profile": np.repeat(np.arange(P), K)[nz]}
+    )
     for j, m in enumerate(names):
         rows[m] = stacked[nz, j]
-    assert not any(m.endswith(INC) for m in names)
     return Ensemble(structure, rows, prof, meta)

@@ -145,7 +145,7 @@ def _parse(path: Path) -> dict[str, Any]:
         if not um:
             raise _fail(path, "expected '<k> userevents'", k + 1)
         n_ev = int(um.group(1))
-        events = [x for x in lines[k + 2 : k + 2 + n_ev]]
+        events = lines[k + 2 : k + 2 + n_ev]
         if n_ev and (len(events) < n_ev or not all(e.startswith('"') for e in events)):
             raise _fail(path, f"expected {n_ev} user event lines", k + 2 + len(events))
     return {"metric": metric, "table": tab, "meta": attrs}
@@ -171,7 +171,6 @@ def _tree(path: Path, tables: dict[str, pd.DataFrame]) -> Tree:
     ids: dict[tuple[str, ...], int] = {}
     parent: list[int] = []
     label: list[str] = []
-    timer: list[str] = []
 
     def node(p: tuple[str, ...]) -> int:
         if p in ids:
@@ -182,8 +181,8 @@ def _tree(path: Path, tables: dict[str, pd.DataFrame]) -> Tree:
         label.append(p[-1])
         return ids[p]
 
-    row_node = np.full(len(names), -1, dtype=np.int64)
     if is_path.any():
+        row_node = np.full(len(names), -1, dtype=np.int64)
         for r in np.flatnonzero(is_path):
             p = tuple(x.strip() for x in names[r].split(SEP))
             if any(not x for x in p):
@@ -192,13 +191,12 @@ def _tree(path: Path, tables: dict[str, pd.DataFrame]) -> Tree:
         roots = {p[0]: i for p, i in ids.items() if len(p) == 1}
         for r in np.flatnonzero(~is_path):
             nm = names[r].strip()
-            if nm in roots and row_node[r] < 0:
+            if nm in roots:
                 row_node[r] = roots.pop(nm)
     else:  # flat profile: one root per timer
-        for r in range(len(names)):
-            row_node[r] = node((names[r].strip() + f"\x00{r}",))
-            label[-1] = names[r].strip()
-    timer = label
+        row_node = np.arange(len(names), dtype=np.int64)
+        parent = [-1] * len(names)
+        label = [nm.strip() for nm in names]
     n = len(parent)
     used = row_node >= 0
     metrics: dict[str, np.ndarray] = {}
@@ -209,7 +207,7 @@ def _tree(path: Path, tables: dict[str, pd.DataFrame]) -> Tree:
     metrics["calls"] = np.bincount(
         row_node[used], weights=first["calls"].to_numpy()[used], minlength=n
     )
-    split = [_split_name(t) for t in timer]
+    split = [_split_name(t) for t in label]
     group = np.full(n, None, dtype=object)
     g = first["group"].to_numpy()
     for r in np.flatnonzero(used):
@@ -283,7 +281,7 @@ def read_tau(path: Path) -> Ensemble:
                 raise ProfileError(f, f"metric {rec['metric']!r} appears in two metric folders")
             if ref is None:
                 ref, meta0 = rec["table"]["name"], rec["meta"]
-            elif not rec["table"]["name"].reset_index(drop=True).equals(ref.reset_index(drop=True)):
+            elif not rec["table"]["name"].equals(ref):
                 raise ProfileError(f, "the timers differ from the first metric's file of this rank")
             tables[name] = rec["table"]
             if name == "time" or re.search(r"TIME|CLOCK", rec["metric"]):
@@ -302,5 +300,4 @@ def read_tau(path: Path) -> Ensemble:
     profiles = pd.DataFrame(prof)
     if (profiles["context"] == 0).all():
         profiles = profiles.drop(columns="context")
-    ens = Ensemble.from_trees(trees, profiles, meta)
-    return ens
+    return Ensemble.from_trees(trees, profiles, meta)
