@@ -91,20 +91,21 @@ def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dic
     runs = {
         s: profile_example(out / f"run-{s}", s, nproc=nproc, steps=steps) for s in ("ddp", "fsdp")
     }
-    ddp = read(runs["ddp"])
+    read_runs = {s: read(folder) for s, folder in runs.items()}
+    ddp = read_runs["ddp"]
     prof = ddp.profiles
+    n = int(prof["steps"].iloc[0])
     print(
-        f"\nGPT example, DDP on {len(prof)} CPU processes (gloo): {int(prof['steps'].iloc[0])} "
+        f"\nGPT example, DDP on {len(prof)} CPU processes (gloo): {n} "
         f"profiled steps, median step {prof['step_time_ns'].median() / 1e6:.1f} ms, "
         f"{ddp.meta.get('params', 0):,} parameters"
     )
     step = ddp.focus(ddp.tree.query('MATCH (".", a) WHERE a."name" = "step"'))
-    n = int(prof["steps"].iloc[0])
     print(f"\nThe step context, summed over {n} steps (ns; mean over ranks [min .. max]):")
     print(step.prune("time (inc)", fraction=0.01).render("time (inc)", depth=6, precision=0))
     tables = {}
-    for s, folder in runs.items():
-        t = comm_by_module(read(folder))
+    for s, ens in read_runs.items():
+        t = comm_by_module(ens)
         tables[s] = t
         print(f"\nCommunication per step by context, {s.upper()} (mean over ranks):")
         print(t.to_string(index=False, float_format=lambda v: f"{v:,.3f}"))

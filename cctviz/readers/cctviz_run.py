@@ -84,8 +84,8 @@ def read_run(path: Path) -> Ensemble:
     files = {int(m.group(1)): p for p in path.iterdir() if (m := _RANK_RE.match(p.name))}
     world = info.get("world_size") or info.get("expected_world_size")
     if not isinstance(world, int) or world < 1:
-        world = max(files) + 1 if files else 0
-    world = max(world, max(files) + 1 if files else 0)
+        world = 0
+    world = max(world, max(files, default=-1) + 1)
     if world == 0:
         raise ProfileError(path, "a run folder without run.json world size or rank files")
     trees: list[Tree] = []

@@ -45,18 +45,25 @@ _WRAPPER_SEGMENTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_modu
 _PENDING_MAX = 4096
 
 
+def _unwrap(m: Any) -> Any:
+    """The module one DDP/FSDP1/torch.compile wrapper inside ``m`` (``m`` if none)."""
+    name = type(m).__name__
+    if name in ("DistributedDataParallel", "DataParallel") and hasattr(m, "module"):
+        return m.module
+    if hasattr(m, "_fsdp_wrapped_module"):
+        return m._fsdp_wrapped_module
+    if name == "OptimizedModule" and hasattr(m, "_orig_mod"):
+        return m._orig_mod
+    return m
+
+
 def _inner_module(m: Any) -> Any:
     """The user's module behind DDP/FSDP1/torch.compile wrappers."""
     for _ in range(8):
-        name = type(m).__name__
-        if name in ("DistributedDataParallel", "DataParallel") and hasattr(m, "module"):
-            m = m.module
-        elif hasattr(m, "_fsdp_wrapped_module"):
-            m = m._fsdp_wrapped_module
-        elif name == "OptimizedModule" and hasattr(m, "_orig_mod"):
-            m = m._orig_mod
-        else:
+        inner = _unwrap(m)
+        if inner is m:
             break
+        m = inner
     return m
 
 
@@ -104,7 +111,7 @@ def strategy_of(m: Any) -> str | None:
             return "FSDP"
         if any(b.__name__ == "FSDPModule" for b in type(m).__mro__):
             return "FSDP2"
-        inner = _inner_module(m)
+        inner = _unwrap(m)  # one wrapper at a time: torch.compile(DDP(model))
         if inner is m:
             return None
         m = inner
@@ -164,7 +171,6 @@ class TorchHooks:
         self._group_size: dict[int, int] = {}
         self._pending: dict[int, tuple[int, int]] = {}
         self._async_pos: dict[str, int | None] = {}
-        self._ddp_done: set[int] = set()
         self._frames: list[tuple[Any, int, int]] = []
         self._code_names: dict[Any, str | None] = {}
         self.world_size: int | None = None
@@ -263,8 +269,7 @@ class TorchHooks:
         if "params" not in self.facts or s is not None:
             self.facts["params"] = count_parameters(module)
             self.facts["model"] = module_class_name(module)
-        if s == "DDP" and id(module) not in self._ddp_done:
-            self._ddp_done.add(id(module))
+        if s == "DDP":
             self._ddp_comm_hook(module)
 
     def _fwd_post(self, module: Any, args: Any, output: Any) -> None:

@@ -167,19 +167,6 @@ def run(argv: Sequence[str]) -> int:
     return code
 
 
-def add_parser(sub: Any) -> None:
-    """The ``run`` subcommand of the ``cctviz`` command line."""
-    r = sub.add_parser(
-        "run",
-        help="run a (distributed) PyTorch script like torchrun, profiling every rank",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        add_help=False,
-    )
-    r.add_argument("rest", nargs=argparse.REMAINDER)
-    r.set_defaults(fn=lambda a: run(a.rest))
-
-
 def worker_main(argv: Sequence[str] | None = None) -> None:
     """Entry of each worker process: profile ``script`` in-process, then let it run."""
     import runpy

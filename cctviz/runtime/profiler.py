@@ -337,9 +337,7 @@ class Profiler:
         meta = self._meta()
         tree = self.rec.to_tree(meta)
         path = rank_file(self.out, int(meta["rank"]))
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.cctviz")
-        write(tree, tmp)
-        os.replace(tmp, path)
+        write(tree, path)  # atomic: temp file + rename
         if int(meta["rank"]) == 0:
             update_run_file(
                 self.out,

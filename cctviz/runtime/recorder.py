@@ -283,13 +283,11 @@ class Recorder:
     # --------------------------------------------------------------- output
     def finish(self) -> None:
         """Stop the clock; a running step is closed and counted in :attr:`partial_steps`."""
+        self.tick()
         if self.in_step:
-            self.tick()
             self.stack[1:] = [self.outside]
             self.in_step = False
             self.partial_steps += 1
-        else:
-            self.tick()
 
     def columns(self) -> dict[str, Any]:
         """Parent, name, kind and dense metric columns of every context."""

@@ -182,6 +182,7 @@ def level_of_detail(
 
     # rank the unblocked nodes: tier desc, monotone priority desc, id asc
     cand = np.flatnonzero(~blocked)
+    unblocked = cand + lo
     t = tier[lo:hi][cand]
     p = mono[cand]
     if cand.size > budget:
@@ -205,7 +206,6 @@ def level_of_detail(
     ranked = cand[rank] + lo  # best first, ancestor-closed prefixes
 
     # visible children per node (unblocked ones, in range)
-    unblocked = np.flatnonzero(~blocked) + lo
     has_par = par[unblocked] >= 0
     n_kids = np.bincount(par[unblocked][has_par] - lo, minlength=m)
 
@@ -262,7 +262,7 @@ def _rows(
     sp = par[shown]
     shown_kids = np.bincount(sp[sp >= 0] - lo, minlength=m)[shown - lo]
     kids_all = np.bincount(parent[lo + 1 : lo + m][parent[lo + 1 : lo + m] >= lo] - lo, minlength=m)
-    kids_all = kids_all[shown - lo] if m else kids_all
+    kids_all = kids_all[shown - lo]
     unblocked_kids = n_kids[shown - lo]
     partial = (shown_kids > 0) & (shown_kids < unblocked_kids)
     other_parent = shown[partial]
