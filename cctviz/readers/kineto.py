@@ -123,9 +123,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProfileError
-from ..model._algo import TrieBuilder, level_order
+from ..model._algo import TrieBuilder, level_order, subtree_sizes
 from ..model.tree import Tree
-from ..runtime.comm import bus_factor, collective_kind, dtype_size, nccl_tests_elements
+from ..runtime.comm import _PREFIX, bus_factor, collective_kind, dtype_size, nccl_tests_elements
 from . import register
 
 # ----------------------------------------------------------------- categories
@@ -176,7 +176,7 @@ UNATTRIBUTED = "(unattributed GPU)"
 _RESERVED_META = {"units", "format", "source", "kineto", "traceEvents"}
 
 # ------------------------------------------------------------- collectives
-_COMM_NAME = re.compile(r"^(?:record_param_comms$|c10d::|(?:nccl|gloo|mpi|ucc|xccl|hccl):)")
+_COMM_NAME = re.compile(r"^record_param_comms$|" + _PREFIX.pattern)
 
 
 def _tensor_bytes(dims: Any, types: Any, first_only: bool = False) -> int | None:
@@ -710,33 +710,36 @@ def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[i
     return parent, clamped
 
 
-def _link_depths(col: _Columns, th: np.ndarray) -> dict[int, int]:
-    """Depth of each python_function frame along its ``Python parent id`` links
-    (cpu index -> depth), to order frames with equal start and duration."""
-    link: dict[tuple[int, Any], Any] = {}
-    for i, pid_, ppid in col.py:
+def _py_links(col: _Columns, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The python_function frames (cpu indices), the frame named by each one's
+    ``Python parent id`` on the same thread (an index into the frames, -1:
+    none) and each frame's depth along these links (to order frames with
+    equal start and duration)."""
+    frames = np.fromiter((i for i, _, _ in col.py), dtype=np.int64, count=len(col.py))
+    ths = th[frames].tolist()
+    at: dict[tuple[int, Any], int] = {}
+    for k, (t, (_, pid_, _)) in enumerate(zip(ths, col.py)):
         try:
-            link[(int(th[i]), pid_)] = ppid
+            at[(t, pid_)] = k
         except TypeError:  # an unhashable id: no link
-            continue
-    memo: dict[tuple[int, Any], int] = {}
-    out: dict[int, int] = {}
-    for i, pid_, _ppid in col.py:
-        t = int(th[i])
-        key = (t, pid_)
-        chain = []
+            pass
+    link = np.full(len(frames), -1, dtype=np.int64)
+    for k, (t, (_, _, ppid)) in enumerate(zip(ths, col.py)):
         try:
-            while key in link and key not in memo and len(chain) <= len(link):
-                chain.append(key)
-                key = (t, link[key])
+            link[k] = at.get((t, ppid), -1)
         except TypeError:
             pass
-        d = memo.get(key, -1)
-        for c in reversed(chain):
-            d += 1
-            memo[c] = d
-        out[i] = memo.get((t, pid_), 0) if chain else 0
-    return out
+    # depth by pointer doubling: depth[k] links from k up to up[k] (-1: the top)
+    depth = (link >= 0).astype(np.int64)
+    up = link.copy()
+    for _ in range(32):  # 2**32 links deep; frames on a cycle of links stop here
+        m = np.flatnonzero(up >= 0)
+        if not m.size:
+            break
+        u = up[m]
+        depth[m] += depth[u]
+        up[m] = up[u]
+    return frames, link, depth
 
 
 def _thread_names(col: _Columns, first_ts: np.ndarray, thread_ids: bool) -> tuple[list, list]:
@@ -791,10 +794,9 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     th0 = np.frombuffer(col.c_th, dtype=np.int32) if n else np.empty(0, np.int32)
     tie = np.zeros(n, dtype=np.int64)
     if col.py:
-        depths = _link_depths(col, th0)
+        frames, link, depth = _py_links(col, th0)
         tie[:] = 1 << 40
-        idx = np.fromiter(depths.keys(), dtype=np.int64, count=len(depths))
-        tie[idx] = np.fromiter(depths.values(), dtype=np.int64, count=len(depths))
+        tie[frames] = depth
     order = np.lexsort((tie, -dur0, ts0, th_rank[th0])) if n else np.empty(0, np.int64)
     del tie
     out.ts = ts = ts0[order]
@@ -823,34 +825,19 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     ]
     del order
 
-    # python_function frames: the frame named by Python parent id
+    # python_function frames: the frame named by Python parent id, where it
+    # encloses the frame (an ancestor: the sweep's subtrees are contiguous)
     out.sparent = tparent
     out.ignored = 0
     if col.py:
+        has = link >= 0
+        f = inv[frames[has]]
+        p = inv[frames[link[has]]]
+        size = subtree_sizes(tparent, level_order(tparent)[1])
+        inside = (p < f) & (f < p + size[p])
         out.sparent = tparent.copy()
-        pos_of: dict[tuple[int, Any], int] = {}
-        for i, pid_, _ in col.py:
-            try:
-                pos_of[(int(th0[i]), pid_)] = int(inv[i])
-            except TypeError:
-                continue
-        for i, _, ppid in col.py:
-            try:
-                p = pos_of.get((int(th0[i]), ppid))
-            except TypeError:
-                p = None
-            if p is None:
-                continue
-            f = int(inv[i])
-            a = tparent_l[f]
-            if a == p:
-                continue
-            while a != -1 and a != p:
-                a = tparent_l[a]
-            if a == p:
-                out.sparent[f] = p
-            else:
-                out.ignored += 1
+        out.sparent[f[inside]] = p[inside]
+        out.ignored = int(inside.size - np.count_nonzero(inside))
 
     # collectives: the outermost comm event of each nest gets the metrics
     out.comm = {}
@@ -1030,7 +1017,7 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
     tkey[S + n :] = gts
     del cpu.ts
     meta, kmeta = _meta(top)
-    world = _int_or_none(meta.get("world_size"))
+    world = _int(meta.get("world_size")) or None
     heads = np.fromiter(cpu.comm.keys(), dtype=np.int64, count=len(cpu.comm)) + S
     coll = list(cpu.comm.values())
     comm_vals = {
@@ -1122,10 +1109,6 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         columns=cols,
         meta=meta,
     )
-
-
-def _int_or_none(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
 def _dense(values: dict[int, Any], size: int) -> np.ndarray:

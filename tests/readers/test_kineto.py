@@ -332,6 +332,14 @@ def test_python_frames_link_by_parent_id(tmp_path):
     assert t2.meta["kineto"]["cpu_events"] == 1
 
 
+def test_equal_python_frames_nest_by_link_in_any_order(tmp_path):
+    # three frames with the same span, innermost listed first, outermost last
+    p = _write(tmp_path, [_py("c", 10, 50, 3, 2), _py("b", 10, 50, 2, 1), _py("a", 10, 50, 1, 0)])
+    t = cctviz.read(p)
+    assert "process/main thread/a/b/c" in _paths(t)
+    assert t.meta["kineto"]["python_links_ignored"] == 0
+
+
 def test_partial_overlap_is_clamped_and_counted(tmp_path):
     p = _write(
         tmp_path,
