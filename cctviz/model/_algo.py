@@ -15,6 +15,11 @@ __all__ = [
     "preorder_permutation",
     "subtree_sizes",
     "accumulate_up",
+    "combine_at",
+    "combine_rows",
+    "sibling_ordinal",
+    "identity_codes",
+    "AGGREGATIONS",
     "TrieBuilder",
     "sorted_unique",
 ]
@@ -86,19 +91,131 @@ def subtree_sizes(parent: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
     return size
 
 
-def accumulate_up(values: np.ndarray, parent: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
-    """Inclusive sums: every row plus the sum of its descendants' rows.
+#: how a metric's values combine over a subtree or a group of nodes
+AGGREGATIONS = ("sum", "max", "min", "none")
 
-    ``values`` is 1-D or 2-D (rows = nodes). ``parent`` may index rows of any
-    table whose rows form a forest (a tree, or a long table of (node, profile)
-    rows whose parent is the parent node's row in the same profile).
+# NaN-ignoring ufuncs: a missing own value (NaN) never hides its descendants' values
+_UFUNC = {"sum": np.add, "max": np.fmax, "min": np.fmin}
+
+
+def combine_at(out: np.ndarray, index: np.ndarray, values: np.ndarray, rule: str = "sum") -> None:
+    """``out[index] = rule(out[index], values)`` in place, repeated indices included.
+
+    ``sum`` adds (NaN propagates, as a sum with an unknown term is unknown);
+    ``max``/``min`` ignore NaN (a node without its own value takes its
+    children's). ``none`` has no combination: a ``ValueError``.
+    """
+    if rule not in _UFUNC:
+        raise ValueError(f"aggregation {rule!r} does not combine values")
+    _UFUNC[rule].at(out, index, values)
+
+
+def accumulate_up(
+    values: np.ndarray, parent: np.ndarray, levels: list[np.ndarray], rule: str = "sum"
+) -> np.ndarray:
+    """Inclusive values: every row combined with its descendants' rows.
+
+    ``rule`` is ``"sum"`` (the default), ``"max"`` or ``"min"`` (see
+    :func:`combine_at`). ``values`` is 1-D or 2-D (rows = nodes). ``parent``
+    may index rows of any table whose rows form a forest (a tree, or a long
+    table of (node, profile) rows whose parent is the parent node's row in the
+    same profile).
+
+    >>> parent = np.array([-1, 0, 0]); levels = [np.array([0]), np.array([1, 2])]
+    >>> v = np.array([1.0, 5.0, np.nan])
+    >>> accumulate_up(v, parent, levels).tolist(), accumulate_up(v, parent, levels, "max").tolist()
+    ([nan, 5.0, nan], [5.0, 5.0, nan])
     """
     out = np.array(
         values, dtype=np.float64 if values.dtype.kind != "f" else values.dtype, copy=True
     )
     for lv in reversed(levels[1:]):
-        np.add.at(out, parent[lv], out[lv])
+        combine_at(out, parent[lv], out[lv], rule)
     return out
+
+
+def combine_rows(
+    values: np.ndarray, target: np.ndarray, n_out: int, rules: list[str]
+) -> tuple[np.ndarray, list[int]]:
+    """Rows of ``values`` (rows x metrics) combined into ``n_out`` rows:
+    ``out[target[i]] = rule(out[target[i]], values[i])`` per metric.
+
+    Rows with ``target < 0`` are dropped. A ``"sum"`` output row nobody maps
+    to is 0, any other is NaN. A ``"none"`` metric has no combination: one
+    source keeps its value, several equal ones too, several different ones
+    give NaN. Returns the rows and, per metric, how many output rows had
+    differing ``"none"`` values (so callers can say what was lost).
+
+    >>> v = np.array([[1.0, 4.0, 7.0], [2.0, 5.0, 7.0], [3.0, 6.0, 8.0]])
+    >>> out, conflicts = combine_rows(v, np.array([0, 0, 1]), 2, ["sum", "max", "none"])
+    >>> out.tolist(), conflicts
+    ([[3.0, 5.0, 7.0], [3.0, 6.0, 8.0]], [0, 0, 0])
+    """
+    values = np.asarray(values, dtype=np.float64).reshape(len(target), -1)
+    keep = target >= 0
+    t, v = target[keep], values[keep]
+    out = np.empty((n_out, values.shape[1]))
+    conflicts = []
+    for j, rule in enumerate(rules):
+        if rule == "sum":
+            out[:, j] = 0.0
+            combine_at(out[:, j], t, v[:, j])
+        elif rule in ("max", "min"):
+            out[:, j] = np.nan
+            combine_at(out[:, j], t, v[:, j], rule)
+        else:
+            col = np.full(n_out, np.nan)
+            col[t[::-1]] = v[::-1, j]  # the first value of each group
+            lo, hi = col.copy(), col.copy()
+            np.fmin.at(lo, t, v[:, j])
+            np.fmax.at(hi, t, v[:, j])
+            differ = ~((lo == hi) | (np.isnan(lo) & np.isnan(hi)))
+            col[differ] = np.nan
+            out[:, j] = col
+            conflicts.append(int(differ.sum()))
+            continue
+        conflicts.append(0)
+    return out, conflicts
+
+
+def sibling_ordinal(parent: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """For every node, how many earlier siblings (lower ids) have its name code.
+
+    Node identity across trees is the sequence of (name, ordinal) from the
+    root: the call path, with the n-th of several same-named siblings told
+    apart from the first. In a tree without such duplicates every ordinal is 0
+    and identity is the plain call path.
+
+    >>> sibling_ordinal(np.array([-1, 0, 0, 0, 1]), np.array([0, 1, 1, 2, 1])).tolist()
+    [0, 0, 1, 0, 0]
+    """
+    n = parent.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    ids = np.arange(n)
+    order = np.lexsort((ids, codes, parent))
+    p, c = parent[order], codes[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = (p[1:] != p[:-1]) | (c[1:] != c[:-1])
+    rank = ids - np.maximum.accumulate(np.where(first, ids, 0))
+    out = np.empty(n, dtype=np.int64)
+    out[order] = rank
+    return out
+
+
+def identity_codes(names: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Integer identity code of every node's last path step (name, sibling ordinal).
+
+    Returns ``(codes, uniq_names, span)``: ``codes // span`` indexes
+    ``uniq_names``; ``codes % span`` is the ordinal (see :func:`sibling_ordinal`).
+    """
+    import pandas as pd
+
+    name_codes, uniq = pd.factorize(names)
+    name_codes = name_codes.astype(np.int64)
+    ordinal = sibling_ordinal(parent, name_codes)
+    span = int(ordinal.max(initial=0)) + 1
+    return name_codes * span + ordinal, np.asarray(uniq, dtype=object), span
 
 
 def preorder_permutation(parent: np.ndarray, sibling_key: np.ndarray | None = None) -> np.ndarray:

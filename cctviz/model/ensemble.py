@@ -1,29 +1,46 @@
 """Ensembles: many profiles (ranks, runs) over one unified tree.
 
 Storage is a long table of (node, profile) rows with exclusive metrics: no
-NaN padding for nodes a profile never entered. Statistics count a profile
-without a row for a node as 0 there (a rank that never called MPI_Bcast spent
-no time in it); ``missing="skip"`` leaves such profiles out instead.
+NaN padding for nodes a profile never entered.
+
+**Absent is not always zero.** Within one healthy run, a rank that never
+entered a context spent no time there: it counts 0. A profile that failed
+(``profiles["ok"]`` is False: a killed rank) was not measured at all, and
+neither was a node in a run that has no row for it (a kernel that was not
+built in that run): both are left out of statistics. Runs are told apart by
+the ``run`` column of :attr:`Ensemble.profiles` (``read_ensemble`` fills it:
+one run per file, or per group of rank files of one job); without one, all
+profiles are ranks of one run. Only ``"sum"`` metrics count absence as 0; a
+peak, a minimum or a per-node constant that was not recorded is unknown.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._algo import accumulate_up, level_order, sorted_unique
-from .tree import Tree, inc_name
+from ..errors import ProfileError
+from . import units as _units
+from ._algo import accumulate_up, combine_rows, level_order, sorted_unique
+from .tree import Tree, check_aggregation, inc_name
 from .unify import unify_structures
+
+#: ``stats(missing=...)`` choices
+MISSING = ("auto", "zero", "skip")
 
 
 class Ensemble:
     """Profiles of many ranks and/or runs over one unified calling-context tree.
 
     Attributes:
-        tree: the unified :class:`Tree`; its metrics are the mean over profiles.
+        tree: the unified :class:`Tree`; its metrics are the mean over the live
+            profiles (``ok`` not False) of each node's own value, absent = 0 for
+            ``"sum"`` metrics so that means still add up; :meth:`stats` gives
+            the statistics that follow the absence rule (module docstring).
         data: long table indexed by (node, profile), exclusive and inclusive metrics.
         profiles: one row of metadata per profile (rank, run, file, ...).
 
@@ -50,8 +67,10 @@ class Ensemble:
         """Wrap a unified tree structure and a long table.
 
         ``rows`` has integer columns ``node`` and ``profile`` and one column per
-        exclusive metric. Rows are summed per (node, profile), completed with
-        zero rows for missing ancestors, and sorted.
+        exclusive metric. Rows of one (node, profile) are combined by each
+        metric's aggregation rule (``tree.meta["aggregation"]`` or
+        ``meta["aggregation"]``), completed with rows for missing ancestors
+        (0 for ``"sum"`` metrics, NaN otherwise), and sorted.
         """
         metrics = [c for c in rows.columns if c not in ("node", "profile")]
         n_prof = int(rows["profile"].max()) + 1 if len(rows) else 0
@@ -67,8 +86,12 @@ class Ensemble:
         self._profiles = profiles
         self._meta = dict(meta or {})
         self._cache: dict[str, Any] = {}
-        self._rows = _normalise_rows(tree, rows, metrics, len(profiles))
-        mean = _node_sums(self._rows, metrics, len(tree)) / max(len(profiles), 1)
+        given = {**tree.meta.get("aggregation", {}), **self._meta.get("aggregation", {})}
+        rules = check_aggregation({m: given.get(m, "sum") for m in metrics})
+        if any(r != "sum" for r in rules.values()):
+            self._meta["aggregation"] = {m: r for m, r in rules.items() if r != "sum"}
+        self._rows = _normalise_rows(tree, rows, metrics, len(profiles), rules)
+        mean = _node_means(self._rows, metrics, len(tree), self.live, rules)
         self._tree = Tree(
             tree.nodes.copy(),
             pd.DataFrame(mean, columns=metrics),
@@ -110,6 +133,12 @@ class Ensemble:
         A Tree contributes one profile, an Ensemble all of its profiles.
         ``extra[k]`` adds metadata columns to the profiles of ``items[k]``
         (an ensemble's own profile columns take precedence).
+
+        Units are reconciled: a time (or size) metric stated in different
+        units is converted to the finest of them; a metric whose units
+        cannot be reconciled (seconds in one profile, bytes or no unit in
+        another) is a :class:`~cctviz.ProfileError`, and so is a metric with
+        different aggregation rules.
         """
         items = list(items)
         if not items:
@@ -117,10 +146,10 @@ class Ensemble:
         structures = [it.tree if isinstance(it, Ensemble) else it for it in items]
         unified, maps = unify_structures(structures)
         metrics: list[str] = []
-        units: dict[str, str] = {}
         for it in items:
             metrics += [m for m in it.exc_metrics if m not in metrics]
-            units.update((it.tree if isinstance(it, Ensemble) else it).units)
+        units, scale = _reconcile_units(structures, metrics)
+        rules = _reconcile_rules(structures, metrics)
         parts: list[pd.DataFrame] = []
         prof_parts: list[pd.DataFrame] = []
         off = 0
@@ -143,7 +172,10 @@ class Ensemble:
                 pr = pd.DataFrame([ex]) if ex else pd.DataFrame(index=[0])
                 off += 1
             for m in metrics:
-                df[m] = src[m].to_numpy(dtype=np.float64) if m in src else 0.0
+                if m in src:
+                    df[m] = src[m].to_numpy(dtype=np.float64) * scale[k].get(m, 1.0)
+                else:  # a metric this profile does not have was not measured
+                    df[m] = 0.0 if rules[m] == "sum" else np.nan
             parts.append(df)
             prof_parts.append(pr)
         rows = pd.concat(parts, ignore_index=True)
@@ -151,6 +183,8 @@ class Ensemble:
         m = dict(meta or {})
         if units:
             m.setdefault("units", units)
+        if any(r != "sum" for r in rules.values()):
+            m.setdefault("aggregation", {k: r for k, r in rules.items() if r != "sum"})
         return cls(unified, rows, prof, m)
 
     # ------------------------------------------------------------- accessors
@@ -172,7 +206,29 @@ class Ensemble:
 
     @property
     def inc_metrics(self) -> list[str]:
-        return [inc_name(c) for c in self.exc_metrics]
+        """Inclusive metric names (``"none"`` metrics have none)."""
+        return self._tree.inc_metrics
+
+    @property
+    def aggregation(self) -> dict[str, str]:
+        """Aggregation rule of every metric (see :attr:`Tree.aggregation`)."""
+        return self._tree.aggregation
+
+    @property
+    def live(self) -> np.ndarray:
+        """Mask of the profiles that were measured: ``profiles["ok"]`` is not False."""
+        if "ok" not in self._profiles.columns:
+            return np.ones(self.n_profiles, dtype=bool)
+        ok = self._profiles["ok"]
+        return ~ok.eq(False).to_numpy(dtype=bool)
+
+    @property
+    def run_ids(self) -> np.ndarray:
+        """Run of every profile (integers), from the ``run`` column; all 0 without one."""
+        if "run" not in self._profiles.columns:
+            return np.zeros(self.n_profiles, dtype=np.int64)
+        codes, _ = pd.factorize(self._profiles["run"], use_na_sentinel=False)
+        return codes.astype(np.int64)
 
     @property
     def rows(self) -> pd.DataFrame:
@@ -185,9 +241,12 @@ class Ensemble:
         if "data" not in self._cache:
             inc = self._inclusive_rows()
             df = self._rows.set_index(["node", "profile"])
-            for j, m in enumerate(self.exc_metrics):
-                df[inc_name(m)] = inc[:, j]
-            order = [x for m in self.exc_metrics for x in (m, inc_name(m))]
+            order = []
+            for j, (m, rule) in enumerate(self.aggregation.items()):
+                order.append(m)
+                if rule != "none":
+                    df[inc_name(m)] = inc[:, j]
+                    order.append(inc_name(m))
             self._cache["data"] = df[order]
         return self._cache["data"]
 
@@ -231,47 +290,86 @@ class Ensemble:
         prow = np.where(pkey >= 0, np.searchsorted(key, np.maximum(pkey, 0)), -1)
         _, levels = level_order(prow)
         vals = r[self.exc_metrics].to_numpy(dtype=np.float64)
-        return accumulate_up(vals, prow, levels)
+        out = np.full(vals.shape, np.nan)
+        rules = list(self.aggregation.values())
+        for rule in ("sum", "max", "min"):
+            cols = [j for j, x in enumerate(rules) if x == rule]
+            if cols:
+                out[:, cols] = accumulate_up(vals[:, cols], prow, levels, rule)
+        return out
 
     def values(self, metric: str) -> np.ndarray:
-        """Dense (nodes x profiles) matrix of one metric, absent = 0.
+        """Dense (nodes x profiles) matrix of one metric; absent = 0 for a
+        ``"sum"`` metric, NaN otherwise.
 
         Meant for small ensembles and plots; statistics use :meth:`stats`.
         """
         col = self.data[metric].to_numpy()
-        out = np.zeros((len(self._tree), self.n_profiles))
+        fill = 0.0 if self._tree.rule(metric) == "sum" else np.nan
+        out = np.full((len(self._tree), self.n_profiles), fill)
         out[self._rows["node"].to_numpy(), self._rows["profile"].to_numpy()] = col
         return out
 
     # ------------------------------------------------------------- statistics
-    def stats(self, metric: str | None = None, *, missing: str = "zero") -> pd.DataFrame:
+    def stats(self, metric: str | None = None, *, missing: str = "auto") -> pd.DataFrame:
         """Per-node statistics of ``metric`` over profiles.
 
         Columns: mean, std (ddof=1), min, q25, median, q75, max,
-        imbalance (max/mean), argmax (profile with the max; -1 when a profile
-        without the node holds it), count (profiles with a row). Vectorised:
-        quantiles are read off one sort of the long table, with the implicit
-        zeros of absent profiles placed by rank, not materialised.
+        imbalance (max/mean), cost (max - mean: what the imbalance costs, in
+        the metric's unit), argmax (profile with the max; -1 when an absent
+        profile counted as 0 holds it), count (profiles with a value), n
+        (profiles the statistics are over). Vectorised: quantiles are read off
+        one sort of the long table, with the implicit zeros of absent profiles
+        placed by rank, not materialised.
+
+        Which profiles count (``missing``):
+
+        - ``"auto"`` (default): failed profiles (``ok`` False) never count;
+          a profile of a run in which some profile recorded the node counts 0
+          there; runs in which no profile recorded the node are left out. So
+          a killed rank does not drag the minimum to 0, and a kernel that ran
+          in 5 of 18 runs is averaged over those 5 (as Thicket does).
+          Metrics whose rule is not ``"sum"`` never count absence as 0.
+        - ``"zero"``: every live profile counts, absent = 0.
+        - ``"skip"``: only profiles with a value for the node.
 
         Args:
-            metric: a column of :attr:`data`; default the first inclusive metric.
-            missing: ``"zero"`` (absent profile counts as 0) or ``"skip"``.
+            metric: a column of :attr:`data`; default the tree's default metric.
+            missing: ``"auto"``, ``"zero"`` or ``"skip"``.
+
+        Example:
+            >>> import cctviz
+            >>> a = cctviz.Tree.from_parents([-1, 0], ["main", "mpi"], {"time": [1.0, 3.0]})
+            >>> b = cctviz.Tree.from_parents([-1], ["main"], {"time": [2.0]})
+            >>> ranks = cctviz.Ensemble.from_trees([a, b], profiles={"rank": [0, 1]})
+            >>> ranks.stats("time (inc)").loc[1, ["mean", "min", "n"]].astype(float).tolist()  # one run
+            [1.5, 0.0, 2.0]
+            >>> runs = cctviz.Ensemble.from_trees([a, b], profiles={"run": [0, 1]})
+            >>> runs.stats("time (inc)").loc[1, ["mean", "min", "n"]].astype(float).tolist()  # mpi: run 0 only
+            [3.0, 3.0, 1.0]
         """
         if metric is None:
             metric = self._tree.metric_column(None)
-        if missing not in ("zero", "skip"):
-            raise ValueError("missing must be 'zero' or 'skip'")
+        if missing not in MISSING:
+            raise ValueError(f"missing must be one of {MISSING}")
         key = (metric, missing)
         cache = self._cache.setdefault("stats", {})
         if key not in cache:
-            cache[key] = _stats(
-                self.data[metric].to_numpy(dtype=np.float64),
-                self._rows["node"].to_numpy(),
-                self._rows["profile"].to_numpy(),
-                len(self._tree),
-                self.n_profiles,
-                missing == "zero",
-            )
+            node = self._rows["node"].to_numpy()
+            prof = self._rows["profile"].to_numpy()
+            vals = self.data[metric].to_numpy(dtype=np.float64)
+            live = self.live
+            keep = live[prof] & ~np.isnan(vals)
+            node, prof, vals = node[keep], prof[keep], vals[keep]
+            n = len(self._tree)
+            m = np.bincount(node, minlength=n).astype(np.int64)
+            if missing == "skip" or self._tree.rule(metric) != "sum":
+                count = m
+            elif missing == "zero":
+                count = np.full(n, int(live.sum()), dtype=np.int64)
+            else:
+                count = _counted_in_runs(node, prof, self.run_ids, live, n)
+            cache[key] = _stats(vals, node, prof, n, count)
             cache[key].insert(0, "name", self._tree.names)
         return cache[key]
 
@@ -296,7 +394,7 @@ class Ensemble:
         rows = r[keep].copy()
         rows["profile"] = newid[rows["profile"].to_numpy()]
         prof = self._profiles.iloc[ids].reset_index(drop=True)
-        structure = Tree(self._tree.nodes.copy(), None, self._tree.meta, _trusted=True)
+        structure = Tree(self._tree.nodes.copy(), None, None, _trusted=True)
         return Ensemble(structure, rows, prof, self._meta)
 
     def groupby(self, by: str | Sequence[str]) -> dict[Any, Ensemble]:
@@ -327,7 +425,7 @@ class Ensemble:
         metrics = pd.DataFrame(0.0, index=range(int(present.sum())), columns=self.exc_metrics)
         metrics.iloc[newid[r["node"].to_numpy()]] = r[self.exc_metrics].to_numpy()
         meta = {**self._tree.meta, "profile": self._profiles.iloc[which].to_dict()}
-        return Tree(nodes, metrics, meta)
+        return Tree(nodes, metrics, meta, _trusted=True)
 
     def trees(self) -> Iterable[Tree]:
         for p in range(self.n_profiles):
@@ -342,6 +440,12 @@ class Ensemble:
         from ..ops.transform import filter_tree
 
         return filter_tree(self, keep)
+
+    def merge_duplicates(self) -> Ensemble:
+        """Same-named siblings of the unified tree merged (see :meth:`Tree.merge_duplicates`)."""
+        from ..ops.transform import merge_duplicates
+
+        return merge_duplicates(self)
 
     def prune(self, metric: str | None = None, **kw: Any) -> Ensemble:
         from ..ops.transform import prune
@@ -366,18 +470,100 @@ class Ensemble:
 
 
 # ------------------------------------------------------------------ helpers
-def _node_sums(rows: pd.DataFrame, metrics: list[str], n_nodes: int) -> np.ndarray:
+def _reconcile_units(
+    trees: Sequence[Tree], metrics: list[str]
+) -> tuple[dict[str, str], list[dict[str, float]]]:
+    """One unit per metric over ``trees`` (the finest of those stated) and, per
+    tree, the factor that converts its values; ProfileError where impossible."""
+    units: dict[str, str] = {}
+    scale: list[dict[str, float]] = [{} for _ in trees]
+    for m in metrics:
+        stated = [_units.canonical(t.units.get(m)) for t in trees if m in t.exc_metrics]
+        known = [u for u in stated if u]
+        if not known:
+            continue
+        if len(known) < len(stated) and _units.dimension(known[0]):
+            src = next(
+                t.meta.get("source", f"profile {k}")
+                for k, t in enumerate(trees)
+                if m in t.exc_metrics and not _units.canonical(t.units.get(m))
+            )
+            raise ProfileError(
+                None,
+                f"metric {m!r} is in {known[0]!r} in some profiles and has no unit in "
+                f"{src!r}; give it one (tree.add_metric(..., unit=) or meta['units'])",
+            )
+        target = _units.finest(known)
+        for k, t in enumerate(trees):
+            u = _units.canonical(t.units.get(m))
+            if u and u != target:
+                try:
+                    scale[k][m] = _units.factor(u, target)
+                except ValueError:
+                    raise ProfileError(
+                        t.meta.get("source"),
+                        f"metric {m!r} is in {u!r} here but in {target!r} in other profiles; "
+                        "they cannot be converted",
+                    ) from None
+        units[m] = target  # type: ignore[assignment]
+    return units, scale
+
+
+def _reconcile_rules(trees: Sequence[Tree], metrics: list[str]) -> dict[str, str]:
+    rules: dict[str, str] = {}
+    for m in metrics:
+        seen = {t.aggregation[m] for t in trees if m in t.exc_metrics}
+        if len(seen) > 1:
+            raise ProfileError(
+                None,
+                f"metric {m!r} has different aggregation rules in the profiles: "
+                f"{sorted(seen)}; set one with tree.with_aggregation()",
+            )
+        rules[m] = seen.pop() if seen else "sum"
+    return rules
+
+
+def _node_means(
+    rows: pd.DataFrame, metrics: list[str], n_nodes: int, live: np.ndarray, rules: dict[str, str]
+) -> np.ndarray:
+    """Per node: the mean of the live profiles' own values (absent = 0 for sums)."""
     out = np.zeros((n_nodes, len(metrics)))
     node = rows["node"].to_numpy()
+    ok = live[rows["profile"].to_numpy()] if live.size else np.ones(node.size, dtype=bool)
+    n_live = max(int(live.sum()), 1)
     for j, m in enumerate(metrics):
-        out[:, j] = np.bincount(node, weights=rows[m].to_numpy(dtype=np.float64), minlength=n_nodes)
+        v = rows[m].to_numpy(dtype=np.float64)
+        if rules[m] == "sum":
+            out[:, j] = np.bincount(node[ok], weights=v[ok], minlength=n_nodes) / n_live
+        else:
+            has = ok & ~np.isnan(v)
+            total = np.bincount(node[has], weights=v[has], minlength=n_nodes)
+            cnt = np.bincount(node[has], minlength=n_nodes)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[:, j] = np.where(cnt > 0, total / np.maximum(cnt, 1), np.nan)
     return out
 
 
+def _counted_in_runs(
+    node: np.ndarray, prof: np.ndarray, run: np.ndarray, live: np.ndarray, n: int
+) -> np.ndarray:
+    """Per node: the live profiles of the runs in which some profile recorded it.
+
+    ``node``/``prof`` are the live rows; ``run`` and ``live`` are per profile.
+    """
+    n_runs = int(run.max()) + 1 if run.size else 1
+    per_run = np.bincount(run[live], minlength=n_runs)
+    pairs = sorted_unique(node * n_runs + run[prof])
+    return np.bincount(pairs // n_runs, weights=per_run[pairs % n_runs], minlength=n).astype(
+        np.int64
+    )
+
+
 def _normalise_rows(
-    tree: Tree, rows: pd.DataFrame, metrics: list[str], n_prof: int
+    tree: Tree, rows: pd.DataFrame, metrics: list[str], n_prof: int, rules: dict[str, str]
 ) -> pd.DataFrame:
-    """Sum duplicate (node, profile) rows, add zero rows for missing ancestors, sort."""
+    """Combine duplicate (node, profile) rows by each metric's rule, add rows for
+    missing ancestors (0 for sums, NaN otherwise), sort."""
     node = rows["node"].to_numpy(dtype=np.int64)
     prof = rows["profile"].to_numpy(dtype=np.int64)
     if node.size and (node.min() < 0 or node.max() >= len(tree)):
@@ -398,23 +584,32 @@ def _normalise_rows(
             keys.append(new)
             have = sorted_unique(np.concatenate([have, new]))
         frontier = new
-    vals = rows[metrics].to_numpy(dtype=np.float64) if metrics else np.zeros((len(rows), 0))
     allkey = np.concatenate(keys)
-    allvals = np.vstack([vals, np.zeros((allkey.size - key.size, len(metrics)))])
     uniq, inv = sorted_unique(allkey, return_inverse=True)
-    summed = np.zeros((uniq.size, len(metrics)))
-    np.add.at(summed, inv.reshape(-1), allvals)
+    inv = inv.reshape(-1)
     out = pd.DataFrame({"node": uniq // P, "profile": uniq % P})
+    vals = rows[metrics].to_numpy(dtype=np.float64) if metrics else np.zeros((key.size, 0))
+    combined, conflicts = combine_rows(
+        vals, inv[: key.size], uniq.size, [rules.get(m, "sum") for m in metrics]
+    )
     for j, m in enumerate(metrics):
-        out[m] = summed[:, j]
+        out[m] = combined[:, j]
+        if conflicts[j]:
+            warnings.warn(
+                f"metric {m!r} (aggregation 'none') has different values for one call path "
+                f"of one profile in {conflicts[j]} places; those are NaN",
+                stacklevel=4,
+            )
     return out
 
 
 def _stats(
-    vals: np.ndarray, node: np.ndarray, prof: np.ndarray, n: int, P: int, zeros: bool
+    vals: np.ndarray, node: np.ndarray, prof: np.ndarray, n: int, count: np.ndarray
 ) -> pd.DataFrame:
+    """Statistics per node over ``count[node]`` profiles: the rows given plus
+    ``count - rows`` implicit zeros."""
     m = np.bincount(node, minlength=n).astype(np.int64)
-    z = (P - m) if zeros else np.zeros(n, dtype=np.int64)
+    z = np.maximum(np.asarray(count, dtype=np.int64) - m, 0)
     N = m + z
     with np.errstate(invalid="ignore", divide="ignore"):
         total = np.bincount(node, weights=vals, minlength=n)
@@ -469,8 +664,10 @@ def _stats(
             "q75": quantile(0.75),
             "max": mx,
             "imbalance": imb,
+            "cost": mx - mean,
             "argmax": argmax.astype(np.int64),
             "count": m,
+            "n": N,
         }
     )
     df.index.name = "node"

@@ -7,6 +7,12 @@ DataFrames indexed by node id. Exclusive metrics are stored; inclusive ones
 (Hatchet naming: ``"time (inc)"``) are derived from them by a vectorised
 sweep over the levels of the tree.
 
+Every metric has an **aggregation rule** (``tree.aggregation``), kept in
+``meta["aggregation"]``: ``"sum"`` (time, bytes, calls: the default), ``"max"``
+(peaks), ``"min"``, or ``"none"`` (per-node constants, averages, ratios). The
+inclusive value of a node is the rule applied to its own value and its
+children's inclusive values; a ``"none"`` metric has no inclusive column.
+
 Trees are immutable values: operations return new trees.
 """
 
@@ -19,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ._algo import accumulate_up, level_order, preorder_permutation
+from ._algo import AGGREGATIONS, accumulate_up, combine_at, level_order, preorder_permutation
 
 if TYPE_CHECKING:  # pragma: no cover
     from .nodeset import NodeSet
@@ -31,6 +37,16 @@ STRUCT_COLUMNS = ("name", "parent", "depth", "kind")
 def inc_name(metric: str) -> str:
     """``"time"`` -> ``"time (inc)"``."""
     return metric + INC
+
+
+def check_aggregation(rules: Mapping[str, str]) -> dict[str, str]:
+    """``rules`` as a plain dict, or a ``ValueError`` naming the bad rule."""
+    out = {}
+    for m, r in dict(rules).items():
+        if r not in AGGREGATIONS:
+            raise ValueError(f"aggregation of {m!r} is {r!r}; choose one of {AGGREGATIONS}")
+        out[str(m)] = str(r)
+    return out
 
 
 def base_metric(column: str) -> tuple[str, bool]:
@@ -98,9 +114,13 @@ class Tree:
             if len(metrics) != n:
                 raise ValueError(f"metrics have {len(metrics)} rows for {n} nodes")
             metrics.index = nodes.index
-            bad = [c for c in metrics.columns if c.endswith(INC)]
+            rules = check_aggregation((meta or {}).get("aggregation", {}))
+            bad = [c for c in metrics.columns if c.endswith(INC) and rules.get(c) != "none"]
             if bad:
-                raise ValueError(f"store exclusive metrics only; got inclusive columns {bad}")
+                raise ValueError(
+                    f"store exclusive metrics only; got inclusive columns {bad} "
+                    "(a per-node value named '... (inc)' needs the aggregation 'none')"
+                )
             for c in metrics.columns:
                 if not pd.api.types.is_numeric_dtype(metrics[c]):
                     raise ValueError(f"metric {c!r} is not numeric")
@@ -129,9 +149,14 @@ class Tree:
             metrics: exclusive metrics, one column per metric.
             kind: node kinds (``"function"``, ``"module"``, ``"comm"``, ...).
             columns: extra node attributes (``file``, ``line``, ``module``...).
-            meta: tree metadata; ``meta["units"]`` maps metric -> unit.
+            meta: tree metadata; ``meta["units"]`` maps metric -> unit and
+                ``meta["aggregation"]`` metric -> rule (default ``"sum"``).
             inclusive: metrics known only as inclusive values (keys without
-                the ``" (inc)"`` suffix); exclusive values are derived.
+                the ``" (inc)"`` suffix); own values are derived by the
+                metric's rule (see :meth:`exclusive_from_inclusive`). When the
+                rule cannot give the values back (a ``"min"`` of values that
+                grow towards the root, say), the metric's rule becomes
+                ``"none"`` and ``meta["aggregation_notes"]`` says why.
             sibling_key: order of siblings in the result (default: input order).
 
         Example:
@@ -199,7 +224,7 @@ class Tree:
         if inclusive is not None:
             incf = _as_frame(inclusive, n).iloc[perm].reset_index(drop=True)
             for c in incf.columns:
-                tree = tree._with_exclusive(c, tree.exclusive_from_inclusive(incf[c].to_numpy()))
+                tree = tree._with_inclusive(c, incf[c].to_numpy())
         return tree, inv
 
     @classmethod
@@ -279,18 +304,71 @@ class Tree:
 
     @property
     def inc_metrics(self) -> list[str]:
-        """Names of the inclusive metrics (``"X (inc)"``)."""
-        return [inc_name(c) for c in self._exc.columns]
+        """Names of the inclusive metrics (``"X (inc)"``); ``"none"`` metrics have none."""
+        rules = self.aggregation
+        return [inc_name(c) for c in self._exc.columns if rules[c] != "none"]
+
+    @property
+    def aggregation(self) -> dict[str, str]:
+        """Aggregation rule of every metric: ``"sum"``, ``"max"``, ``"min"`` or ``"none"``.
+
+        >>> t = Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0], "peak": [3.0, 7.0]},
+        ...                       meta={"aggregation": {"peak": "max"}})
+        >>> t.aggregation, t.metrics["peak (inc)"].tolist()
+        ({'time': 'sum', 'peak': 'max'}, [7.0, 7.0])
+        """
+        rules = self._meta.get("aggregation", {})
+        return {c: rules.get(c, "sum") for c in self._exc.columns}
+
+    def with_aggregation(self, rules: Mapping[str, str]) -> Tree:
+        """A new tree whose metrics follow ``rules`` (metric -> ``"sum"``,
+        ``"max"``, ``"min"`` or ``"none"``); other metrics keep theirs.
+
+        >>> t = Tree.from_parents([-1, 0], ["main", "f"], {"BlockSize": [256.0, 128.0]})
+        >>> list(t.with_aggregation({"BlockSize": "none"}).metrics.columns)
+        ['BlockSize']
+        """
+        rules = check_aggregation(rules)
+        unknown = [m for m in rules if m not in self._exc.columns]
+        if unknown:
+            raise KeyError(f"no metric {unknown[0]!r}; have {self.exc_metrics}")
+        meta = {**self._meta, "aggregation": {**self._meta.get("aggregation", {}), **rules}}
+        return Tree(self._nodes.copy(), self._exc.copy(), meta, _trusted=True)
+
+    def rule(self, column: str) -> str:
+        """Aggregation rule of a metric column (``"X"`` or ``"X (inc)"``)."""
+        rules = self.aggregation
+        if column in rules:
+            return rules[column]
+        base, inclusive = base_metric(column)
+        if inclusive and base in rules:
+            return rules[base]
+        raise KeyError(f"no metric {column!r}; have {list(self.metrics.columns)}")
+
+    def is_additive(self, column: str) -> bool:
+        """Whether ``column`` is an inclusive sum: children's values add up
+        under their parent (what sizes an icicle or a Sankey link)."""
+        return (
+            column.endswith(INC) and column not in self._exc.columns and self.rule(column) == "sum"
+        )
 
     @property
     def metrics(self) -> pd.DataFrame:
-        """Exclusive and inclusive metrics indexed by node id (read-only)."""
+        """Exclusive and inclusive metrics indexed by node id (read-only).
+
+        Columns come in pairs ``X``, ``X (inc)``; a metric with the rule
+        ``"none"`` has only its per-node column.
+        """
         if "metrics" not in self._cache:
             inc = self.inclusive_values()
+            rules = self.aggregation
             df = self._exc.copy()
+            order = []
             for j, c in enumerate(self._exc.columns):
-                df[inc_name(c)] = inc[:, j]
-            order = [x for c in self._exc.columns for x in (c, inc_name(c))]
+                order.append(c)
+                if rules[c] != "none":
+                    df[inc_name(c)] = inc[:, j]
+                    order.append(inc_name(c))
             self._cache["metrics"] = df[order]
         return self._cache["metrics"]
 
@@ -404,23 +482,37 @@ class Tree:
 
     # ------------------------------------------------------------ metrics
     def inclusive_values(self) -> np.ndarray:
-        """Inclusive values of every exclusive metric, shape (nodes, metrics)."""
+        """Inclusive values of every exclusive metric by its rule, shape (nodes,
+        metrics); the column of a ``"none"`` metric is NaN."""
         if "inc" not in self._cache:
             vals = (
                 self._exc.to_numpy(dtype=np.float64)
                 if len(self._exc.columns)
                 else np.zeros((len(self), 0))
             )
-            self._cache["inc"] = accumulate_up(vals, self.parent, self.levels)
+            out = np.full(vals.shape, np.nan)
+            rules = list(self.aggregation.values())
+            for rule in ("sum", "max", "min"):
+                cols = [j for j, r in enumerate(rules) if r == rule]
+                if cols:
+                    out[:, cols] = accumulate_up(vals[:, cols], self.parent, self.levels, rule)
+            self._cache["inc"] = out
         return self._cache["inc"]
 
-    def exclusive_from_inclusive(self, inclusive: np.ndarray) -> np.ndarray:
-        """Exclusive values that give ``inclusive`` back: own minus children's."""
+    def exclusive_from_inclusive(self, inclusive: np.ndarray, rule: str = "sum") -> np.ndarray:
+        """Own values that give ``inclusive`` back under ``rule``.
+
+        ``sum``: own minus the children's sum. ``max``/``min``/``none``: the
+        values themselves (for ``max`` that is exact when no child exceeds its
+        parent, as for the maximum over ranks of an inclusive time).
+        """
         inclusive = np.asarray(inclusive, dtype=np.float64)
+        if rule != "sum":
+            return inclusive.copy()
         child_sum = np.zeros_like(inclusive)
         par = self.parent
         nonroot = par >= 0
-        np.add.at(child_sum, par[nonroot], inclusive[nonroot])
+        combine_at(child_sum, par[nonroot], inclusive[nonroot])
         return inclusive - child_sum
 
     def _with_exclusive(self, name: str, values: np.ndarray) -> Tree:
@@ -428,14 +520,40 @@ class Tree:
         exc[name] = values
         return Tree(self._nodes.copy(), exc, self._meta, _trusted=True)
 
+    def _with_inclusive(self, name: str, values: np.ndarray) -> Tree:
+        """Add a metric known by its inclusive values (see :meth:`from_parents`)."""
+        rule = self._meta.get("aggregation", {}).get(name, "sum")
+        t = self._with_exclusive(name, self.exclusive_from_inclusive(values, rule))
+        if rule in ("max", "min"):
+            got = t.metrics[inc_name(name)].to_numpy()
+            ok = np.isclose(got, values, rtol=1e-9, equal_nan=True)
+            if not ok.all():
+                bad = int(np.flatnonzero(~ok)[0])
+                note = (
+                    f"given as inclusive values that the rule {rule!r} does not give back "
+                    f"(node {bad} {self.names[bad]!r}: {values[bad]!r}, {rule} of its "
+                    f"subtree {got[bad]!r}); kept as per-node values (aggregation 'none')"
+                )
+                meta = dict(t._meta)
+                meta["aggregation"] = {**meta.get("aggregation", {}), name: "none"}
+                meta["aggregation_notes"] = {**meta.get("aggregation_notes", {}), name: note}
+                t = Tree(t._nodes, t._exc, meta, _trusted=True)
+        return t
+
     def add_metric(
-        self, name: str, values: Any, *, inclusive: bool = False, unit: str | None = None
+        self,
+        name: str,
+        values: Any,
+        *,
+        inclusive: bool = False,
+        unit: str | None = None,
+        aggregation: str = "sum",
     ) -> Tree:
         """A new tree with one more metric.
 
         ``values`` are exclusive values (or inclusive ones with
-        ``inclusive=True``, from which exclusive values are derived); a
-        callable gets ``tree.frame`` and returns them.
+        ``inclusive=True``, from which own values are derived by the
+        ``aggregation`` rule); a callable gets ``tree.frame`` and returns them.
 
         >>> t = Tree.from_parents([-1, 0], ["a", "b"], {"time": [1.0, 3.0]})
         >>> t.add_metric("ms", lambda f: f["time"] * 1e3).metrics["ms (inc)"].tolist()
@@ -448,11 +566,14 @@ class Tree:
         arr = np.asarray(values, dtype=np.float64).reshape(-1)
         if arr.shape[0] != len(self):
             raise ValueError(f"{arr.shape[0]} values for {len(self)} nodes")
-        if inclusive:
-            arr = self.exclusive_from_inclusive(arr)
-        t = self._with_exclusive(name, arr)
+        base = self
+        rules = check_aggregation({name: aggregation})
+        if aggregation != "sum" or name in self._meta.get("aggregation", {}):
+            meta = {**self._meta, "aggregation": {**self._meta.get("aggregation", {}), **rules}}
+            base = Tree(self._nodes, self._exc, meta, _trusted=True)
+        t = base._with_inclusive(name, arr) if inclusive else base._with_exclusive(name, arr)
         if unit is not None:
-            t._meta = {**self._meta, "units": {**self.units, name: unit}}
+            t._meta = {**t._meta, "units": {**self.units, name: unit}}
         return t
 
     def exclusive_metric(self, metric: str | None = None) -> str:
@@ -475,12 +596,24 @@ class Tree:
     def metric_column(self, metric: str | None) -> str:
         """Resolve a metric argument to a column of :attr:`metrics`.
 
-        ``None`` means ``time`` if there is one, else the first metric; inclusive.
+        ``None`` picks a default that says something about this tree: ``time``
+        if it is not all zero, else the first metric that is not (``gpu_time``
+        for a GPU trace whose CPU times are empty), else ``time`` or the first
+        metric; inclusive where the metric has an inclusive form.
+
+        >>> t = Tree.from_parents([-1, 0], ["a", "b"], {"time": [0.0, 0.0], "gpu_time": [0, 2.0]})
+        >>> t.metric_column(None)
+        'gpu_time (inc)'
         """
         if metric is None:
             if not self.exc_metrics:
                 raise ValueError("tree has no metrics")
-            return inc_name("time" if "time" in self.exc_metrics else self.exc_metrics[0])
+            rules = self.aggregation
+            order = sorted(self.exc_metrics, key=lambda m: m != "time")
+            vals = self._exc[order].to_numpy(dtype=np.float64)
+            nonzero = np.nansum(np.abs(vals), axis=0) > 0 if len(self) else np.zeros(len(order))
+            pick = order[int(np.argmax(nonzero))] if nonzero.any() else order[0]
+            return pick if rules[pick] == "none" else inc_name(pick)
         if metric not in self.metrics.columns:
             raise KeyError(f"no metric {metric!r}; have {list(self.metrics.columns)}")
         return metric
@@ -509,6 +642,13 @@ class Tree:
 
         return filter_tree(self, keep, squash=squash)
 
+    def merge_duplicates(self) -> Tree:
+        """Same-named siblings merged into one node each, values combined by
+        each metric's rule (see :func:`cctviz.ops.transform.merge_duplicates`)."""
+        from ..ops.transform import merge_duplicates
+
+        return merge_duplicates(self)
+
     def prune(
         self,
         metric: str | None = None,
@@ -528,11 +668,11 @@ class Tree:
 
         return focus(self, node)
 
-    def diff(self, other: Tree) -> Tree:
-        """``self - other``, aligned by call path (missing side counts as 0)."""
+    def diff(self, other: Tree, labels: Sequence[str] | None = None) -> Tree:
+        """``self - other``, aligned by call path (see :func:`cctviz.ops.diff.diff`)."""
         from ..ops.diff import diff
 
-        return diff(self, other)
+        return diff(self, other, labels)
 
     def flat_profile(self, metric: str | None = None) -> pd.DataFrame:
         """Metrics grouped by node name (recursion counted once inclusive)."""

@@ -1,7 +1,11 @@
 """Unify many trees into one: node identity is the call path (names from the root).
 
-Never the integer id, never the bare name: merging by name turns recursion
-into cycles. Paths are merged level by level with a :class:`TrieBuilder`,
+Never the integer id, never the bare name (merging by name turns recursion
+into cycles), never the kind. Several same-named siblings in one tree (a
+file that records a call path twice, a trace read with ``merge=False``) are
+told apart by their order: the n-th ``f`` under a node is the n-th ``f`` of
+that path in every tree (:func:`~cctviz.model._algo.identity_codes`), so
+unifying a tree with itself gives it back unchanged. Paths are merged level by level with a :class:`TrieBuilder`,
 so the cost is linear in the total number of nodes. Trees that share their
 structure (the same object, or identical parent and name arrays, as the ranks
 of one run usually do) are unified once.
@@ -15,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ._algo import TrieBuilder, preorder_permutation
+from ._algo import TrieBuilder, identity_codes, preorder_permutation
 from .tree import STRUCT_COLUMNS, Tree
 
 
@@ -58,12 +62,14 @@ def unify_structures(trees: Sequence[Tree]) -> tuple[Tree, list[np.ndarray]]:
     offs = np.concatenate(([0], np.cumsum(sizes)))
     total = int(offs[-1])
     names = np.concatenate([t.names for t in reps]) if reps else np.empty(0, object)
-    codes, uniq_names = pd.factorize(names)
     gparent = (
         np.concatenate([np.where(t.parent >= 0, t.parent + o, -1) for t, o in zip(reps, offs[:-1])])
         if reps
         else np.empty(0, np.int64)
     )
+    # roots of different trees are not siblings: each tree's roots get their own parent key
+    tree_of = np.repeat(np.arange(len(reps)), sizes)
+    codes, uniq_names, span = identity_codes(names, np.where(gparent >= 0, gparent, -1 - tree_of))
     gdepth = np.concatenate([t.depth for t in reps]) if reps else np.empty(0, np.int64)
     order = np.argsort(gdepth, kind="stable")
     bounds = np.concatenate(
@@ -91,9 +97,7 @@ def unify_structures(trees: Sequence[Tree]) -> tuple[Tree, list[np.ndarray]]:
         extra_cols += [
             c for c in t.nodes.columns if c not in STRUCT_COLUMNS and c not in extra_cols
         ]
-    nodes = pd.DataFrame(
-        {"name": np.asarray(uniq_names, dtype=object)[tb.code[perm]], "parent": new_parent}
-    )
+    nodes = pd.DataFrame({"name": uniq_names[tb.code[perm] // span], "parent": new_parent})
     for c in ["kind", *extra_cols]:
         parts = [
             t.nodes[c] if c in t.nodes else pd.Series([None] * len(t), dtype=object) for t in reps

@@ -2,31 +2,122 @@
 
 from __future__ import annotations
 
+import os
+import warnings
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
-from ..model.tree import Tree
+from ..model.tree import Tree, inc_name
 from ..model.unify import unify_structures
 
 
-def diff(a: Tree, b: Tree) -> Tree:
-    """``a - b`` for every exclusive metric, nodes aligned by call path.
+def run_label(tree: Tree, default: str) -> str:
+    """A short name for the run a tree comes from: its ``run``/``label`` meta,
+    the profile it was taken from, or its file's name.
 
-    A context present on one side only counts as 0 on the other. The result
-    holds the union of both trees; ``meta["diff"]`` records the operands.
+    >>> run_label(Tree.from_parents([-1], ["main"], meta={"source": "runs/ddp/rank-0.cctviz"}), "a")
+    'rank-0.cctviz'
+    """
+    meta = tree.meta
+    for key in ("label", "run"):
+        if meta.get(key) not in (None, ""):
+            return str(meta[key])
+    prof = meta.get("profile")
+    if isinstance(prof, dict):
+        parts = [f"{k} {prof[k]}" for k in ("run", "rank") if prof.get(k) is not None]
+        if parts:
+            return " ".join(parts)
+    if meta.get("source"):
+        return os.path.basename(str(meta["source"]).rstrip("/")) or str(meta["source"])
+    return default
+
+
+def diff(a: Tree, b: Tree, labels: Sequence[str] | None = None) -> Tree:
+    """``a - b`` for every metric the two have in common, nodes aligned by call path.
+
+    ``"sum"`` metrics: a context present on one side only counts as 0 on the
+    other, and the result's inclusive values are the differences of the
+    inclusive values. Other rules (peaks, minima, per-node values) have no
+    inclusive form for a difference: the result holds the difference of the
+    own values under the metric's name and, for ``"max"``/``"min"`` metrics,
+    the difference of the inclusive values as ``"<metric> (inc)"``, both
+    per-node values (aggregation ``"none"``), NaN where one side lacks the
+    node. Metrics on one side only are left out, with a warning naming them.
+
+    ``meta["diff"]`` says which run is subtracted from which: ``{"a": ..., "b":
+    ..., "sources": [...]}``; ``labels`` names them (default: :func:`run_label`).
 
     >>> a = Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 5.0]})
     >>> b = Tree.from_parents([-1, 0], ["main", "g"], {"time": [1.0, 2.0]})
-    >>> d = diff(a, b)
-    >>> list(zip(d.nodes["name"], d.metrics["time"]))
-    [('main', 0.0), ('f', 5.0), ('g', -2.0)]
+    >>> d = diff(a, b, labels=("new", "old"))
+    >>> list(zip(d.nodes["name"], d.metrics["time"])), d.meta["diff"]["a"]
+    ([('main', 0.0), ('f', 5.0), ('g', -2.0)], 'new')
     """
     u, (ma, mb) = unify_structures([a, b])
     metrics = [m for m in a.exc_metrics if m in b.exc_metrics]
     if not metrics:
         raise ValueError(f"no metric in common: {a.exc_metrics} vs {b.exc_metrics}")
-    out = np.zeros((len(u), len(metrics)))
-    np.add.at(out, ma, a.metrics[metrics].to_numpy(dtype=np.float64))
-    np.subtract.at(out, mb, b.metrics[metrics].to_numpy(dtype=np.float64))
-    meta = {"units": {**b.units, **a.units}, "diff": [a.meta.get("source"), b.meta.get("source")]}
-    return Tree(u.nodes.copy(), pd.DataFrame(out, columns=metrics), meta, _trusted=True)
+    one_side = [m for m in a.exc_metrics + b.exc_metrics if m not in metrics]
+    if one_side:
+        warnings.warn(
+            f"diff: metrics on one side only are left out: {sorted(set(one_side))}",
+            stacklevel=2,
+        )
+    rules_a, rules_b = a.aggregation, b.aggregation
+    clash = [m for m in metrics if rules_a[m] != rules_b[m]]
+    if clash:
+        raise ValueError(f"diff: metrics with different aggregation rules: {clash}")
+    la, lb = labels if labels is not None else (run_label(a, "a"), run_label(b, "b"))
+    n = len(u)
+    out: dict[str, np.ndarray] = {}
+    rules: dict[str, str] = {}
+    ua, ub = a.units, b.units
+    units: dict[str, str] = {}
+    for m in metrics:
+        rule = rules_a[m]
+        fa = _units_factor(m, ua, ub)
+        if rule == "sum":
+            col = np.zeros(n)
+            np.add.at(col, ma, a.metrics[m].to_numpy(dtype=np.float64))
+            np.subtract.at(col, mb, b.metrics[m].to_numpy(dtype=np.float64) * fa)
+            out[m] = col
+            continue
+        cols = [m] + ([inc_name(m)] if rule != "none" else [])
+        for c in cols:
+            va, vb = np.full(n, np.nan), np.full(n, np.nan)
+            va[ma] = a.metrics[c].to_numpy(dtype=np.float64)
+            vb[mb] = b.metrics[c].to_numpy(dtype=np.float64) * fa
+            out[c] = va - vb
+            rules[c] = "none"
+        if m in ua:
+            units.update({c: ua[m] for c in cols})
+    for m in metrics:
+        if m in ua and m not in units:
+            units[m] = ua[m]
+    meta = {
+        "units": units,
+        "diff": {
+            "a": str(la),
+            "b": str(lb),
+            "sources": [a.meta.get("source"), b.meta.get("source")],
+        },
+    }
+    if rules:
+        meta["aggregation"] = rules
+    return Tree(u.nodes.copy(), pd.DataFrame(out), meta, _trusted=True)
+
+
+def _units_factor(metric: str, ua: dict, ub: dict) -> float:
+    """Factor that brings ``b``'s values of ``metric`` into ``a``'s unit."""
+    from ..model import units as U
+
+    if metric in ua and metric in ub:
+        try:
+            return U.factor(ub[metric], ua[metric])
+        except ValueError:
+            raise ValueError(
+                f"diff: {metric!r} is in {ua[metric]!r} and {ub[metric]!r}; cannot subtract"
+            ) from None
+    return 1.0

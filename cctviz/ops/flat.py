@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model._algo import TrieBuilder
+from ..model._algo import TrieBuilder, combine_rows
 from ..model.tree import Tree, inc_name
 from .transform import trie_nodes
 
@@ -28,31 +28,45 @@ def outermost(tree: Tree) -> np.ndarray:
     return out
 
 
-def flat_profile(tree: Tree, metric: str | None = None) -> pd.DataFrame:
-    """Metrics summed per node name, sorted by the chosen metric.
+def _group(frame: pd.DataFrame, by: np.ndarray, rules: dict[str, str]) -> pd.DataFrame:
+    """Columns of ``frame`` combined per group by their rules (``none``: the
+    common value, NaN where the group's values differ)."""
+    g = frame.groupby(by)
+    out = {}
+    for c in frame.columns:
+        rule = rules[c]
+        if rule == "none":
+            lo, hi = g[c].min(), g[c].max()
+            out[c] = lo.where(lo == hi)
+        else:
+            out[c] = getattr(g[c], rule)(**({"min_count": 1} if rule == "sum" else {}))
+    return pd.DataFrame(out)
 
-    Exclusive values sum over every node of the name; inclusive values only
-    over outermost occurrences, so a recursive function is not counted twice.
-    ``nodes`` counts calling contexts.
+
+def flat_profile(tree: Tree, metric: str | None = None) -> pd.DataFrame:
+    """Metrics combined per node name by their aggregation rules, sorted by
+    the chosen metric.
+
+    Exclusive values combine over every node of the name; inclusive sums only
+    over outermost occurrences, so a recursive function is not counted twice
+    (a maximum or minimum is the same either way). ``nodes`` counts calling
+    contexts.
 
     >>> t = Tree.from_parents([-1, 0, 1], ["main", "f", "f"], {"time": [1.0, 2.0, 3.0]})
     >>> flat_profile(t).loc["f", ["time", "time (inc)", "nodes"]].tolist()
     [5.0, 5.0, 2.0]
     """
     m = tree.metrics
-    outer = outermost(tree)
-    df = m[tree.exc_metrics].groupby(tree.names).sum()
-    inc = (
-        m[tree.inc_metrics]
-        .where(pd.Series(outer, index=m.index), 0.0, axis=0)
-        .groupby(tree.names)
-        .sum()
-    )
+    rules = tree.aggregation
+    outer = pd.Series(outermost(tree), index=m.index)
+    df = _group(m[tree.exc_metrics], tree.names, rules)
+    inc_rules = {inc_name(c): r for c, r in rules.items() if r != "none"}
+    inc = _group(m[list(inc_rules)].where(outer, np.nan, axis=0), tree.names, inc_rules)
     out = pd.concat([df, inc], axis=1)
     out["nodes"] = pd.Series(tree.names).value_counts()
     out.index.name = "name"
-    order = [x for c in tree.exc_metrics for x in (c, inc_name(c))] + ["nodes"]
-    out = out[order]
+    order = [x for c in tree.exc_metrics for x in (c, inc_name(c)) if x in out.columns]
+    out = out[order + ["nodes"]]
     if tree.exc_metrics:
         out = out.sort_values(metric or tree.exc_metrics[0], ascending=False)
     return out
@@ -94,8 +108,9 @@ def bottom_up(tree: Tree) -> Tree:
     for ids, orig in src:
         source[ids] = orig
     nodes, inv = trie_nodes(tree, tb, source, np.asarray(uniq, dtype=object))
-    out = np.zeros((tb.size, vals.shape[1]))
-    np.add.at(out, inv[last], vals[items])
+    target = np.full(len(tree), -1, dtype=np.int64)
+    target[items] = inv[last]
+    out, _ = combine_rows(vals, target, tb.size, list(tree.aggregation.values()))
     meta = {**tree.meta, "view": "bottom-up"}
     return Tree(nodes, pd.DataFrame(out, columns=tree.exc_metrics), meta, _trusted=True)
 

@@ -8,13 +8,14 @@ inclusive values are re-derived from exclusive ones.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..model._algo import TrieBuilder, preorder_permutation
+from ..model._algo import TrieBuilder, combine_rows, identity_codes, preorder_permutation
 from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
 from ..model.tree import STRUCT_COLUMNS, Tree
@@ -30,7 +31,12 @@ class Remap:
     mapping: np.ndarray
 
 
-def _apply(obj: Tree | Ensemble, rm: Remap) -> Tree | Ensemble:
+def _apply(obj: Tree | Ensemble, rm: Remap, *, warn: bool = False) -> Tree | Ensemble:
+    """Carry ``obj``'s values over to the new structure: the values of the old
+    nodes that map to one new node combine by each metric's aggregation rule
+    (an ``(other)`` node holds the sum, max or min of what it folds; a
+    ``"none"`` metric has a value there only if all folded nodes agree).
+    ``warn``: say which ``"none"`` values were lost (merges of call paths)."""
     structure = Tree(rm.nodes, None, None, _trusted=True)
     if isinstance(obj, Ensemble):
         r = obj.rows
@@ -39,9 +45,17 @@ def _apply(obj: Tree | Ensemble, rm: Remap) -> Tree | Ensemble:
         rows = r[keep].copy()
         rows["node"] = newnode[keep]
         return Ensemble(structure, rows, obj.profiles.copy(), obj.meta)
-    keep = rm.mapping >= 0
-    out = np.zeros((len(structure), len(obj.exc_metrics)))
-    np.add.at(out, rm.mapping[keep], obj.metrics[obj.exc_metrics].to_numpy(dtype=np.float64)[keep])
+    rules = list(obj.aggregation.values())
+    vals = obj.metrics[obj.exc_metrics].to_numpy(dtype=np.float64)
+    out, conflicts = combine_rows(vals, rm.mapping, len(structure), rules)
+    if warn:
+        lost = [f"{m!r} ({c} nodes)" for m, c in zip(obj.exc_metrics, conflicts) if c]
+        if lost:
+            warnings.warn(
+                "merging same call paths: different values of per-node metrics became NaN: "
+                + ", ".join(lost),
+                stacklevel=3,
+            )
     return Tree(rm.nodes, pd.DataFrame(out, columns=obj.exc_metrics), obj.meta, _trusted=True)
 
 
@@ -64,14 +78,20 @@ def _mask(tree: Tree, keep: Any) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ filter
-def filter_remap(tree: Tree, keep: np.ndarray) -> Remap:
+def filter_remap(tree: Tree, keep: np.ndarray, *, merge_duplicates: bool = False) -> Remap:
     """Keep ``keep`` nodes; each is re-attached to its nearest kept ancestor.
 
     Kept nodes that end up as same-named siblings merge (identity is the
-    call path), as in Hatchet's squash.
+    call path), as in Hatchet's squash; same-named siblings of the input stay
+    apart (the n-th joins the n-th: see :func:`~cctviz.model._algo.identity_codes`)
+    unless ``merge_duplicates``.
     """
     parent = tree.parent
-    codes, uniq = pd.factorize(tree.names)
+    if merge_duplicates:
+        codes, uniq = pd.factorize(tree.names)
+        uniq, span = np.asarray(uniq, dtype=object), 1
+    else:
+        codes, uniq, span = identity_codes(tree.names, parent)
     nearest = np.full(len(tree), -1, dtype=np.int64)  # nearest kept ancestor (strict)
     tb = TrieBuilder()
     tid = np.full(len(tree), -1, dtype=np.int64)
@@ -86,26 +106,26 @@ def filter_remap(tree: Tree, keep: np.ndarray) -> Remap:
     kept = tid >= 0
     src = np.full(tb.size, len(tree), dtype=np.int64)
     np.minimum.at(src, tid[kept], np.flatnonzero(kept))
-    nodes, inv = trie_nodes(tree, tb, src, np.asarray(uniq, dtype=object))
+    nodes, inv = trie_nodes(tree, tb, src, uniq, span)
     mapping = np.where(kept, inv[np.maximum(tid, 0)], -1) if tb.size else np.full(len(tree), -1)
     return Remap(nodes, mapping)
 
 
 def trie_nodes(
-    tree: Tree, tb: TrieBuilder, src: np.ndarray, uniq: np.ndarray
+    tree: Tree, tb: TrieBuilder, src: np.ndarray, uniq: np.ndarray, span: int = 1
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """Pre-ordered nodes table of a trie built over ``tree``'s name codes.
 
     ``src[t]`` is a node of ``tree`` standing for trie node ``t``: its
-    attributes (kind, file, ...) are copied. Returns the table and ``inv``,
-    the pre-order id of every trie node.
+    attributes (kind, file, ...) are copied; its name is ``uniq[code // span]``.
+    Returns the table and ``inv``, the pre-order id of every trie node.
     """
     tparent = tb.parent
     perm = preorder_permutation(tparent)
     inv = np.empty(tb.size, dtype=np.int64)
     inv[perm] = np.arange(tb.size)
     nodes = tree.nodes.iloc[src[perm]].reset_index(drop=True).copy()
-    nodes["name"] = uniq[tb.code[perm]]
+    nodes["name"] = uniq[tb.code[perm] // span]
     nodes["parent"] = np.where(tparent[perm] >= 0, inv[np.maximum(tparent[perm], 0)], -1)
     return nodes, inv
 
@@ -126,7 +146,21 @@ def filter_tree(obj: Tree | Ensemble, keep: Any, *, squash: bool = True) -> Tree
             "cctviz trees are always squashed: kept nodes join their nearest kept ancestor"
         )
     tree = _tree(obj)
-    return _apply(obj, filter_remap(tree, _mask(tree, keep)))
+    return _apply(obj, filter_remap(tree, _mask(tree, keep)), warn=True)
+
+
+def merge_duplicates(obj: Tree | Ensemble) -> Tree | Ensemble:
+    """Merge same-named siblings (and so same call paths) into one node each;
+    values combine by each metric's aggregation rule.
+
+    >>> t = Tree.from_parents([-1, 0, 0], ["main", "f", "f"], {"time": [1.0, 2.0, 3.0]})
+    >>> m = merge_duplicates(t)
+    >>> m.nodes["name"].tolist(), m.metrics["time"].tolist()
+    (['main', 'f'], [1.0, 5.0])
+    """
+    tree = _tree(obj)
+    rm = filter_remap(tree, np.ones(len(tree), dtype=bool), merge_duplicates=True)
+    return _apply(obj, rm, warn=True)
 
 
 # ------------------------------------------------------------------ prune

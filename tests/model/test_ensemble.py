@@ -4,7 +4,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cctviz import Ensemble, Tree
+from cctviz.model._algo import sibling_ordinal
 from tests.strategies import trees
+
+
+def identities(t: Tree) -> list[tuple]:
+    """Each node's identity: its path of (name, n-th same-named sibling)."""
+    import pandas as pd
+
+    codes, _ = pd.factorize(t.names)
+    ordinal = sibling_ordinal(t.parent, codes)
+    out: list[tuple] = []
+    for i in range(len(t)):
+        step = (str(t.names[i]), int(ordinal[i]))
+        p = int(t.parent[i])
+        out.append((out[p] if p >= 0 else ()) + (step,))
+    return out
 
 
 @settings(max_examples=40, deadline=None)
@@ -22,8 +37,23 @@ def test_unify_preserves_every_profile_total_and_paths(ts):
         # every call path of the profile exists in the unified tree
         upaths = set(ens.tree.callpaths)
         assert set(t.callpaths) <= upaths
-    # the unified tree has each call path once
-    assert ens.tree.callpaths.is_unique
+        assert set(identities(t)) <= set(identities(ens.tree))
+    # the unified tree has each identity (call path, n-th same-named sibling) once
+    ids = identities(ens.tree)
+    assert len(set(ids)) == len(ids)
+
+
+@settings(max_examples=40, deadline=None)
+@given(trees(max_size=25))
+def test_one_profile_ensemble_gives_the_tree_back(t):
+    """Same-named siblings stay apart: unifying a tree alone changes nothing."""
+    back = Ensemble.from_trees([t]).profile(0)
+    assert back.nodes["name"].tolist() == t.nodes["name"].tolist()
+    assert back.parent.tolist() == t.parent.tolist()
+    assert np.allclose(back.metrics.to_numpy(), t.metrics.to_numpy(), equal_nan=True)
+    kept = t.filter(np.ones(len(t), dtype=bool))
+    assert kept.nodes["name"].tolist() == t.nodes["name"].tolist()
+    assert np.allclose(kept.metrics.to_numpy(), t.metrics.to_numpy(), equal_nan=True)
 
 
 @settings(max_examples=40, deadline=None)
