@@ -256,10 +256,18 @@ def read_ensemble(
 
     Every file contributes its profiles (one for a single-profile file, one
     per rank for a multi-rank file). ``ens.profiles`` gets a ``file`` column,
-    the file's own scalar metadata, and ``metadata``: a DataFrame with one row
+    a ``run`` column (see below), the file's own scalar metadata, and
+    ``metadata``: a DataFrame with one row
     per file (in order), a dict ``{path: {column: value}}``, or a callable
     ``path -> dict``. Other keyword arguments go to the reader of each file
     (e.g. ``python_functions=False`` for Kineto traces).
+
+    ``run`` says which profiles were measured together, which decides what a
+    node's absence means in :meth:`Ensemble.stats`: each file is a run of its
+    own, except single-rank files of a distributed job (a Kineto trace per
+    rank: ``rank`` and ``world_size`` > 1 in the file), which are grouped into
+    jobs, the k-th file of each rank in the k-th job. A ``run`` the file
+    itself states (a ``cctviz run`` folder) or that ``metadata`` gives wins.
 
     >>> import cctviz, glob
     >>> files = sorted(glob.glob("../shared/data/hatchet-tutorial/lulesh-scaling/*.json"))
@@ -276,9 +284,10 @@ def read_ensemble(
         from tqdm.auto import tqdm
 
         it = tqdm(paths, desc="reading profiles", unit="file")
+    runs = _RunNumbers()
     for k, p in enumerate(it):
         obj = read(p, format=format, **reader_kw)
-        extra: dict[str, Any] = {"file": str(p)}
+        extra: dict[str, Any] = {"file": str(p), "run": runs.of(obj)}
         extra.update(_scalar_meta(obj.meta))
         extra.pop("source", None)
         if isinstance(metadata, pd.DataFrame):
@@ -290,6 +299,30 @@ def read_ensemble(
         items.append(obj)
         prof_meta.append(extra)
     return Ensemble.concat(items, prof_meta)
+
+
+class _RunNumbers:
+    """Run numbers for :func:`read_ensemble`: one per file, rank files of one job together."""
+
+    def __init__(self) -> None:
+        self.next = 0
+        self.jobs: dict[tuple[int, int], int] = {}  # (world size, k-th job) -> run
+        self.seen: dict[tuple[int, int], int] = {}  # (world size, rank) -> files so far
+
+    def of(self, obj: Tree | Ensemble) -> int:
+        meta = obj.meta
+        rank, world = meta.get("rank"), meta.get("world_size")
+        if isinstance(obj, Tree) and isinstance(rank, int) and isinstance(world, int) and world > 1:
+            k = self.seen.get((world, rank), 0)
+            self.seen[(world, rank)] = k + 1
+            if (world, k) not in self.jobs:
+                self.jobs[(world, k)] = self._new()
+            return self.jobs[(world, k)]
+        return self._new()
+
+    def _new(self) -> int:
+        self.next += 1
+        return self.next - 1
 
 
 # Register the formats. Detection asks the readers in this order, so the most

@@ -5,7 +5,9 @@ Views speak one metric namespace whatever they display:
 - a :class:`~cctviz.model.tree.Tree` offers its metrics (``"time"``,
   ``"time (inc)"``, ...);
 - an :class:`~cctviz.model.ensemble.Ensemble` offers the same names, meaning
-  the mean over profiles (absent = 0), plus derived spread columns
+  the mean over profiles (``Ensemble.stats``: a failed rank, or a run without
+  the node, does not count; a rank of a run that never entered it counts 0),
+  plus derived spread columns
   ``"<metric> [max]"``, ``"[min]"``, ``"[std]"`` and ``"[imbalance]"`` (max/mean)
   of every inclusive metric.
 
@@ -104,12 +106,8 @@ class MetricSource:
         if self.ensemble is None:
             return self.tree.metrics[name].to_numpy(dtype=np.float64)
         base, stat = split_metric(name)
-        if stat is None:
-            e = self.ensemble
-            rows = e.rows
-            vals = e.data[name].to_numpy(dtype=np.float64)
-            total = np.bincount(rows["node"].to_numpy(), weights=vals, minlength=len(self.tree))
-            return total / max(e.n_profiles, 1)
+        if stat is None:  # the mean, over the profiles the absence rule counts
+            return self.ensemble.stats(name)["mean"].to_numpy(dtype=np.float64)
         return self.spread(base)[stat].to_numpy(dtype=np.float64)
 
     def spread(self, metric: str) -> pd.DataFrame | None:
@@ -135,8 +133,15 @@ class MetricSource:
             if i < 0 or i >= len(prof):
                 continue
             row = prof.iloc[int(i)]
-            parts = [f"{c} {_fmt(row[c])}" for c in ("run", "rank") if c in prof.columns]
-            if "file" in prof.columns and prof["file"].nunique() > 1:
+            by_file = "file" in prof.columns and prof["file"].nunique() > 1
+            # a file name says which run; a run number only where no file does
+            cols = ("rank",) if by_file else ("run", "rank")
+            parts = [
+                f"{c} {_fmt(row[c])}"
+                for c in cols
+                if c in prof.columns and (c != "run" or prof["run"].nunique() > 1)
+            ]
+            if by_file:
                 parts.append(os.path.basename(str(row["file"])))
             out[str(int(i))] = " ".join(parts) if parts else f"profile {int(i)}"
         return out
