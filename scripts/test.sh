@@ -11,6 +11,9 @@ echo "== lint"
 .venv/bin/ruff check cctviz tests benchmarks examples
 .venv/bin/ruff format --check cctviz tests benchmarks examples || echo "(formatting differences above are not fatal)"
 
+echo "== layering (import-linter contract in pyproject.toml; DESIGN.md section 3)"
+.venv/bin/lint-imports --no-cache --no-logo
+
 echo "== JavaScript unit tests"
 npm test --silent
 

@@ -6,7 +6,8 @@ profile per rank of the world, in rank order. Ranks whose file is missing
 (killed before writing) or unreadable (truncated) are still profiles, with
 no rows, ``ok=False`` and the reason in ``status``/``problem``; ranks that
 wrote after an exception or a signal are ``ok=False`` too, with the status
-they recorded. A warning names them.
+they recorded. A warning names them. The folder's names and rules are
+:mod:`cctviz.model.formats`, shared with the runtime that writes it.
 
 Example::
 
@@ -18,8 +19,6 @@ Example::
 from __future__ import annotations
 
 import json
-import os
-import re
 import warnings
 from pathlib import Path
 
@@ -28,18 +27,10 @@ import pandas as pd
 
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
+from ..model.formats import RANK_GLOB, RUN_FILE, rank_file, rank_of, world_size
 from ..model.tree import Tree
 from . import register
 
-RUN_FILE = "run.json"
-
-
-def rank_file(out: str | os.PathLike, rank: int) -> Path:
-    """Where rank ``rank`` writes its profile in a run folder (the runtime uses this too)."""
-    return Path(out) / f"rank-{rank:05d}.cctviz"
-
-
-_RANK_RE = re.compile(r"^rank-(\d+)\.cctviz$")
 _PROFILE_META = (
     "local_rank",
     "hostname",
@@ -57,7 +48,7 @@ def _sniff(path: Path, head: bytes) -> bool:
     if not path.is_dir():
         return False
     return (path / RUN_FILE).is_file() or any(
-        _RANK_RE.match(p.name) for p in path.glob("rank-*.cctviz")
+        rank_of(p.name) is not None for p in path.glob(RANK_GLOB)
     )
 
 
@@ -81,11 +72,8 @@ def read_run(path: Path) -> Ensemble:
     from .native import read_native
 
     info = _run_info(path)
-    files = {int(m.group(1)): p for p in path.iterdir() if (m := _RANK_RE.match(p.name))}
-    world = info.get("world_size") or info.get("expected_world_size")
-    if not isinstance(world, int) or world < 1:
-        world = 0
-    world = max(world, max(files, default=-1) + 1)
+    files = {r: p for p in path.iterdir() if (r := rank_of(p.name)) is not None}
+    world = world_size(info, files)
     if world == 0:
         raise ProfileError(path, "a run folder without run.json world size or rank files")
     trees: list[Tree] = []

@@ -124,8 +124,9 @@ import numpy as np
 
 from ..errors import ProfileError
 from ..model._algo import TrieBuilder, level_order, subtree_sizes
+from ..model.collectives import NAME_PREFIX as _PREFIX
+from ..model.collectives import bus_factor, collective_kind, dtype_size, nccl_tests_elements
 from ..model.tree import Tree
-from ..runtime.comm import _PREFIX, bus_factor, collective_kind, dtype_size, nccl_tests_elements
 from . import register
 
 # ----------------------------------------------------------------- categories

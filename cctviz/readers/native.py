@@ -26,12 +26,9 @@ import pandas as pd
 
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
+from ..model.formats import EXTENSION, MAGIC, VERSION
 from ..model.tree import Tree
 from . import register
-
-MAGIC = "cctviz"
-VERSION = 1
-EXTENSION = ".cctviz"
 
 
 def _sniff(path: Path, head: bytes) -> bool:

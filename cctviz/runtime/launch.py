@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..model.formats import RANK_GLOB
+
 #: our options: name -> takes a value
 OPTIONS = {
     "--out": True,
@@ -159,7 +161,7 @@ def run(argv: Sequence[str]) -> int:
     except ChildFailedError as e:
         print(f"cctviz: the job failed: {e}", file=sys.stderr)
         code = 1
-    n = len(list(out.glob("rank-*.cctviz")))
+    n = len(list(out.glob(RANK_GLOB)))
     print(
         f"cctviz: {n} rank file(s) in {out}/; look at them with `cctviz tree {out}`",
         file=sys.stderr,

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..readers.cctviz_run import RUN_FILE, rank_file
+from ..model.formats import LAUNCHER_KEEPS, RUN_FILE, merge_run_facts, rank0_facts, rank_file
 from .recorder import Recorder
 
 log = logging.getLogger("cctviz.runtime")
@@ -68,7 +68,7 @@ def update_run_file(
             data = json.loads(p.read_text())
         except (OSError, ValueError):
             data = {}
-    data.update({k: v for k, v in facts.items() if k not in keep or k not in data})
+    data = merge_run_facts(data, facts, keep)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, default=str))
     os.replace(tmp, p)
@@ -339,28 +339,8 @@ class Profiler:
         path = rank_file(self.out, int(meta["rank"]))
         write(tree, path)  # atomic: temp file + rename
         if int(meta["rank"]) == 0:
-            update_run_file(
-                self.out,
-                {
-                    k: meta[k]
-                    for k in (
-                        "world_size",
-                        "backend",
-                        "strategy",
-                        "params",
-                        "model",
-                        "device",
-                        "torch_version",
-                        "mode",
-                        "warmup",
-                        "command",
-                        "started",
-                    )
-                    if k in meta
-                }
-                | {"finished": _dt.datetime.now(_dt.timezone.utc).isoformat()},
-                keep=("command",),
-            )
+            finished = _dt.datetime.now(_dt.timezone.utc).isoformat()
+            update_run_file(self.out, rank0_facts(meta, finished), keep=LAUNCHER_KEEPS)
         return path
 
 

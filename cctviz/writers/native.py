@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 
 from ..model.ensemble import Ensemble
+from ..model.formats import MAGIC, VERSION
 from ..model.tree import Tree
-from ..readers.native import MAGIC, VERSION
 
 
 def _parquet(df: pd.DataFrame) -> bytes:
