@@ -4,10 +4,12 @@ Storage is a long table of (node, profile) rows with exclusive metrics: no
 NaN padding for nodes a profile never entered.
 
 **Absent is not always zero.** Within one healthy run, a rank that never
-entered a context spent no time there: it counts 0. A profile that failed
-(``profiles["ok"]`` is False: a killed rank) was not measured at all, and
-neither was a node in a run that has no row for it (a kernel that was not
-built in that run): both are left out of statistics. Runs are told apart by
+entered a context spent no time there: it counts 0. A profile that recorded
+nothing (a killed rank: no rows, ``profiles["ok"]`` False) was not measured
+at all, and neither was a node in a run that has no row for it (a kernel that
+was not built in that run): both are left out of statistics. A rank that
+failed after writing what it had (``ok`` False, with rows) is measured and
+counts; ``ens.select(ens.profiles["ok"])`` keeps the complete ones only. Runs are told apart by
 the ``run`` column of :attr:`Ensemble.profiles` (``read_ensemble`` fills it:
 one run per file, or per group of rank files of one job); without one, all
 profiles are ranks of one run. Only ``"sum"`` metrics count absence as 0; a
@@ -38,7 +40,7 @@ class Ensemble:
 
     Attributes:
         tree: the unified :class:`Tree`; its metrics are the mean over the live
-            profiles (``ok`` not False) of each node's own value, absent = 0 for
+            profiles (those with data: :attr:`live`) of each node's own value, absent = 0 for
             ``"sum"`` metrics so that means still add up; :meth:`stats` gives
             the statistics that follow the absence rule (module docstring).
         data: long table indexed by (node, profile), exclusive and inclusive metrics.
@@ -216,11 +218,14 @@ class Ensemble:
 
     @property
     def live(self) -> np.ndarray:
-        """Mask of the profiles that were measured: ``profiles["ok"]`` is not False."""
-        if "ok" not in self._profiles.columns:
-            return np.ones(self.n_profiles, dtype=bool)
-        ok = self._profiles["ok"]
-        return ~ok.eq(False).to_numpy(dtype=bool)
+        """Mask of the profiles that were measured: those that recorded something.
+
+        A rank that died before writing has no rows (and ``ok`` False); it is
+        left out of means and statistics instead of counting as zeros.
+        """
+        out = np.zeros(self.n_profiles, dtype=bool)
+        out[self._rows["profile"].to_numpy()] = True
+        return out
 
     @property
     def run_ids(self) -> np.ndarray:
@@ -324,7 +329,7 @@ class Ensemble:
 
         Which profiles count (``missing``):
 
-        - ``"auto"`` (default): failed profiles (``ok`` False) never count;
+        - ``"auto"`` (default): profiles that recorded nothing never count;
           a profile of a run in which some profile recorded the node counts 0
           there; runs in which no profile recorded the node are left out. So
           a killed rank does not drag the minimum to 0, and a kernel that ran

@@ -25,6 +25,9 @@ TIME: dict[str, float] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 #: bytes per unit of size (decimal prefixes, as nccl-tests and network figures use)
 BYTES: dict[str, float] = {"B": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
 
+_TIME_EXP = {"s": 0, "ms": -3, "us": -6, "ns": -9}
+_BYTES_EXP = {"B": 0, "kB": 3, "MB": 6, "GB": 9, "TB": 12}
+
 _ALIASES: dict[str, str] = {
     "sec": "s",
     "secs": "s",
@@ -99,9 +102,9 @@ def factor(src: Any, dst: Any) -> float:
     a, b = canonical(src), canonical(dst)
     if a == b:
         return 1.0
-    for table in (TIME, BYTES):
+    for table in (_TIME_EXP, _BYTES_EXP):
         if a in table and b in table:
-            return table[a] / table[b]
+            return float(10.0 ** (table[a] - table[b]))  # exact powers of ten
     if dimension(a) == dimension(b) == "bandwidth":
         an, ad = a.split("/", 1)  # type: ignore[union-attr]
         bn, bd = b.split("/", 1)  # type: ignore[union-attr]

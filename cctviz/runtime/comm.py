@@ -26,10 +26,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-# the pure table, re-exported: ``cctviz.runtime.comm.bus_factor`` etc. keep working
 from ..model.collectives import (
     COLLECTIVES,
     DTYPE_SIZE,
@@ -40,6 +36,9 @@ from ..model.collectives import (
     nccl_tests_elements,
 )
 from ..model.collectives import NAME_PREFIX as _PREFIX  # noqa: F401 - its old private name
+
+# the pure table, re-exported: ``cctviz.runtime.comm.bus_factor`` etc. keep working
+from ..ops.comm import bandwidth  # noqa: F401 - public here since the runtime made it
 
 __all__ = [
     "COLLECTIVES",
@@ -108,26 +107,3 @@ def collective_bytes(
             return sum(tensor_bytes(t) for t in lst)
         return group_size * tensor_bytes(_arg(args, kwargs, 0, ("tensor",)))
     raise ValueError(f"unknown byte rule {mode!r}")
-
-
-def bandwidth(frame: pd.DataFrame, inclusive: bool = True) -> pd.DataFrame:
-    """``algbw`` and ``busbw`` in GB/s (1e9 bytes/s) from a tree's metrics.
-
-    ``frame`` is ``tree.metrics`` (or ``tree.frame``) of a profile written by
-    the runtime; with ``inclusive`` the subtree sums are used, so a module's
-    figures average over every collective it issued. NaN where no
-    communication time was recorded.
-
-    >>> import cctviz
-    >>> t = cctviz.Tree.from_parents([-1, 0], ["step", "all_reduce"],
-    ...     {"comm_bytes": [0, 8e9], "bus_bytes": [0, 12e9], "comm_time": [0, 4e9]})
-    >>> bandwidth(t.metrics).round(1).to_dict("list")
-    {'algbw': [2.0, 2.0], 'busbw': [3.0, 3.0]}
-    """
-    sfx = " (inc)" if inclusive else ""
-    t = frame[f"comm_time{sfx}"].to_numpy(dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alg = np.where(t > 0, frame[f"comm_bytes{sfx}"].to_numpy(dtype=float) / t, np.nan)
-        bus = np.where(t > 0, frame[f"bus_bytes{sfx}"].to_numpy(dtype=float) / t, np.nan)
-    # bytes per ns = GB/s
-    return pd.DataFrame({"algbw": alg, "busbw": bus}, index=frame.index)

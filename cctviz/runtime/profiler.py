@@ -327,8 +327,6 @@ class Profiler:
             "units": dict(UNITS),
             **self.meta,
         }
-        if rec.max_metrics:
-            meta["max_metrics"] = sorted(rec.max_metrics)
         return meta
 
     def _write(self) -> Path:

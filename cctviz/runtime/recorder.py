@@ -305,6 +305,10 @@ class Recorder:
         from ..model.tree import Tree
 
         cols = self.columns()
+        meta = dict(meta or {})
+        rules = {m: "max" for m in sorted(self.max_metrics)}  # peaks: max over a subtree
+        if rules:
+            meta["aggregation"] = {**meta.get("aggregation", {}), **rules}
         return Tree.from_parents(
-            cols["parent"], cols["name"], cols["metrics"], kind=cols["kind"], meta=meta or {}
+            cols["parent"], cols["name"], cols["metrics"], kind=cols["kind"], meta=meta
         )

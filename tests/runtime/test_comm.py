@@ -64,8 +64,27 @@ def test_bus_factor(kind, n, want):
     assert bus_factor(kind, n) == pytest.approx(want)
 
 
+NS = {"comm_bytes": "B", "bus_bytes": "B", "comm_time": "ns"}
+
+
 def test_bandwidth_nan_without_time():
     f = pd.DataFrame({"comm_bytes": [10.0, 0.0], "bus_bytes": [15.0, 0], "comm_time": [5.0, 0.0]})
-    bw = bandwidth(f, inclusive=False)
+    bw = bandwidth(f, inclusive=False, units=NS)
     assert bw["algbw"].iloc[0] == 2.0 and bw["busbw"].iloc[0] == 3.0
     assert np.isnan(bw["algbw"].iloc[1])
+
+
+@pytest.mark.parametrize("unit,scale", [("ns", 1.0), ("us", 1e-3), ("ms", 1e-6), ("s", 1e-9)])
+def test_bandwidth_reads_the_time_unit(unit, scale):
+    """The same bytes and time give the same GB/s whatever unit the time is in."""
+    f = pd.DataFrame({"comm_bytes": [8e9], "bus_bytes": [12e9], "comm_time": [4e9 * scale]})
+    bw = bandwidth(f, inclusive=False, units={**NS, "comm_time": unit})
+    assert bw["algbw"].iloc[0] == pytest.approx(2.0) and bw["busbw"].iloc[0] == pytest.approx(3.0)
+
+
+def test_bandwidth_refuses_what_it_cannot_know():
+    f = pd.DataFrame({"comm_bytes": [1.0], "bus_bytes": [1.0], "comm_time": [1.0]})
+    with pytest.raises(ValueError, match="units="):
+        bandwidth(f)
+    with pytest.raises(ValueError, match="not a time"):
+        bandwidth(f, inclusive=False, units={"comm_time": "B"})

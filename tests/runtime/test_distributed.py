@@ -60,9 +60,10 @@ def test_ddp_bandwidths_follow_nccl_tests_formulas(ddp_run):
     m = tree.metrics.loc[rows.index]
     n = 2
     assert m["bus_bytes"].iloc[0] == pytest.approx(m["comm_bytes"].iloc[0] * 2 * (n - 1) / n)
-    bw = bandwidth(m, inclusive=False)
+    bw = bandwidth(m, inclusive=False, units=tree.units)
+    assert tree.units["comm_time"] == "ns"
     assert (m["comm_time"] > 0).all()
-    algbw = m["comm_bytes"] / m["comm_time"]
+    algbw = m["comm_bytes"] / m["comm_time"]  # bytes per ns = GB/s
     np.testing.assert_allclose(bw["algbw"], algbw)
     np.testing.assert_allclose(bw["busbw"], algbw * bus_factor("all_reduce", n))
 
@@ -201,6 +202,22 @@ def test_killed_rank_is_flagged_and_the_run_still_loads(tmp_path):
     assert (ens.rows["profile"] == 1).sum() == 0  # no data for the dead rank
     t0 = ens.profile(0)
     assert t0.meta["profile"]["steps"] >= 3  # what rank 0 recorded before the failure is there
+    # the dead rank was not measured: it does not drag min to 0 nor the imbalance up
+    assert ens.live.tolist() == [True, False]
+    st = ens.stats("time (inc)")
+    step = int(np.flatnonzero(ens.tree.names == "step")[0])
+    mine = t0.metrics["time (inc)"].to_numpy()[list(t0.names).index("step")]
+    assert mine > 0 and st.loc[step, "n"] == 1
+    assert st.loc[step, "min"] == pytest.approx(mine)
+    assert st.loc[step, "imbalance"] == pytest.approx(1.0)
+    assert ens.values("time (inc)")[step].min() == 0  # counting the dead rank as 0: wrong
+    assert ens.tree.metrics["time (inc)"].iloc[step] == pytest.approx(mine)  # mean of live ranks
+    view = cctviz.CCTView(ens)
+    sp = view._data["spread"]
+    rows = np.frombuffer(view._data["id"], dtype="<i4")
+    k = int(np.flatnonzero(rows == step)[0])
+    spread_min = np.frombuffer(sp["min"], dtype="<f4")[k]
+    assert spread_min == pytest.approx(mine, rel=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -236,3 +253,24 @@ def test_runs_by_ranks_ensemble(ddp_run, fsdp_run):
     assert list(ens.profiles["rank"]) == [0, 1, 0, 1]
     assert ens.profiles["strategy"].tolist() == ["DDP", "DDP", "FSDP2", "FSDP2"]
     assert ens.profiles["run"].tolist() == ["ddp-run"] * 2 + ["fsdp-run"] * 2
+
+
+def test_runtime_and_kineto_profiles_compose_in_one_unit(ddp_run):
+    """The runtime records ns, Kineto us: together they are converted to one unit,
+    and bandwidths come out the same in GB/s."""
+    from tests.conftest import DATA
+
+    trace = DATA / "kineto" / "hta_nccl_parser_config_nccl_data.json.gz"
+    kin = cctviz.read(trace)
+    assert kin.units["comm_time"] == "us"
+    ens = cctviz.read_ensemble([ddp_run[0], trace])
+    assert ens.tree.units["comm_time"] == "ns" and ens.tree.units["time"] == "ns"
+    k = ens.n_profiles - 1  # the trace's profile
+    assert ens.profiles["run"].nunique() == 2  # the DDP ranks are one run, the trace another
+    back = ens.profile(k)
+    total_us = kin.metrics["comm_time (inc)"].to_numpy()[kin.roots].sum()
+    total_ns = back.metrics["comm_time (inc)"].to_numpy()[back.roots].sum()
+    assert total_us > 0 and total_ns == pytest.approx(total_us * 1000)
+    bw_us = bandwidth(kin)["algbw"].to_numpy()[kin.roots]
+    bw_ns = bandwidth(back)["algbw"].to_numpy()[back.roots]
+    np.testing.assert_allclose(np.sort(bw_ns), np.sort(bw_us), rtol=1e-12)

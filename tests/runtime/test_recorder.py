@@ -158,6 +158,24 @@ def test_set_max_keeps_peaks():
     assert rec.extra["mem_peak"][0] == 9 and "mem_peak" in rec.max_metrics
 
 
+def test_peaks_are_a_max_in_the_tree():
+    """A peak's inclusive value is the largest peak of the subtree, never a sum."""
+    rec = Recorder("r", clock=Clock())
+    iteration(rec)
+    rec.finish()
+    cols = rec.columns()
+    names = list(cols["name"])
+    for k, name in enumerate(names):
+        rec.set_max(k, "mem_peak", 100 + 10 * k if name != "step" else 50)
+    t = rec.to_tree({"units": {"mem_peak": "B"}})
+    assert t.aggregation["mem_peak"] == "max"
+    inc, exc = t.metrics["mem_peak (inc)"], t.metrics["mem_peak"]
+    for i in range(len(t)):
+        sub = exc.iloc[i : int(t.end[i])]
+        assert inc.iloc[i] == sub.max()
+    assert inc.iloc[0] < exc.sum()  # a sum would be far larger
+
+
 OPS = st.lists(
     st.sampled_from(["data", "backward", "optimizer", "mod", "pop", "leaf", "step", "region"]),
     max_size=60,

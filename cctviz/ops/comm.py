@@ -1,0 +1,74 @@
+"""Bandwidths of communication, from any tree's additive byte and time sums.
+
+Profiles from the runtime, Kineto traces and (later) OTF2 traces all carry
+``comm_bytes``, ``bus_bytes`` (bytes x nccl-tests' bus factor) and
+``comm_time`` as ``"sum"`` metrics, each with its unit in ``meta["units"]``
+(the runtime's times are ns, Kineto's us). Bandwidths of a subtree are ratios
+of its inclusive sums, in the units read from the tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model import units as U
+from ..model.ensemble import Ensemble
+from ..model.tree import Tree
+
+
+def bandwidth(
+    data: Tree | Ensemble | pd.DataFrame,
+    inclusive: bool = True,
+    *,
+    units: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """``algbw`` and ``busbw`` in GB/s (1e9 bytes/s) per node.
+
+    ``data`` is a Tree (or an Ensemble: its per-node means), whose
+    ``meta["units"]`` say what ``comm_bytes``, ``bus_bytes`` and
+    ``comm_time`` are in; or a DataFrame of such columns with ``units``
+    given. With ``inclusive`` the subtree sums are used, so a module's figures
+    average over every collective it issued. NaN where no communication time
+    was recorded.
+
+    >>> import cctviz
+    >>> t = cctviz.Tree.from_parents([-1, 0], ["step", "all_reduce"],
+    ...     {"comm_bytes": [0, 8e9], "bus_bytes": [0, 12e9], "comm_time": [0, 4e9]},
+    ...     meta={"units": {"comm_bytes": "B", "bus_bytes": "B", "comm_time": "ns"}})
+    >>> bandwidth(t).round(1).to_dict("list")
+    {'algbw': [2.0, 2.0], 'busbw': [3.0, 3.0]}
+    """
+    if isinstance(data, Ensemble):
+        data = data.tree
+    if isinstance(data, Tree):
+        frame, units = data.metrics, {**data.units, **(units or {})}
+    else:
+        frame = data
+        if units is None:
+            raise ValueError(
+                "bandwidth of a DataFrame needs units=: pass tree.units (or the tree itself)"
+            )
+    sfx = " (inc)" if inclusive else ""
+    time_unit = units.get("comm_time")
+    if U.dimension(time_unit) != "time":
+        raise ValueError(f"comm_time has unit {time_unit!r}, not a time: cannot make a bandwidth")
+    to_s = U.factor(time_unit, "s")
+    t = frame[f"comm_time{sfx}"].to_numpy(dtype=float) * to_s
+    out: dict[str, Any] = {}
+    for col, name in (("comm_bytes", "algbw"), ("bus_bytes", "busbw")):
+        b_unit = units.get(col, "B")
+        if U.dimension(b_unit) != "bytes":
+            raise ValueError(f"{col} has unit {b_unit!r}, not bytes")
+        b = frame[f"{col}{sfx}"].to_numpy(dtype=float) * U.factor(b_unit, "B")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[name] = np.where(t > 0, b / t / 1e9, np.nan)
+    res = pd.DataFrame(out, index=frame.index)
+    res.attrs["units"] = {"algbw": "GB/s", "busbw": "GB/s"}
+    return res
+
+
+__all__ = ["bandwidth"]
