@@ -16,9 +16,16 @@ def test_readme_tour_runs(tmp_path, monkeypatch):
     ns: dict = {}
     exec(compile(code, "README.md", "exec"), ns)  # noqa: S102 - our own README
     exec(compile(blocks[1], "README.md", "exec"), ns)  # noqa: S102 - the view block
-    exec(compile(blocks[2], "README.md", "exec"), ns)  # noqa: S102 - the runtime block
+    rules: dict = {}
+    exec(compile(blocks[2], "README.md", "exec"), rules)  # noqa: S102 - what the numbers mean
+    t = rules["t"]
+    assert t.metrics.loc[0, ["time (inc)", "mem_peak (inc)"]].tolist() == [14e6, 5e9]
+    assert (
+        rules["cctviz"].model.units.format_value(t.metrics.loc[0, "time (inc)"], "ns") == "14.0 ms"
+    )
+    exec(compile(blocks[3], "README.md", "exec"), ns)  # noqa: S102 - the runtime block
     assert ns["run"].profiles["steps"].tolist() == [4] and ns["run"].profiles["ok"].all()
-    readers = blocks[3]
+    readers = blocks[4]
     for out in ("trace.speedscope.json", "trace.folded"):  # written to tmp_path, not the repo
         readers = readers.replace(f'"{out}"', repr(str(tmp_path / out)))
     exec(compile(readers, "README.md", "exec"), ns)  # noqa: S102 - the readers block
