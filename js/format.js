@@ -220,10 +220,15 @@ export function formatRatio(v) {
   return `${Math.abs(x) >= 10 ? toFixedExact(x, 0) : toFixedExact(x, 1)}\u00d7`;
 }
 
-/** A fraction as a percentage with 3 significant digits: 0.1234 -> "12.3%"; "n/a" when missing. */
+/**
+ * A fraction as a percentage with at most 3 significant digits, trailing
+ * zeros dropped: 0.1234 -> "12.3%", 0.01 -> "1%", 0.0045 -> "0.45%"; "n/a" when missing.
+ */
 export function formatPercent(f) {
   if (f === null || f === undefined || !Number.isFinite(Number(f))) return MISSING;
-  return `${sigDigits(Number(f) * 100, 3)}%`;
+  let s = sigDigits(Number(f) * 100, 3);
+  if (s.includes(".")) s = s.replace(/0+$/, "").replace(/\.$/, "");
+  return `${s}%`;
 }
 
 /** Supported dtypes: element size in bytes, typed-array class, DataView getter. */

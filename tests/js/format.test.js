@@ -87,7 +87,9 @@ describe("formatValue: beyond the shared cases", () => {
     assert.equal(formatRatio(NaN), "n/a");
     assert.equal(formatPercent(0.1234), "12.3%");
     assert.equal(formatPercent(1), "100%");
-    assert.equal(formatPercent(0.0045), "0.450%");
+    assert.equal(formatPercent(0.0045), "0.45%");
+    assert.equal(formatPercent(0.01), "1%");
+    assert.equal(formatPercent(0.105), "10.5%");
     assert.equal(formatPercent(NaN), "n/a");
   });
 });
