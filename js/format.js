@@ -129,7 +129,11 @@ export function toFixedExact(x, dec) {
 function sigDigits(x, digits) {
   if (x === 0) return "0";
   const mag = Math.floor(Math.log10(Math.abs(x)));
-  return toFixedExact(x, Math.max(digits - 1 - mag, 0));
+  const dec = Math.max(digits - 1 - mag, 0);
+  const out = toFixedExact(x, dec);
+  // rounded up to 10 ** (mag + 1): one digit less, as Python's `_digits`
+  if (dec > 0 && Math.abs(Number(out)) >= 10 ** (mag + 1)) return toFixedExact(x, dec - 1);
+  return out;
 }
 
 /**
@@ -203,13 +207,20 @@ export function looksMeasured(metric) {
  * @param {Object<string,string>} units metric (without " (inc)") -> unit
  * @returns {string}
  */
+const STATS = ["max", "min", "std", "cost", "mean", "median"];
+
 export function unitLabel(metric, units) {
-  const name = String(metric);
+  const full = String(metric);
+  let name = full;
+  const stat = STATS.find((s) => name.endsWith(` [${s}]`));
+  if (stat) name = name.slice(0, -(stat.length + 3));
+  else if (name.endsWith(" [imbalance]")) return full; // a ratio: no unit
   const base = name.endsWith(" (inc)") ? name.slice(0, -" (inc)".length) : name;
-  const u = canonicalUnit(units && has(units, base) ? units[base] : null);
-  if (u) return `${name} [${u}]`;
-  if (looksMeasured(base)) return `${name} [unit unknown]`;
-  return name;
+  const key = [full, name, base].find((k) => units && has(units, k) && units[k]);
+  const u = canonicalUnit(key === undefined ? null : units[key]);
+  if (u) return `${full} [${u}]`;
+  if (looksMeasured(base)) return `${full} [unit unknown]`;
+  return full;
 }
 
 /** A ratio such as an imbalance (max/mean): "2.3×", "64×"; "n/a" when missing. */

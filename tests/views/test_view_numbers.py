@@ -7,6 +7,7 @@ import json
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import cctviz
@@ -226,7 +227,10 @@ def test_a_killed_rank_drags_neither_min_nor_imbalance(killed_run):
     assert "solve" not in view.imbalance_cues().to_frame()["name"].tolist()
     # the same rows with rank 2 taken for a healthy rank that never entered
     # solve: it counts 0 there, drags the minimum to 0 and looks imbalanced
-    alive = cctviz.Ensemble(ens.tree, ens.rows, ens.profiles.assign(ok=True))
+    # (a healthy rank records at least the root: give rank 2 rank 0's root row)
+    root_row = ens.rows[(ens.rows["profile"] == 0) & (ens.rows["node"] == 0)].assign(profile=2)
+    rows2 = pd.concat([ens.rows, root_row], ignore_index=True)
+    alive = cctviz.Ensemble(ens.tree, rows2, ens.profiles.assign(ok=True))
     as_zero = cctviz.CCTView(alive)
     sp0 = as_zero._data["spread"]
     assert sp0["profiles"] == 4 and sp0["failed"] == 0
