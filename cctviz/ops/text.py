@@ -296,6 +296,7 @@ def render(
     w = {k: max((len(r.get(k, "")) for r in cols), default=0) for k in keys}
     cues = sum("cue" in r for r in cols)
     cell = {int(i): k for k, i in enumerate(shown)}
+    names, end = tree.names, tree.end
 
     def line(i: int, prefix: str) -> str:
         row = cols[cell[i]]
@@ -307,9 +308,9 @@ def render(
                 left.append(" " * (w["min"] + w["max"] + 6))
         if w["cue"]:
             left.append(row.get("cue", "").ljust(w["cue"]))
-        text = " ".join(left) + ("  " if left else "") + prefix + ellipsize(tree.names[i], width)
-        if vals is not None and zero[i] and tree.end[i] - i > 1:
-            k = int(tree.end[i] - i - 1)
+        text = " ".join(left) + ("  " if left else "") + prefix + ellipsize(names[i], width)
+        if vals is not None and zero[i] and end[i] - i > 1:
+            k = int(end[i] - i - 1)
             text += f"  ({k} zero-valued node{'s' * (k != 1)} below, folded)"
         return text
 
@@ -495,7 +496,7 @@ def describe(obj: Any) -> dict[str, Any]:
         out["rows"] = len(ens.rows)
         prof = ens.profiles
         if "run" in prof.columns:
-            counts = prof.groupby("run", sort=False).size()
+            counts = prof.groupby("run", sort=False, dropna=False).size()
             out["runs"] = {str(k): int(v) for k, v in counts.items()}
         else:
             out["runs"] = {"": ens.n_profiles} if ens.n_profiles else {}
