@@ -153,7 +153,7 @@ def test_lulesh_demo_writes_outputs(tmp_path):
         text=True,
         check=True,
     )
-    assert "Most imbalanced contexts" in r.stdout
+    assert "Contexts where imbalance costs most" in r.stdout
     ens = cctviz.read(tmp_path / "lulesh-scaling.cctviz")
     assert ens.n_profiles == 1 + 8 + 27 + 64
     assert (tmp_path / "scaling.csv").read_text().startswith("cores,")
