@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -48,9 +48,143 @@ from .errors import ProfileError
 from .model.ensemble import Ensemble
 from .model.tree import INC, Tree
 
-__all__ = ["from_hatchet", "from_thicket", "inclusive_base"]
+__all__ = ["from_hatchet", "from_thicket", "inclusive_base", "caliper_rule", "timer_unit"]
 
 NOT_METRICS = ("Node order",)
+
+# ------------------------------------------------------------------ Caliper names
+#: CalQL operators in a Caliper metric attribute's name (``min#inclusive#sum#time.duration``:
+#: outermost first) -> the aggregation rule of the values they give. ``scale`` and the
+#: inclusive forms keep the rule of the operator inside them.
+CALIPER_OPS = {
+    "sum": "sum",
+    "count": "sum",
+    "max": "max",
+    "min": "min",
+    "avg": "none",
+    "any": "none",
+    "ratio": "none",
+    "inclusive_ratio": "none",
+    "percent_total": "none",
+    "inclusive_percent_total": "none",
+    "variance": "none",
+    "scale": None,
+    "inclusive_scale": None,
+    "inclusive": None,
+}
+#: Caliper timer attributes whose values are inclusive durations
+INCLUSIVE_TIMERS = ("time.inclusive.duration", "time.inclusive.duration.ns")
+#: aliases Caliper's ``spot`` controller gives its cross-rank metrics (``unit sec``)
+SPOT_ALIASES = {
+    "Min time/rank": "min#inclusive#sum#time.duration",
+    "Max time/rank": "max#inclusive#sum#time.duration",
+    "Avg time/rank": "avg#inclusive#sum#time.duration",
+    "Total time": "sum#inclusive#sum#time.duration",
+}
+
+
+class CaliperRule(NamedTuple):
+    """What a Caliper metric attribute's name says about its values."""
+
+    rule: str  #: aggregation rule in cctviz
+    inclusive: bool  #: the recorded values are inclusive (a region and what it calls)
+    base: str  #: the measured attribute (``time.duration``)
+    note: str | None = None  #: why, for ``meta["aggregation_notes"]``
+
+
+def caliper_rule(attr: str) -> CaliperRule:
+    """The aggregation rule of a Caliper metric attribute, from its operators.
+
+    The outermost operator decides: ``sum``/``count`` add up (``"sum"``),
+    ``max``/``min`` are peaks (``"max"``/``"min"``), ``avg``, ``any`` (a
+    per-node constant or setting, as RAJAPerf's ``any#any#max#BlockSize``),
+    ratios and percentages are per-node values (``"none"``); ``scale`` and
+    ``inclusive`` keep the rule inside them. ``inclusive#`` anywhere (or the
+    timer's ``time.inclusive.duration``) means the recorded values are
+    inclusive. A minimum over ranks of inclusive values is no minimum over a
+    subtree (a parent's inclusive time is at least its child's): it is kept per
+    node, ``"none"``. A name without operators (``time``, ``count``) is a sum.
+
+    >>> [caliper_rule(a)[:2] for a in ("sum#time.duration", "max#inclusive#sum#time.duration",
+    ...     "min#inclusive#sum#time.duration", "avg#time.duration", "any#any#max#BlockSize")]
+    [('sum', False), ('max', True), ('none', True), ('none', False), ('none', False)]
+    """
+    *ops, base = attr.split("#")
+    inclusive = base in INCLUSIVE_TIMERS or any(o.startswith("inclusive") for o in ops)
+    rule = "sum"
+    for o in ops:
+        if o not in CALIPER_OPS:  # not an operator: a name with '#' in it
+            ops, base, rule = [], attr, "sum"
+            inclusive = base in INCLUSIVE_TIMERS
+            break
+        if CALIPER_OPS[o] is not None:
+            rule = CALIPER_OPS[o]
+            break
+    note = None
+    if ops and rule == "none":
+        op = next(o for o in ops if CALIPER_OPS[o] is not None)
+        what = {
+            "avg": "an average" + (" of inclusive values" if inclusive else ""),
+            "any": "a per-node constant or setting (Caliper's 'any' operator)",
+        }.get(op, f"a {op.replace('_', ' ')}")
+        note = f"Caliper's {attr!r} is {what}: it does not add up, kept per node"
+    if ops and rule == "min" and inclusive:
+        rule = "none"
+        note = (
+            f"Caliper's {attr!r} is a minimum of inclusive values: a parent's inclusive "
+            "value is at least its child's, so the minimum over a subtree would be the "
+            "smallest descendant's, not this value; kept per node (the values are inclusive)"
+        )
+    if rule == "none" and inclusive and note and "inclusive" not in note:
+        note += " (the values are inclusive)"
+    return CaliperRule(rule, inclusive, base, note)
+
+
+#: the timer attributes whose unit Caliper's configuration decides (``CALI_TIMER_UNIT``)
+TIMER_CONFIGURED = ("time.duration", "time.inclusive.duration")
+#: the timer attributes in nanoseconds (Caliper 2.10 and later name them so)
+TIMER_NS = ("time.duration.ns", "time.inclusive.duration.ns", "time.offset.ns")
+
+
+def timer_unit(base: str, values: Sequence[Any]) -> tuple[str | None, str | None]:
+    """The unit of a Caliper timer attribute a file states no unit for, and why.
+
+    ``*.ns`` attributes are nanoseconds. ``time.duration`` and
+    ``time.inclusive.duration`` are in the unit ``CALI_TIMER_UNIT`` chose:
+    ``usec`` (the default of older Caliper, whose documentation has them in
+    microseconds) writes whole microseconds, ``sec`` (the later default, and
+    what the ``runtime-report``, ``spot`` and ``hatchet-region-profile``
+    configurations set) writes microseconds times 1e-6. ``values`` (arrays of
+    sums, minima or maxima of the attribute; not averages) tell which: whole
+    numbers are microseconds, fractions of whole microseconds are seconds;
+    anything else (or no non-zero value) leaves the unit unknown: ``(None, None)``.
+
+    >>> timer_unit("time.duration", [[21948.0, 5882425.0]])[0]
+    'us'
+    >>> timer_unit("time.duration", [[0.000285, 0.024836]])[0]
+    's'
+    >>> timer_unit("time.duration", [[0.5e-7]]), timer_unit("papi.PAPI_TOT_CYC", [[3.0]])
+    ((None, None), (None, None))
+    """
+    if base in TIMER_NS:
+        return "ns", f"Caliper's timer writes {base} in nanoseconds (the .ns in its name)"
+    if base not in TIMER_CONFIGURED:
+        return None, None
+    v = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in values] or [[]])
+    v = np.abs(v[np.isfinite(v) & (v != 0)])
+    if not v.size:
+        return None, None
+    why = (
+        f"no unit in the file; Caliper's timer writes {base} in whole microseconds "
+        "(CALI_TIMER_UNIT=usec, the default of older Caliper) or in seconds "
+        "(CALI_TIMER_UNIT=sec: microseconds times 1e-6)"
+    )
+    if np.all(v == np.round(v)):
+        return "us", why + "; these values are whole numbers: microseconds"
+    us = v * 1e6
+    if np.all(np.abs(us - np.round(us)) <= 1e-3 + 1e-9 * us):
+        return "s", why + "; these values are whole microseconds times 1e-6: seconds"
+    return None, None
 
 
 def inclusive_base(name: str) -> str:

@@ -246,7 +246,12 @@ def _profile(path: Path, reader: Any, records: list[tuple[int, dict[str, Any]]])
                 )
             df[c] = num  # build_profile needs no second conversion
         columns.append(
-            CaliColumn(c, a.is_value(), a.get("attribute.alias"), a.get("attribute.unit"))
+            CaliColumn(
+                c,
+                a.is_value(),
+                a.get("attribute.alias"),
+                a.get("attribute.unit") or a.get("time.unit"),
+            )
         )
     return build_profile(
         path,
