@@ -39,16 +39,26 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from .errors import ProfileError
+from .model._algo import combine_rows
 from .model.ensemble import Ensemble
-from .model.tree import INC, Tree
+from .model.tree import INC, Tree, check_aggregation, inc_name
+from .model.units import canonical, dimension
 
-__all__ = ["from_hatchet", "from_thicket", "inclusive_base", "caliper_rule", "timer_unit"]
+__all__ = [
+    "from_hatchet",
+    "from_thicket",
+    "inclusive_base",
+    "caliper_rule",
+    "timer_unit",
+    "build_metrics",
+]
 
 NOT_METRICS = ("Node order",)
 
@@ -200,6 +210,132 @@ def inclusive_base(name: str) -> str:
     return name
 
 
+@dataclass
+class MetricSpec:
+    """One metric column of a profile's rows (a Caliper attribute, a Hatchet or
+    Thicket dataframe column) and how cctviz keeps it (:func:`build_metrics`)."""
+
+    attr: str  #: the column as the source names it (``min#inclusive#sum#time.duration``)
+    name: str  #: the metric's name in cctviz, without `` (inc)``
+    values: np.ndarray  #: one per row; NaN where the row lacks it
+    rule: str = "sum"  #: aggregation rule
+    inclusive: bool = False  #: the recorded values are inclusive
+    unit: str | None = None
+    unit_reason: str | None = None  #: why, when the source states no unit
+    note: str | None = None  #: why the rule, for ``meta["aggregation_notes"]``
+    kept: bool = True  #: False for an inclusive twin of a kept exclusive metric
+
+
+def build_metrics(
+    structure: Tree,
+    node: np.ndarray,
+    prof: np.ndarray,
+    profiles: pd.DataFrame,
+    specs: Sequence[MetricSpec],
+    meta: Mapping[str, Any],
+    *,
+    ensemble: bool = False,
+) -> Tree | Ensemble:
+    """The Tree (one profile, unless ``ensemble``) or Ensemble of rows' metrics.
+
+    ``node`` and ``prof`` give each row's node of ``structure`` and profile
+    (a row of ``profiles``). Rows of one (node, profile) are combined by the
+    metric's rule (a ``"sum"`` row without a value adds 0; differing ``"none"``
+    values give NaN, with a warning). Inclusive values go through the model's
+    ``inclusive`` path: a sum's own part is the value minus the children's, a
+    ``"max"``/``"none"`` metric's own value is the recorded one, and a
+    ``"max"`` or ``"min"`` metric the rule does not give the values back from
+    becomes ``"none"`` with a note (:meth:`Tree.from_parents`; the same check
+    per profile in an Ensemble). The specs' units, unit assumptions, rules and
+    notes go into ``meta`` (``units``, ``units_assumed``, ``aggregation``,
+    ``aggregation_notes``). Metrics keep their order, except that times that
+    add up come first (what a view shows by default).
+    """
+    # times that add up first: the default metric of a view (RAJAPerf's "Total time", not
+    # BlockSize, its first column)
+    kept = sorted(
+        (m for m in specs if m.kept),
+        key=lambda m: not (m.rule == "sum" and dimension(m.unit) == "time"),
+    )
+    meta = dict(meta)
+    for key, val in (
+        ("units", {m.name: m.unit for m in kept if m.unit}),
+        ("units_assumed", {m.name: m.unit_reason for m in kept if m.unit_reason}),
+        ("aggregation", {m.name: m.rule for m in kept if m.rule != "sum"}),
+        ("aggregation_notes", {m.name: m.note for m in kept if m.note}),
+    ):
+        if val:
+            meta[key] = {**meta.get(key, {}), **val}
+    n = len(structure)
+    n_prof = len(profiles)
+    P = max(n_prof, 1)
+    key = np.asarray(node, dtype=np.int64) * P + np.asarray(prof, dtype=np.int64)
+    uniq, inv = np.unique(key, return_inverse=True)
+    vals = (
+        np.column_stack(
+            [
+                np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
+                for m in kept
+            ]
+        )
+        if kept
+        else np.zeros((key.size, 0))
+    )
+    combined, conflicts = combine_rows(vals, inv.reshape(-1), uniq.size, [m.rule for m in kept])
+    for m, k in zip(kept, conflicts):
+        if k:
+            warnings.warn(
+                f"metric {m.name!r} (aggregation 'none') has different values in rows of "
+                f"one call path in {k} places; those are NaN",
+                stacklevel=3,
+            )
+    unode, uprof = uniq // P, uniq % P
+    if n_prof <= 1 and not ensemble:
+        t = Tree(structure.nodes, None, meta, _trusted=True)
+        for j, m in enumerate(kept):
+            col = np.zeros(n) if m.rule == "sum" else np.full(n, np.nan)
+            col[unode] = combined[:, j]
+            t = t.add_metric(m.name, col, inclusive=m.inclusive, aggregation=m.rule)
+        return t
+    long = pd.DataFrame({"node": unode, "profile": uprof})
+    for j, m in enumerate(kept):
+        v = combined[:, j]
+        if m.inclusive and m.rule == "sum":
+            v = own_from_inclusive(structure.parent, unode, uprof, P, v)
+        long[m.name] = v
+    ens = Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
+    demoted = {}
+    for j, m in enumerate(kept):
+        if m.inclusive and m.rule in ("max", "min"):
+            got = ens.data[inc_name(m.name)].reindex(pd.MultiIndex.from_arrays([unode, uprof]))
+            ok = np.isclose(got.to_numpy(), combined[:, j], rtol=1e-9, equal_nan=True)
+            if not ok.all():
+                b = int(np.flatnonzero(~ok)[0])
+                demoted[m.name] = (
+                    f"given as inclusive values that the rule {m.rule!r} does not give back "
+                    f"(node {int(unode[b])} {structure.names[unode[b]]!r} of profile "
+                    f"{int(uprof[b])}: {combined[b, j]!r}, {m.rule} of its subtree "
+                    f"{got.iloc[b]!r}); kept as per-node values (aggregation 'none')"
+                )
+    if demoted:
+        meta["aggregation"] = {**meta.get("aggregation", {}), **dict.fromkeys(demoted, "none")}
+        meta["aggregation_notes"] = {**meta.get("aggregation_notes", {}), **demoted}
+        ens = Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
+    return ens
+
+
+def own_from_inclusive(
+    parent: np.ndarray, node: np.ndarray, prof: np.ndarray, P: int, inc: np.ndarray
+) -> np.ndarray:
+    """Per (node, profile) row (unique): the inclusive value minus the inclusive
+    values of the node's children in the same profile (``P``: profiles, for keys)."""
+    key = node * P + prof
+    par = parent[node]
+    has = par >= 0
+    child = pd.Series(inc[has]).groupby(par[has] * P + prof[has]).sum()
+    return inc - child.reindex(key).fillna(0.0).to_numpy()
+
+
 def _is_missing(v: Any) -> bool:
     try:
         return v is None or bool(pd.isna(v))
@@ -268,6 +404,9 @@ def assemble(
     meta: Mapping[str, Any] | None = None,
     ensemble: bool = False,
     where: str = "dataframe",
+    units: Mapping[str, Any] | None = None,
+    rules: Mapping[str, Any] | None = None,
+    sibling_key: Sequence[Any] | np.ndarray | None = None,
 ) -> Tree | Ensemble:
     """Build a Tree or an Ensemble from a graph and a Hatchet-style dataframe.
 
@@ -297,24 +436,45 @@ def assemble(
                     None, f"metric {m!r} holds {rows[m].iloc[k]!r}, not a number", f"{where}[{k}]"
                 )
             rows = rows.assign(**{m: conv})
-    bases = [inclusive_base(m) for m in only_inc]
-    if len(set(bases) | set(exc)) != len(bases) + len(exc):
+    meta = dict(meta or {})
+    specs = _metric_specs(rows, exc, only_inc, _caliper_context(profiles, meta))
+    for spec in specs:  # what the source states wins
+        u = (units or {}).get(spec.name) or (units or {}).get(spec.attr)
+        if canonical(u):
+            spec.unit, spec.unit_reason = canonical(u), None
+        r = (rules or {}).get(spec.name)
+        if r is not None:
+            spec.rule = check_aggregation({spec.name: r})[spec.name]
+            if spec.rule != "none" and spec.note and "kept per node" in spec.note:
+                spec.note = None
+    names_out = [m.name for m in specs]
+    if len(set(names_out)) != len(names_out):
         raise ProfileError(None, f"inclusive metrics {only_inc} clash with {list(exc)}", where)
     # node columns: frame attributes, then dataframe columns constant per node
     n_in = len(names)
     cols = attrs.copy() if attrs is not None else pd.DataFrame(index=range(n_in))
-    skip = {"_row", "node", "name", *profile_cols, *exc, *inc}
+    skip = {"_row", "node", "name", *profile_cols, *exc, *inc, *HATCHET_IDS}
     rrow = rows["_row"].to_numpy(dtype=np.int64)
+    dropped = []
     for c in rows.columns:
         if c in skip or c in cols.columns:
             continue
         try:
             nun = rows.groupby("_row")[c].nunique(dropna=True)
         except TypeError:  # unhashable values (lists): not a node attribute
+            dropped.append(f"{c!r} (lists)")
             continue
         if (nun <= 1).all():
             first = rows[["_row", c]].dropna().drop_duplicates("_row").set_index("_row")[c]
             cols[c] = first.reindex(range(n_in)).astype(object).to_numpy()
+        else:
+            dropped.append(f"{c!r} (differs between rows of {int((nun > 1).sum())} node(s))")
+    if dropped:
+        warnings.warn(
+            "columns that are neither metrics nor one value per node are not kept: "
+            + ", ".join(dropped),
+            stacklevel=3,
+        )
     cols = cols.loc[:, [c for c in cols.columns if c not in ("name", "type", "kind")]]
     structure, new_id = Tree.from_parents_with_ids(
         np.asarray(parent, dtype=np.int64),
@@ -322,6 +482,7 @@ def assemble(
         None,
         kind=list(kinds),
         columns=cols if len(cols.columns) else None,
+        sibling_key=sibling_key,
     )
     node = new_id[rrow]
     # profiles
@@ -348,49 +509,122 @@ def assemble(
         prof_id = np.zeros(len(rows), dtype=np.int64)
         if profiles is None:
             profiles = pd.DataFrame(index=range(1))
-    metric_names = list(exc) + bases
-    used = list(exc) + only_inc
-    if used:  # rows that only pad a dense frame (every metric NaN) carry nothing
-        keep = rows[used].notna().any(axis=1).to_numpy()
-        node, prof_id, rows = node[keep], prof_id[keep], rows.loc[keep]
-    long = pd.DataFrame({"node": node, "profile": prof_id})
-    for m in exc:
-        long[m] = rows[m].fillna(0).to_numpy(np.float64)
-    for m, b in zip(only_inc, bases):
-        long[b] = rows[m].fillna(0).to_numpy(np.float64)
-    long = long.groupby(["node", "profile"], as_index=False, sort=True).sum()
-    if bases:
-        _inclusive_to_exclusive(long, bases, structure.parent)
-    meta = dict(meta or {})
+    if specs:  # rows that only pad a dense frame (every metric NaN) carry nothing
+        keep = ~np.all(np.isnan(np.column_stack([m.values for m in specs])), axis=1)
+        node, prof_id = node[keep], prof_id[keep]
+        for m in specs:
+            m.values = m.values[keep]
     if not ensemble and len(profiles) <= 1:
         for c in profile_cols:
             v = profiles[c].iloc[0] if len(profiles) else None
             if not _is_missing(v):
                 meta.setdefault(c, v.item() if hasattr(v, "item") else v)
-        n = len(structure)
-        tm = pd.DataFrame(
-            {
-                m: np.bincount(long["node"], weights=long[m].to_numpy(), minlength=n)
-                for m in metric_names
-            }
-        )
-        return Tree(structure.nodes, tm if metric_names else None, meta, _trusted=True)
-    return Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
+    return build_metrics(structure, node, prof_id, profiles, specs, meta, ensemble=ensemble)
 
 
-def _inclusive_to_exclusive(long: pd.DataFrame, metrics: list[str], parent: np.ndarray) -> None:
-    """In place: per (node, profile) own inclusive minus the children's (rows unique, sorted)."""
-    n_prof = int(long["profile"].max()) + 1 if len(long) else 1
-    node = long["node"].to_numpy()
-    prof = long["profile"].to_numpy()
-    key = node.astype(np.int64) * n_prof + prof
-    par = parent[node]
-    has = par >= 0
-    pkey = par[has].astype(np.int64) * n_prof + prof[has]
-    for m in metrics:
-        child = pd.Series(long[m].to_numpy()[has]).groupby(pkey).sum()
-        sub = child.reindex(key).fillna(0.0).to_numpy()
-        long[m] = long[m].to_numpy() - sub
+#: Hatchet's own node id column (its reader's numbering, not data)
+HATCHET_IDS = ("nid",)
+#: RAJAPerf's per-kernel constants (``any#any#max#...`` in its .cali files)
+RAJAPERF_CONSTANTS = (
+    "BlockSize",
+    "Bytes/Rep",
+    "Flops/Rep",
+    "Iterations/Rep",
+    "Kernels/Rep",
+    "ProblemSize",
+    "Reps",
+)
+
+
+def _caliper_context(profiles: pd.DataFrame | None, meta: Mapping[str, Any]) -> dict[str, bool]:
+    """What the run metadata says about Caliper names: every profile from
+    Caliper's ``spot`` channel (``cali.channel``), or from RAJAPerf."""
+
+    def values(key: str) -> list[Any]:
+        if profiles is not None and key in profiles.columns:
+            return list(profiles[key])
+        return [meta[key]] if key in meta else []
+
+    channels = values("cali.channel")
+    rajaperf = any(values(k) for k in ("perfsuite_version", "raja_version"))
+    return {"spot": bool(channels) and all(c == "spot" for c in channels), "rajaperf": rajaperf}
+
+
+def _metric_specs(
+    rows: pd.DataFrame, exc: Sequence[str], only_inc: Sequence[str], ctx: Mapping[str, bool]
+) -> list[MetricSpec]:
+    """Rules and units of Hatchet/Thicket dataframe metrics, as far as their names say.
+
+    A Caliper attribute name (``max#inclusive#sum#time.duration``) follows
+    :func:`caliper_rule`; in a profile of Caliper's ``spot`` channel the
+    aliases ``Min time/rank``, ``Max time/rank``, ``Avg time/rank`` (inclusive
+    values, a minimum or an average kept per node) and ``Total time`` (an
+    inclusive sum) are read so too, in seconds; in a RAJAPerf profile its
+    per-kernel constants (``BlockSize``, ``Reps``...) are per node and
+    ``Bytes/Rep`` in bytes. Other metrics add up (``"sum"``): exclusive ones
+    as they are, inclusive-only ones as inclusive values. An inclusive metric
+    is renamed to its exclusive counterpart (:func:`inclusive_base`) unless it
+    is kept per node.
+    """
+    specs = []
+    for m in list(exc) + list(only_inc):
+        given_inc = m in only_inc
+        attr = SPOT_ALIASES.get(m) if ctx.get("spot") else None
+        cr = caliper_rule(attr or m)
+        caliper = attr is not None or "#" in m and cr.base != m
+        spec = MetricSpec(m, m, rows[m].to_numpy(dtype=np.float64), inclusive=given_inc)
+        if caliper:
+            spec.rule, spec.note = cr.rule, cr.note
+            spec.inclusive = cr.inclusive or given_inc
+        elif ctx.get("rajaperf") and m in RAJAPERF_CONSTANTS:
+            spec.rule = "none"
+            spec.note = (
+                f"RAJAPerf's {m} is a per-kernel constant: it does not add up, kept per node"
+            )
+        if spec.inclusive and spec.rule != "none":
+            spec.name = inclusive_base(m)
+        if attr is not None:
+            spec.unit = "s"
+            spec.unit_reason = (
+                f"no unit in the data; Caliper's spot channel writes {m!r} ({attr}) in seconds"
+            )
+        elif ctx.get("rajaperf") and m == "Bytes/Rep":
+            spec.unit = "B"
+            spec.unit_reason = "no unit in the data; RAJAPerf's Bytes/Rep is the bytes a kernel moves per repetition"
+        specs.append(spec)
+    # Caliper attributes by the name they had: Hatchet renames sum#time.duration to "time";
+    # with other time.duration metrics beside it, "time" is that one
+    attrs = {o.attr: o.attr for o in specs if "#" in o.attr}
+    if any(caliper_rule(a).base == "time.duration" for a in attrs):
+        for o in specs:
+            if inclusive_base(o.attr) == "time" and "#" not in o.attr:
+                attrs[o.attr] = "sum#time.duration"
+    for spec in specs:
+        if spec.unit or spec.attr not in attrs:
+            continue
+        base = caliper_rule(attrs[spec.attr]).base
+        raw = [
+            o.values
+            for o in specs
+            if o.attr in attrs
+            and caliper_rule(attrs[o.attr]).base == base
+            and is_raw_caliper(attrs[o.attr])
+        ]
+        spec.unit, spec.unit_reason = timer_unit(base, raw)
+        if spec.unit and attrs[spec.attr] != spec.attr:
+            spec.unit_reason = (
+                f"{spec.attr!r} is Hatchet's name for Caliper's {attrs[spec.attr]} (other "
+                f"time.duration metrics are beside it); {spec.unit_reason}"
+            )
+    return specs
+
+
+def is_raw_caliper(attr: str) -> bool:
+    """Whether a Caliper metric's values are sums or extremes of what was measured
+    (they tell its unit; averages and ratios do not)."""
+    ops = attr.split("#")[:-1]
+    first = next((o for o in ops if CALIPER_OPS.get(o, "?") is not None), None)
+    return first is None or first in ("sum", "min", "max", "count")
 
 
 def _scalar_meta(d: Any) -> dict[str, Any]:

@@ -26,11 +26,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..interop import CALIPER_OPS, caliper_rule, timer_unit
-from ..model._algo import combine_rows
+from ..interop import MetricSpec, build_metrics, caliper_rule, is_raw_caliper, timer_unit
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree, base_metric, inc_name
-from ..model.units import canonical, dimension
+from ..model.units import canonical
 from . import register
 from ._json import expect, expect_rows, load_json, numeric
 
@@ -335,19 +334,6 @@ def build_profile(
         node_columns[ORDER_COL] = np.where(sibling_key < 1e12, sibling_key, np.nan)
 
     meta: dict[str, Any] = {k: _coerce(v) for k, v in run_meta.items()}
-    kept = [m for m in specs if m.kept]
-    units = {m.name: m.unit for m in kept if m.unit}
-    if units:
-        meta["units"] = units
-    assumed = {m.name: m.unit_reason for m in kept if m.unit_reason}
-    if assumed:
-        meta["units_assumed"] = assumed
-    rules = {m.name: m.rule for m in kept if m.rule != "sum"}
-    if rules:
-        meta["aggregation"] = rules
-    notes = {m.name: m.note for m in kept if m.note}
-    if notes:
-        meta["aggregation_notes"] = notes
 
     structure, new_id = Tree.from_parents_with_ids(
         all_parent,
@@ -369,30 +355,13 @@ def build_profile(
     prof = np.searchsorted(uniq_ranks, ranks)
     if uniq_ranks.size == 1 and has_rank:
         meta.setdefault("rank", int(uniq_ranks[0]))
-    out = _assemble_metrics(structure, node, prof, pd.DataFrame({"rank": uniq_ranks}), specs, meta)
+    out = build_metrics(structure, node, prof, pd.DataFrame({"rank": uniq_ranks}), specs, meta)
     lost += _check_dropped_inclusive(out, node, prof, specs)
     if lost:
         warnings.warn(f"{path}: " + "; ".join(lost), stacklevel=3)
     return out
 
 
-@dataclass
-class MetricSpec:
-    """One Caliper metric column and how cctviz keeps it."""
-
-    attr: str  #: the Caliper attribute (``min#inclusive#sum#time.duration``)
-    name: str  #: the metric's name in cctviz, without `` (inc)``
-    values: np.ndarray  #: one per row; NaN where the record lacks it
-    rule: str  #: aggregation rule
-    inclusive: bool  #: the recorded values are inclusive
-    unit: str | None = None
-    unit_reason: str | None = None  #: why, when the file states no unit
-    note: str | None = None  #: why the rule, for ``meta["aggregation_notes"]``
-    kept: bool = True  #: False for an inclusive twin of a kept exclusive metric
-
-
-#: operators whose values are raw sums/extremes of the measured attribute (they tell its unit)
-_RAW_OPS = ("sum", "min", "max", "count")
 _RAJAPERF_BYTES = re.compile(r"^Bytes.*/Rep$")
 
 
@@ -462,17 +431,11 @@ def metric_specs(
                 f"no unit in the file; RAJAPerf's {base} is the bytes a kernel moves per repetition"
             )
             continue
-        same = [o.values for o in specs if caliper_rule(o.attr).base == base and _raw(o.attr)]
+        same = [
+            o.values for o in specs if caliper_rule(o.attr).base == base and is_raw_caliper(o.attr)
+        ]
         m.unit, m.unit_reason = timer_unit(base, same)
-    # times that add up first: what a view shows by default (RAJAPerf's "Total time", not BlockSize)
-    return sorted(specs, key=lambda m: not (m.rule == "sum" and dimension(m.unit) == "time"))
-
-
-def _raw(attr: str) -> bool:
-    """Whether the values of ``attr`` are sums or extremes of what was measured (not averages)."""
-    ops = attr.split("#")[:-1]
-    first = next((o for o in ops if CALIPER_OPS.get(o, "?") is not None), None)
-    return first is None or first in _RAW_OPS
+    return specs
 
 
 def _several_labels(pairs: pd.DataFrame) -> tuple[int, pd.Series] | None:
@@ -487,93 +450,6 @@ def _several_labels(pairs: pd.DataFrame) -> tuple[int, pd.Series] | None:
     first = int(bad.index[0])
     vals = pd.Series(pd.unique(pairs.loc[pairs["n"] == first, "v"]), name=first)
     return int(bad.size), vals
-
-
-def _assemble_metrics(
-    structure: Tree,
-    node: np.ndarray,
-    prof: np.ndarray,
-    profiles: pd.DataFrame,
-    specs: list[MetricSpec],
-    meta: dict[str, Any],
-) -> Tree | Ensemble:
-    """The Tree (one profile) or Ensemble (several) of the rows' metrics.
-
-    Rows of one (node, profile) are combined by the metric's rule. Inclusive
-    values go through the model's ``inclusive`` path: a ``"max"`` or ``"min"``
-    metric they do not come back from becomes ``"none"`` with a note
-    (:meth:`Tree.from_parents`); the same check is made per profile of an Ensemble.
-    """
-    kept = [m for m in specs if m.kept]
-    n = len(structure)
-    n_prof = len(profiles)
-    P = max(n_prof, 1)
-    key = node.astype(np.int64) * P + prof
-    uniq, inv = np.unique(key, return_inverse=True)
-    vals = (
-        np.column_stack(
-            [
-                np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
-                for m in kept
-            ]
-        )
-        if kept
-        else np.zeros((len(node), 0))
-    )
-    combined, conflicts = combine_rows(vals, inv.reshape(-1), uniq.size, [m.rule for m in kept])
-    for m, k in zip(kept, conflicts):
-        if k:
-            warnings.warn(
-                f"metric {m.name!r} (aggregation 'none') has different values in records of "
-                f"one call path in {k} places; those are NaN",
-                stacklevel=4,
-            )
-    unode, uprof = uniq // P, uniq % P
-    if n_prof <= 1:
-        t = Tree(structure.nodes, None, meta, _trusted=True)
-        for j, m in enumerate(kept):
-            col = np.zeros(n) if m.rule == "sum" else np.full(n, np.nan)
-            col[unode] = combined[:, j]
-            t = t.add_metric(m.name, col, inclusive=m.inclusive, aggregation=m.rule)
-        return t
-    long = pd.DataFrame({"node": unode, "profile": uprof})
-    for j, m in enumerate(kept):
-        v = combined[:, j]
-        if m.inclusive and m.rule == "sum":
-            v = _own_from_inclusive(structure.parent, unode, uprof, P, v)
-        long[m.name] = v
-    ens = Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
-    demoted = {}
-    for j, m in enumerate(kept):
-        if m.inclusive and m.rule in ("max", "min"):
-            got = ens.data[inc_name(m.name)].reindex(pd.MultiIndex.from_arrays([unode, uprof]))
-            ok = np.isclose(got.to_numpy(), combined[:, j], rtol=1e-9, equal_nan=True)
-            if not ok.all():
-                b = int(np.flatnonzero(~ok)[0])
-                demoted[m.name] = (
-                    f"given as inclusive values that the rule {m.rule!r} does not give back "
-                    f"(node {int(unode[b])} {structure.names[unode[b]]!r} of profile "
-                    f"{int(uprof[b])}: {combined[b, j]!r}, {m.rule} of its subtree "
-                    f"{got.iloc[b]!r}); kept as per-node values (aggregation 'none')"
-                )
-    if demoted:
-        meta = dict(meta)
-        meta["aggregation"] = {**meta.get("aggregation", {}), **dict.fromkeys(demoted, "none")}
-        meta["aggregation_notes"] = {**meta.get("aggregation_notes", {}), **demoted}
-        ens = Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
-    return ens
-
-
-def _own_from_inclusive(
-    parent: np.ndarray, node: np.ndarray, prof: np.ndarray, P: int, inc: np.ndarray
-) -> np.ndarray:
-    """Per (node, profile) row (unique, sorted by node * P + profile): the inclusive
-    value minus the inclusive values of the node's children in the same profile."""
-    key = node * P + prof
-    par = parent[node]
-    has = par >= 0
-    child = pd.Series(inc[has]).groupby(par[has] * P + prof[has]).sum()
-    return inc - child.reindex(key).fillna(0.0).to_numpy()
 
 
 def _check_dropped_inclusive(
