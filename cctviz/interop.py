@@ -25,7 +25,18 @@ Rules:
   Its name: ``"X (inc)"`` -> ``X``; a Caliper name ``"A#inclusive#B"`` -> ``A#B``
   (so ``"sum#inclusive#sum#time.duration"`` is read back as
   ``"sum#sum#time.duration (inc)"``); other names are kept. Other dataframe
-  columns whose value is the same in every row of a node become node columns.
+  columns whose value is the same in every row of a node become node columns;
+  the others (but Hatchet's ``nid``) are not kept, with a warning.
+- **Rules and units.** Hatchet and Thicket keep neither; what the names say is
+  kept (:func:`caliper_rule`, :func:`timer_unit`), the rest adds up and has no
+  unit. Caliper attribute names follow Caliper's operators (``max#`` a max,
+  ``avg#``/``any#`` per node, ``inclusive#`` values given as inclusive: a max
+  of them is its own value, a minimum of them stays per node under its own
+  name); in a profile of Caliper's ``spot`` channel (``cali.channel``) the
+  aliases ``Total time``, ``Max/Min/Avg time/rank`` are those aggregates, in
+  seconds; in a RAJAPerf profile its kernel constants (``BlockSize``,
+  ``Reps``...) stay per node and ``Bytes/Rep`` is in bytes. Units so inferred
+  are recorded in ``meta["units_assumed"]``, rules in ``meta["aggregation"]``.
 - **Profiles.** Index levels other than ``node`` (``rank``, ``thread``,
   ``profile``) identify profiles: several give an :class:`~cctviz.Ensemble`
   whose ``profiles`` has those columns, one (or none) a :class:`~cctviz.Tree`.
@@ -412,11 +423,14 @@ def assemble(
 
     ``rows`` has a column ``_row`` (index into ``parent``/``names``), the
     ``profile_cols`` and the metric columns; other columns become node columns
-    where they are constant per node. ``profiles`` (with the ``profile_cols``
-    as columns) fixes the order and extra columns of the profiles. Shared by
-    :func:`from_hatchet` and :func:`thicket_ensemble` (:func:`from_thicket`, the
-    ``thicket-json`` reader);
-    errors are :class:`~cctviz.ProfileError` without a file (the reader names it).
+    where they are constant per node (the others are said in a warning).
+    ``profiles`` (with the ``profile_cols`` as columns) fixes the order and
+    extra columns of the profiles. Rules and units follow the metrics' names
+    (module docstring); ``units`` and ``rules`` (metric -> unit / rule) that
+    the source states win. ``sibling_key`` orders siblings. Shared by
+    :func:`from_hatchet`, :func:`thicket_ensemble` (:func:`from_thicket`, the
+    ``thicket-json`` reader) and the ``hatchet-json`` reader; errors are
+    :class:`~cctviz.ProfileError` without a file (the reader names it).
 
     >>> rows = pd.DataFrame({"_row": [0, 1], "time (inc)": [5.0, 2.0]})
     >>> t = assemble([-1, 0], ["main", "f"], ["function"] * 2, None, rows, [], [], ["time (inc)"])

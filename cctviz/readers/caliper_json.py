@@ -11,6 +11,15 @@ names are shortened (``sum#time.duration`` -> ``time``,
 ``inclusive#sum#time.duration`` -> ``time (inc)``); a node sampled at several
 source lines gets one ``statement`` child per line. ``mpi.rank`` rows become
 one profile per rank (an Ensemble) when there are several ranks.
+
+Unlike Hatchet, each metric has the aggregation rule its Caliper operators
+say (``max#`` a max, ``avg#``/``any#`` per node, inclusive aggregates given
+to the model as inclusive values) and a unit: the ``attribute.unit`` of the
+column metadata, else the Caliper timer's convention recorded as an
+assumption in ``meta["units_assumed"]`` (the LULESH samples, whose
+``time.duration`` values are whole numbers, are in microseconds), else none.
+See :func:`metric_specs`. A value column of text only is a node attribute; a
+node-valued column entry that is no node index is an error.
 """
 
 from __future__ import annotations
@@ -58,7 +67,13 @@ def _sniff(path: Path, h: bytes) -> bool:
 
 @register("caliper-json", _sniff, "Caliper json-split (data/columns/column_metadata/nodes)")
 def read_caliper_json(path: Path) -> Tree | Ensemble:
-    """Read a Caliper json-split file; several ranks give an Ensemble."""
+    """Read a Caliper json-split file; several ranks give an Ensemble.
+
+    >>> import cctviz
+    >>> ens = cctviz.read("../shared/data/hatchet/caliper-lulesh-json/lulesh-annotation-profile.json")
+    >>> ens.meta["units"], ens.aggregation  # the file states no unit: whole microseconds
+    ({'time': 'us'}, {'time': 'sum'})
+    """
     doc = load_json(path)
     expect(
         path,
@@ -175,7 +190,12 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
         lab[ok] = labels[idx[ok].to_numpy(dtype=np.int64)]
         df[c] = lab
     columns = [
-        CaliColumn(c, bool(m.get("is_value")), m.get("attribute.alias"), m.get("attribute.unit"))
+        CaliColumn(
+            c,
+            bool(m.get("is_value")) and not _all_text(df[c]),
+            m.get("attribute.alias"),
+            m.get("attribute.unit"),
+        )
         for c, m in zip(cols, cmeta)
         if c != path_col
     ]
@@ -190,6 +210,12 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
         rnode,
         run_meta,
     )
+
+
+def _all_text(values: pd.Series) -> bool:
+    """A value column of text only (a Caliper ASVALUE string attribute): a label."""
+    have = values.dropna()
+    return bool(len(have)) and pd.to_numeric(have, errors="coerce").isna().all()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,16 @@
 
 A ``to_json`` file whose dataframe is indexed by a second level (``rank``,
 ``thread``) becomes an Ensemble with one profile per value.
+
+Rules and units (:func:`cctviz.interop.assemble`): Hatchet keeps neither.
+Metrics add up (``"sum"``), except Caliper attribute names, which keep
+Caliper's rules (``max#...`` a max, ``avg#``/``any#`` per node, ``inclusive#``
+values given as inclusive; :func:`cctviz.interop.caliper_rule`). Units: those
+of a ``units`` object (cctviz's writer adds one), else for Caliper timer names
+the timer's convention, recorded in ``meta["units_assumed"]``, else none. An
+``aggregation`` object (metric -> rule), if present, wins. Dataframe columns
+that are neither metrics nor one value per node (``nid``, Hatchet's own node
+id, aside) are not kept, with a warning.
 """
 
 from __future__ import annotations

@@ -392,3 +392,26 @@ def test_units_of_unstated_caliper_timers_are_recorded_assumptions():
     assert sw4.meta["units"] == {"time": "s", "time (gpu)": "s"}
     assert "units_assumed" not in sw4.meta
     assert "units_assumed" not in cctviz.read(MPI_SCALING / "27_cores.cali").meta
+
+
+def test_text_values_are_node_attributes_not_refused(tmp_path):
+    """A Caliper ASVALUE attribute of type string is a label: kept as a node column."""
+    lines = LULESH.read_text().splitlines(keepends=True)
+    main = next(k for k, ln in enumerate(lines) if ln.startswith("__rec=ctx,ref=155,"))
+    defs = [
+        "__rec=node,id=900,attr=10,data=21,parent=3\n",  # properties: as value; type: string
+        "__rec=node,id=901,attr=8,data=my.note,parent=900\n",
+    ]
+    rec = lines[main].replace("attr=97=", "attr=901=97=").replace("data=", "data=hello=")
+    f = tmp_path / "note.cali"
+    f.write_text("".join(lines[:main] + defs + [rec] + lines[main + 1 :]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = cctviz.read(f)
+    assert t.nodes["my.note"].tolist() == ["hello"] + [None] * (len(t) - 1)
+    assert "my.note" not in t.exc_metrics
+    assert t.metrics.equals(cctviz.read(LULESH).metrics)
+    # a number-typed value that is not a number is still refused
+    f.write_text("".join(lines).replace("data=0.000285=", "data=x0.000285="))
+    with pytest.raises(ProfileError, match="not a number"):
+        cctviz.read(f)

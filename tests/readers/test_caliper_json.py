@@ -267,3 +267,18 @@ def test_a_label_that_is_no_node_index_is_refused(tmp_path):
     doc = _with_label_column(lambda k, first: "init" if k == 3 else first)
     with pytest.raises(cctviz.ProfileError, match="phase value 'init' is not a node index"):
         cctviz.read(_json_split(tmp_path, doc))
+
+
+def test_a_text_value_column_is_a_node_attribute(tmp_path):
+    doc = _lulesh_doc()
+    doc["columns"].append("my.note")
+    doc["column_metadata"].append({"is_value": True})
+    for row in doc["data"]:
+        row.append("hello" if row[doc["columns"].index("mpi.rank")] == 0 else None)
+    ens = cctviz.read(_json_split(tmp_path, doc))
+    assert "my.note" not in ens.exc_metrics
+    assert set(ens.tree.nodes["my.note"].dropna()) == {"hello"}
+    # numbers and text in one value column: refused, not turned into NaN
+    doc["data"][-1][-1] = 3.0
+    with pytest.raises(cctviz.ProfileError, match="'my.note' holds 'hello', not a number"):
+        cctviz.read(_json_split(tmp_path, doc, "y.json"))
