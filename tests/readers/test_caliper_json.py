@@ -282,3 +282,19 @@ def test_a_text_value_column_is_a_node_attribute(tmp_path):
     doc["data"][-1][-1] = 3.0
     with pytest.raises(cctviz.ProfileError, match="'my.note' holds 'hello', not a number"):
         cctviz.read(_json_split(tmp_path, doc, "y.json"))
+
+
+@pytest.mark.parametrize(
+    ("sample", "assumed"),
+    [
+        ("caliper-cpi-json/cpi-callpath-profile.json", True),  # 309432.0: whole microseconds
+        ("caliper-lulesh-json/lulesh-annotation-profile.json", True),
+        ("caliper-ordered-json/caliper-region-node-order.json", False),  # attribute.unit sec
+        ("caliper-ordered-duplicate-json/caliper-region-dup-node-order.json", False),
+    ],
+)
+def test_every_json_sample_has_a_unit_for_its_time(sample, assumed):
+    obj = cctviz.read(DATA / "hatchet" / sample)
+    assert obj.meta["units"] == {"time": "us" if assumed else "s"}
+    assert ("units_assumed" in obj.meta) is assumed
+    assert obj.aggregation["time"] == "sum"
