@@ -138,12 +138,47 @@ def test_thicket_from_cali_files():
     # every (node, profile) value of Thicket is ours
     df = tk.dataframe.reset_index()
     df["callpath"] = df["node"].map(lambda n: "/".join(x.frame["name"] for x in n.path()))
+    # Thicket's "Total time" is Caliper's inclusive sum (spot channel): our "Total time (inc)"
     s = df.set_index(["callpath", "profile"])["Total time"]
     pd.testing.assert_series_equal(
-        _by_path(ens, "Total time"), s[s != 0].sort_index().astype(float), check_names=False
+        _by_path(ens, "Total time (inc)"), s[s != 0].sort_index().astype(float), check_names=False
     )
+    assert ens.aggregation == {
+        "Min time/rank": "none",
+        "Max time/rank": "max",
+        "Avg time/rank": "none",
+        "Total time": "sum",
+    }
+    assert ens.meta["units"] == dict.fromkeys(ens.aggregation, "s")
+    assert "spot channel" in ens.meta["units_assumed"]["Total time"]
 
 
 def test_not_a_graphframe():
     with pytest.raises(TypeError, match="graph.roots"):
         from_hatchet(object())
+
+
+def test_thicket_of_rajaperf_has_the_rules_of_the_cali_reader():
+    """From a Thicket (no units, every metric "exclusive"), RAJAPerf's spot metrics and
+    kernel constants get the rules and units the .cali reader gives them."""
+    own = cctviz.read(DATA / "thicket/rajaperf")
+    files = list(own.profiles["file"])
+    tk = _quiet(thicket.Thicket.from_caliperreader, files, disable_tqdm=True)
+    ens = from_thicket(tk)
+    assert ens.aggregation == own.aggregation
+    assert ens.meta["units"] == own.meta["units"]
+    assert set(ens.meta["units_assumed"]) == {*ens.meta["units"]}  # Thicket keeps no unit
+    assert "BlockSize (inc)" not in ens.data and "Max time/rank (inc)" in ens.data
+    # per (call path, file) the same values as our own reader
+    fa = dict(zip(ens.profiles["profile"], ens.profiles["profile_file"]))
+    a = ens.data.reset_index()
+    a["callpath"] = ens.tree.callpaths.to_numpy()[a["node"]]
+    a["file"] = [fa[p] for p in ens.profiles["profile"].to_numpy()[a["profile"]]]
+    b = own.data.reset_index()
+    b["callpath"] = own.tree.callpaths.to_numpy()[b["node"]]
+    b["file"] = own.profiles["file"].to_numpy()[b["profile"]]
+    a, b = (x.set_index(["callpath", "file"]).sort_index() for x in (a, b))
+    assert len(a) == len(b) == 1208
+    cols = [c for c in b.columns if c not in ("node", "profile")]
+    # (own parts of the total are differences: summed in another order, they differ by 1e-14 s)
+    np.testing.assert_allclose(a[cols].to_numpy(), b[cols].to_numpy(), rtol=1e-12, atol=1e-12)

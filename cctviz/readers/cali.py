@@ -23,13 +23,34 @@ Choices (as Hatchet's ``from_caliperreader`` where it has one):
   ``function`` and ``cupti.runtimeAPI`` -> ``function``, ``loop`` ->
   ``loop``, ``mpi.function`` -> ``comm``, others (``annotation``) ->
   ``region``;
-- metric names, units, ``mpi.rank`` (several ranks give an Ensemble), node
-  attributes and run metadata follow the json-split reader
-  (:func:`cctviz.readers.caliper_json.build_profile`), so the same run
-  exported both ways reads the same. Aggregated metrics Caliper marks
-  inclusive (``avg#inclusive#sum#time.duration``, alias ``Avg time/rank``)
-  are stored as ``Avg time/rank (inc)`` and their exclusive part derived,
-  where Hatchet and Thicket call them exclusive.
+- metric names, aggregation rules, units, ``mpi.rank`` (several ranks give
+  an Ensemble), node attributes and run metadata follow the json-split
+  reader (:func:`cctviz.readers.caliper_json.metric_specs` and
+  ``build_profile``), so the same run exported both ways reads the same:
+
+  - **rules** from Caliper's operators: ``sum#``/``count`` add up,
+    ``max#`` -> ``"max"``, ``min#`` -> ``"min"``, ``avg#`` and ``any#``
+    (RAJAPerf's per-kernel constants ``BlockSize``, ``Reps``,
+    ``ProblemSize``, ``Bytes/Rep``, ``Flops/Rep``...) -> ``"none"``.
+    What Caliper aggregated as inclusive (the spot controller's
+    ``Total time``, ``Max/Min/Avg time/rank``: ``sum/max/min/avg#inclusive#
+    sum#time.duration``) goes to the model as inclusive values:
+    ``Total time (inc)`` and ``Max time/rank (inc)`` are the recorded
+    values (``Total time`` the own part: minus the children's;
+    ``Max time/rank`` the recorded value, which no child exceeds), while
+    ``Min time/rank`` and ``Avg time/rank`` stay per node as recorded
+    (``"none"``, no ``(inc)`` column: a minimum or an average of inclusive
+    values is no minimum or average over a subtree). Hatchet and Thicket
+    call all of them exclusive. ``meta["aggregation_notes"]`` says why;
+  - **units** as the file states them (``attribute.unit``, ``time.unit``);
+    where it states none, Caliper's timer convention (``time.duration`` in
+    whole microseconds with ``CALI_TIMER_UNIT=usec``, in seconds with
+    ``sec``: the values tell which; ``*.ns`` in nanoseconds) or RAJAPerf's
+    ``Bytes/Rep`` in bytes, recorded in ``meta["units_assumed"]``; else no
+    unit (views say "unit unknown");
+  - a value attribute of a text type is a label (a node column); a
+    label that differs between records of one node keeps the first, with a
+    warning; values of a repeated label are joined with ``/``.
 - A file Caliper wrote ends with a complete line and holds a ``globals``
   record (written last). A file that does not end with a newline or lacks
   the ``globals`` record is taken for a truncated one and refused: a prefix
@@ -60,6 +81,7 @@ KIND_OF_ATTRIBUTE = {
     "loop": "loop",
     "mpi.function": "comm",
 }
+_TEXT_TYPES = ("string", "usr")  # Caliper data types that hold text or bytes, not numbers
 # attributes turned into the call path (or dropped as filters), not node columns
 _CONSUMED = {"path", "spot.channel", "cupti.activity.kind", "cupti.kernel.name"}
 INSTALL = (
@@ -85,6 +107,8 @@ def read_cali(path: Path) -> Tree | Ensemble:
     (19, 'main', '2.2.0-dev')
     >>> float(t.metrics["time (inc)"].iloc[0]), int(t.metrics["count"].iloc[0])
     (0.492491, 2)
+    >>> t.aggregation["max#time.duration"], t.aggregation["avg#time.duration"], t.units["time"]
+    ('max', 'none', 's')
     """
     try:
         from caliperreader import CaliperStreamReader
@@ -230,12 +254,14 @@ def _profile(path: Path, reader: Any, records: list[tuple[int, dict[str, Any]]])
         a = attribute(c)
         if a.is_global() or a.is_nested():
             continue
+        # a value attribute of a text type (Caliper's ASVALUE strings) is a label too
+        is_value = a.is_value() and a.attribute_type() not in _TEXT_TYPES
         several = np.flatnonzero(df[c].map(lambda v: isinstance(v, list)).to_numpy())
-        if a.is_value() and several.size:
+        if is_value and several.size:
             k = int(several[0])
             raise ProfileError(path, f"{c} holds several values", where=f"line {row_line[k]}")
-        if not a.is_value():  # labels: the innermost value of a repeated attribute
-            df[c] = [v[-1] if isinstance(v, list) else v for v in df[c]]
+        if not is_value:  # labels: the values of a repeated attribute, outermost first
+            df[c] = ["/".join(map(str, v)) if isinstance(v, list) else v for v in df[c]]
         else:
             num = pd.to_numeric(df[c], errors="coerce")
             bad = np.flatnonzero((num.isna() & df[c].notna()).to_numpy())
@@ -246,7 +272,12 @@ def _profile(path: Path, reader: Any, records: list[tuple[int, dict[str, Any]]])
                 )
             df[c] = num  # build_profile needs no second conversion
         columns.append(
-            CaliColumn(c, a.is_value(), a.get("attribute.alias"), a.get("attribute.unit"))
+            CaliColumn(
+                c,
+                is_value,
+                a.get("attribute.alias"),
+                a.get("attribute.unit") or a.get("time.unit"),
+            )
         )
     return build_profile(
         path,

@@ -11,12 +11,22 @@ names are shortened (``sum#time.duration`` -> ``time``,
 ``inclusive#sum#time.duration`` -> ``time (inc)``); a node sampled at several
 source lines gets one ``statement`` child per line. ``mpi.rank`` rows become
 one profile per rank (an Ensemble) when there are several ranks.
+
+Unlike Hatchet, each metric has the aggregation rule its Caliper operators
+say (``max#`` a max, ``avg#``/``any#`` per node, inclusive aggregates given
+to the model as inclusive values) and a unit: the ``attribute.unit`` of the
+column metadata, else the Caliper timer's convention recorded as an
+assumption in ``meta["units_assumed"]`` (the LULESH samples, whose
+``time.duration`` values are whole numbers, are in microseconds), else none.
+See :func:`metric_specs`. A value column of text only is a node attribute; a
+node-valued column entry that is no node index is an error.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,28 +35,20 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
+from ..interop import MetricSpec, build_metrics, caliper_rule, is_raw_caliper, timer_unit
 from ..model.ensemble import Ensemble
-from ..model.tree import INC, Tree
+from ..model.tree import Tree, base_metric, inc_name
+from ..model.units import canonical
 from . import register
 from ._json import expect, expect_rows, load_json, numeric
 
 RENAME = {
     "sum#time.duration": "time",
     "sum#avg#sum#time.duration": "time",
-    "inclusive#sum#time.duration": "time (inc)",
-    "sum#avg#inclusive#sum#time.duration": "time (inc)",
+    "inclusive#sum#time.duration": "time",  # given inclusive: its "time (inc)"
+    "sum#avg#inclusive#sum#time.duration": "time",
     "module#cali.sampler.pc": "module",
     "mpi.rank": "rank",
-}
-UNIT = {
-    "sec": "s",
-    "s": "s",
-    "usec": "us",
-    "us": "us",
-    "msec": "ms",
-    "ms": "ms",
-    "nsec": "ns",
-    "ns": "ns",
 }
 SECTIONS = ("data", "columns", "column_metadata", "nodes")
 ORDER_COL = "Node order"
@@ -65,7 +67,13 @@ def _sniff(path: Path, h: bytes) -> bool:
 
 @register("caliper-json", _sniff, "Caliper json-split (data/columns/column_metadata/nodes)")
 def read_caliper_json(path: Path) -> Tree | Ensemble:
-    """Read a Caliper json-split file; several ranks give an Ensemble."""
+    """Read a Caliper json-split file; several ranks give an Ensemble.
+
+    >>> import cctviz
+    >>> ens = cctviz.read("../shared/data/hatchet/caliper-lulesh-json/lulesh-annotation-profile.json")
+    >>> ens.meta["units"], ens.aggregation  # the file states no unit: whole microseconds
+    ({'time': 'us'}, {'time': 'sum'})
+    """
     doc = load_json(path)
     expect(
         path,
@@ -171,11 +179,23 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
     for c in node_cols:  # node-valued columns hold indices into nodes: give their labels
         idx = pd.to_numeric(df[c], errors="coerce")
         ok = (idx.notna() & (idx >= 0) & (idx < n_all)).to_numpy()
+        expect_rows(
+            path,
+            pd.Series(~ok & df[c].notna().to_numpy()),
+            df[c],
+            c + " value {value!r} is not a node index",
+            "data row {k}",
+        )
         lab = np.full(len(df), None, dtype=object)
         lab[ok] = labels[idx[ok].to_numpy(dtype=np.int64)]
         df[c] = lab
     columns = [
-        CaliColumn(c, bool(m.get("is_value")), m.get("attribute.alias"), m.get("attribute.unit"))
+        CaliColumn(
+            c,
+            bool(m.get("is_value")) and not _all_text(df[c]),
+            m.get("attribute.alias"),
+            m.get("attribute.unit"),
+        )
         for c, m in zip(cols, cmeta)
         if c != path_col
     ]
@@ -192,6 +212,12 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
     )
 
 
+def _all_text(values: pd.Series) -> bool:
+    """A value column of text only (a Caliper ASVALUE string attribute): a label."""
+    have = values.dropna()
+    return bool(len(have)) and pd.to_numeric(have, errors="coerce").isna().all()
+
+
 @dataclass(frozen=True)
 class CaliColumn:
     """A Caliper attribute of the records: its name, whether it holds values
@@ -204,22 +230,20 @@ class CaliColumn:
 
 
 def metric_name(attr: str, alias: str | None = None) -> str:
-    """The name of a Caliper metric attribute in cctviz.
+    """The name of a Caliper metric attribute in cctviz: Hatchet's renaming
+    (``sum#time.duration`` -> ``time``), else the ``attribute.alias``, else the
+    attribute.
 
-    Hatchet's renaming (``sum#time.duration`` -> ``time``), else the
-    ``attribute.alias``, else the attribute; a metric Caliper aggregated as
-    inclusive (``inclusive#`` in the attribute) ends in `` (inc)`` even when
-    aliased (Hatchet would take ``Avg time/rank`` for an exclusive metric).
+    Values Caliper aggregated as inclusive keep this name too: where their
+    rule combines values (``sum``, ``max``), the inclusive column
+    ``"<name> (inc)"`` holds the recorded values (see :func:`metric_specs`).
 
     >>> metric_name("sum#time.duration"), metric_name("inclusive#sum#time.duration")
-    ('time', 'time (inc)')
+    ('time', 'time')
     >>> metric_name("avg#inclusive#sum#time.duration", "Avg time/rank")
-    'Avg time/rank (inc)'
+    'Avg time/rank'
     """
-    name = RENAME.get(attr) or alias or attr
-    if "inclusive#" in attr and not name.endswith(INC):
-        name += INC
-    return name
+    return RENAME.get(attr) or alias or attr
 
 
 def build_profile(
@@ -240,12 +264,14 @@ def build_profile(
     entry of ``columns`` (values as numbers or strings, label columns as
     labels); ``tparent``/``names``/``kinds`` describe the call-path nodes
     (parent index or -1), ``rnode`` is the node of each row. Metric columns
-    are renamed as Hatchet does (:func:`metric_name`), label columns become
-    node attributes (``sourceloc#cali.sampler.pc`` splits a node into
-    ``statement`` children when it was sampled at several lines), ``Node
-    order`` orders siblings, ``mpi.rank`` makes one profile per rank, and
-    ``run_meta`` (Caliper globals; numbers in strings become numbers) is the
-    metadata. ``row_where`` names a row in errors (a format string of ``k``).
+    are renamed as Hatchet does (:func:`metric_name`) and follow the rules of
+    :func:`metric_specs` (aggregation, inclusive values, units); label
+    columns become node attributes (``sourceloc#cali.sampler.pc`` splits a
+    node into ``statement`` children when it was sampled at several lines; a
+    node whose records disagree on a label keeps the first, with a warning),
+    ``Node order`` orders siblings, ``mpi.rank`` makes one profile per rank,
+    and ``run_meta`` (Caliper globals; numbers in strings become numbers) is
+    the metadata. ``row_where`` names a row in errors (a format string of ``k``).
 
     >>> rows = pd.DataFrame({"sum#time.duration": ["1.5", "2.0"], "mpi.rank": [0, 0]})
     >>> cols = [CaliColumn("sum#time.duration", True, unit="sec"), CaliColumn("mpi.rank", True)]
@@ -260,14 +286,8 @@ def build_profile(
         for c in columns
         if c.is_value and c.name != "mpi.rank" and ORDER_COL not in (c.name, c.alias)
     ]
-    units: dict[str, str] = {}
-    metrics: dict[str, np.ndarray] = {}
-    for c in value_cols:
-        name = metric_name(c.name, c.alias)
-        v = numeric(path, df[c.name], f"value column {c.name!r}", row_where)
-        metrics[name] = v.fillna(0).to_numpy(dtype=np.float64)
-        if c.unit in UNIT:
-            units[name.replace(INC, "")] = UNIT[c.unit]
+    lost: list[str] = []  # what the profile cannot keep, said once in a warning
+    specs = metric_specs(path, df, value_cols, row_where)
 
     # ---- node attributes from label columns
     attrs: dict[str, np.ndarray] = {}
@@ -300,10 +320,18 @@ def build_profile(
                     row_target[split.index[rows]] = ntree + len(extra_nodes) - 1
         else:
             name = RENAME.get(c.name, c.name)
-            first = pd.DataFrame({"n": rnode, "v": lab}).dropna().drop_duplicates("n")
+            pairs = pd.DataFrame({"n": rnode, "v": lab}).dropna()
+            first = pairs.drop_duplicates("n")
             col = np.full(ntree, None, dtype=object)
             col[first["n"].to_numpy()] = first["v"].to_numpy()
             attrs[name] = col
+            several = _several_labels(pairs)
+            if several is not None:
+                k, vals = several
+                lost.append(
+                    f"label {c.name!r} differs between records of {k} node(s) "
+                    f"(e.g. {names[int(vals.name)]!r}: {list(vals)}); the node keeps the first"
+                )
 
     all_parent = np.concatenate([tparent, np.array([e[0] for e in extra_nodes], dtype=np.int64)])
     all_names = np.concatenate([names, np.array([e[1] for e in extra_nodes], dtype=object)])
@@ -332,8 +360,6 @@ def build_profile(
         node_columns[ORDER_COL] = np.where(sibling_key < 1e12, sibling_key, np.nan)
 
     meta: dict[str, Any] = {k: _coerce(v) for k, v in run_meta.items()}
-    if units:
-        meta["units"] = units
 
     structure, new_id = Tree.from_parents_with_ids(
         all_parent,
@@ -345,8 +371,6 @@ def build_profile(
     )
     node = new_id[row_target]
 
-    exc = [m for m in metrics if not m.endswith(INC)]
-    only_inc = [m for m in metrics if m.endswith(INC) and m[: -len(INC)] not in metrics]
     has_rank = any(c.name == "mpi.rank" for c in columns)
     ranks = (
         numeric(path, df["mpi.rank"], "mpi.rank", row_where).fillna(0).astype(np.int64).to_numpy()
@@ -355,24 +379,129 @@ def build_profile(
     )
     uniq_ranks = np.unique(ranks)
     prof = np.searchsorted(uniq_ranks, ranks)
-    long = pd.DataFrame({"node": node, "profile": prof})
-    for m in exc:
-        long[m] = metrics[m]
-    for m in only_inc:
-        long[m[: -len(INC)]] = _exclusive_from_inclusive_rows(structure, node, prof, metrics[m])
-    if uniq_ranks.size <= 1:
-        n = len(structure)
-        tm = pd.DataFrame(
-            {
-                c: np.bincount(node, weights=long[c].to_numpy(), minlength=n)
-                for c in long.columns[2:]
-            }
+    if uniq_ranks.size == 1 and has_rank:
+        meta.setdefault("rank", int(uniq_ranks[0]))
+    out = build_metrics(structure, node, prof, pd.DataFrame({"rank": uniq_ranks}), specs, meta)
+    lost += _check_dropped_inclusive(out, node, prof, specs)
+    if lost:
+        warnings.warn(f"{path}: " + "; ".join(lost), stacklevel=3)
+    return out
+
+
+_RAJAPERF_BYTES = re.compile(r"^Bytes.*/Rep$")
+
+
+def metric_specs(
+    path: Path, df: pd.DataFrame, value_cols: list[CaliColumn], row_where: str
+) -> list[MetricSpec]:
+    """The metrics of Caliper value columns: names, rules, inclusive values and units.
+
+    - **Name**: Hatchet's renaming (``sum#time.duration`` -> ``time``,
+      ``inclusive#sum#time.duration`` -> ``time`` given inclusive), else the
+      ``attribute.alias`` (``Min time/rank``), else the attribute.
+    - **Rule** (:func:`cctviz.interop.caliper_rule`): the outermost operator:
+      ``sum#`` (and ``Total time``) add up, ``max#`` -> ``"max"``, ``min#`` ->
+      ``"min"``, ``avg#``, ``any#`` (RAJAPerf's per-kernel constants
+      ``BlockSize``, ``Reps``, ``ProblemSize``, ``Bytes/Rep``...) ->
+      ``"none"``. Values Caliper aggregated as inclusive (``inclusive#``: the
+      spot controller's ``Min/Max/Avg time/rank`` and ``Total time``) are given
+      to the model as inclusive values: a sum's own part is the value minus the
+      children's, a maximum's own value is the recorded one (the maximum over a
+      subtree gives it back), and a minimum or an average stays per node,
+      ``"none"``, under its recorded name (no `` (inc)`` column derived from it).
+    - **Unit**: the ``attribute.unit`` the file states; else the Caliper timer's
+      convention (:func:`cctviz.interop.timer_unit`: ``time.duration`` in whole
+      microseconds or in seconds, told apart by the values; ``*.ns`` in
+      nanoseconds) or RAJAPerf's ``Bytes.../Rep`` in bytes, each recorded in
+      ``meta["units_assumed"]``; else no unit.
+
+    An inclusive metric whose exclusive counterpart is also recorded
+    (``inclusive#sum#time.duration`` beside ``sum#time.duration``) is derived
+    from it again and not kept (:attr:`MetricSpec.kept`); a clash of names
+    keeps the later column under its attribute name.
+    """
+    specs: list[MetricSpec] = []
+    for c in value_cols:
+        cr = caliper_rule(c.name)
+        name, inc_named = base_metric(metric_name(c.name, c.alias))
+        v = numeric(path, df[c.name], f"value column {c.name!r}", row_where)
+        spec = MetricSpec(
+            c.name,
+            name,
+            v.to_numpy(dtype=np.float64),
+            cr.rule,
+            cr.inclusive or inc_named,
+            canonical(c.unit),
+            note=cr.note,
         )
-        if uniq_ranks.size == 1 and has_rank:
-            meta.setdefault("rank", int(uniq_ranks[0]))
-        return Tree(structure.nodes, tm, meta, _trusted=True)
-    profiles = pd.DataFrame({"rank": uniq_ranks})
-    return Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
+        specs.append(spec)
+    # names: an exclusive metric wins over its inclusive twin, other clashes keep the attribute
+    by_name: dict[str, MetricSpec] = {}
+    for m in sorted(specs, key=lambda m: m.inclusive):
+        other = by_name.get(m.name)
+        if other is None:
+            by_name[m.name] = m
+        elif m.inclusive and not other.inclusive and m.rule == other.rule:
+            m.kept = False
+        else:
+            m.name = m.attr
+            by_name[m.name] = m
+    # units the file does not state
+    for m in specs:
+        if m.unit:
+            continue
+        base = caliper_rule(m.attr).base
+        if _RAJAPERF_BYTES.match(base):
+            m.unit = "B"
+            m.unit_reason = (
+                f"no unit in the file; RAJAPerf's {base} is the bytes a kernel moves per repetition"
+            )
+            continue
+        same = [
+            o.values for o in specs if caliper_rule(o.attr).base == base and is_raw_caliper(o.attr)
+        ]
+        m.unit, m.unit_reason = timer_unit(base, same)
+    return specs
+
+
+def _several_labels(pairs: pd.DataFrame) -> tuple[int, pd.Series] | None:
+    """Nodes whose rows (``n``, label ``v``) disagree: how many, and one node's labels."""
+    try:
+        nun = pairs.groupby("n")["v"].nunique()
+    except TypeError:  # unhashable labels
+        return None
+    bad = nun[nun > 1]
+    if bad.empty:
+        return None
+    first = int(bad.index[0])
+    vals = pd.Series(pd.unique(pairs.loc[pairs["n"] == first, "v"]), name=first)
+    return int(bad.size), vals
+
+
+def _check_dropped_inclusive(
+    out: Tree | Ensemble, node: np.ndarray, prof: np.ndarray, specs: list[MetricSpec]
+) -> list[str]:
+    """Inclusive columns not kept (derived again from their exclusive twin) that the
+    derived values do not match: what to say about them."""
+    said = []
+    for m in specs:
+        if m.kept or m.rule != "sum":
+            continue
+        col = inc_name(m.name)
+        if isinstance(out, Ensemble):
+            got = out.data[col].reindex(pd.MultiIndex.from_arrays([node, prof])).to_numpy()
+        else:
+            got = out.metrics[col].to_numpy()[node]
+        rec = m.values
+        if np.isnan(rec).all():
+            continue
+        ok = np.isnan(rec) | np.isclose(got, rec, rtol=1e-6, atol=1e-9 * np.nanmax(np.abs(rec)))
+        if not ok.all():
+            said.append(
+                f"{m.attr!r} differs from {col!r} derived from the exclusive values in "
+                f"{int((~ok).sum())} record(s); the derived values are kept"
+            )
+    return said
 
 
 _INT = re.compile(r"^[-+]?\d+$")
@@ -387,23 +516,3 @@ def _coerce(v: Any) -> Any:
         if _FLOAT.match(v):
             return float(v)
     return v
-
-
-def _exclusive_from_inclusive_rows(
-    tree: Tree, node: np.ndarray, prof: np.ndarray, inc: np.ndarray
-) -> np.ndarray:
-    """Per (node, profile) exclusive = inclusive minus the children's inclusive."""
-    df = pd.DataFrame({"node": node, "profile": prof, "v": inc})
-    own = df.groupby(["node", "profile"])["v"].sum()
-    par = tree.parent[own.index.get_level_values(0).to_numpy()]
-    ch = pd.Series(
-        own.to_numpy(), index=pd.MultiIndex.from_arrays([par, own.index.get_level_values(1)])
-    )
-    child_sum = ch[par >= 0].groupby(level=[0, 1]).sum()
-    ex = own.sub(child_sum.reindex(own.index).fillna(0)).to_numpy()
-    # rows were summed: give each (node, profile) its exclusive value once
-    first = ~df.duplicated(["node", "profile"]).to_numpy()
-    out = np.zeros(len(df))
-    key = pd.MultiIndex.from_arrays([node[first], prof[first]])
-    out[first] = pd.Series(ex, index=own.index).reindex(key).to_numpy()
-    return out

@@ -8,6 +8,16 @@
 
 A ``to_json`` file whose dataframe is indexed by a second level (``rank``,
 ``thread``) becomes an Ensemble with one profile per value.
+
+Rules and units (:func:`cctviz.interop.assemble`): Hatchet keeps neither.
+Metrics add up (``"sum"``), except Caliper attribute names, which keep
+Caliper's rules (``max#...`` a max, ``avg#``/``any#`` per node, ``inclusive#``
+values given as inclusive; :func:`cctviz.interop.caliper_rule`). Units: those
+of a ``units`` object (cctviz's writer adds one), else for Caliper timer names
+the timer's convention, recorded in ``meta["units_assumed"]``, else none. An
+``aggregation`` object (metric -> rule), if present, wins. Dataframe columns
+that are neither metrics nor one value per node (``nid``, Hatchet's own node
+id, aside) are not kept, with a warning.
 """
 
 from __future__ import annotations
@@ -19,10 +29,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
+from ..interop import assemble
 from ..model.ensemble import Ensemble
-from ..model.tree import INC, Tree
+from ..model.tree import Tree
 from . import register
-from ._json import expect, expect_rows, load_json, numeric
+from ._json import expect, expect_rows, load_json
 
 
 def _sniff_json_form(path: Path, h: bytes) -> bool:
@@ -154,53 +165,32 @@ def read_hatchet_json(path: Path) -> Tree | Ensemble:
         "dataframe[{k}]",
     )
     df["_row"] = df["node"].map(pos).astype(np.int64)
-    for m in exc + inc:
-        if not pd.api.types.is_numeric_dtype(df[m]):
-            df[m] = numeric(path, df[m], f"metric {m!r}", "dataframe[{k}]")
-    only_inc = [m for m in inc if m.endswith(INC) and m[: -len(INC)] not in exc]
-    # node attributes: frame data plus non-metric dataframe columns
     names = [str(f["name"]) for f in frames]
     kinds = [str(f.get("type", "function")) for f in frames]
     attrs = pd.DataFrame.from_records(
-        [{k: v for k, v in f.items() if k not in ("name", "type")} for f in frames]
+        [{k: v for k, v in f.items() if k not in ("name", "type")} for f in frames],
+        index=range(len(frames)),
     )
-    extra_cols = [
-        c for c in df.columns if c not in set(indices) | set(exc) | set(inc) | {"name", "_row"}
-    ]
-    for c in extra_cols:
-        first = df.drop_duplicates("_row").set_index("_row")[c]
-        attrs[c] = first.reindex(range(len(ids))).to_numpy()
-    structure, new_id = Tree.from_parents_with_ids(
-        parent, names, None, kind=kinds, columns=attrs, sibling_key=order_key
-    )
-    df["_node"] = new_id[df["_row"].to_numpy()]
-    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
-    meta: dict[str, Any] = {"units": units} if units else {}
+    meta: dict[str, Any] = {}
     if isinstance(doc.get("metadata"), dict):
         meta.update(doc["metadata"])
+    units = doc.get("units") if isinstance(doc.get("units"), dict) else {}
+    rules = doc.get("aggregation") if isinstance(doc.get("aggregation"), dict) else {}
     others = [c for c in indices if c != "node"]
-    if not others or df[others].drop_duplicates().shape[0] <= 1:
-        n = len(structure)
-        metrics = pd.DataFrame(index=range(n))
-        for m in exc:
-            metrics[m] = np.bincount(
-                df["_node"], weights=df[m].fillna(0).to_numpy(np.float64), minlength=n
-            )
-        t = Tree(structure.nodes, metrics, meta, _trusted=True)
-        for m in only_inc:
-            v = np.bincount(df["_node"], weights=df[m].fillna(0).to_numpy(np.float64), minlength=n)
-            t = t.add_metric(m, v, inclusive=True)
-        return t
-    prof_keys = df[others].drop_duplicates().sort_values(others).reset_index(drop=True)
-    prof_id = df[others].merge(prof_keys.reset_index(), on=others, how="left")["index"].to_numpy()
-    long = pd.DataFrame({"node": df["_node"].to_numpy(), "profile": prof_id})
-    for m in exc:
-        long[m] = df[m].fillna(0).to_numpy(np.float64)
-    if only_inc:
-        raise ProfileError(
-            path, f"per-{others[0]} inclusive-only metrics {only_inc} are not supported yet"
-        )
-    return Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, prof_keys, meta)
+    return assemble(
+        parent,
+        names,
+        kinds,
+        attrs,
+        df.drop(columns=["node"]),
+        others,
+        exc,
+        inc,
+        meta=meta,
+        units=units,
+        rules=rules,
+        sibling_key=order_key,
+    )
 
 
 @register(

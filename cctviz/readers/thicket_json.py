@@ -18,9 +18,15 @@ Format facts: one object with
 The result is an :class:`~cctviz.Ensemble` with one profile per entry of
 ``profile`` (in that order); ``ens.profiles`` has the ``profile`` id, the
 metadata columns (values as written: Caliper writes most as strings) and
-``profile_file``. Metrics follow :mod:`cctviz.interop`: an inclusive-only
-metric becomes its exclusive counterpart (``sum#inclusive#sum#time.duration`` ->
-``sum#sum#time.duration``, whose derived inclusive values are the recorded ones).
+``profile_file``. Metrics follow :mod:`cctviz.interop`: Caliper names keep
+Caliper's rules, an inclusive-only metric that adds up or is a maximum becomes
+its exclusive counterpart (``sum#inclusive#sum#time.duration`` ->
+``sum#sum#time.duration``, ``max#inclusive#...`` -> ``max#sum#time.duration``,
+whose inclusive values are the recorded ones), a minimum or an average of
+inclusive values stays per node under its own name
+(``min#inclusive#sum#time.duration``: aggregation ``"none"``). The file keeps
+no units: Caliper timer names get the timer's convention (the sample's values,
+whole microseconds times 1e-6, are seconds), recorded in ``meta["units_assumed"]``.
 """
 
 from __future__ import annotations
@@ -88,6 +94,8 @@ def read_thicket_json(path: Path) -> Ensemble:
     (172, 29, 8)
     >>> ens.profiles.loc[0, "cluster"], ens.profiles.loc[0, "problem_size"]
     ('opal', '10')
+    >>> ens.aggregation["max#sum#time.duration"], ens.meta["units"]["max#sum#time.duration"]
+    ('max', 's')
     """
     doc = load_json(path)
     expect(path, isinstance(doc, dict), "top level", "expected a Thicket object")

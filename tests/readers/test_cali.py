@@ -152,8 +152,8 @@ def test_folder_of_runs_matches_thicket(folder, n, node, columns):
                 assert [x.strip() for x in row[col].strip("[]").split(",")] == v, col
             else:
                 assert row[col] == v, (col, row[col], v)
-        # Caliper's "Avg time/rank" is inclusive: ours keeps it as such
-        got = ens.data.loc[(nid, p), "Avg time/rank (inc)"]
+        # Caliper's "Avg time/rank" is an average of inclusive values: kept per node as is
+        got = ens.data.loc[(nid, p), "Avg time/rank"]
         want = tdf.loc[(tdf["profile"] == h) & (tdf["name"] == leaf), "Avg time/rank"].to_numpy()
         assert want.size == 1 and got == pytest.approx(want[0], rel=1e-12)
 
@@ -261,9 +261,157 @@ def test_recorded_inclusive_metrics_are_kept():
         if "path" in rec:
             node = ids["/".join(rec["path"])]
             for attr, ours in (
-                ("avg#inclusive#sum#time.duration", "Avg time/rank (inc)"),
+                ("avg#inclusive#sum#time.duration", "Avg time/rank"),
+                ("min#inclusive#sum#time.duration", "Min time/rank"),
+                ("max#inclusive#sum#time.duration", "Max time/rank (inc)"),
                 ("sum#inclusive#sum#time.duration", "Total time (inc)"),
             ):
                 assert t.metrics.loc[node, ours] == pytest.approx(float(rec[attr]), abs=1e-12)
             n += 1
     assert n == len(t) == 74
+
+
+# ---------------------------------------------------------------- rules and units
+SEQ = RAJAPERF / "quartz/gcc10.3.1_1048576/O3/1/Base_Seq-default.cali"
+CONSTANTS = ["BlockSize", "Bytes/Rep", "Flops/Rep", "Iterations/Rep", "Kernels/Rep"]
+CONSTANTS += ["ProblemSize", "Reps"]
+
+
+def _records(path):
+    import caliperreader
+
+    r = caliperreader.CaliperReader()
+    r.read(str(path))
+    return [rec for rec in r.records if "path" in rec]
+
+
+def test_rajaperf_rules_follow_the_caliper_operators():
+    t = cctviz.read(SEQ)
+    assert t.aggregation == {
+        "Total time": "sum",  # sum#inclusive#sum#time.duration
+        "Min time/rank": "none",  # min#inclusive#...: a minimum of inclusive values
+        "Max time/rank": "max",  # max#inclusive#...
+        "Avg time/rank": "none",  # avg#inclusive#...
+        **dict.fromkeys(CONSTANTS, "none"),  # any#any#max#...: per-kernel constants
+    }
+    # a "none" metric has no inclusive column; those given as inclusive values keep them
+    cols = set(t.metrics.columns)
+    assert not {f"{m} (inc)" for m in [*CONSTANTS, "Min time/rank", "Avg time/rank"]} & cols
+    assert {"Total time (inc)", "Max time/rank (inc)"} <= cols
+    notes = t.meta["aggregation_notes"]
+    assert "minimum of inclusive values" in notes["Min time/rank"]
+    assert "'any' operator" in notes["BlockSize"] and "average" in notes["Avg time/rank"]
+    # the default metric is the time that adds up, not the first column (BlockSize)
+    assert t.metric_column(None) == "Total time (inc)" and t.exc_metrics[0] == "Total time"
+
+
+def test_rajaperf_values_are_the_recorded_ones():
+    t = cctviz.read(SEQ)
+    ids = dict(zip(t.callpaths, range(len(t))))
+    recs = _records(SEQ)
+    assert len(recs) == len(t) == 74
+    cols = {
+        "sum#inclusive#sum#time.duration": "Total time (inc)",
+        "max#inclusive#sum#time.duration": "Max time/rank (inc)",
+        "min#inclusive#sum#time.duration": "Min time/rank",
+        "avg#inclusive#sum#time.duration": "Avg time/rank",
+        "any#any#max#BlockSize": "BlockSize",
+        "any#any#max#Reps": "Reps",
+        "any#any#max#Bytes/Rep": "Bytes/Rep",
+    }
+    for rec in recs:
+        node = ids["/".join(rec["path"])]
+        for attr, col in cols.items():
+            assert t.metrics.loc[node, col] == pytest.approx(float(rec[attr]), rel=1e-12), col
+    root = t.metrics.loc[0]
+    assert root["Max time/rank (inc)"] == root["Max time/rank"] == 103.47638
+    # a max over ranks of inclusive times: no child's is larger, so the max rule gives it back
+    assert (t.metrics["Max time/rank (inc)"] == t.metrics["Max time/rank"]).all()
+    # the own part of the total is what the children leave, never negative
+    own = t.metrics["Total time"]
+    groups = t.metrics.loc[t.children(0), "Total time (inc)"]
+    assert len(groups) == 6 and own.min() >= 0
+    assert own[0] == pytest.approx(103.47638 - groups.sum(), abs=1e-12)
+    assert own[0] == pytest.approx(0.000307, abs=1e-9)
+
+
+def test_model_demotes_a_minimum_of_inclusive_values():
+    """What the model does with "Min time/rank" under a "min" rule: the reader's "none"."""
+    t = cctviz.read(SEQ)
+    rec = t.metrics["Min time/rank"].to_numpy()
+    m = cctviz.Tree.from_parents(
+        t.parent,
+        t.names,
+        inclusive={"Min time/rank": rec},
+        meta={"aggregation": {"Min time/rank": "min"}},
+    )
+    assert m.aggregation == {"Min time/rank": "none"}
+    assert "does not give back" in m.meta["aggregation_notes"]["Min time/rank"]
+    assert m.metrics["Min time/rank"].tolist() == rec.tolist()
+
+
+def test_rajaperf_ensemble_rules_units_and_runs():
+    ens = cctviz.read(RAJAPERF)
+    files = ens.profiles["file"].tolist()
+    assert ens.n_profiles == 18 and ens.profiles["run"].nunique() == 18  # each file a run
+    assert ens.aggregation["BlockSize"] == "none" and ens.aggregation["Max time/rank"] == "max"
+    assert "BlockSize (inc)" not in ens.data.columns
+    assert "Max time/rank (inc)" in ens.data.columns
+    for p, f in enumerate(files):
+        root = next(r for r in _records(f) if r["path"] in ("RAJAPerf", ["RAJAPerf"]))
+        assert ens.data.loc[(0, p), "Max time/rank (inc)"] == float(
+            root["max#inclusive#sum#time.duration"]
+        )
+        assert ens.data.loc[(0, p), "BlockSize"] == float(root["any#any#max#BlockSize"])
+    assert ens.meta["units"] == {
+        **dict.fromkeys(["Total time", "Min time/rank", "Max time/rank", "Avg time/rank"], "s"),
+        "Bytes/Rep": "B",  # RAJAPerf's name; the file states no unit
+    }
+
+
+def test_units_of_unstated_caliper_timers_are_recorded_assumptions():
+    t = cctviz.read(LULESH)  # Caliper 2.2: min/max/sum/avg#time.duration, no unit in the file
+    assert t.aggregation == {
+        "time": "sum",
+        "min#time.duration": "min",
+        "max#time.duration": "max",
+        "avg#time.duration": "none",
+        "count": "sum",
+    }
+    timers = ["time", "min#time.duration", "max#time.duration", "avg#time.duration"]
+    assert t.units == dict.fromkeys(timers, "s")  # values like 0.000285: whole us * 1e-6
+    assert set(t.meta["units_assumed"]) == set(timers)
+    assert "whole microseconds times 1e-6: seconds" in t.meta["units_assumed"]["time"]
+    assert "count" not in t.units  # a count has no unit
+    # min/max rules: the inclusive value is the extreme over the subtree
+    m = t.metrics
+    assert m.loc[0, "max#time.duration (inc)"] == m["max#time.duration"].max() == 0.024836
+    assert m.loc[0, "min#time.duration (inc)"] == m["min#time.duration"].min()
+    # stated units are taken as stated and not assumed
+    sw4 = cctviz.read(SW4)
+    assert sw4.meta["units"] == {"time": "s", "time (gpu)": "s"}
+    assert "units_assumed" not in sw4.meta
+    assert "units_assumed" not in cctviz.read(MPI_SCALING / "27_cores.cali").meta
+
+
+def test_text_values_are_node_attributes_not_refused(tmp_path):
+    """A Caliper ASVALUE attribute of type string is a label: kept as a node column."""
+    lines = LULESH.read_text().splitlines(keepends=True)
+    main = next(k for k, ln in enumerate(lines) if ln.startswith("__rec=ctx,ref=155,"))
+    defs = [
+        "__rec=node,id=900,attr=10,data=21,parent=3\n",  # properties: as value; type: string
+        "__rec=node,id=901,attr=8,data=my.note,parent=900\n",
+    ]
+    rec = lines[main].replace("attr=97=", "attr=901=97=").replace("data=", "data=hello=")
+    f = tmp_path / "note.cali"
+    f.write_text("".join(lines[:main] + defs + [rec] + lines[main + 1 :]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = cctviz.read(f)
+    assert t.nodes["my.note"].tolist() == ["hello"] + [None] * (len(t) - 1)
+    assert "my.note" not in t.exc_metrics
+    assert t.metrics.equals(cctviz.read(LULESH).metrics)
+    # a number-typed value that is not a number is still refused
+    f.write_text("".join(lines).replace("data=0.000285=", "data=x0.000285="))
+    with pytest.raises(ProfileError, match="not a number"):
+        cctviz.read(f)

@@ -79,3 +79,92 @@ def test_ensemble_to_json_keeps_profiles(tmp_path):
     back = cctviz.read(p)
     assert isinstance(back, cctviz.Ensemble) and back.n_profiles == 2
     assert np.allclose(back.data["time"].to_numpy(), ens.data["time"].to_numpy())
+
+
+# ---------------------------------------------------------------- rules, units, nothing lost
+def _gf_json(tmp_path, gf, name="gf.json"):
+    p = tmp_path / name
+    p.write_text(gf.to_json())
+    return p
+
+
+def test_caliper_names_keep_their_rules_and_units(tmp_path):
+    from tests.conftest import DATA
+
+    cali = DATA / "hatchet/caliper-lulesh-cali/lulesh-annotation-profile.cali"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gf = hatchet.GraphFrame.from_caliperreader(str(cali))
+    t = cctviz.read(_gf_json(tmp_path, gf))
+    own = cctviz.read(cali)
+    assert (
+        t.aggregation
+        == own.aggregation
+        == {
+            "time": "sum",
+            "min#time.duration": "min",
+            "max#time.duration": "max",
+            "avg#time.duration": "none",
+            "count": "sum",
+        }
+    )
+    assert t.units == own.units and set(t.units) == {
+        "time",
+        "min#time.duration",
+        "max#time.duration",
+        "avg#time.duration",
+    }
+    assert "Hatchet's name for Caliper's sum#time.duration" in t.meta["units_assumed"]["time"]
+    a = t.metrics.set_index(t.callpaths.to_numpy()).sort_index()
+    b = own.metrics.set_index(own.callpaths.to_numpy()).sort_index()
+    assert list(a.columns) == list(b.columns) and "avg#time.duration (inc)" not in a
+    np.testing.assert_allclose(a.to_numpy(), b[a.columns].to_numpy(), rtol=1e-12)
+
+
+def _doc(rows, indices=("node", "rank"), exc=(), inc=(), **extra):
+    graph = [
+        {
+            "0": {"data": {"name": "main", "type": "function"}, "children": [1]},
+            "1": {"data": {"name": "solve", "type": "function"}, "children": []},
+        }
+    ]
+    return {
+        "graph": graph,
+        "dataframe_indices": list(indices),
+        "dataframe": rows,
+        "exclusive_metrics": list(exc),
+        "inclusive_metrics": list(inc),
+        **extra,
+    }
+
+
+def test_per_rank_inclusive_only_metric(tmp_path):
+    rows = [
+        {"node": n, "rank": r, "name": nm, "time (inc)": v}
+        for (n, nm), vals in zip([(0, "main"), (1, "solve")], [(5.0, 7.0), (2.0, 3.0)])
+        for r, v in enumerate(vals)
+    ]
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(_doc(rows, inc=["time (inc)"], units={"time": "ms"})))
+    ens = cctviz.read(p)
+    assert isinstance(ens, cctviz.Ensemble) and ens.n_profiles == 2
+    assert ens.data["time (inc)"].tolist() == [5.0, 7.0, 2.0, 3.0]
+    assert ens.data["time"].tolist() == [3.0, 4.0, 2.0, 3.0]
+    assert ens.meta["units"] == {"time": "ms"} and "units_assumed" not in ens.meta
+
+
+def test_stated_rules_win_and_other_columns_are_kept_or_said(tmp_path):
+    rows = [
+        {"node": 0, "rank": 0, "name": "main", "peak": 4.0, "host": "a", "file": "m.c"},
+        {"node": 0, "rank": 1, "name": "main", "peak": 6.0, "host": "b", "file": "m.c"},
+        {"node": 1, "rank": 0, "name": "solve", "peak": 9.0, "host": "a", "file": "s.c"},
+        {"node": 1, "rank": 1, "name": "solve", "peak": 2.0, "host": "b", "file": "s.c"},
+    ]
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(_doc(rows, exc=["peak"], aggregation={"peak": "max"})))
+    with pytest.warns(UserWarning, match=r"not kept: 'host' \(differs between rows of 2 node"):
+        ens = cctviz.read(p)
+    assert ens.aggregation == {"peak": "max"}
+    assert ens.data["peak (inc)"].tolist() == [9.0, 6.0, 9.0, 2.0]
+    assert ens.tree.nodes["file"].tolist() == ["m.c", "s.c"]  # one value per node: kept
+    assert "host" not in ens.tree.nodes

@@ -1,0 +1,114 @@
+"""Ensemble statistics on the 18 RAJAPerf runs equal llnl-thicket's (thicket.stats).
+
+Thicket reads each ``.cali`` file as one profile, fills a node a run lacks
+with NaN and computes per-node statistics with pandas (``std``: ddof=1, NaN
+skipped). cctviz reads the same files as 18 runs (``read_ensemble``: one run
+per file); its default ``stats(missing="auto")`` leaves out the runs without
+a node, which is Thicket's NaN skipping. Metric names: Thicket keeps
+Caliper's aliases, with the values as recorded (inclusive); cctviz has them as
+``Total time (inc)`` (a sum), ``Max time/rank (inc)`` (a max) and, per node
+(aggregation "none"), ``Min time/rank``, ``Avg time/rank`` and the kernel
+constants.
+"""
+
+import contextlib
+import io
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cctviz
+from tests.conftest import DATA
+
+RAJAPERF = DATA / "thicket/rajaperf"
+# Thicket's column -> ours
+METRICS = {
+    "Total time": "Total time (inc)",
+    "Max time/rank": "Max time/rank (inc)",
+    "Min time/rank": "Min time/rank",
+    "Avg time/rank": "Avg time/rank",
+    "BlockSize": "BlockSize",
+    "Reps": "Reps",
+    "Bytes/Rep": "Bytes/Rep",
+}
+STATS = {"mean": "mean", "std": "std", "min": "minimum", "median": "median", "max": "maximum"}
+
+
+@pytest.fixture(scope="module")
+def both():
+    ens = cctviz.read(RAJAPERF)
+    with contextlib.redirect_stdout(io.StringIO()):  # thicket prints a notice on import
+        import thicket
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tk = thicket.Thicket.from_caliperreader(list(ens.profiles["file"]), disable_tqdm=True)
+        for fn in STATS.values():
+            getattr(thicket.stats, fn)(tk, columns=list(METRICS))
+    sf = tk.statsframe.dataframe.reset_index()
+    sf.index = sf["node"].map(lambda n: "/".join(x.frame["name"] for x in n.path()))
+    counts = tk.dataframe.reset_index()
+    counts.index = counts["node"].map(lambda n: "/".join(x.frame["name"] for x in n.path()))
+    return ens, tk, sf, counts
+
+
+def _ours(ens, column, **kw):
+    s = ens.stats(column, **kw)
+    s.index = ens.tree.callpaths.to_numpy()
+    return s
+
+
+def test_the_runs_are_the_files(both):
+    ens, tk, _, _ = both
+    assert ens.n_profiles == len(tk.profile) == 18
+    assert ens.profiles["run"].nunique() == 18 and len(set(ens.run_ids)) == 18
+    assert sorted(ens.profiles["file"]) == sorted(str(f) for f in RAJAPERF.rglob("*.cali"))
+    assert len(ens.tree) == len(tk.graph) == 74
+
+
+@pytest.mark.parametrize("theirs", list(METRICS))
+def test_default_statistics_equal_thickets(both, theirs):
+    ens, _, sf, counts = both
+    ours = _ours(ens, METRICS[theirs])
+    assert sorted(ours.index) == sorted(sf.index)
+    for s in STATS:
+        a = ours[s].astype(float)
+        b = sf[f"{theirs}_{s}"].reindex(a.index).astype(float)
+        assert not a.isna().any() and not b.isna().any(), s
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0, err_msg=f"{theirs} {s}")
+    # the values counted are those Thicket has (not NaN) for the node
+    have = counts[theirs].notna().groupby(level=0).sum()
+    assert (ours["count"] == have.reindex(ours.index)).all()
+    assert (ours["n"] == ours["count"]).all()
+
+
+def test_the_default_metric_is_the_total_time(both):
+    ens, _, sf, _ = both
+    assert ens.tree.metric_column(None) == "Total time (inc)"
+    ours = ens.stats()
+    ours.index = ens.tree.callpaths.to_numpy()
+    np.testing.assert_allclose(
+        ours["mean"].astype(float), sf["Total time_mean"].reindex(ours.index), rtol=1e-12
+    )
+
+
+def test_kernels_missing_from_some_runs_are_not_zeros(both):
+    """Ten kernels are in some runs only: seven in the 5 Base_Seq runs (quartz),
+    three also in the 2 Base_CUDA block_256 runs (lassen). Thicket averages
+    over the runs that have them, so do we.
+    Counting the runs without them as 0 (``missing="zero"``) would be wrong:
+    a kernel that was not built did not take 0 s."""
+    ens, _, sf, _ = both
+    auto = _ours(ens, "Total time (inc)")
+    zero = _ours(ens, "Total time (inc)", missing="zero")
+    partial = auto.index[auto["count"] < 18]
+    assert sorted(auto.loc[partial, "count"].value_counts().to_dict().items()) == [(5, 7), (7, 3)]
+    assert (zero.loc[partial, "n"] == 18).all()
+    assert (zero.loc[partial, "mean"] < auto.loc[partial, "mean"] * 0.5).all()
+    pd.testing.assert_series_equal(
+        auto.loc[partial, "mean"].astype(float),
+        sf.loc[partial, "Total time_mean"].astype(float),
+        check_names=False,
+        rtol=1e-12,
+    )
