@@ -185,6 +185,10 @@ class Ensemble:
         m = dict(meta or {})
         if units:
             m.setdefault("units", units)
+        for key in ("units_assumed", "aggregation_notes"):  # what readers said of the metrics
+            said = {k: v for t in structures for k, v in t.meta.get(key, {}).items()}
+            if said:
+                m.setdefault(key, said)
         if any(r != "sum" for r in rules.values()):
             m.setdefault("aggregation", {k: r for k, r in rules.items() if r != "sum"})
         return cls(unified, rows, prof, m)

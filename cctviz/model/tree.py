@@ -386,7 +386,19 @@ class Tree:
 
     @property
     def units(self) -> dict[str, str]:
+        """Unit of each metric that has one (``meta["units"]``)."""
         return dict(self._meta.get("units", {}))
+
+    def unit(self, column: str) -> str | None:
+        """Unit of a metric column: its own entry (a per-node ``"X (inc)"``), else
+        its metric's (``"X (inc)"`` is in ``X``'s unit); None when unknown.
+
+        >>> t = Tree.from_parents([-1], ["main"], {"time": [1.0]}, meta={"units": {"time": "ms"}})
+        >>> t.unit("time (inc)"), t.unit("calls")
+        ('ms', None)
+        """
+        units = self._meta.get("units", {})
+        return units.get(column) or units.get(base_metric(column)[0])
 
     @property
     def parent(self) -> np.ndarray:
@@ -739,5 +751,16 @@ def _as_frame(data: Mapping[str, Any] | pd.DataFrame | None, n: int) -> pd.DataF
         raise ValueError(f"metrics have {len(df)} rows for {n} nodes")
     for c in df.columns:
         if not pd.api.types.is_numeric_dtype(df[c]) or df[c].dtype == bool:
-            df[c] = pd.to_numeric(df[c], errors="coerce").astype(np.float64)
+            num = pd.to_numeric(df[c], errors="coerce").astype(np.float64)
+            lost = int((num.isna() & df[c].notna()).sum())
+            if lost:
+                import warnings
+
+                warnings.warn(
+                    f"metric {c!r}: {lost} values are not numbers and became NaN "
+                    f"(e.g. {df[c][num.isna() & df[c].notna()].iloc[0]!r}); keep text as a "
+                    "node column (columns=) instead",
+                    stacklevel=4,
+                )
+            df[c] = num
     return df.reset_index(drop=True)

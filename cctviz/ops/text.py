@@ -242,7 +242,7 @@ def render(
         vals = np.where(np.isnan(mean), tree.metrics[col].to_numpy(dtype=np.float64), mean)
     else:
         vals = tree.metrics[col].to_numpy(dtype=np.float64)
-    unit = _display_unit(tree.units.get(base_metric(col)[0])) if col else None
+    unit = _display_unit(tree.unit(col)) if col else None
     diff_meta = tree.meta.get("diff") if isinstance(tree.meta.get("diff"), dict) else None
 
     # what is shown: candidates pass depth and threshold; zero subtrees fold into their top
@@ -270,7 +270,7 @@ def render(
 
     # number columns (right-aligned), the spread, the imbalance cue, then the tree
     c2 = tree.metric_column(second) if second is not None else None
-    u2 = _display_unit(tree.units.get(base_metric(c2)[0])) if c2 is not None else None
+    u2 = _display_unit(tree.unit(c2)) if c2 is not None else None
     cols: list[dict[str, str]] = []
     for i in shown:
         row: dict[str, str] = {}

@@ -227,3 +227,24 @@ def test_absence_rule_for_runs_ranks_and_dead_profiles():
         alive.stats("time (inc)").drop(columns="argmax"),
     )
     assert np.allclose(dead.tree.metrics["time (inc)"], alive.tree.metrics["time (inc)"])
+
+
+def test_what_readers_said_of_metrics_survives_composition():
+    meta = {"units": {"time": "us"}, "units_assumed": {"time": "timer default"}}
+    a = Tree.from_parents(
+        [-1, 0],
+        ["main", "f"],
+        {"time": [1.0, 2.0]},
+        inclusive={"Min time/rank": [5.0, 3.0]},
+        meta={**meta, "aggregation": {"Min time/rank": "min"}},
+    )
+    ens = Ensemble.from_trees([a, a])
+    assert ens.meta["units_assumed"] == {"time": "timer default"}
+    assert "Min time/rank" in ens.meta["aggregation_notes"]
+    assert ens.tree.unit("time (inc)") == "us"
+
+
+def test_text_that_is_not_a_number_is_not_silently_nan():
+    with pytest.warns(UserWarning, match="not numbers and became NaN"):
+        t = Tree.from_parents([-1, 0], ["main", "f"], {"time": ["1.5", "fast"]})
+    assert t.metrics["time"].iloc[0] == 1.5 and np.isnan(t.metrics["time"].iloc[1])
