@@ -60,7 +60,7 @@ import pandas as pd
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
-from . import register
+from . import progress_bar, register
 
 XML = "experiment.xml"
 TAG = b"HPCPROF-metricdb__"
@@ -69,7 +69,6 @@ SCOPES = ("PF", "Pr", "L", "S", "C")
 KIND = {"PF": "function", "Pr": "function", "L": "loop", "S": "statement"}
 _DB_NAME = re.compile(r"-(\d+)-(\d+)-([0-9A-Za-z]+)-(\d+)-(\d+)\.metric-db$")
 _UNITS = {"usec": "us", "sec": "s", "msec": "ms", "nsec": "ns"}
-PROGRESS_FILES = 64
 
 
 def _folder(path: Path) -> Path:
@@ -385,7 +384,8 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
 
     ``path`` is the database folder or its ``experiment.xml``. One profile per
     metric-db file (``ens.profiles`` columns ``rank``, ``thread``). A progress
-    bar is shown for many files (``progress=None``: from 64 files).
+    bar over the metric-db files appears when reading them takes more than a
+    second (``progress=None``; ``True`` always, ``False`` never).
 
     Example:
         >>> import cctviz
@@ -446,11 +446,7 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
     rows_idx[new_id] = nid[s["idx"]] - 1
     # --- metric-db files
     files, prof = _db_files(folder, dbs[0].get("db-glob", "*.metric-db"))
-    it: Any = files
-    if progress if progress is not None else len(files) >= PROGRESS_FILES:
-        from tqdm.auto import tqdm
-
-        it = tqdm(files, desc="reading metric-db", unit="file")
+    it = progress_bar(files, progress, desc="reading metric-db", unit="file")
     P = len(files)
     n_nodes = None
     vals = np.empty((P, K, nm))  # (profile, node, metric)

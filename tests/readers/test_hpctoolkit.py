@@ -110,6 +110,23 @@ def test_progress_bar(capsys):
     assert "reading metric-db" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("db", [CPI, ALLGATHER, KRIPKE], ids=lambda p: p.name)
+def test_a_quick_read_prints_no_progress_bar(capsys, db):
+    """Reading a database takes a fraction of a second: no bar (64 files for Kripke)."""
+    ens = cctviz.read(db)
+    assert ens.n_profiles >= 4
+    err = capsys.readouterr().err
+    assert "reading metric-db" not in err and "%|" not in err
+
+
+def test_the_bar_appears_once_reading_outlasts_the_delay(capsys, monkeypatch):
+    monkeypatch.setattr(cctviz.readers, "PROGRESS_DELAY", 0.0)  # as if a second had passed
+    cctviz.read(CPI)
+    assert "reading metric-db" in capsys.readouterr().err
+    cctviz.read(CPI, progress=False)
+    assert capsys.readouterr().err == ""
+
+
 # ---------------------------------------------------------------- Hatchet
 hatchet = pytest.importorskip("hatchet")
 
