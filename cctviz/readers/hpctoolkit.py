@@ -32,7 +32,8 @@ Choices (following Hatchet where it is well defined):
   ``nid`` is the XML node id (``tag`` the XML element).
 - ``CPUTIME (usec)`` / ``CPUTIME (sec)`` become ``time`` (as Hatchet names
   them); other metrics keep the XML name without the `` (I)``/`` (E)``
-  suffix. Units are the ones the names state (hpcprof writes ``(usec)``,
+  suffix (a second column of an already taken name keeps its XML name, or
+  gets ``" #2"``, and a warning says so). Units are the ones the names state (hpcprof writes ``(usec)``,
   ``(sec)``, ``(B)``...) in ``meta["units"]``; a name without one (a hardware
   counter such as ``PAPI_TOT_CYC``) has none.
 - Aggregation rules (``meta["aggregation"]``): a metric-db column holds one
@@ -61,6 +62,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -465,12 +467,27 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
     units: dict[str, str] = {}
     rules: dict[str, str] = {}
     by_name: dict[str, dict[str, int]] = {}
+    renamed: list[str] = []
     for d, j in zip(dbs, db_id):
         base, unit, rule = _metric_name(d.get("n", ""))
-        by_name.setdefault(base, {})[d.get("t", "nil")] = j
+        t = d.get("t", "nil")
+        if t in by_name.get(base, {}):  # "time" taken, or the same name twice: keep both
+            raw = re.sub(r"\s*\((I|E|inc|exc)\)\s*$", "", d.get("n", "")).strip()
+            k = 2
+            base = raw
+            while t in by_name.get(base, {}):
+                base, k = f"{raw} #{k}", k + 1
+            renamed.append(f"{d.get('n', '')!r} -> {base!r}")
+        by_name.setdefault(base, {})[t] = j
         rules[base] = rule
         if unit:
             units[base] = unit
+    if renamed:
+        warnings.warn(
+            f"{xml}: metric-db columns with a name already taken were renamed: "
+            + ", ".join(renamed),
+            stacklevel=3,
+        )
     meta: dict[str, Any] = {"hpctoolkit_version": x["version"]}
     if x["header"].get("program"):
         meta["program"] = x["header"]["program"]

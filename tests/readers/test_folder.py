@@ -59,6 +59,10 @@ def test_a_database_inside_a_folder_is_one_profile_source(tmp_path):
     ens = cctviz.read(tmp_path)
     assert ens.n_profiles == 2 * 4  # two runs of 4 ranks
     assert sorted(set(ens.profiles["file"])) == [str(tmp_path / "run1/tau"), str(tmp_path / "run2")]
+    # what the files share stays: their format, and the units cctviz assumed for them
+    assert ens.meta["format"] == "tau" and ens.meta["source"] == str(tmp_path)
+    assert "microseconds" in ens.meta["units_assumed"]["time"]
+    assert ens.tree.units["time"] == "us"
 
 
 @pytest.mark.parametrize(

@@ -305,3 +305,18 @@ def test_a_spread_statistic_has_no_inclusive_form(cpi_copy):
     assert f"{m} (inc)" not in ens.data.columns
     assert "does not combine" in ens.meta["aggregation_notes"][m]
     assert ens.data.loc[(0, 0), m] == 999238.0
+
+
+def test_columns_of_one_name_are_all_kept(cpi_copy):
+    """Two metric-db columns that would both be "time": the second keeps its own name."""
+    xml = cpi_copy / "experiment.xml"
+    xml.write_text(xml.read_text().replace('n="CPUTIME (usec) (E)"', 'n="CPUTIME (sec) (I)"'))
+    xml.write_text(
+        xml.read_text().replace('t="exclusive" partner="0"', 't="inclusive" partner="0"')
+    )
+    with pytest.warns(UserWarning, match=r"'CPUTIME \(sec\) \(I\)' -> 'CPUTIME \(sec\)'"):
+        ens = _read(cpi_copy)
+    assert ens.exc_metrics == ["time", "CPUTIME (sec)"]
+    assert ens.tree.units == {"time": "us", "CPUTIME (sec)": "s"}
+    ref = _read(CPI)
+    assert ens.data["time (inc)"].equals(ref.data["time (inc)"])
