@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -11,15 +12,27 @@ from .errors import CCTVizError
 
 
 def _cmd_tree(a: argparse.Namespace) -> int:
+    from .ops.text import render
     from .readers import read
 
     obj = read(a.file, format=a.format)
-    print(obj.render(a.metric, depth=a.depth, max_nodes=a.max_nodes, precision=a.precision))
+    print(
+        render(
+            obj,
+            a.metric,
+            depth=a.depth,
+            max_nodes=a.max_nodes or None,
+            threshold=a.threshold,
+            width=a.width or None,
+            second=a.second,
+            hint="cli",
+        )
+    )
     return 0
 
 
 def _cmd_info(a: argparse.Namespace) -> int:
-    from .ops.text import describe
+    from .ops.text import describe, format_info
     from .readers import read
 
     obj = read(a.file, format=a.format)
@@ -27,9 +40,8 @@ def _cmd_info(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps(info, default=str, indent=2))
     else:
-        width = max(len(k) for k in info)
-        for k, v in info.items():
-            print(f"{k:<{width}}  {v}")
+        print(f"{a.file}")
+        print(format_info(info))
     return 0
 
 
@@ -70,10 +82,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("tree", help="print the calling-context tree of a profile")
     t.add_argument("file")
-    t.add_argument("--metric", "-m", default=None, help="metric column (default: first inclusive)")
-    t.add_argument("--depth", "-d", type=int, default=None, help="show nodes with depth < DEPTH")
-    t.add_argument("--max-nodes", type=int, default=500)
-    t.add_argument("--precision", type=int, default=3)
+    t.add_argument(
+        "--metric",
+        "-m",
+        default=None,
+        help="metric column, e.g. 'gpu_time (inc)' (default: inclusive time, or the first"
+        " metric that is not all zero)",
+    )
+    t.add_argument(
+        "--depth", "-d", type=int, default=None, help="show nodes with depth < DEPTH (roots: 0)"
+    )
+    t.add_argument(
+        "--max-nodes",
+        "-n",
+        type=int,
+        default=100,
+        help="show at most N nodes, the largest first (0: no limit; default: 100)",
+    )
+    t.add_argument(
+        "--threshold",
+        "-t",
+        type=float,
+        default=0.001,
+        help="hide nodes below this fraction of the root (0: show all but zero-valued"
+        " subtrees; default: 0.001)",
+    )
+    t.add_argument(
+        "--width",
+        "-w",
+        type=int,
+        default=60,
+        help="cut names longer than this in the middle (0: never; default: 60)",
+    )
+    t.add_argument("--second", default=None, help="another metric, shown in brackets")
     t.add_argument("--format", default=None, help="skip format detection")
     t.set_defaults(fn=_cmd_tree)
     i = sub.add_parser("info", help="format, nodes, metrics and profiles of a file")
@@ -97,6 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         return a.fn(a)
+    except BrokenPipeError:  # `cctviz tree FILE | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except CCTVizError as e:
         print(f"cctviz: {e}", file=sys.stderr)
         return 2

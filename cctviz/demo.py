@@ -18,10 +18,11 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from .model import units
 from .model.ensemble import Ensemble
+from .ops.comm import bandwidth
 from .readers import read, read_ensemble
 
 
@@ -57,28 +58,31 @@ def comm_by_module(ens: Ensemble) -> pd.DataFrame:
     """Communication per step of each (context, collective), mean over ranks.
 
     Columns: context (the path above the collective, below ``step``), kind,
-    calls, MB (1e6 bytes), ms, algbw and busbw (GB/s) per step.
+    calls, MB (1e6 bytes), ms, algbw and busbw (GB/s) per step, converted from
+    the units the tree states.
     """
     tree = ens.tree
     steps = float(ens.profiles["steps"].fillna(0).mean()) or 1.0
     f = tree.frame
     comm = f.index[(f["kind"] == "comm").to_numpy()]
+    to_ms = units.factor(tree.units["comm_time"], "ms")
+    to_mb = units.factor(tree.units.get("comm_bytes", "B"), "MB")
+    bw = bandwidth(tree, inclusive=False)
     rows = []
     for i in comm:
         path = tree.path(int(i))
         if path[1] != "step":
             continue
         m = tree.metrics.loc[i]
-        t = m["comm_time"]
         rows.append(
             {
                 "context": "/".join(path[2:-1]),
                 "kind": path[-1],
                 "calls": m["calls"] / steps,
-                "MB": m["comm_bytes"] / steps / 1e6,
-                "ms": t / steps / 1e6,
-                "algbw": m["comm_bytes"] / t if t > 0 else np.nan,
-                "busbw": m["bus_bytes"] / t if t > 0 else np.nan,
+                "MB": m["comm_bytes"] / steps * to_mb,
+                "ms": m["comm_time"] / steps * to_ms,
+                "algbw": bw.loc[i, "algbw"],
+                "busbw": bw.loc[i, "busbw"],
             }
         )
     return pd.DataFrame(rows)
@@ -101,8 +105,8 @@ def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dic
         f"{ddp.meta.get('params', 0):,} parameters"
     )
     step = ddp.focus(ddp.tree.query('MATCH (".", a) WHERE a."name" = "step"'))
-    print(f"\nThe step context, summed over {n} steps (ns; mean over ranks [min .. max]):")
-    print(step.prune("time (inc)", fraction=0.01).render("time (inc)", depth=6, precision=0))
+    print(f"\nThe step context, summed over {n} steps (mean over ranks [min .. max]):")
+    print(step.render("time (inc)", depth=6, threshold=0.01))
     tables = {}
     for s, ens in read_runs.items():
         t = comm_by_module(ens)
@@ -117,7 +121,7 @@ def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dic
         "comm_fsdp": out / "comm-fsdp.csv",
     }
     both.save(files["runs"])
-    files["tree"].write_text(ddp.render("time (inc)", precision=0) + "\n")
+    files["tree"].write_text(ddp.render("time (inc)", max_nodes=None, threshold=0) + "\n")
     tables["ddp"].to_csv(files["comm_ddp"], index=False)
     tables["fsdp"].to_csv(files["comm_fsdp"], index=False)
     print("\nwrote " + ", ".join(str(p) for p in [*runs.values(), *files.values()]))
@@ -153,7 +157,7 @@ def run_lulesh_demo(out: str | Path = "out") -> dict[str, Path]:
         f"({', '.join(str(c) for c in sorted(runs))} cores), {len(ens.tree)} call paths\n"
     )
     print(f"Calling-context tree of the {max(runs)}-core run (mean over ranks, spread, imbalance):")
-    print(largest.prune("time (inc)", fraction=0.01).render(depth=6, precision=0))
+    print(largest.render(depth=6, threshold=0.01))
 
     # where does the imbalance cost most? the time the slowest rank adds over the mean
     s = largest.stats("time (inc)")
@@ -162,7 +166,12 @@ def run_lulesh_demo(out: str | Path = "out") -> dict[str, Path]:
     big["path"] = largest.tree.callpaths.loc[big.index].str.replace("main/lulesh.cycle/", ".../")
     print("\nContexts where imbalance costs most (max - mean over ranks):")
     cols = ["path", "mean", "max", "cost", "imbalance", "slowest rank"]
-    print(big[cols].head(5).to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+    unit = largest.tree.units.get("time")
+    shown = big[cols].head(5).copy()
+    for c in ("mean", "max", "cost"):
+        shown[c] = [units.format_value(v, unit) for v in shown[c]]
+    shown["imbalance"] = [f"x{v:.2f}" for v in shown["imbalance"]]
+    print(shown.to_string(index=False))
 
     # scaling: mean inclusive time of the main phases per run
     q = largest.tree.query('MATCH (".", a)->(".", b) WHERE a."name" = "lulesh.cycle"')
@@ -176,7 +185,7 @@ def run_lulesh_demo(out: str | Path = "out") -> dict[str, Path]:
     scaling = pd.DataFrame(rows).T
     scaling.index.name = "cores"
     print("\nMean inclusive time of each phase under lulesh.cycle, per run:")
-    print(scaling.round(0).to_string())
+    print(scaling.map(lambda v: units.format_value(v, unit)).to_string())
 
     files = {
         "ensemble": out / "lulesh-scaling.cctviz",
@@ -187,6 +196,6 @@ def run_lulesh_demo(out: str | Path = "out") -> dict[str, Path]:
     ens.save(files["ensemble"])
     s.to_csv(files["stats"])
     scaling.to_csv(files["scaling"])
-    files["tree"].write_text(largest.render(precision=0) + "\n")
+    files["tree"].write_text(largest.render(max_nodes=None, threshold=0) + "\n")
     print("\nwrote " + ", ".join(str(p) for p in files.values()))
     return files

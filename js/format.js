@@ -1,113 +1,245 @@
 // Small pure helpers shared by the cctviz views (no DOM, no d3 needed).
+//
+// The number formatting here is a port of Python's `cctviz.model.units`
+// (`format_value`, `unit_label`, `canonical`): both sides must print the same
+// strings ("1.32 s", "75.3 ms", "3.73 MB", "2.10 GB/s", "51.2 M"). The shared
+// cases in tests/js/format_cases.json are checked by a node test and by a
+// Python test (tests/views/test_format_cases.py).
 
-/** Shown for missing values (NaN, null, undefined). U+2013 EN DASH. */
-export const MISSING = "\u2013";
+/** Shown for missing values (NaN, null, undefined), as Python's `format_value`. */
+export const MISSING = "n/a";
 
-/** Nanoseconds per time unit accepted by {@link formatMetric}. */
-const TIME_FACTORS = { ns: 1, us: 1e3, ms: 1e6, s: 1e9 };
-/** Alternative spellings of the time units, mapped to their canonical names. */
-const TIME_ALIASES = { "\u00b5s": "us", "\u03bcs": "us" }; // micro sign, Greek mu
-/** Output time units, smallest first. */
-const TIME_UNITS = ["ns", "us", "ms", "s"];
-/** Output byte units (binary prefixes), smallest first. */
-const BYTE_UNITS = ["B", "KiB", "MiB", "GiB"];
-/** SI prefixes for plain (unitless or unknown-unit) numbers, smallest first. */
-const SI_PREFIXES = ["", "k", "M", "G", "T", "P", "E"];
+/** Seconds per unit of time. */
+const TIME = { s: 1.0, ms: 1e-3, us: 1e-6, ns: 1e-9 };
+/** Bytes per unit of size (decimal prefixes). */
+const BYTES = { B: 1.0, kB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12 };
+/** Other spellings of units (matched as given, then lower-cased). */
+const ALIASES = {
+  sec: "s",
+  secs: "s",
+  second: "s",
+  seconds: "s",
+  msec: "ms",
+  millisecond: "ms",
+  milliseconds: "ms",
+  "\u00b5s": "us", // micro sign
+  "\u03bcs": "us", // Greek mu
+  usec: "us",
+  microsecond: "us",
+  microseconds: "us",
+  nsec: "ns",
+  nanosecond: "ns",
+  nanoseconds: "ns",
+  b: "B",
+  byte: "B",
+  bytes: "B",
+  kb: "kB",
+  mb: "MB",
+  gb: "GB",
+  tb: "TB",
+};
+const TIME_STEPS = [["s", 1.0], ["ms", 1e-3], ["us", 1e-6], ["ns", 1e-9]];
+const SI = [["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
+/** Words in a metric name that say it is a time or a size. */
+const MEASURED = ["time", "duration", "bytes", "_ns", "_us", "latency", "mem"];
+
+const has = (obj, key) => typeof key === "string" && Object.prototype.hasOwnProperty.call(obj, key);
 
 /**
- * Format a non-negative finite number to 3 significant digits without
- * exponent notation (except for magnitudes below 1e-6, where JavaScript's
- * `toPrecision` switches to it).
+ * The canonical spelling of a unit ("usec" -> "us", "bytes" -> "B"), or null
+ * for no unit. Unknown units come back as given (trimmed).
  *
- * 123.4 -> "123", 12.34 -> "12.3", 1.234 -> "1.23", 0.01234 -> "0.0123".
- * Numbers >= 1000 keep all their integer digits ("1234").
- *
- * @param {number} x non-negative finite number
- * @returns {string}
+ * @param {*} unit
+ * @returns {string|null}
  */
-function sig3(x) {
-  if (x >= 100) return x.toFixed(0);
-  if (x >= 10) return x.toFixed(1);
-  if (x >= 1) return x.toFixed(2);
-  return x.toPrecision(3);
+export function canonicalUnit(unit) {
+  if (unit === null || unit === undefined) return null;
+  const u = String(unit).trim();
+  if (!u) return null;
+  if (has(TIME, u) || has(BYTES, u)) return u;
+  const low = u.toLowerCase();
+  if (has(ALIASES, low)) return ALIASES[low];
+  if (has(ALIASES, u)) return ALIASES[u];
+  return u;
 }
 
 /**
- * Scale `magnitude` (>= 0, finite) through a ladder of units that are `base`
- * apart and format it with 3 significant digits. The largest unit whose size
- * does not exceed the magnitude is chosen; if rounding pushes the mantissa up
- * to `base` (e.g. 999.7 -> "1000") the next unit is used instead, so that
- * 999.7 ns prints as "1.00 us" rather than "1000 ns".
+ * "time", "bytes", "bandwidth" (bytes per time) or null.
  *
- * @param {number} magnitude value in units of `units[0]`
- * @param {string[]} units unit labels, smallest first
- * @param {number} base ratio between consecutive units
- * @param {boolean} exactIntegers print integers below `base` in the first unit exactly
- * @returns {[string, string]} [mantissa, unit]
+ * @param {*} unit
+ * @returns {"time"|"bytes"|"bandwidth"|null}
  */
-function scale(magnitude, units, base, exactIntegers) {
-  let i = 0;
-  while (i < units.length - 1 && magnitude >= base ** (i + 1)) i++;
-  for (;;) {
-    const scaled = magnitude / base ** i;
-    const text = i === 0 && exactIntegers && Number.isInteger(scaled) ? String(scaled) : sig3(scaled);
-    if (i < units.length - 1 && Number(text) >= base) {
-      i++;
-      continue;
-    }
-    return [text, units[i]];
+export function unitDimension(unit) {
+  const u = canonicalUnit(unit);
+  if (has(TIME, u)) return "time";
+  if (has(BYTES, u)) return "bytes";
+  if (u && u.includes("/")) {
+    const k = u.indexOf("/");
+    if (unitDimension(u.slice(0, k)) === "bytes" && unitDimension(u.slice(k + 1)) === "time") return "bandwidth";
   }
+  return null;
+}
+
+/** Multiply values in `src` by this to get them in `dst` (same dimension). */
+function factor(src, dst) {
+  const a = canonicalUnit(src);
+  const b = canonicalUnit(dst);
+  if (a === b) return 1.0;
+  for (const table of [TIME, BYTES]) if (has(table, a) && has(table, b)) return table[a] / table[b];
+  throw new RangeError(`cannot convert ${a} to ${b}`);
+}
+
+/** A finite non-negative double as an exact [mantissa, exponent] pair: x = m * 2**e. */
+function decompose(x) {
+  const dv = new DataView(new ArrayBuffer(8));
+  dv.setFloat64(0, x);
+  const hi = dv.getUint32(0);
+  const lo = dv.getUint32(4);
+  const expBits = (hi >>> 20) & 0x7ff;
+  let m = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
+  if (expBits === 0) return [m, -1074];
+  m |= 1n << 52n;
+  return [m, expBits - 1075];
 }
 
 /**
- * Format a metric value compactly for tables, tooltips and axis labels.
+ * `x` with `dec` digits after the point, rounded exactly (half to even), as
+ * Python's `f"{x:.{dec}f}"` prints it (JavaScript's `toFixed` rounds exact
+ * ties away from zero and switches to exponents from 1e21 on).
+ */
+export function toFixedExact(x, dec) {
+  const neg = x < 0 || Object.is(x, -0);
+  const [m, e] = decompose(Math.abs(x));
+  let num = m * 10n ** BigInt(dec);
+  let den = 1n;
+  if (e >= 0) num <<= BigInt(e);
+  else den <<= BigInt(-e);
+  let q = num / den;
+  const r2 = 2n * (num % den);
+  if (r2 > den || (r2 === den && (q & 1n) === 1n)) q += 1n;
+  let s = q.toString();
+  if (dec > 0) {
+    s = s.padStart(dec + 1, "0");
+    s = `${s.slice(0, s.length - dec)}.${s.slice(s.length - dec)}`;
+  }
+  return (neg ? "-" : "") + s;
+}
+
+/** `x` with `digits` significant figures, no exponent (Python's `_digits`). */
+function sigDigits(x, digits) {
+  if (x === 0) return "0";
+  const mag = Math.floor(Math.log10(Math.abs(x)));
+  const dec = Math.max(digits - 1 - mag, 0);
+  const out = toFixedExact(x, dec);
+  // rounded up to 10 ** (mag + 1): one digit less, as Python's `_digits`
+  if (dec > 0 && Math.abs(Number(out)) >= 10 ** (mag + 1)) return toFixedExact(x, dec - 1);
+  return out;
+}
+
+/**
+ * A value as a person reads it: scaled, with its unit (the same strings as
+ * Python's `cctviz.model.units.format_value`).
  *
- * - Time units (`unit` is `"ns"`, `"us"`, `"ms"` or `"s"`; `"µs"` is accepted
- *   as an alias of `"us"`): `value` is interpreted in that unit and shown in
- *   the largest of ns/us/ms/s that keeps the mantissa >= 1, e.g.
- *   `formatMetric(1500, "us")` -> `"1.50 ms"`. Values beyond seconds stay in
- *   seconds (`"3600 s"`).
- * - `unit === "bytes"`: binary prefixes B/KiB/MiB/GiB (1 KiB = 1024 B), e.g.
- *   `formatMetric(1536, "bytes")` -> `"1.50 KiB"`; whole byte counts below
- *   1024 print exactly (`"512 B"`).
- * - Anything else (`undefined`, `null`, `""`, or another unit string such as
- *   `"calls"`): 3 significant digits with SI prefixes k/M/G/T/P/E for
- *   magnitudes >= 1000 (`"1.23k"`, `"45.6M"`); integers below 1000 print
- *   exactly (`"42"`). A non-empty unit string is appended after a space
- *   (`"1.23k calls"`).
+ * - Times pick s/ms/us/ns: `formatValue(0.0753, "s")` -> `"75.3 ms"`.
+ * - Bytes take decimal prefixes: `formatValue(3.73e6, "B")` -> `"3.73 MB"`;
+ *   bandwidths too: `formatValue(2.1e9, "B/s")` -> `"2.10 GB/s"`.
+ * - Anything else (no unit, or an unknown one) gets SI suffixes and the unit
+ *   after them: `formatValue(51.2e6)` -> `"51.2 M"`, `formatValue(12, "calls")`
+ *   -> `"12 calls"`.
+ * - NaN, null, undefined -> `"n/a"`; infinities `"inf"` / `"-inf"`.
  *
- * Negative values keep their sign (`"-1.50 ms"`); zero prints as `"0"` plus
- * the smallest unit (`"0 ns"`, `"0 B"`, `"0"`); ±Infinity prints as `"∞"` /
- * `"-∞"`; NaN, `null` and `undefined` print as `"–"` (en dash, {@link MISSING}).
- * BigInt values are converted to Number.
- *
- * @param {number|bigint|null|undefined} value the metric value
- * @param {string} [unit] `"ns"|"us"|"ms"|"s"`, `"bytes"`, or any other label
+ * @param {number|bigint|null|undefined} value
+ * @param {string|null} [unit]
+ * @param {number} [digits=3] significant digits
  * @returns {string}
  */
-export function formatMetric(value, unit) {
+export function formatValue(value, unit, digits = 3) {
   if (value === null || value === undefined) return MISSING;
   const v = Number(value);
-  if (Number.isNaN(v)) return MISSING;
-  if (!Number.isFinite(v)) return v > 0 ? "\u221e" : "-\u221e";
-  const sign = v < 0 ? "-" : "";
-  const mag = Math.abs(v);
+  if (Number.isNaN(v)) return typeof value === "string" && value.trim().toLowerCase() !== "nan" ? value : MISSING;
+  if (!Number.isFinite(v)) return v < 0 ? "-inf" : "inf";
+  const u = canonicalUnit(unit);
+  const dim = unitDimension(u);
+  const a = Math.abs(v);
+  if (dim === "time") {
+    const secs = v * TIME[u];
+    if (secs === 0) return `0 ${u}`;
+    for (const [name, scale] of TIME_STEPS) {
+      if (Math.abs(secs) >= scale * 0.9995 || name === "ns") return `${sigDigits(secs / scale, digits)} ${name}`;
+    }
+  }
+  if (dim === "bytes" || dim === "bandwidth") {
+    let per = "";
+    let base;
+    if (dim === "bandwidth") {
+      const k = u.indexOf("/");
+      base = (v * factor(u.slice(0, k), "B")) / factor(u.slice(k + 1), "s");
+      per = "/s";
+    } else base = v * BYTES[u];
+    for (const [prefix, scale] of SI) {
+      if (Math.abs(base) >= scale * 0.9995) return `${sigDigits(base / scale, digits)} ${prefix}B${per}`;
+    }
+    return `${Number.isInteger(base) ? String(base) : sigDigits(base, digits)} B${per}`;
+  }
+  const suffix = u ? ` ${u}` : "";
+  for (const [prefix, scale] of SI) {
+    if (a >= scale * 0.9995) return `${sigDigits(v / scale, digits)} ${prefix}${suffix}`;
+  }
+  if (Number.isInteger(v) && a < 1e15) return `${String(v)}${suffix}`;
+  return `${sigDigits(v, digits)}${suffix}`;
+}
 
-  const timeUnit = TIME_ALIASES[unit] ?? unit;
-  if (Object.prototype.hasOwnProperty.call(TIME_FACTORS, timeUnit)) {
-    if (mag === 0) return "0 ns";
-    const [text, u] = scale(mag * TIME_FACTORS[timeUnit], TIME_UNITS, 1000, false);
-    return `${sign}${text} ${u}`;
-  }
-  if (unit === "bytes") {
-    if (mag === 0) return "0 B";
-    const [text, u] = scale(mag, BYTE_UNITS, 1024, true);
-    return `${sign}${text} ${u}`;
-  }
-  const suffix = typeof unit === "string" && unit !== "" ? ` ${unit}` : "";
-  if (mag === 0) return `0${suffix}`;
-  const [text, prefix] = scale(mag, SI_PREFIXES, 1000, true);
-  return `${sign}${text}${prefix}${suffix}`;
+/** Former name of {@link formatValue}. */
+export const formatMetric = formatValue;
+
+/** Whether a metric's name says it is a time or a size (so a missing unit matters). */
+export function looksMeasured(metric) {
+  const m = String(metric).toLowerCase();
+  return MEASURED.some((w) => m.includes(w));
+}
+
+/**
+ * A metric's name with its unit, for legends (Python's `unit_label`):
+ * `"time (inc) [ms]"`; `"time [unit unknown]"` for a time or size metric
+ * whose unit no one stated; the plain name otherwise.
+ *
+ * @param {string} metric
+ * @param {Object<string,string>} units metric (without " (inc)") -> unit
+ * @returns {string}
+ */
+const STATS = ["max", "min", "std", "cost", "mean", "median"];
+
+export function unitLabel(metric, units) {
+  const full = String(metric);
+  let name = full;
+  const stat = STATS.find((s) => name.endsWith(` [${s}]`));
+  if (stat) name = name.slice(0, -(stat.length + 3));
+  else if (name.endsWith(" [imbalance]")) return full; // a ratio: no unit
+  const base = name.endsWith(" (inc)") ? name.slice(0, -" (inc)".length) : name;
+  const key = [full, name, base].find((k) => units && has(units, k) && units[k]);
+  const u = canonicalUnit(key === undefined ? null : units[key]);
+  if (u) return `${full} [${u}]`;
+  if (looksMeasured(base)) return `${full} [unit unknown]`;
+  return full;
+}
+
+/** A ratio such as an imbalance (max/mean): "2.3×", "64×"; "n/a" when missing. */
+export function formatRatio(v) {
+  if (v === null || v === undefined || Number.isNaN(Number(v))) return MISSING;
+  const x = Number(v);
+  if (!Number.isFinite(x)) return x < 0 ? "-inf" : "inf";
+  return `${Math.abs(x) >= 10 ? toFixedExact(x, 0) : toFixedExact(x, 1)}\u00d7`;
+}
+
+/**
+ * A fraction as a percentage with at most 3 significant digits, trailing
+ * zeros dropped: 0.1234 -> "12.3%", 0.01 -> "1%", 0.0045 -> "0.45%"; "n/a" when missing.
+ */
+export function formatPercent(f) {
+  if (f === null || f === undefined || !Number.isFinite(Number(f))) return MISSING;
+  let s = sigDigits(Number(f) * 100, 3);
+  if (s.includes(".")) s = s.replace(/0+$/, "").replace(/\.$/, "");
+  return `${s}%`;
 }
 
 /** Supported dtypes: element size in bytes, typed-array class, DataView getter. */

@@ -8,7 +8,16 @@
 
 import { renderCCT } from "./cct/view.js";
 
-export { MISSING, formatMetric, readColumn } from "./format.js";
+export {
+  MISSING,
+  canonicalUnit,
+  formatMetric,
+  formatPercent,
+  formatRatio,
+  formatValue,
+  readColumn,
+  unitLabel,
+} from "./format.js";
 export { renderCCT } from "./cct/view.js";
 
 /** Views by `_kind`. */

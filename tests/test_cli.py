@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -9,12 +10,98 @@ import cctviz
 from cctviz.cli import main
 from tests.conftest import DATA, HATCHET_JSON
 
+KRIPKE = DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696"
+RESNET = DATA / "kineto" / "kineto_tb_resnet50_2021.json.gz"
+GLYPH = re.compile(r"[├└]─ ")
+
+
+def names_of(out: str) -> list[str]:
+    """The node names of a `cctviz tree` output (right of the value columns)."""
+    lines = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    base = min(m.start() for ln in lines if (m := GLYPH.search(ln)))
+    return [GLYPH.split(ln[base:])[-1].strip() for ln in lines]
+
 
 def test_tree_command(capsys):
     assert main(["tree", str(HATCHET_JSON), "--depth", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[1] == "135.000 foo"
-    assert len(out) == 1 + 4 + 2  # header, foo and its 3 children... plus the second root and child
+    assert out[0] == "# time (inc) [unit unknown]; 24 nodes, 6 shown"
+    assert out[1] == "135  foo"
+    assert len(out) == 1 + 4 + 2 + 2  # header, foo and its 3 children, the second root and
+    # child, what was not shown and how to see more: in the words of the command line
+    assert out[-2:] == ["# not shown: 18 nodes deeper than depth 2", "# more: --depth 4"]
+
+
+def test_tree_options(capsys):
+    assert main(["tree", str(KRIPKE), "--max-nodes", "7"]) == 0
+    out = capsys.readouterr().out
+    assert len(names_of(out)) == 7
+    more = out.splitlines()[-1]
+    assert more.startswith("# more: --max-nodes ") and "--threshold 0.0001" in more
+    assert "max_nodes=" not in out and "threshold=" not in out
+    assert main(["tree", str(KRIPKE), "-n", "0", "--threshold", "0.01", "--width", "12"]) == 0
+    out = capsys.readouterr().out
+    names = names_of(out)
+    assert 10 < len(names) < 60 and max(len(n) for n in names) == 12
+    assert "SweepSolver" in names and "Kerne…tering" in names
+    assert "below 1% of the root" in out
+    assert main(["tree", str(KRIPKE), "--threshold", "0", "--max-nodes", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "MPI_Init  (10 zero-valued nodes below, folded)" in out
+    assert "PMPI_Init" not in out  # the rest of the zero chain is folded
+    assert (
+        main(["tree", str(RESNET), "-n", "5", "-m", "gpu_time (inc)", "--second", "calls (inc)"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert out.startswith("# gpu_time (inc) [us] (calls (inc) in brackets);")
+    assert re.search(r"^ *\d\S* ms \(\d\S*( k)?\)  process$", out, re.M)
+    assert main(["tree", str(RESNET), "-n", "5"]) == 0
+    assert "--metric 'gpu_time (inc)'" in capsys.readouterr().out
+    assert main(["tree", str(HATCHET_JSON), "--metric", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cctviz: no metric 'nope'") and len(err.splitlines()) == 1
+
+
+def test_tree_of_a_cctviz_run_shows_times_with_units(tmp_path, capsys):
+    """A `cctviz run` folder (here cctviz.profile in this process, one rank):
+    nanoseconds are read as times, never as 10-digit integers."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with cctviz.profile(out=tmp_path / "run", warmup=1) as prof:
+        for _ in range(4):
+            model(torch.randn(8, 16)).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+    assert cctviz.read(prof.out).tree.units["time"] == "ns"
+    assert main(["tree", str(prof.out), "--threshold", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# time (inc) [ns], mean over 1 profile;")
+    body = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    assert len(body) >= 8 and "step" in names_of(out)
+    for ln in body:
+        assert re.match(r"^ *\d+(\.\d+)? (s|ms|us|ns)  ", ln), ln
+    assert not re.search(r"\d{5,}", out)  # no raw nanoseconds anywhere
+    assert main(["info", str(prof.out)]) == 0
+    info = capsys.readouterr().out
+    assert re.search(r"^time +ns +sum +\d+(\.\d+)? (s|ms)$", info, re.M)
+    assert "profiles: 1 in 1 run" in info
+
+
+def test_info_command_text(capsys):
+    assert main(["info", str(KRIPKE)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == str(KRIPKE)
+    assert out[1] == "Ensemble (hpctoolkit): 1492 nodes, 1 root, depth 28"
+    assert out[2] == "profiles: 64 in 1 run, 26550 (node, profile) rows"
+    assert ["metric  unit  rule  total", "time    us    sum   192 s"] == out[4:6]
+    assert main(["info", str(RESNET)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^gpu_time +us +sum +604 ms$", out, re.M)
+    assert re.search(r"^comm_bytes +B +sum +0 B$", out, re.M)
 
 
 def test_info_command_json(capsys):
@@ -24,6 +111,9 @@ def test_info_command_json(capsys):
     assert info["format"] == "caliper-json"
     assert info["profiles"] == 8 and info["nodes"] == 24
     assert info["metrics"] == ["time"]
+    assert info["aggregation"] == {"time": "sum"} and info["units"] == {}
+    assert info["runs"] == {"": 8} and info["live profiles"] == 8
+    assert info["totals"]["time"] == pytest.approx(5889901.5)
 
 
 def test_errors_are_one_line(tmp_path, capsys):
@@ -63,7 +153,7 @@ def test_lulesh_demo_writes_outputs(tmp_path):
         text=True,
         check=True,
     )
-    assert "Most imbalanced contexts" in r.stdout
+    assert "Contexts where imbalance costs most" in r.stdout
     ens = cctviz.read(tmp_path / "lulesh-scaling.cctviz")
     assert ens.n_profiles == 1 + 8 + 27 + 64
     assert (tmp_path / "scaling.csv").read_text().startswith("cores,")

@@ -270,7 +270,13 @@ class Ensemble:
         )
 
     def __str__(self) -> str:
-        return self.render()
+        """The top of the mean tree with the spread (``print(ens)``), and how to see more."""
+        from ..ops.text import SHORT_NODES, render
+
+        return render(self, max_nodes=SHORT_NODES, hint="repr")
+
+    def _repr_pretty_(self, p, cycle) -> None:  # IPython: the short view of str()
+        p.text(repr(self) if cycle else str(self))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Ensemble):
@@ -463,7 +469,10 @@ class Ensemble:
         return focus(self, node)
 
     def render(self, metric: str | None = None, **kw: Any) -> str:
-        """Text tree of the mean, with the spread over profiles."""
+        """Text tree of the mean over profiles, with the spread ``[min .. max]``
+        and, where it costs >= 1% of the root, the imbalance max/mean and its
+        cost max - mean; options as :meth:`Tree.render`
+        (:func:`cctviz.ops.text.render`)."""
         from ..ops.text import render
 
         return render(self, metric, **kw)

@@ -464,10 +464,13 @@ class Tree:
         )
 
     def __str__(self) -> str:
-        return self.render()
+        """The top of the tree (``print(tree)``), with a line on how to see more."""
+        from ..ops.text import SHORT_NODES, render
 
-    def _repr_pretty_(self, p, cycle) -> None:  # IPython
-        p.text(repr(self))
+        return render(self, max_nodes=SHORT_NODES, hint="repr")
+
+    def _repr_pretty_(self, p, cycle) -> None:  # IPython: the short view of str()
+        p.text(repr(self) if cycle else str(self))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tree):
@@ -691,14 +694,21 @@ class Tree:
         metric: str | None = None,
         *,
         depth: int | None = None,
-        max_nodes: int = 500,
-        precision: int = 3,
+        max_nodes: int | None = 100,
+        threshold: float | None = 0.001,
+        width: int | None = 60,
         **kw: Any,
     ) -> str:
-        """Indented text picture of the tree, like Hatchet's ``tree()``."""
+        """Indented text picture of the tree, largest children first, values
+        with units: at most ``max_nodes`` nodes, none whose subtree stays below
+        ``threshold`` of the root, zero-valued subtrees folded, names cut to
+        ``width`` (see :func:`cctviz.ops.text.render` for ``second=``,
+        ``digits=`` and the rest)."""
         from ..ops.text import render
 
-        return render(self, metric, depth=depth, max_nodes=max_nodes, precision=precision, **kw)
+        return render(
+            self, metric, depth=depth, max_nodes=max_nodes, threshold=threshold, width=width, **kw
+        )
 
     def to_hatchet_literal(self) -> list[dict[str, Any]]:
         """The tree as the graph literal ``hatchet.GraphFrame.from_literal`` takes:

@@ -134,6 +134,9 @@ def finest(units: list[Any]) -> str | None:
     return canon[0] if canon else None
 
 
+#: derived ensemble statistics that keep their metric's unit
+_STATS = ("max", "min", "std", "cost", "mean", "median")
+
 _TIME_STEPS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 _SI = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
 
@@ -144,7 +147,10 @@ def _digits(x: float, digits: int) -> str:
         return "0"
     mag = int(math.floor(math.log10(abs(x))))
     dec = max(digits - 1 - mag, 0)
-    return f"{x:.{dec}f}"
+    out = f"{x:.{dec}f}"
+    if dec and abs(float(out)) >= 10.0 ** (mag + 1):  # rounded up to 10**(mag+1): one digit less
+        out = f"{x:.{dec - 1}f}"
+    return out
 
 
 def format_value(value: Any, unit: Any = None, digits: int = 3) -> str:
@@ -209,9 +215,19 @@ def unit_label(metric: str, units: Mapping[str, Any]) -> str:
     ('time (inc) [ms]', 'calls')
     >>> unit_label("time", {})
     'time [unit unknown]'
+    >>> unit_label("time (inc) [cost]", {"time": "s"}), unit_label("time (inc) [imbalance]", {})
+    ('time (inc) [cost] [s]', 'time (inc) [imbalance]')
     """
-    base = metric[: -len(" (inc)")] if metric.endswith(" (inc)") else metric
-    u = canonical(units.get(base))
+    name = metric
+    for stat in _STATS:  # derived ensemble columns: "time (inc) [max]" is in time's unit
+        if name.endswith(f" [{stat}]"):
+            name = name[: -len(stat) - 3]
+            break
+    else:
+        if name.endswith(" [imbalance]"):  # a ratio: no unit
+            return metric
+    base = name[: -len(" (inc)")] if name.endswith(" (inc)") else name
+    u = next((canonical(units[k]) for k in (metric, name, base) if units.get(k)), None)
     if u:
         return f"{metric} [{u}]"
     if looks_measured(base):

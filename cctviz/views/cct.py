@@ -32,12 +32,17 @@ import traitlets
 from ..model._algo import accumulate_up
 from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
-from ..model.tree import Tree
+from ..model.tree import Tree, base_metric
 from ..ops.transform import OTHER
 from .lod import LevelOfDetail, ancestors_closure, level_of_detail, other_values
 from .source import MetricSource, split_metric
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
+
+#: the imbalance cue marks a node whose imbalance costs (max - mean over the
+#: profiles) at least this share of the whole tree's mean value: 1% of the
+#: run's time is worth a look; less is noise next to the tree's own cost
+CUE_SHARE = 0.01
 
 
 def _static(name: str) -> pathlib.Path:
@@ -92,6 +97,11 @@ class CCTView(anywidget.AnyWidget):
         layout: ``"tree"`` (node-link) or ``"icicle"``.
         max_nodes: level-of-detail budget: the most nodes sent to the browser.
         **kwargs: any other trait (``selection``, ``collapsed``, ``focus``, ``search``).
+
+    For an Ensemble, each node shows its spread over the live profiles and,
+    where its imbalance costs (max - mean) at least :data:`CUE_SHARE` of the
+    whole tree's mean, a red cue with that cost (:meth:`imbalance_cues`).
+    Colour by ``"<metric> [cost]"`` to rank the imbalance by what it costs.
 
     State traits (synced, readable and settable): ``selection``, ``collapsed``,
     ``expanded``, ``focus``, ``color``, ``size``, ``layout``, ``search``,
@@ -343,21 +353,33 @@ class CCTView(anywidget.AnyWidget):
         c = [self.color] if isinstance(self.color, str) else list(self.color)
         return c + ([self.size] if self.size else [])
 
-    def _priority_metric(self) -> str:
-        for m in self._metrics_in_use():
-            if self._src.is_additive(m):
+    def _priority_metric(self) -> str | None:
+        """The metric that ranks nodes for the level of detail: an additive one
+        (the first in use, else the default, else any), else an inclusive
+        ``"max"`` one (also never smaller in a parent than in a child), else
+        None (rank by subtree size)."""
+        src = self._src
+        cands = list(dict.fromkeys([*self._metrics_in_use(), src.default_metric, *src.metrics]))
+        for m in cands:
+            if src.is_additive(m):
                 return m
-        return self._src.default_metric
+        for m in cands:
+            if src.rule(m) == "max" and split_metric(m)[1] is None:
+                return m
+        return None
 
     def _priority(self) -> np.ndarray:
         """|priority metric| per node; missing values count as 0 and do not
-        poison their ancestors' inclusive sums (one NaN would rank all alike)."""
+        poison their ancestors' inclusive sums (one NaN would rank all alike).
+        Without a metric that grows towards the root: the subtree size."""
+        t = self.tree
         m = self._priority_metric()
+        if m is None:
+            return (t.end - np.arange(len(t))).astype(np.float64)
         col = self._src.column(m)
         if np.isnan(col).any():
             exc = self._src.exclusive_of(m)
             if exc is not None:
-                t = self.tree
                 col = accumulate_up(np.nan_to_num(exc), t.parent, t.levels)
             else:
                 col = np.nan_to_num(col)
@@ -399,14 +421,21 @@ class CCTView(anywidget.AnyWidget):
         return [str(x) for x in names]
 
     def _row_values(self, lod: LevelOfDetail, metric: str) -> np.ndarray:
+        """Values per row; an "other" row's by the column's rule (NaN for "none")."""
         col = self._src.column(metric)
         out = np.full(lod.n_rows, np.nan)
         out[lod.row_of_shown] = col[lod.shown]
-        if lod.other_parent.size and self._src.is_additive(metric):
-            exc = self._src.exclusive_of(metric)
-            exc = np.zeros_like(col) if exc is None else exc
-            out[lod.is_other] = other_values(col, exc, self.tree.parent, lod)
+        if lod.other_parent.size:
+            out[lod.is_other] = other_values(col, self.tree.parent, lod, self._src.rule(metric))
         return out
+
+    def _total(self, metric: str) -> float | None:
+        """The whole tree's value of an additive metric (its roots' sum)."""
+        if not self._src.is_additive(metric):
+            return None
+        col = self._src.column(metric)
+        v = float(np.nansum(col[self.tree.parent < 0]))
+        return v if np.isfinite(v) else None
 
     def _payload(self, lod: LevelOfDetail) -> dict[str, Any]:
         # lone surrogates (valid JSON escapes in a profile) must not break the view
@@ -425,7 +454,7 @@ class CCTView(anywidget.AnyWidget):
             "name_bytes": memoryview(b"".join(encoded)),
             "name_offsets": _i32(offsets),
             "units": {m: u for m in self._src.metrics if (u := self._src.unit(m))},
-            "inclusive": {m: self._src.is_additive(m) for m in self._src.metrics},
+            "aggregation": {m: self._src.rule(m) for m in self._src.metrics},
             "focus_path": list(self.tree.path(self.focus)[:-1]) if self.focus >= 0 else [],
             "spread": None,
         }
@@ -436,21 +465,68 @@ class CCTView(anywidget.AnyWidget):
         if self.size:
             v = self._row_values(lod, self.size)
             data["size"], data["size_domain"] = _f32(v), _domain(v[real])
+        # for the tooltip: the exclusive part and the share of the whole tree
+        exc = self._src.exclusive_of(colors[0])
+        if exc is not None:
+            v = np.full(lod.n_rows, np.nan)
+            v[lod.row_of_shown] = exc[lod.shown]
+            data["exclusive"], data["exclusive_metric"] = _f32(v), base_metric(colors[0])[0]
+        data["color_total"] = self._total(colors[0])
         if self._src.ensemble is not None:
             data["spread"] = self._spread(lod, colors[0])
         return data
 
     def _spread(self, lod: LevelOfDetail, color: str) -> dict[str, Any]:
+        """Per-row statistics over profiles of ``color``'s base metric
+        (``Ensemble.stats``: failed profiles and runs without the node do not
+        count) and the imbalance cue's threshold (:data:`CUE_SHARE`)."""
+        ens = self._src.ensemble
+        assert ens is not None
         metric = self._src.spread_metric(color)
         st = self._src.spread(metric)
         assert st is not None
-        out: dict[str, Any] = {"metric": metric, "profiles": self._src.ensemble.n_profiles}
-        for k in ("min", "mean", "max", "std"):
+        live = int(ens.live.sum())
+        out: dict[str, Any] = {
+            "metric": metric,
+            "profiles": live,
+            "failed": ens.n_profiles - live,
+        }
+        for k in ("min", "mean", "max", "std", "cost"):
             v = np.full(lod.n_rows, np.nan)
-            v[lod.row_of_shown] = st[k].to_numpy()[lod.shown]
+            v[lod.row_of_shown] = st[k].to_numpy(dtype=np.float64)[lod.shown]
             out[k] = _f32(v)
         am = np.full(lod.n_rows, -1, dtype=np.int64)
         am[lod.row_of_shown] = st["argmax"].to_numpy()[lod.shown]
         out["argmax"] = _i32(am)
         out["labels"] = self._src.profile_labels(am[am >= 0])
+        out["cost_threshold"] = self._cue_threshold(metric)
+        out["cue_share"] = CUE_SHARE
         return out
+
+    def _cue_threshold(self, metric: str) -> float | None:
+        """Smallest imbalance cost (max - mean) a node needs for the imbalance
+        cue: :data:`CUE_SHARE` of the whole tree's mean value of ``metric``
+        (its roots' sum for an additive metric, else the largest |mean| of any
+        node). Fixed for the tree, whatever the focus. None: no scale."""
+        st = self._src.spread(metric)
+        assert st is not None
+        mean = st["mean"].to_numpy(dtype=np.float64)
+        if self._src.is_additive(metric):
+            scale = float(np.nansum(np.abs(mean[self.tree.parent < 0])))
+        else:
+            scale = float(np.nanmax(np.abs(mean))) if np.isfinite(mean).any() else 0.0
+        return CUE_SHARE * scale if np.isfinite(scale) and scale > 0 else None
+
+    def imbalance_cues(self) -> NodeSet:
+        """The nodes the view marks with the imbalance cue (an Ensemble only):
+        those whose imbalance costs (max - mean of the spread metric over the
+        live profiles) at least :data:`CUE_SHARE` of the whole tree's mean."""
+        if self._src.ensemble is None:
+            return NodeSet(self.tree)
+        c = self.color
+        metric = self._src.spread_metric(c if isinstance(c, str) else c[0])
+        thr = self._cue_threshold(metric)
+        if thr is None:
+            return NodeSet(self.tree)
+        cost = self._src.spread(metric)["cost"].to_numpy(dtype=np.float64)
+        return NodeSet(self.tree, np.flatnonzero(cost >= thr))

@@ -12,8 +12,9 @@ root), so with ties broken by pre-order id every prefix of the ranking is
 closed under ancestors: the top ``k`` nodes always form a tree.
 
 A shown node whose children are only partly shown gets one "other" row after
-its shown children that stands for the hidden ones (values summed, so sizes
-add up); a node with none of its children shown is drawn as collapsed.
+its shown children that stands for the hidden ones (values combined by each
+metric's rule, :func:`other_values`: summed for inclusive sums, so sizes add
+up); a node with none of its children shown is drawn as collapsed.
 
 Example:
     >>> import numpy as np
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model._algo import level_order
+from ..model._algo import combine_at, level_order
 
 #: ``flags`` bits (see cctviz/views/CONTRACT.md)
 HAS_CHILDREN, CHILDREN_HIDDEN, USER_COLLAPSED, MATCH, OTHER = 1, 2, 4, 8, 16
@@ -320,17 +321,36 @@ def _rows(
 
 
 def other_values(
-    inclusive: np.ndarray, exclusive: np.ndarray, parent: np.ndarray, lod: LevelOfDetail
+    values: np.ndarray, parent: np.ndarray, lod: LevelOfDetail, rule: str = "sum"
 ) -> np.ndarray:
-    """Values of the "other" rows of an inclusive metric: the parent's children total
-    minus its shown children (so the rows under a parent add up to the parent)."""
-    shown = lod.shown
-    if not shown.size:
-        return np.empty(0)
-    sp = parent[shown]
-    ok = sp >= shown[0]  # parents inside the shown range (the focus node's is not)
-    kid_sum = np.bincount(
-        np.searchsorted(shown, sp[ok]), weights=inclusive[shown[ok]], minlength=shown.size
-    )
+    """Values of the "other" rows (in row order) of a metric column whose values
+    of whole subtrees combine by ``rule``: the rule applied to the inclusive
+    values of the hidden siblings each row stands for.
+
+    - ``"sum"``: their total (so the rows under a parent add up to the
+      parent's children total; a NaN among them makes it NaN);
+    - ``"max"`` / ``"min"``: the largest / smallest of them (NaN ignored);
+    - ``"none"``: NaN (the values do not combine).
+
+    >>> parent = np.array([-1, 0, 0, 0])
+    >>> lod = level_of_detail(parent, np.array([4, 2, 3, 4]), np.array([9.0, 5, 2, 1]), budget=3)
+    >>> lod.row_id.tolist(), [other_values(np.array([9.0, 5, 2, 1]), parent, lod, r).tolist()
+    ...                       for r in ("sum", "max", "min")]
+    ([0, 1, -2], [[3.0], [2.0], [1.0]])
+    """
     op = lod.other_parent
-    return inclusive[op] - exclusive[op] - kid_sum[np.searchsorted(shown, op)]
+    out = np.full(op.size, 0.0 if rule == "sum" else np.nan)
+    if not op.size or rule == "none":
+        return out
+    if rule not in ("sum", "max", "min"):
+        raise ValueError(f"unknown aggregation rule {rule!r}")
+    parent = np.asarray(parent)
+    kids = np.flatnonzero(np.isin(parent, op))
+    shown = lod.shown
+    pos = np.searchsorted(shown, kids)
+    is_shown = (pos < shown.size) & (shown[np.minimum(pos, shown.size - 1)] == kids)
+    hidden = kids[~is_shown]
+    order = np.argsort(op)
+    slot = order[np.searchsorted(op, parent[hidden], sorter=order)]
+    combine_at(out, slot, np.asarray(values, dtype=np.float64)[hidden], rule)
+    return out

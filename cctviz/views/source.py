@@ -8,8 +8,16 @@ Views speak one metric namespace whatever they display:
   the mean over profiles (``Ensemble.stats``: a failed rank, or a run without
   the node, does not count; a rank of a run that never entered it counts 0),
   plus derived spread columns
-  ``"<metric> [max]"``, ``"[min]"``, ``"[std]"`` and ``"[imbalance]"`` (max/mean)
-  of every inclusive metric.
+  ``"<metric> [max]"``, ``"[min]"``, ``"[std]"``, ``"[cost]"`` (max - mean:
+  what the imbalance costs, in the metric's unit) and ``"[imbalance]"``
+  (max/mean, a ratio without unit) of every inclusive metric.
+
+Every column has a rule (:meth:`MetricSource.rule`) saying how the values of
+several whole sibling subtrees combine (what an "other" row of a view shows,
+and whether the column can size an icicle): ``"sum"`` for inclusive sums
+(additive), ``"max"``/``"min"`` for inclusive maxima/minima, ``"none"`` for
+exclusive columns, per-node constants and spread statistics that do not
+combine (the ``[std]`` of a group of subtrees is not any function of theirs).
 
 Columns are computed lazily and cached; nothing here knows about widgets.
 
@@ -19,6 +27,8 @@ Example:
     >>> s = MetricSource(t)
     >>> s.metrics, s.column("time (inc)").tolist(), s.is_additive("time (inc)")
     (['time (inc)', 'time'], [3.0, 2.0], True)
+    >>> s.rule("time (inc)"), s.rule("time")
+    ('sum', 'none')
 """
 
 from __future__ import annotations
@@ -29,10 +39,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..model import units as _units
 from ..model.ensemble import Ensemble
 from ..model.tree import INC, Tree, base_metric
 
-STATS = ("max", "min", "std", "imbalance")
+#: derived spread columns of an Ensemble, ``"<metric> [<stat>]"``
+STATS = ("max", "min", "std", "cost", "imbalance")
+#: derived columns that are ratios (no unit)
+RATIOS = ("imbalance",)
 
 
 def split_metric(name: str) -> tuple[str, str | None]:
@@ -81,12 +95,40 @@ class MetricSource:
         return self.tree.metric_column(None) if self.tree.exc_metrics else self.metrics[0]
 
     def is_additive(self, name: str) -> bool:
-        """Whether values of children add up under their parent (inclusive sums and means)."""
+        """Whether values of children add up under their parent: an inclusive
+        ``"sum"`` metric (for an Ensemble, its mean over profiles). Spread
+        columns (``[max]``, ``[cost]``, ...) never are; unknown names neither."""
+        if name not in self.metrics:
+            return False
         base, stat = split_metric(name)
-        return stat is None and base.endswith(INC)
+        return stat is None and self.tree.is_additive(base)
+
+    def rule(self, name: str) -> str:
+        """How the values of several whole sibling subtrees combine:
+        ``"sum"``, ``"max"``, ``"min"`` or ``"none"`` (module docstring).
+
+        ``[max]`` of a ``"max"`` metric is ``"max"`` (a maximum over profiles of
+        maxima over subtrees is the maximum over subtrees of the per-subtree
+        maxima), ``[min]`` of a ``"min"`` metric ``"min"``; other spread
+        columns are ``"none"``.
+        """
+        self.check(name)
+        base, stat = split_metric(name)
+        t = self.tree
+        inclusive = base.endswith(INC) and base not in t.exc_metrics
+        rule = t.rule(base) if inclusive else "none"
+        if stat is None:
+            return rule
+        return rule if stat == rule else "none"
 
     def unit(self, name: str) -> str | None:
-        return self.tree.units.get(base_metric(split_metric(name)[0])[0])
+        """Canonical unit of a metric column (``"ms"``, ``"B"``...), None when
+        unknown and for ratios (``[imbalance]``)."""
+        base, stat = split_metric(name)
+        if stat in RATIOS:
+            return None
+        units = self.tree.units
+        return _units.canonical(units.get(base) or units.get(base_metric(base)[0]))
 
     def exclusive_of(self, name: str) -> np.ndarray | None:
         """The exclusive column behind an additive (inclusive) metric, if there is one."""

@@ -1,7 +1,7 @@
 // Decoding of the CCT view's `_data` trait (see cctviz/views/CONTRACT.md).
 // Pure functions: no DOM, no d3.
 
-import { readColumn } from "../format.js";
+import { formatRatio, formatValue, readColumn, unitLabel } from "../format.js";
 
 /** Flag bits of `_data.flags`. */
 export const FLAG_HAS_CHILDREN = 1;
@@ -80,6 +80,17 @@ function domainOf(pair) {
   return Number.isFinite(lo) && Number.isFinite(hi) && lo <= hi ? [lo, hi] : null;
 }
 
+const RULES = new Set(["sum", "max", "min", "none"]);
+
+/** The `aggregation` map; unknown rules read as "none". */
+function aggregationOf(d) {
+  const out = {};
+  if (d.aggregation && typeof d.aggregation === "object") {
+    for (const [m, r] of Object.entries(d.aggregation)) out[m] = RULES.has(r) ? r : "none";
+  }
+  return out;
+}
+
 /**
  * @typedef {object} CCTData
  * @property {number} n visible rows
@@ -96,8 +107,12 @@ function domainOf(pair) {
  * @property {[number,number]|null} colorDomain
  * @property {[number,number]|null} color2Domain
  * @property {[number,number]|null} sizeDomain
- * @property {Object<string,string>} units
- * @property {Object<string,boolean>} inclusive
+ * @property {Object<string,string>} units canonical unit of each metric (none for ratios)
+ * @property {Object<string,string>} aggregation rule of each metric: "sum" (additive),
+ *   "max", "min" or "none" (how values of whole subtrees combine)
+ * @property {Float32Array|null} exclusive exclusive values behind the first colour metric
+ * @property {string} exclusiveMetric name of the exclusive metric ("" when none)
+ * @property {number|null} colorTotal the whole tree's value of an additive colour metric
  * @property {string[]} focusPath
  * @property {object|null} spread
  * @property {number[][]} children row indices of each row's children, in order
@@ -154,6 +169,10 @@ export function decodeData(raw) {
       mean: column(s.mean, "float32", n, NaN),
       max: column(s.max, "float32", n, NaN),
       std: column(s.std, "float32", n, NaN),
+      cost: column(s.cost, "float32", n, NaN),
+      costThreshold: Number.isFinite(s.cost_threshold) ? s.cost_threshold : null,
+      cueShare: Number.isFinite(s.cue_share) ? s.cue_share : null,
+      failed: Number.isFinite(s.failed) ? s.failed : 0,
       argmax: column(s.argmax, "int32", n, -1),
       labels: s.labels && typeof s.labels === "object" ? s.labels : {},
     };
@@ -175,7 +194,10 @@ export function decodeData(raw) {
     color2Domain: domainOf(d.color2_domain) ?? finiteExtent(color2, notOther),
     sizeDomain: domainOf(d.size_domain) ?? finiteExtent(size, notOther),
     units: d.units && typeof d.units === "object" ? d.units : {},
-    inclusive: d.inclusive && typeof d.inclusive === "object" ? d.inclusive : {},
+    aggregation: aggregationOf(d),
+    exclusive: column(d.exclusive, "float32", n),
+    exclusiveMetric: typeof d.exclusive_metric === "string" ? d.exclusive_metric : "",
+    colorTotal: Number.isFinite(d.color_total) ? d.color_total : null,
     focusPath: Array.isArray(d.focus_path) ? d.focus_path.map(String) : [],
     spread,
     children,
@@ -212,6 +234,30 @@ export function ancestorNames(data, i) {
   return out.reverse();
 }
 
+/** Whether the values of `metric` add up under a parent (an inclusive sum): only those size an icicle. */
+export function isAdditive(data, metric) {
+  return Boolean(metric) && Object.prototype.hasOwnProperty.call(data.aggregation, metric) && data.aggregation[metric] === "sum";
+}
+
+/** What the imbalance of row i costs (max - mean over the profiles), NaN when unknown. */
+export function imbalanceCost(data, i) {
+  const s = data.spread;
+  if (!s || !s.cost) return NaN;
+  const c = s.cost[i];
+  return Number.isFinite(c) ? c : NaN;
+}
+
+/**
+ * Whether row i gets the imbalance cue: its imbalance costs at least the
+ * threshold Python sent (a share of the whole tree's mean value).
+ */
+export function hasImbalanceCue(data, i) {
+  const s = data.spread;
+  if (!s || s.costThreshold === null || isOther(data, i)) return false;
+  const c = imbalanceCost(data, i);
+  return c > 0 && c >= s.costThreshold;
+}
+
 /** Imbalance (max / mean) of row i, NaN when unknown. */
 export function imbalance(data, i) {
   const s = data.spread;
@@ -220,4 +266,38 @@ export function imbalance(data, i) {
   const max = s.max[i];
   if (!Number.isFinite(mean) || !Number.isFinite(max) || mean <= 0) return NaN;
   return max / mean;
+}
+
+/** Whether `metric` is a ratio without unit (an ensemble's `"<m> [imbalance]"`, max/mean). */
+export function isRatioMetric(metric) {
+  return String(metric).endsWith(" [imbalance]");
+}
+
+/** The unit of `metric` (canonical, from `_data.units`), or null. */
+export function unitOf(data, metric) {
+  return Object.prototype.hasOwnProperty.call(data.units, metric) ? data.units[metric] : null;
+}
+
+/**
+ * A metric's name with its unit, for legends: "time (inc) [ms]",
+ * "time (inc) [cost] [ms]", "time [unit unknown]" (a time or size metric with
+ * no stated unit, as Python's `unit_label`), "time (inc) [imbalance] (max/mean)".
+ */
+export function metricLabel(data, metric) {
+  if (isRatioMetric(metric)) return `${metric} (max/mean)`;
+  const base = metric.endsWith(" (inc)") ? metric.slice(0, -" (inc)".length) : metric;
+  return unitLabel(metric, { [base]: unitOf(data, metric) });
+}
+
+/**
+ * A metric's name for a tooltip or an aria-label line, where the value shows
+ * its own unit: the plain name, or the name with "[unit unknown]".
+ */
+export function metricName(data, metric) {
+  return unitOf(data, metric) || isRatioMetric(metric) ? metric : metricLabel(data, metric);
+}
+
+/** A value of `metric` as a person reads it: "75.3 ms", "3.73 MB", "2.3×", "n/a". */
+export function formatMetricValue(data, metric, v) {
+  return isRatioMetric(metric) ? formatRatio(v) : formatValue(v, unitOf(data, metric));
 }

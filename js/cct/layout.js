@@ -51,17 +51,18 @@ export function buildHierarchy(data) {
 /**
  * Each node's own contribution to the icicle size, so that a parent's extent
  * is the sum of its children's plus its own part:
- * - inclusive metric: value minus the children's values, clamped at 0;
- * - exclusive metric: the value itself (the icicle sums it up);
+ * - values of an additive (inclusive "sum") metric: value minus the
+ *   children's values, clamped at 0;
  * - no values: 1 per leaf (leaf counts).
- * NaN and negative values count as 0.
+ * NaN and negative values count as 0. Values that do not add up under their
+ * parent (a maximum, an exclusive metric, a spread statistic) must not be
+ * given: they have no extent that children fill.
  *
  * @param {import("./data.js").CCTData} data
- * @param {Float32Array|Float64Array|null} values size metric per row
- * @param {boolean} inclusive
+ * @param {Float32Array|Float64Array|null} values additive size metric per row, or null
  * @returns {Float64Array}
  */
-export function ownValues(data, values, inclusive) {
+export function ownValues(data, values) {
   const n = data.n;
   const own = new Float64Array(n);
   const clean = (v) => (Number.isFinite(v) && v > 0 ? v : 0);
@@ -70,13 +71,9 @@ export function ownValues(data, values, inclusive) {
     return own;
   }
   for (let i = 0; i < n; i++) {
-    let v = clean(values[i]);
-    if (inclusive) {
-      let kids = 0;
-      for (const c of data.children[i]) kids += clean(values[c]);
-      v = Math.max(0, v - kids);
-    }
-    own[i] = v;
+    let kids = 0;
+    for (const c of data.children[i]) kids += clean(values[c]);
+    own[i] = Math.max(0, clean(values[i]) - kids);
   }
   return own;
 }
@@ -152,12 +149,14 @@ export function treeLayout(data, opts = {}) {
 /**
  * Icicle: root on the left, depth to the right, each node's vertical extent
  * proportional to its size (d3-hierarchy `partition`), one column of
- * `columnWidth` px per depth. Without usable sizes, leaf counts are used.
+ * `columnWidth` px per depth. Only an additive metric (`opts.additive`: an
+ * inclusive sum, whose children's values fill their parent's) sizes the
+ * nodes; otherwise, or without usable values, leaf counts do.
  *
  * @param {import("./data.js").CCTData} data
  * @param {object} [opts]
  * @param {Float32Array|Float64Array|null} [opts.values] size metric per row
- * @param {boolean} [opts.inclusive=true] whether `values` are inclusive
+ * @param {boolean} [opts.additive=false] whether `values` add up under a parent
  * @param {number} [opts.height=480] total height
  * @param {number} [opts.columnWidth=160] width of a depth column
  * @returns {{x0: Float64Array, x1: Float64Array, y0: Float64Array, y1: Float64Array,
@@ -174,10 +173,11 @@ export function icicleLayout(data, opts = {}) {
   const value = new Float64Array(n);
   if (n === 0) return { x0, x1, y0, y1, value, width: 0, height: 0, bySize: false };
 
-  let own = ownValues(data, opts.values ?? null, opts.inclusive ?? true);
-  let bySize = Boolean(opts.values);
+  const values = opts.additive ? opts.values ?? null : null;
+  let own = ownValues(data, values);
+  let bySize = Boolean(values);
   if (!(own.reduce((a, b) => a + b, 0) > 0)) {
-    own = ownValues(data, null, true);
+    own = ownValues(data, null);
     bySize = false;
   }
   const root = buildHierarchy(data).sum((d) => (d.row < 0 ? 0 : own[d.row]));

@@ -9,15 +9,21 @@
 import { pointer, select } from "d3-selection";
 import { zoom, zoomIdentity } from "d3-zoom";
 
-import { formatMetric } from "../format.js";
+import { formatPercent, formatRatio } from "../format.js";
 import {
   FLAG_MATCH,
   ancestorNames,
   decodeData,
+  formatMetricValue,
+  hasImbalanceCue,
   imbalance,
+  imbalanceCost,
+  isAdditive,
   isCollapsed,
   isExpandable,
   isOther,
+  metricLabel,
+  metricName,
   otherParentId,
 } from "./data.js";
 import { estimateTextWidth, icicleLayout, treeLayout, truncateLabel } from "./layout.js";
@@ -39,8 +45,6 @@ const FONT = 12;
 const SMALL = 11;
 /** Longest visible label in the tree layout, in characters. */
 const LABEL_CHARS = 36;
-/** Show the imbalance cue from this max/mean on. */
-export const IMBALANCE_CUE = 1.2;
 /** Width of the spread whisker in the tree layout. */
 const WHISKER = 40;
 const MARGIN = 14;
@@ -48,15 +52,10 @@ const ICICLE_COLUMN_MIN = 130;
 const ICICLE_COLUMN_MAX = 260;
 const SEP = " \u203a "; // single right-pointing angle quotation mark
 const TRIANGLE = "\u25b2";
-const TIMES = "\u00d7";
 
 /** Round to 2 decimals for compact, stable SVG attributes. */
 const r2 = (v) => Math.round(v * 100) / 100;
 
-/** Format an imbalance ratio ("2.3×"). */
-function formatRatio(v) {
-  return `${v >= 10 ? v.toFixed(0) : v.toFixed(1)}${TIMES}`;
-}
 
 /** Create an element with attributes (values set with setAttribute only). */
 function h(tag, attrs = {}, text) {
@@ -421,7 +420,22 @@ export function renderCCT({ model, el }) {
     for (const [m, col] of metrics) {
       if (seen.has(m)) continue;
       seen.add(m);
-      lines.push({ text: `${m}: ${formatMetric(col[row], d.units[m])}` });
+      lines.push({ text: `${metricName(d, m)}: ${formatMetricValue(d, m, col[row])}` });
+    }
+    // the first colour metric: its exclusive part and its share of the parent and of the whole
+    if (cm[0] && d.color && !isOther(d, row)) {
+      const m = cm[0];
+      const v = d.color[row];
+      if (d.exclusive && d.exclusiveMetric && !seen.has(d.exclusiveMetric)) {
+        lines.push({ text: `${metricName(d, d.exclusiveMetric)} (exclusive): ${formatMetricValue(d, d.exclusiveMetric, d.exclusive[row])}` });
+      }
+      if (isAdditive(d, m) && Number.isFinite(v)) {
+        const shares = [];
+        const p = d.parent[row];
+        if (p >= 0 && d.color[p] > 0) shares.push(`${formatPercent(v / d.color[p])} of parent`);
+        if (d.colorTotal > 0) shares.push(`${formatPercent(v / d.colorTotal)} of total`);
+        if (shares.length) lines.push({ text: shares.join(", ") });
+      }
     }
     if (isOther(d, row)) {
       lines.push({ cls: "cctviz-tip-note", text: `stands for ${d.folded[row]} folded node${d.folded[row] === 1 ? "" : "s"}; click to show them` });
@@ -430,21 +444,32 @@ export function renderCCT({ model, el }) {
     }
     const s = d.spread;
     if (s && !isOther(d, row)) {
-      const u = d.units[s.metric];
-      lines.push({ cls: "cctviz-tip-head", text: `${s.metric} over ${s.profiles} profiles` });
-      lines.push({ text: `mean ${formatMetric(s.mean[row], u)}, std ${formatMetric(s.std[row], u)}` });
-      lines.push({ text: `min ${formatMetric(s.min[row], u)}, max ${formatMetric(s.max[row], u)}` });
+      const f = (v) => formatMetricValue(d, s.metric, v);
+      lines.push({ cls: "cctviz-tip-head", text: `${metricName(d, s.metric)} over ${profilesText(s)}` });
+      lines.push({ text: `mean ${f(s.mean[row])}, std ${f(s.std[row])}` });
+      lines.push({ text: `min ${f(s.min[row])}, max ${f(s.max[row])}` });
       const imb = imbalance(d, row);
-      if (Number.isFinite(imb)) {
+      const cost = imbalanceCost(d, row);
+      if (Number.isFinite(imb) || Number.isFinite(cost)) {
         const a = s.argmax[row];
         const who = a >= 0 ? s.labels[String(a)] ?? `profile ${a}` : "";
-        lines.push({
-          cls: imb >= IMBALANCE_CUE ? "cctviz-tip-alert" : undefined,
-          text: `imbalance (max/mean) ${formatRatio(imb)}${who ? `, max on ${who}` : ""}`,
-        });
+        const parts = [`imbalance (max/mean) ${formatRatio(imb)}`];
+        if (Number.isFinite(cost)) parts.push(`costs ${f(cost)} (max \u2212 mean)`);
+        if (who) parts.push(`max on ${who}`);
+        lines.push({ cls: hasImbalanceCue(d, row) ? "cctviz-tip-alert" : undefined, text: parts.join(", ") });
       }
     }
     return lines;
+  }
+  /** "8 profiles", "7 profiles (1 failed, left out)". */
+  function profilesText(s) {
+    const live = `${s.profiles} profile${s.profiles === 1 ? "" : "s"}`;
+    return s.failed > 0 ? `${live} (${s.failed} failed, left out)` : live;
+  }
+  /** The imbalance cue's text: what the imbalance costs ("▲ 3.14 ms"). */
+  function cueText(i) {
+    const d = state.data;
+    return `${TRIANGLE} ${formatMetricValue(d, d.spread.metric, imbalanceCost(d, i))}`;
   }
   function showTooltip(row, ev) {
     const id = String(state.data.id[row]);
@@ -643,9 +668,6 @@ export function renderCCT({ model, el }) {
   function legendTitle(g, text) {
     g.append("text").attr("class", "cctviz-legend-title").attr("x", 0).attr("y", 0).attr("dy", "0.8em").text(text);
   }
-  function unitOf(m) {
-    return state.data.units[m];
-  }
   /** Build legends into bandG; returns the band height. */
   function drawLegends(enc) {
     bandG.selectAll("*").remove();
@@ -655,7 +677,8 @@ export function renderCCT({ model, el }) {
     if (d.n > 0 && enc.kind === "sequential") {
       const g = mk();
       const sc = enc.scale;
-      legendTitle(g, truncateLabel(`Colour: ${enc.metrics[0]}${sc.log ? " (log scale)" : ""}`, 48));
+      const title = `Colour: ${metricLabel(d, enc.metrics[0])}${sc.log ? " (log scale)" : ""}`;
+      legendTitle(g, truncateLabel(title, 64));
       const W = 180;
       const steps = 60;
       for (let k = 0; k < steps; k++) {
@@ -667,7 +690,6 @@ export function renderCCT({ model, el }) {
           .attr("fill", sc.interpolator((k + 0.5) / steps));
       }
       g.append("rect").attr("class", "cctviz-legend-frame").attr("x", 0).attr("y", 17).attr("width", W).attr("height", 10);
-      const u = unitOf(enc.metrics[0]);
       const ticks = sc.domain ? [0, 0.5, 1] : [];
       for (const t of ticks) {
         const v = valueAt(sc, t);
@@ -678,21 +700,22 @@ export function renderCCT({ model, el }) {
           .attr("y", 33)
           .attr("dy", "0.8em")
           .attr("text-anchor", t === 0 ? "start" : t === 1 ? "end" : "middle")
-          .text(t === 0.5 && sc.domain[0] === sc.domain[1] ? "" : formatMetric(v, u));
+          .text(t === 0.5 && sc.domain[0] === sc.domain[1] ? "" : formatMetricValue(d, enc.metrics[0], v));
       }
       // missing swatch
       g.append("rect").attr("x", W + 12).attr("y", 17).attr("width", 10).attr("height", 10).attr("fill", MISSING_COLOR).attr("class", "cctviz-legend-swatch");
       g.append("text").attr("class", "cctviz-legend-text").attr("x", W + 26).attr("y", 22).attr("dy", "0.35em").text("missing");
-      items.push([g, W + 26 + measure("missing", SMALL, "400"), 48]);
+      items.push([g, Math.max(W + 26 + measure("missing", SMALL, "400"), measure(truncateLabel(title, 64), SMALL, "600")), 48]);
     } else if (d.n > 0 && enc.kind === "bivariate") {
       const g = mk();
       const [ma, mb] = enc.metrics;
-      legendTitle(g, truncateLabel(`Colour: ${ma} \u00d7 ${mb} (terciles)`, 56));
+      const title = `Colour: ${ma} \u00d7 ${mb} (terciles)`;
+      legendTitle(g, truncateLabel(title, 64));
       const cell = 14;
       const gx = 0;
       const gy = 32;
       // Axis labels: metric B grows upwards (above the grid), metric A to the right (below it).
-      g.append("text").attr("class", "cctviz-legend-text").attr("x", gx).attr("y", 17).attr("dy", "0.8em").text(`\u2191 ${truncateLabel(mb, 24)}`);
+      g.append("text").attr("class", "cctviz-legend-text").attr("x", gx).attr("y", 17).attr("dy", "0.8em").text(`\u2191 ${truncateLabel(metricLabel(d, mb), 40)}`);
       for (let bb = 0; bb < 3; bb++) {
         for (let ba = 0; ba < 3; ba++) {
           g.append("rect")
@@ -708,8 +731,8 @@ export function renderCCT({ model, el }) {
         .attr("x", gx)
         .attr("y", gy + 3 * cell + 3)
         .attr("dy", "0.8em")
-        .text(`${truncateLabel(ma, 24)} \u2192`);
-      const fmtBreaks = (m, br) => (br ? `${formatMetric(br[0], unitOf(m))} | ${formatMetric(br[1], unitOf(m))}` : "\u2013");
+        .text(`${truncateLabel(metricLabel(d, ma), 40)} \u2192`);
+      const fmtBreaks = (m, br) => (br ? `${formatMetricValue(d, m, br[0])} | ${formatMetricValue(d, m, br[1])}` : "\u2013");
       const tx = gx + 3 * cell + 10;
       const lineA = `\u2192 ${fmtBreaks(ma, enc.breaksA)}`;
       const lineB = `\u2191 ${fmtBreaks(mb, enc.breaksB)}`;
@@ -718,47 +741,57 @@ export function renderCCT({ model, el }) {
       g.append("text").attr("class", "cctviz-legend-text").attr("x", tx).attr("y", gy + 28).attr("dy", "0.8em").text(lineB);
       const w = Math.max(
         tx + Math.max(measure(lineA, SMALL), measure(lineB, SMALL), measure("tercile breaks", SMALL)),
-        measure(`\u2191 ${truncateLabel(mb, 24)}`, SMALL),
-        measure(`${truncateLabel(ma, 24)} \u2192`, SMALL),
+        measure(`\u2191 ${truncateLabel(metricLabel(d, mb), 40)}`, SMALL),
+        measure(`${truncateLabel(metricLabel(d, ma), 40)} \u2192`, SMALL),
       );
-      items.push([g, Math.max(w, measure(`Colour: ${ma} \u00d7 ${mb} (terciles)`, SMALL, "600")), gy + 3 * cell + 17]);
+      items.push([g, Math.max(w, measure(truncateLabel(title, 64), SMALL, "600")), gy + 3 * cell + 17]);
     }
     if (d.n > 0 && state.layout === "tree" && enc.sizeMetric && d.size && enc.sizeMax > 0) {
       const g = mk();
-      legendTitle(g, truncateLabel(`Size (area): ${enc.sizeMetric}`, 40));
-      const u = unitOf(enc.sizeMetric);
+      const title = truncateLabel(`Size (area): ${metricLabel(d, enc.sizeMetric)}`, 56);
+      legendTitle(g, title);
       let x = 0;
       const rMax = enc.rMax;
       for (const f of [1, 0.25, 0.04]) {
         const v = enc.sizeMax * f;
         const r = enc.radiusOf(v);
         g.append("circle").attr("class", "cctviz-legend-circle").attr("cx", r2(x + r)).attr("cy", r2(17 + rMax)).attr("r", r2(r));
-        const label = formatMetric(v, u);
+        const label = formatMetricValue(d, enc.sizeMetric, v);
         g.append("text").attr("class", "cctviz-legend-text").attr("x", r2(x + 2 * r + 4)).attr("y", r2(17 + rMax)).attr("dy", "0.35em").text(label);
         x += 2 * r + 8 + measure(label, SMALL, "400") + 10;
       }
-      items.push([g, Math.max(x, measure(`Size (area): ${enc.sizeMetric}`, SMALL, "600")), 17 + 2 * rMax + 2]);
+      items.push([g, Math.max(x, measure(title, SMALL, "600")), 17 + 2 * rMax + 2]);
     } else if (d.n > 0 && state.layout === "icicle") {
       const g = mk();
-      const text = state.geom && state.geom.bySize ? `Height \u221d ${enc.sizeMetric}` : "Height \u221d leaf count";
-      legendTitle(g, truncateLabel(text, 40));
+      let text = "Height \u221d leaf count";
+      if (state.geom && state.geom.bySize) text = `Height \u221d ${metricLabel(d, enc.sizeMetric)}`;
+      else if (enc.sizeMetric && !isAdditive(d, enc.sizeMetric)) text += ` (${enc.sizeMetric} does not add up)`;
+      text = truncateLabel(text, 72);
+      legendTitle(g, text);
       items.push([g, measure(text, SMALL, "600"), 16]);
     }
     if (d.n > 0 && d.spread) {
       const g = mk();
       const s = d.spread;
-      legendTitle(g, truncateLabel(`Spread of ${s.metric} over ${s.profiles} profiles`, 52));
+      const title = truncateLabel(`Spread of ${metricLabel(d, s.metric)} over ${profilesText(s)}`, 72);
+      legendTitle(g, title);
       const y = 24;
       g.append("line").attr("class", "cctviz-spread-track").attr("x1", 0).attr("x2", WHISKER).attr("y1", y).attr("y2", y);
       g.append("line").attr("class", "cctviz-spread-range").attr("x1", WHISKER * 0.3).attr("x2", WHISKER).attr("y1", y).attr("y2", y);
       g.append("line").attr("class", "cctviz-spread-mean").attr("x1", WHISKER * 0.6).attr("x2", WHISKER * 0.6).attr("y1", y - 4).attr("y2", y + 4);
       const t1 = "min\u2013max (to scale of max), | mean";
       g.append("text").attr("class", "cctviz-legend-text").attr("x", WHISKER + 6).attr("y", y).attr("dy", "0.35em").text(t1);
-      const t2 = `imbalance max/mean \u2265 ${IMBALANCE_CUE}`;
-      g.append("text").attr("class", "cctviz-imbalance").attr("x", 0).attr("y", y + 15).attr("dy", "0.35em").text(`${TRIANGLE} 2.0${TIMES}`);
-      g.append("text").attr("class", "cctviz-legend-text").attr("x", WHISKER + 6).attr("y", y + 15).attr("dy", "0.35em").text(t2);
-      const w = WHISKER + 6 + Math.max(measure(t1, SMALL, "400"), measure(t2, SMALL, "400"));
-      items.push([g, Math.max(w, measure(`Spread of ${s.metric} over ${s.profiles} profiles`, SMALL, "600")), y + 22]);
+      let w = WHISKER + 6 + measure(t1, SMALL, "400");
+      let hgt = y + 8;
+      if (s.costThreshold !== null) {
+        const share = s.cueShare > 0 ? ` (${formatPercent(s.cueShare)} of the total)` : "";
+        const t2 = `imbalance costs max \u2212 mean \u2265 ${formatMetricValue(d, s.metric, s.costThreshold)}${share}`;
+        g.append("text").attr("class", "cctviz-imbalance").attr("x", 0).attr("y", y + 15).attr("dy", "0.35em").text(TRIANGLE);
+        g.append("text").attr("class", "cctviz-legend-text").attr("x", WHISKER + 6).attr("y", y + 15).attr("dy", "0.35em").text(t2);
+        w = Math.max(w, WHISKER + 6 + measure(t2, SMALL, "400"));
+        hgt = y + 22;
+      }
+      items.push([g, Math.max(w, measure(title, SMALL, "600")), hgt]);
     }
     // Flow the legends left to right, wrapping at the svg width.
     let x = MARGIN;
@@ -849,33 +882,34 @@ export function renderCCT({ model, el }) {
     for (let i = 0; i < d.n; i++) {
       if (!isOther(d, i) && isCollapsed(d, i) && isExpandable(d, i)) more[i] = d.folded[i] > 0 ? ` +${d.folded[i]}` : " +";
     }
-    const imb = new Float64Array(d.n);
-    for (let i = 0; i < d.n; i++) imb[i] = imbalance(d, i);
+    // the imbalance cue: nodes whose imbalance costs a real share of the whole (Python's threshold)
+    const cue = new Array(d.n).fill("");
+    for (let i = 0; i < d.n; i++) if (hasImbalanceCue(d, i)) cue[i] = cueText(i);
 
     let contentH;
     if (state.layout === "tree") {
       const lw = (i) => {
         let w = measure(labels[i] + more[i]);
-        if (ensemble) w = Math.max(w, WHISKER + 6 + (imb[i] >= IMBALANCE_CUE ? measure(`${TRIANGLE} ${formatRatio(imb[i])}`, SMALL) : 0));
+        if (ensemble) w = Math.max(w, WHISKER + 6 + (cue[i] ? measure(cue[i], SMALL) : 0));
         return w;
       };
       const g = treeLayout(d, { rowHeight, radius, labelWidth: lw });
       state.geom = { kind: "tree", ...g };
       contentH = g.height;
-      drawTree(enc, g, labels, more, imb, radius, ensemble);
+      drawTree(enc, g, labels, more, cue, radius, ensemble);
     } else {
       let leaves = 0;
       for (let i = 0; i < d.n; i++) if (d.children[i].length === 0) leaves++;
       const height = Math.max(260, Math.min(560, leaves * 22));
       const g = icicleLayout(d, {
         values: enc.sizeMetric ? d.size : null,
-        inclusive: d.inclusive[enc.sizeMetric] ?? true,
+        additive: isAdditive(d, enc.sizeMetric),
         height,
         columnWidth: icicleColumn(d),
       });
       state.geom = { kind: "icicle", ...g };
       contentH = g.height;
-      drawIcicle(enc, g, imb, ensemble);
+      drawIcicle(enc, g, cue, ensemble);
     }
 
     // Nodes: shared attributes (DOM contract).
@@ -890,7 +924,7 @@ export function renderCCT({ model, el }) {
       item.setAttribute("aria-setsize", String(sibs.length));
       item.setAttribute("aria-posinset", String(sibs.indexOf(i) + 1));
       if (isExpandable(d, i)) item.setAttribute("aria-expanded", String(!isCollapsed(d, i)));
-      item.setAttribute("aria-label", ariaLabel(i, enc, imb[i]));
+      item.setAttribute("aria-label", ariaLabel(i, enc));
       const sel = selSet.has(id);
       item.setAttribute("aria-selected", String(sel));
       item.setAttribute("tabindex", "-1");
@@ -899,7 +933,7 @@ export function renderCCT({ model, el }) {
       if (d.flags[i] & FLAG_MATCH) cls.push("match");
       if (isOther(d, i)) cls.push("other");
       if (isCollapsed(d, i) && isExpandable(d, i) && !isOther(d, i)) cls.push("collapsed");
-      if (imb[i] >= IMBALANCE_CUE) cls.push("imbalanced");
+      if (cue[i]) cls.push("imbalanced");
       item.setAttribute("class", cls.join(" "));
     }
 
@@ -980,17 +1014,23 @@ export function renderCCT({ model, el }) {
     zoomer.extent([[0, 0], [state.width, state.height]]);
   }
 
-  function ariaLabel(i, enc, imb) {
+  function ariaLabel(i, enc) {
     const d = state.data;
     const parts = [d.names[i]];
-    if (enc.metrics[0] && d.color) parts.push(`${enc.metrics[0]} ${formatMetric(d.color[i], d.units[enc.metrics[0]])}`);
-    if (enc.metrics[1] && d.color2) parts.push(`${enc.metrics[1]} ${formatMetric(d.color2[i], d.units[enc.metrics[1]])}`);
+    const add = (m, col) => parts.push(`${metricName(d, m)} ${formatMetricValue(d, m, col[i])}`);
+    if (enc.metrics[0] && d.color) add(enc.metrics[0], d.color);
+    if (enc.metrics[1] && d.color2) add(enc.metrics[1], d.color2);
     if (enc.sizeMetric && d.size && enc.sizeMetric !== enc.metrics[0] && enc.sizeMetric !== enc.metrics[1]) {
-      parts.push(`${enc.sizeMetric} ${formatMetric(d.size[i], d.units[enc.sizeMetric])}`);
+      add(enc.sizeMetric, d.size);
     }
     if (isOther(d, i)) parts.push(`stands for ${d.folded[i]} folded nodes`);
     else if (d.folded[i] > 0) parts.push(`${d.folded[i]} hidden descendants`);
-    if (Number.isFinite(imb)) parts.push(`imbalance ${formatRatio(imb)}`);
+    const imb = imbalance(d, i);
+    if (Number.isFinite(imb)) {
+      const cost = imbalanceCost(d, i);
+      const costs = Number.isFinite(cost) ? ` costing ${formatMetricValue(d, d.spread.metric, cost)}` : "";
+      parts.push(`imbalance ${formatRatio(imb)}${costs}${hasImbalanceCue(d, i) ? " (flagged)" : ""}`);
+    }
     return parts.join(", ");
   }
 
@@ -1026,7 +1066,7 @@ export function renderCCT({ model, el }) {
     return sg;
   }
 
-  function drawTree(enc, g, labels, more, imb, radius, ensemble) {
+  function drawTree(enc, g, labels, more, cue, radius, ensemble) {
     const d = state.data;
     // Links: from the end of the parent's label to the child's mark.
     for (let i = 0; i < d.n; i++) {
@@ -1053,19 +1093,19 @@ export function renderCCT({ model, el }) {
       if (more[i]) t.append("tspan").attr("class", "cctviz-more").text(more[i]);
       if (ensemble && !isOther(d, i)) {
         drawSpread(node, i, r + 6, 8, WHISKER);
-        if (imb[i] >= IMBALANCE_CUE) {
+        if (cue[i]) {
           node.append("text")
             .attr("class", "cctviz-imbalance")
             .attr("x", r2(r + 6 + WHISKER + 6))
             .attr("y", 8)
             .attr("dy", "0.35em")
-            .text(`${TRIANGLE} ${formatRatio(imb[i])}`);
+            .text(cue[i]);
         }
       }
     }
   }
 
-  function drawIcicle(enc, g, imb, ensemble) {
+  function drawIcicle(enc, g, cue, ensemble) {
     const d = state.data;
     for (let i = 0; i < d.n; i++) {
       const w = g.x1[i] - g.x0[i];
@@ -1077,8 +1117,7 @@ export function renderCCT({ model, el }) {
       const ink = textColorOn(fill) === "#ffffff" ? "cctviz-ink-light" : "cctviz-ink-dark";
       const labelled = hgt >= 15;
       if (labelled) {
-        const cue = imb[i] >= IMBALANCE_CUE ? `${TRIANGLE} ${formatRatio(imb[i])}` : "";
-        const cueW = cue ? measure(cue, SMALL) + 6 : 0;
+        const cueW = cue[i] ? measure(cue[i], SMALL) + 6 : 0;
         const avail = w - 12 - cueW;
         let label = d.names[i];
         let chars = Math.min(Array.from(label).length, Math.ceil(Math.max(0, avail) / 3));
@@ -1088,13 +1127,13 @@ export function renderCCT({ model, el }) {
         if (label) {
           node.append("text").attr("class", `cctviz-label ${ink}`).attr("x", 5).attr("y", r2(y)).attr("dy", "0.35em").text(label);
         }
-        if (cue && avail > 0) {
-          node.append("text").attr("class", `cctviz-imbalance ${ink}`).attr("x", r2(w - 6)).attr("y", r2(y)).attr("dy", "0.35em").attr("text-anchor", "end").text(cue);
+        if (cue[i] && avail > 0) {
+          node.append("text").attr("class", `cctviz-imbalance ${ink}`).attr("x", r2(w - 6)).attr("y", r2(y)).attr("dy", "0.35em").attr("text-anchor", "end").text(cue[i]);
         }
         const col = d.color ?? d.size;
         const unitMetric = d.color ? enc.metrics[0] : enc.sizeMetric;
         if (hgt >= 34 && col && Number.isFinite(col[i])) {
-          const v = formatMetric(col[i], d.units[unitMetric]);
+          const v = formatMetricValue(d, unitMetric, col[i]);
           if (measure(v, SMALL, "400") <= w - 12) {
             node.append("text").attr("class", `cctviz-value ${ink}`).attr("x", 5).attr("y", 26).attr("dy", "0.35em").text(v);
           }

@@ -11,7 +11,13 @@ import {
   ancestorNames,
   decodeData,
   decodeNames,
+  hasImbalanceCue,
   imbalance,
+  imbalanceCost,
+  formatMetricValue,
+  isAdditive,
+  metricLabel,
+  metricName,
   isCollapsed,
   isExpandable,
   isOther,
@@ -80,7 +86,7 @@ function makeData(rows, extra = {}) {
     color2: col("color2"),
     size: col("size"),
     units: { time: "us" },
-    inclusive: { time: true },
+    aggregation: { time: "sum" },
     focus_path: [],
     spread: null,
     ...extra,
@@ -175,6 +181,80 @@ describe("cct/data: decodeData", () => {
     assert.ok(Number.isNaN(imbalance(d, 5)));
   });
 
+  it("cues only rows whose imbalance costs at least the threshold, whatever the ratio", () => {
+    // row 2: a tiny node with a huge ratio (x64); row 1: a big node, ratio 1.2
+    const spread = {
+      metric: "time (inc)",
+      profiles: 4,
+      failed: 1,
+      min: unaligned(Float32Array.from([90, 40, 0.1, 1, 1, NaN])),
+      mean: unaligned(Float32Array.from([100, 50, 0.5, 2, 2, NaN])),
+      max: unaligned(Float32Array.from([101, 60, 32, 2, 2, 50])),
+      std: unaligned(Float32Array.from([1, 5, 9, 0, 0, NaN])),
+      cost: unaligned(Float32Array.from([1, 10, 31.5, 0, 0, 50])),
+      cost_threshold: 5,
+      argmax: unaligned(Int32Array.from([0, 1, 2, 0, 0, -1])),
+      labels: {},
+    };
+    const d = decodeData(makeData(SAMPLE, { spread }));
+    assert.equal(d.spread.failed, 1);
+    assert.equal(d.spread.costThreshold, 5);
+    assert.equal(imbalanceCost(d, 1), 10);
+    assert.deepEqual([0, 1, 2, 3, 4, 5].map((i) => hasImbalanceCue(d, i)), [false, true, true, false, false, false]);
+    // no threshold (e.g. an all-zero tree): no cue at all
+    const none = decodeData(makeData(SAMPLE, { spread: { ...spread, cost_threshold: null } }));
+    assert.ok([0, 1, 2].every((i) => !hasImbalanceCue(none, i)));
+    // a tree: no spread, no cue
+    assert.equal(hasImbalanceCue(decodeData(makeData(SAMPLE)), 1), false);
+  });
+
+  it("reads each metric's aggregation rule; only sums are additive", () => {
+    const d = decodeData(makeData(SAMPLE, {
+      aggregation: { "time (inc)": "sum", time: "none", "peak (inc)": "max", "time (inc) [max]": "none", odd: "avg" },
+    }));
+    assert.ok(isAdditive(d, "time (inc)"));
+    for (const m of ["time", "peak (inc)", "time (inc) [max]", "odd", "missing", "", "toString"]) {
+      assert.equal(isAdditive(d, m), false, m);
+    }
+    assert.equal(d.aggregation.odd, "none");
+    assert.deepEqual(decodeData({ n: 0 }).aggregation, {});
+  });
+
+  it("names metrics with their units for legends, and says when a unit is unknown", () => {
+    const d = decodeData(makeData(SAMPLE, {
+      units: { "time (inc)": "ms", "time (inc) [cost]": "ms", "bytes (inc)": "B", "bw": "B/s" },
+    }));
+    assert.equal(metricLabel(d, "time (inc)"), "time (inc) [ms]");
+    assert.equal(metricLabel(d, "time (inc) [cost]"), "time (inc) [cost] [ms]");
+    assert.equal(metricLabel(d, "bytes (inc)"), "bytes (inc) [B]");
+    assert.equal(metricLabel(d, "time"), "time [unit unknown]");
+    assert.equal(metricLabel(d, "time (inc) [max]"), "time (inc) [max] [unit unknown]");
+    assert.equal(metricLabel(d, "calls (inc)"), "calls (inc)");
+    assert.equal(metricLabel(d, "time (inc) [imbalance]"), "time (inc) [imbalance] (max/mean)");
+    // in a tooltip the value carries its unit: the name only says when it is unknown
+    assert.equal(metricName(d, "time (inc)"), "time (inc)");
+    assert.equal(metricName(d, "time"), "time [unit unknown]");
+    assert.equal(metricName(d, "time (inc) [imbalance]"), "time (inc) [imbalance]");
+    assert.equal(formatMetricValue(d, "time (inc)", 1317.177), "1.32 s");
+    assert.equal(formatMetricValue(d, "time (inc) [cost]", 75.3), "75.3 ms");
+    assert.equal(formatMetricValue(d, "bytes (inc)", 3.73e6), "3.73 MB");
+    assert.equal(formatMetricValue(d, "bw", 2.1e9), "2.10 GB/s");
+    assert.equal(formatMetricValue(d, "time", 51.2e6), "51.2 M");
+    assert.equal(formatMetricValue(d, "time (inc) [imbalance]", 64), "64\u00d7");
+    assert.equal(formatMetricValue(d, "time (inc)", NaN), "n/a");
+  });
+
+  it("decodes the exclusive column and the colour total for the tooltip", () => {
+    const exclusive = unaligned(Float32Array.from([40, 15, 20, 25, 30, NaN]));
+    const d = decodeData(makeData(SAMPLE, { exclusive, exclusive_metric: "time", color_total: 250 }));
+    assert.equal(d.exclusive[1], 15);
+    assert.equal(d.exclusiveMetric, "time");
+    assert.equal(d.colorTotal, 250);
+    const plain = decodeData(makeData(SAMPLE));
+    assert.equal(plain.exclusive, null);
+    assert.equal(plain.colorTotal, null);
+  });
+
   it("gives an empty model for missing data", () => {
     for (const raw of [null, undefined, {}, { n: 0 }]) {
       const d = decodeData(raw);
@@ -250,18 +330,17 @@ describe("cct/layout: icicle", () => {
   const d = decodeData(makeData(SAMPLE));
   const near = (a, b) => Math.abs(a - b) < 1e-6;
 
-  it("uses value minus children (clamped at 0) as the own part of inclusive metrics", () => {
-    const own = ownValues(d, d.size, true);
+  it("uses value minus children (clamped at 0) as the own part of additive metrics", () => {
+    const own = ownValues(d, d.size);
     assert.deepEqual(Array.from(own), [10, 15, 20, 25, 20, 10]);
-    const clamped = ownValues(d, Float32Array.from([10, 60, 20, 25, 30, 10]), true);
+    const clamped = ownValues(d, Float32Array.from([10, 60, 20, 25, 30, 10]));
     assert.equal(clamped[0], 0);
-    assert.deepEqual(Array.from(ownValues(d, d.size, false)), [100, 60, 20, 25, 30, 10]);
-    assert.deepEqual(Array.from(ownValues(d, null, true)), [0, 0, 1, 1, 0, 1]);
+    assert.deepEqual(Array.from(ownValues(d, null)), [0, 0, 1, 1, 0, 1]);
   });
 
   it("gives inclusive nodes extents proportional to their values; children fit in the parent", () => {
     const H = 500;
-    const g = icicleLayout(d, { values: d.size, inclusive: true, height: H, columnWidth: 100 });
+    const g = icicleLayout(d, { values: d.size, additive: true, height: H, columnWidth: 100 });
     assert.ok(g.bySize);
     const ext = (i) => g.y1[i] - g.y0[i];
     assert.ok(near(ext(0), H));
@@ -281,16 +360,21 @@ describe("cct/layout: icicle", () => {
     assert.ok(g.y0[2] < g.y0[3]);
   });
 
-  it("sums exclusive metrics up the tree", () => {
-    const excl = Float32Array.from([5, 1, 2, 2, 0, 0]);
-    const g = icicleLayout(d, { values: excl, inclusive: false, height: 100 });
-    assert.ok(near(g.value[1], 5) && near(g.value[0], 10));
-    assert.ok(near(g.y1[1] - g.y0[1], 50));
+  it("sizes by leaf counts, never by values that do not add up (max, [max] of a sum, exclusive)", () => {
+    // a derived ensemble column such as "time (inc) [max]": summing it would lie
+    const notAdditive = Float32Array.from([7, 6, 1, 5, 2, 0]);
+    const leaves = icicleLayout(d, { values: null, height: 300 });
+    for (const additive of [false, undefined]) {
+      const g = icicleLayout(d, { values: notAdditive, additive, height: 300 });
+      assert.equal(g.bySize, false);
+      assert.deepEqual(Array.from(g.y1), Array.from(leaves.y1));
+      assert.ok(near(g.y1[1] - g.y0[1], 200)); // a holds 2 of the 3 leaves
+    }
   });
 
   it("falls back to leaf counts without sizes or with all-zero sizes", () => {
     for (const values of [null, new Float32Array(6)]) {
-      const g = icicleLayout(d, { values, height: 300 });
+      const g = icicleLayout(d, { values, additive: true, height: 300 });
       assert.equal(g.bySize, false);
       assert.ok(near(g.y1[2] - g.y0[2], 100));
       assert.ok(near(g.y1[1] - g.y0[1], 200));

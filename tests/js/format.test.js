@@ -1,127 +1,96 @@
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { MISSING, formatMetric, readColumn } from "../../js/format.js";
+import {
+  MISSING,
+  canonicalUnit,
+  formatMetric,
+  formatPercent,
+  formatRatio,
+  formatValue,
+  readColumn,
+  toFixedExact,
+  unitLabel,
+} from "../../js/format.js";
 import * as entry from "../../js/index.js";
 
-describe("formatMetric: time units", () => {
-  it("keeps small values in their own unit with 3 significant digits", () => {
-    assert.equal(formatMetric(1, "ns"), "1.00 ns");
-    assert.equal(formatMetric(12.34, "ns"), "12.3 ns");
-    assert.equal(formatMetric(999, "ns"), "999 ns");
-    assert.equal(formatMetric(0.5, "ns"), "0.500 ns");
-  });
+const CASES = JSON.parse(readFileSync(new URL("./format_cases.json", import.meta.url), "utf8"));
+/** "nan", "inf", "-inf" are strings in the JSON file. */
+const caseValue = (v) => (typeof v === "string" ? Number(v.replace("inf", "Infinity")) : v);
 
-  it("scales up through us, ms and s", () => {
-    assert.equal(formatMetric(1000, "ns"), "1.00 us");
-    assert.equal(formatMetric(1500, "us"), "1.50 ms");
-    assert.equal(formatMetric(2_500_000, "ns"), "2.50 ms");
-    assert.equal(formatMetric(1234, "ms"), "1.23 s");
-    assert.equal(formatMetric(42, "s"), "42.0 s");
+describe("formatValue: the cases shared with Python (tests/js/format_cases.json)", () => {
+  it("has the cases", () => {
+    assert.ok(CASES.format_value.length >= 50);
+    assert.ok(CASES.unit_label.length >= 10);
   });
-
-  it("scales down from larger input units", () => {
-    assert.equal(formatMetric(0.001, "s"), "1.00 ms");
-    assert.equal(formatMetric(0.0025, "ms"), "2.50 us");
-    assert.equal(formatMetric(1e-9, "s"), "1.00 ns");
-  });
-
-  it("moves to the next unit when rounding reaches 1000", () => {
-    assert.equal(formatMetric(999.4, "ns"), "999 ns");
-    assert.equal(formatMetric(999.7, "ns"), "1.00 us");
-    assert.equal(formatMetric(999_999, "us"), "1.00 s");
-  });
-
-  it("stays in seconds beyond 1000 s", () => {
-    assert.equal(formatMetric(3600, "s"), "3600 s");
-  });
-
-  it("accepts the micro sign and Greek mu as aliases of us", () => {
-    assert.equal(formatMetric(2500, "\u00b5s"), "2.50 ms");
-    assert.equal(formatMetric(2500, "\u03bcs"), "2.50 ms");
-  });
-
-  it("keeps the sign of negative values and formats zero plainly", () => {
-    assert.equal(formatMetric(-1500, "us"), "-1.50 ms");
-    assert.equal(formatMetric(0, "ms"), "0 ns");
-    assert.equal(formatMetric(-0, "s"), "0 ns");
-  });
+  for (const [value, unit, expected] of CASES.format_value) {
+    it(`${JSON.stringify(value)} ${JSON.stringify(unit)} -> ${expected}`, () => {
+      assert.equal(formatValue(caseValue(value), unit), expected);
+    });
+  }
+  for (const [metric, units, expected] of CASES.unit_label) {
+    it(`unitLabel(${JSON.stringify(metric)}, ${JSON.stringify(units)}) -> ${expected}`, () => {
+      assert.equal(unitLabel(metric, units), expected);
+    });
+  }
 });
 
-describe("formatMetric: bytes", () => {
-  it("prints whole byte counts below 1024 exactly", () => {
-    assert.equal(formatMetric(0, "bytes"), "0 B");
-    assert.equal(formatMetric(1, "bytes"), "1 B");
-    assert.equal(formatMetric(512, "bytes"), "512 B");
-    assert.equal(formatMetric(1023, "bytes"), "1023 B");
-    assert.equal(formatMetric(1.5, "bytes"), "1.50 B");
+describe("formatValue: beyond the shared cases", () => {
+  it("is the function formatMetric names too", () => {
+    assert.equal(formatMetric, formatValue);
   });
 
-  it("uses binary prefixes (1 KiB = 1024 B)", () => {
-    assert.equal(formatMetric(1024, "bytes"), "1.00 KiB");
-    assert.equal(formatMetric(1536, "bytes"), "1.50 KiB");
-    assert.equal(formatMetric(1000 * 1024, "bytes"), "1000 KiB");
-    assert.equal(formatMetric(3 * 1024 ** 2, "bytes"), "3.00 MiB");
-    assert.equal(formatMetric(80 * 1024 ** 3, "bytes"), "80.0 GiB");
+  it("prints the issue's examples", () => {
+    assert.equal(formatValue(1.317, "s"), "1.32 s");
+    assert.equal(formatValue(75_300, "us"), "75.3 ms");
+    assert.equal(formatValue(3_730_000, "bytes"), "3.73 MB");
+    assert.equal(formatValue(2.1e9, "B/s"), "2.10 GB/s");
+    assert.equal(formatValue(51.2e6), "51.2 M");
   });
 
-  it("moves to the next prefix when rounding reaches 1024", () => {
-    assert.equal(formatMetric(1024 ** 2 - 1, "bytes"), "1.00 MiB");
-  });
-
-  it("caps at GiB", () => {
-    assert.equal(formatMetric(1024 ** 4, "bytes"), "1024 GiB");
-  });
-
-  it("keeps the sign of negative sizes", () => {
-    assert.equal(formatMetric(-2048, "bytes"), "-2.00 KiB");
-  });
-});
-
-describe("formatMetric: plain numbers", () => {
-  it("prints integers below 1000 exactly", () => {
-    assert.equal(formatMetric(0), "0");
-    assert.equal(formatMetric(42), "42");
-    assert.equal(formatMetric(999), "999");
-  });
-
-  it("uses 3 significant digits and SI prefixes", () => {
-    assert.equal(formatMetric(1000), "1.00k");
-    assert.equal(formatMetric(1234), "1.23k");
-    assert.equal(formatMetric(45_600_000), "45.6M");
-    assert.equal(formatMetric(999_999), "1.00M");
-    assert.equal(formatMetric(7.2e12), "7.20T");
-    assert.equal(formatMetric(3.14159), "3.14");
-    assert.equal(formatMetric(0.012345), "0.0123");
-  });
-
-  it("appends an unknown unit after a space, ignores empty ones", () => {
-    assert.equal(formatMetric(1234, "calls"), "1.23k calls");
-    assert.equal(formatMetric(-1234, "calls"), "-1.23k calls");
-    assert.equal(formatMetric(5, ""), "5");
-    assert.equal(formatMetric(5, null), "5");
-  });
-
-  it("converts BigInt values", () => {
-    assert.equal(formatMetric(123_456n), "123k");
-  });
-});
-
-describe("formatMetric: missing and infinite values", () => {
-  it("prints NaN, null and undefined as an en dash", () => {
-    assert.equal(MISSING, "\u2013");
-    for (const unit of [undefined, "ns", "bytes", "calls"]) {
-      assert.equal(formatMetric(NaN, unit), "\u2013");
-      assert.equal(formatMetric(null, unit), "\u2013");
-      assert.equal(formatMetric(undefined, unit), "\u2013");
+  it("prints missing values as n/a and infinities as inf", () => {
+    assert.equal(MISSING, "n/a");
+    for (const unit of ["ns", "B", undefined, "calls"]) {
+      assert.equal(formatValue(NaN, unit), "n/a");
+      assert.equal(formatValue(null, unit), "n/a");
+      assert.equal(formatValue(undefined, unit), "n/a");
     }
+    assert.equal(formatValue(Infinity, "ms"), "inf");
+    assert.equal(formatValue(-Infinity), "-inf");
   });
 
-  it("prints infinities as signed infinity signs", () => {
-    assert.equal(formatMetric(Infinity, "ms"), "\u221e");
-    assert.equal(formatMetric(-Infinity), "-\u221e");
+  it("rounds exact ties to even, as Python does (toFixed would not)", () => {
+    assert.equal(toFixedExact(0.125, 2), "0.12");
+    assert.equal(toFixedExact(0.375, 2), "0.38");
+    assert.equal(toFixedExact(2.5, 0), "2");
+    assert.equal(toFixedExact(3.5, 0), "4");
+    assert.equal(toFixedExact(-2.5, 0), "-2");
+    assert.equal(toFixedExact(1e21, 0), "1000000000000000000000");
+    assert.equal(toFixedExact(0.1, 20), "0.10000000000000000555");
+  });
+
+  it("reads unit spellings", () => {
+    assert.equal(canonicalUnit("usec"), "us");
+    assert.equal(canonicalUnit(" Bytes "), "B");
+    assert.equal(canonicalUnit(""), null);
+    assert.equal(canonicalUnit(undefined), null);
+    assert.equal(canonicalUnit("flop"), "flop");
+    assert.equal(formatValue(2500, "\u03bcs"), "2.50 ms");
+    assert.equal(formatValue(123_456n), "123 k");
+  });
+
+  it("formats ratios and shares", () => {
+    assert.equal(formatRatio(2.345), "2.3\u00d7");
+    assert.equal(formatRatio(64), "64\u00d7");
+    assert.equal(formatRatio(NaN), "n/a");
+    assert.equal(formatPercent(0.1234), "12.3%");
+    assert.equal(formatPercent(1), "100%");
+    assert.equal(formatPercent(0.0045), "0.45%");
+    assert.equal(formatPercent(0.01), "1%");
+    assert.equal(formatPercent(0.105), "10.5%");
+    assert.equal(formatPercent(NaN), "n/a");
   });
 });
 
@@ -259,7 +228,8 @@ describe("js/index.js entry", () => {
     async () => {
       const mod = await import(bundleUrl.href);
       assert.equal(typeof mod.formatMetric, "function");
-      assert.equal(mod.formatMetric(1536, "bytes"), "1.50 KiB");
+      assert.equal(mod.formatValue(1536, "bytes"), "1.54 kB");
+      assert.equal(mod.unitLabel("time (inc)", {}), "time (inc) [unit unknown]");
       const src = new Float32Array([4, 5]);
       assert.deepEqual(Array.from(mod.readColumn(new DataView(src.buffer), "float32", 2)), [4, 5]);
     },

@@ -85,9 +85,9 @@ def test_callpaths_escape_separators():
 def test_render_limits_and_header(hatchet_tree):
     text = hatchet_tree.render(depth=2)
     lines = text.splitlines()
-    assert lines[0].startswith("# 24 nodes; time (inc)")
-    assert lines[1] == "135.000 foo"
-    assert all(not ln.startswith("│  │") for ln in lines)  # nothing deeper than depth 1
+    assert lines[0].startswith("# time (inc) [unit unknown]; 24 nodes")
+    assert lines[1] == "135  foo"
+    assert all("│  " not in ln for ln in lines)  # nothing deeper than depth 1
     short = hatchet_tree.render(max_nodes=3)
-    assert "21 more nodes" in short.splitlines()[-1]
-    assert str(hatchet_tree) == hatchet_tree.render()
+    assert "21 nodes over the limit of 3" in short.splitlines()[-2]
+    assert str(hatchet_tree) == hatchet_tree.render(max_nodes=25, hint="repr")

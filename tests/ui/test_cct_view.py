@@ -7,9 +7,11 @@ real Python widget; one test drives a real JupyterLab.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import cctviz
+from cctviz.model.units import format_value
 from tests.conftest import LULESH_SCALING
 
 ITEM = '[role="treeitem"]'
@@ -281,7 +283,7 @@ def test_million_nodes_render_and_click(widget_page):
     wp = widget_page(view)
     shown = shown_ids(wp, view)
     assert 1000 < len(shown) <= 2000
-    assert wp.bytes_sent < 200_000  # binary rows, not a million nodes
+    assert wp.bytes_sent < 250_000  # binary rows of ~2000 nodes, not a million nodes
     node = [i for i in on_screen(wp, view) if i > 0][-1]  # a deep node the user can see
     item(wp, view, node).locator("text").first.click()  # its label: the mark is tiny
     wp.sync()
@@ -352,3 +354,65 @@ def test_tooltip_gives_call_path_and_metrics(widget_page, tree):
     pos = [text.find(name) for name in tree.path(deep)]
     assert all(p >= 0 for p in pos) and pos == sorted(pos)  # root first
     assert "time (inc)" in text
+
+
+def ranks_with_a_killed_one() -> cctviz.Ensemble:
+    """Ranks 0, 1, 3 timed in ms; rank 2 killed: a profile with ok=False and no
+    rows, as the run-folder reader gives it."""
+
+    def rank(solve: float, wait: float) -> cctviz.Tree:
+        return cctviz.Tree.from_parents(
+            [-1, 0, 0, 1],
+            ["main", "solve", "wait", "kernel"],
+            {"time": [1.0, solve, wait, 40.0]},
+            meta={"units": {"time": "ms"}},
+        )
+
+    live = cctviz.Ensemble.from_trees([rank(1200.0, 0.5), rank(1210.0, 30.0), rank(1190.0, 0.5)])
+    rows = live.rows.copy()
+    rows["profile"] = np.array([0, 1, 3])[rows["profile"].to_numpy()]
+    profiles = pd.DataFrame({"rank": [0, 1, 2, 3], "ok": [True, True, False, True]})
+    return cctviz.Ensemble(live.tree, rows, profiles)
+
+
+def test_legends_and_tooltip_name_units(widget_page):
+    ens = ranks_with_a_killed_one()
+    view = cctviz.CCTView(ens)
+    wp = widget_page(view)
+    root = wp.view(view)
+    legend = root.locator(".cctviz-legends")
+    titles = legend.locator(".cctviz-legend-title").all_text_contents()
+    assert "Colour: time (inc) [ms]" in titles
+    assert "Size (area): time (inc) [ms]" in titles
+    assert "Spread of time (inc) [ms] over 3 profiles (1 failed, left out)" in titles
+    texts = legend.locator(".cctviz-legend-text").all_text_contents()
+    lo, hi = view._data["color_domain"]
+    assert format_value(lo, "ms") == "10.3 ms" and format_value(hi, "ms") == "1.25 s"
+    assert "10.3 ms" in texts and "1.25 s" in texts  # ms values past 1000 read in seconds
+    thr = view._data["spread"]["cost_threshold"]
+    assert (
+        f"imbalance costs max \u2212 mean \u2265 {format_value(thr, 'ms')} (1% of the total)"
+        in texts
+    )
+
+    st = ens.stats("time (inc)")
+    node = {n: i for i, n in enumerate(ens.tree.names)}
+    wait, solve = node["wait"], node["solve"]
+    item(wp, view, wait).locator("circle").first.hover()
+    tip = root.locator(".cctviz-tooltip")
+    tip.wait_for(state="visible")
+    lines = tip.locator("div").all_text_contents()
+    text = "\n".join(lines)
+    assert f"time (inc): {format_value(st.loc[wait, 'mean'], 'ms')}" in lines
+    assert f"time (exclusive): {format_value(st.loc[wait, 'mean'], 'ms')}" in lines
+    assert "of parent" in text and "of total" in text
+    assert "time (inc) over 3 profiles (1 failed, left out)" in lines
+    assert f"min {format_value(st.loc[wait, 'min'], 'ms')}" in text  # 500 us: not 0 from rank 2
+    cost = format_value(st.loc[wait, "cost"], "ms")
+    assert f"costs {cost} (max \u2212 mean)" in text and "max on rank 1" in text
+    assert f"imbalance (max/mean) {st.loc[wait, 'imbalance']:.1f}\u00d7" in text
+    # the cue names what the imbalance costs, on wait only
+    cue = item(wp, view, wait).locator(".cctviz-imbalance")
+    assert cue.text_content() == f"\u25b2 {cost}"
+    assert "imbalanced" in item(wp, view, wait).get_attribute("class")
+    assert item(wp, view, solve).locator(".cctviz-imbalance").count() == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -128,11 +129,65 @@ def test_lod_invariants(case):
     # sizes add up: shown children plus the "other" row make the parent's children total
     inc = t.metrics["time (inc)"].to_numpy()
     exc = t.metrics["time"].to_numpy()
-    ov = other_values(inc, exc, t.parent, lod)
+    ov = other_values(inc, t.parent, lod)
     for p, v in zip(lod.other_parent, ov):
         kids = np.flatnonzero(t.parent == p)
         shown_kids = kids[np.isin(kids, lod.shown)]
         assert np.isclose(v + inc[shown_kids].sum(), inc[p] - exc[p])
+
+
+def _hidden_siblings(t, lod, p):
+    kids = np.flatnonzero(t.parent == p)
+    return kids[~np.isin(kids, lod.shown)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lod_cases(), st.sampled_from(["sum", "max", "min", "none"]), st.data())
+def test_other_rows_obey_the_aggregation_rule(case, rule, data):
+    """An "other" row is the rule over the hidden siblings' inclusive values:
+    their sum, their max or min (NaN ignored), NaN for "none"."""
+    t, budget, root, collapsed, expanded, _ = case
+    t = t.with_aggregation({"calls": rule})
+    col = "calls" if rule == "none" else "calls (inc)"
+    values = t.metrics[col].to_numpy().copy()
+    # some missing values: max/min skip them, a sum with one is unknown
+    nan_at = data.draw(st.lists(st.integers(0, len(t) - 1), max_size=3))
+    values[nan_at] = np.nan
+    lod = level_of_detail(
+        t.parent,
+        t.end,
+        t.metrics["time (inc)"].to_numpy(),
+        budget=budget,
+        root=root,
+        collapsed=collapsed,
+        expanded=expanded,
+        depth=t.depth,
+    )
+    ov = other_values(values, t.parent, lod, rule)
+    assert ov.shape == lod.other_parent.shape
+    for p, v in zip(lod.other_parent, ov):
+        hidden = values[_hidden_siblings(t, lod, p)]
+        assert hidden.size
+        if rule == "sum":
+            want = hidden.sum()
+        elif rule == "none" or np.isnan(hidden).all():
+            want = np.nan
+        else:
+            want = np.nanmax(hidden) if rule == "max" else np.nanmin(hidden)
+        assert np.isclose(v, want, equal_nan=True), (rule, v, want)
+        finite = hidden[~np.isnan(hidden)]
+        if rule == "max" and finite.size:
+            assert v >= finite.max()  # never the sum of them
+        if rule == "min" and finite.size:
+            assert v <= finite.min()
+
+
+def test_other_values_rejects_unknown_rules():
+    parent = np.array([-1, 0, 0, 0])
+    lod = level_of_detail(parent, np.array([4, 2, 3, 4]), np.array([9.0, 5, 2, 1]), budget=3)
+    assert lod.other_parent.tolist() == [0]
+    with pytest.raises(ValueError, match="mean"):
+        other_values(np.array([9.0, 5, 2, 1]), parent, lod, "mean")
 
 
 @settings(max_examples=100, deadline=None)
