@@ -204,7 +204,9 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
 
     Returns a :class:`Tree`, or an :class:`Ensemble` when the file holds
     several ranks or runs. Any problem with the file is a
-    :class:`ProfileError` naming the file.
+    :class:`ProfileError` naming the file. Other keyword arguments go to the
+    reader; ``progress=`` (see :func:`progress_bar`) is taken by the readers
+    whose work can last (folders, databases) and ignored by the others.
 
     >>> import cctviz
     >>> ens = cctviz.read("../shared/data/hatchet/caliper-lulesh-json/lulesh-annotation-profile.json")
@@ -217,6 +219,8 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
         return _read_folder(p, format, **kw)
     if name not in _READERS:
         raise ValueError(f"unknown format {name!r}; have {sorted(_READERS)}")
+    if "progress" in kw and not _takes(_READERS[name].read, "progress"):
+        kw.pop("progress")  # quick to read: no bar to show or hide
     try:
         obj = _READERS[name].read(p, **kw)
     except ProfileError as e:
@@ -241,6 +245,14 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
             m.setdefault("format", name)
             m.setdefault("source", str(p))
     return obj
+
+
+def _takes(fn: Callable[..., Any], arg: str) -> bool:
+    """Whether ``fn`` accepts the keyword argument ``arg``."""
+    import inspect
+
+    params = inspect.signature(fn).parameters.values()
+    return any(p.name == arg or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[Path]:

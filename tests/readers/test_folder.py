@@ -104,3 +104,18 @@ def test_many_small_files_print_no_progress_bar(tmp_path, capsys, monkeypatch):
     assert "reading profiles" in capsys.readouterr().err
     cctviz.read_ensemble(files[:3], progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_progress_is_accepted_for_every_format():
+    """``progress=`` goes to the readers with a bar; the others ignore it (it was a
+    ProfileError 'unexpected content' for a single timemory or Caliper file)."""
+    for f in (
+        DATA / "hatchet/timemory/wall.tree.json",
+        DATA / "hatchet/gprof2dot-cpi/callgrind.dot.64042.0.1",
+        DATA / "hatchet/tau-cpi-mpi",
+    ):
+        obj = cctviz.read(f, progress=True)
+        assert len(obj.tree if isinstance(obj, cctviz.Ensemble) else obj) > 0
+    assert cctviz.read(DATA / "hatchet/hpctoolkit-cpi-database", progress=False).n_profiles == 4
+    with pytest.raises(ProfileError, match="unexpected keyword argument 'colour'"):
+        cctviz.read(DATA / "hatchet/timemory/wall.tree.json", colour="red")
