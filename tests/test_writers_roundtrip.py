@@ -149,3 +149,96 @@ def test_round_trip_random_trees(tmp_path, t):
         eback = cctviz.read(ep, metric="time")
         assert isinstance(eback, Ensemble) and eback.profiles["rank"].tolist() == [0, 1]
         _assert_same(ens, eback, "time", "time")
+
+
+# ---------------------------------------------------------------- aggregation rules
+def _mixed():
+    """A sum, a peak, a minimum and a per-node value (named like an inclusive one)."""
+    return cctviz.Tree.from_parents(
+        [-1, 0, 0],
+        ["main", "f", "g"],
+        {
+            "mem_peak": [5.0, 9.0, 4.0],
+            "time": [1.0, 2.0, 3.0],
+            "free_min": [8.0, 6.0, 7.0],
+            "BlockSize (inc)": [256.0, 128.0, 64.0],
+            "ratio": [0.5, 0.25, 1.0],
+        },
+        meta={
+            "aggregation": {
+                "mem_peak": "max",
+                "free_min": "min",
+                "BlockSize (inc)": "none",
+                "ratio": "none",
+            },
+            "units": {"time": "ms", "mem_peak": "MB"},
+        },
+    )
+
+
+@pytest.mark.parametrize("fmt", ["speedscope", "folded"])
+@pytest.mark.parametrize(
+    "metric", ["mem_peak", "mem_peak (inc)", "free_min", "BlockSize (inc)", "ratio"]
+)
+def test_additive_formats_refuse_metrics_that_do_not_add_up(tmp_path, fmt, metric):
+    t = _mixed()
+    with pytest.raises(ValueError, match=r"adds values up along each stack.*\['time'\]") as e:
+        cctviz.write(t, tmp_path / "x", format=fmt, metric=metric)
+    named = metric if metric == "BlockSize (inc)" else metric.removesuffix(" (inc)")
+    assert repr(named) in str(e.value)
+    assert not (tmp_path / "x").exists()
+    ens = Ensemble.from_trees([t, t])
+    with pytest.raises(ValueError, match="aggregation rule"):
+        cctviz.write(ens, tmp_path / "e", format=fmt, metric=metric)
+
+
+@pytest.mark.parametrize("fmt", ["speedscope", "folded"])
+def test_additive_formats_default_to_a_metric_that_adds_up(tmp_path, fmt):
+    t = _mixed()  # its first metric is a peak: the writers pick "time"
+    p = cctviz.write(t, tmp_path / "x", format=fmt)
+    back = cctviz.read(p, format=fmt, metric="time")
+    _assert_same(t, back, "time", "time")
+    only_rules = cctviz.Tree.from_parents(
+        [-1, 0], ["a", "b"], {"peak": [1.0, 2.0]}, meta={"aggregation": {"peak": "max"}}
+    )
+    with pytest.raises(ValueError, match="no metric of this tree adds up"):
+        cctviz.write(only_rules, tmp_path / "y", format=fmt)
+
+
+def test_speedscope_writes_sizes_as_bytes(tmp_path):
+    t = cctviz.Tree.from_parents(
+        [-1, 0], ["main", "alloc"], {"mem": [1.5, 2.0]}, meta={"units": {"mem": "MB"}}
+    )
+    doc = cctviz.writers.to_speedscope(t)
+    assert doc["profiles"][0]["unit"] == "bytes"
+    assert doc["profiles"][0]["weights"] == [1.5e6, 2.0e6]
+    back = cctviz.read(cctviz.write(t, tmp_path / "m.json", format="speedscope"))
+    assert back.units == {"bytes": "B"} and back.metrics["bytes (inc)"].iloc[0] == 3.5e6
+
+
+def test_hatchet_json_keeps_rules_and_no_inclusive_column_for_none_metrics():
+    t = _mixed()
+    doc = cctviz.writers.to_hatchet_json(t)
+    assert doc["aggregation"] == {
+        "mem_peak": "max",
+        "free_min": "min",
+        "BlockSize (inc)": "none",
+        "ratio": "none",
+    }
+    assert doc["units"] == {"time": "ms", "mem_peak": "MB"}
+    assert "ratio (inc)" not in doc["inclusive_metrics"]
+    assert (
+        "ratio (inc)" not in doc["dataframe"][0]
+        and "BlockSize (inc) (inc)" not in doc["dataframe"][0]
+    )
+    assert doc["inclusive_metrics"] == ["mem_peak (inc)", "time (inc)", "free_min (inc)"]
+    rows = {r["name"]: r for r in doc["dataframe"]}
+    assert rows["main"]["mem_peak (inc)"] == 9.0  # a max over the subtree, not 18
+    assert rows["main"]["free_min (inc)"] == 6.0
+    assert rows["main"]["time (inc)"] == 6.0
+    lit = cctviz.writers.to_literal(t)[0]["metrics"]
+    assert "ratio (inc)" not in lit and lit["mem_peak (inc)"] == 9.0
+    ens = Ensemble.from_trees([t, t], profiles={"rank": [0, 1]})
+    edoc = cctviz.writers.to_hatchet_json(ens)
+    assert edoc["aggregation"]["mem_peak"] == "max"
+    assert all("ratio (inc)" not in r for r in edoc["dataframe"])

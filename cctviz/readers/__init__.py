@@ -29,6 +29,23 @@ from ..model.tree import Tree
 PathLike = str | os.PathLike
 
 HEAD_BYTES = 65536
+#: seconds a piece of work runs before its progress bar appears (``progress=None``)
+PROGRESS_DELAY = 1.0
+
+
+def progress_bar(items: Iterable[Any], progress: bool | None, **kw: Any) -> Iterable[Any]:
+    """``items``, wrapped in a tqdm progress bar where one is wanted.
+
+    ``progress=True`` shows the bar at once, ``False`` never; ``None`` (the
+    readers' default) shows it only once the work has run for
+    :data:`PROGRESS_DELAY` seconds (tqdm's ``delay``), so a read that takes a
+    fraction of a second prints nothing. ``kw`` goes to tqdm (``desc``, ``unit``).
+    """
+    if progress is False:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, delay=0.0 if progress else PROGRESS_DELAY, **kw)
 
 
 @dataclass(frozen=True)
@@ -175,7 +192,11 @@ def _read_folder(folder: Path, format: str | None = None, **kw: Any) -> Ensemble
             f"the folder mixes formats ({', '.join(kinds)}); "
             "read the files with cctviz.read_ensemble([...]) instead",
         )
-    return read_ensemble(list(files), format=kinds[0], **kw)  # detected once, above
+    ens = read_ensemble(list(files), format=kinds[0], **kw)  # detected once, above
+    for m in (ens.meta, ens.tree.meta):  # the folder is the source, its files' format the format
+        m["format"] = kinds[0]
+        m["source"] = str(folder)
+    return ens
 
 
 def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensemble:
@@ -183,7 +204,9 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
 
     Returns a :class:`Tree`, or an :class:`Ensemble` when the file holds
     several ranks or runs. Any problem with the file is a
-    :class:`ProfileError` naming the file.
+    :class:`ProfileError` naming the file. Other keyword arguments go to the
+    reader; ``progress=`` (see :func:`progress_bar`) is taken by the readers
+    whose work can last (folders, databases) and ignored by the others.
 
     >>> import cctviz
     >>> ens = cctviz.read("../shared/data/hatchet/caliper-lulesh-json/lulesh-annotation-profile.json")
@@ -196,6 +219,8 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
         return _read_folder(p, format, **kw)
     if name not in _READERS:
         raise ValueError(f"unknown format {name!r}; have {sorted(_READERS)}")
+    if "progress" in kw and not _takes(_READERS[name].read, "progress"):
+        kw.pop("progress")  # quick to read: no bar to show or hide
     try:
         obj = _READERS[name].read(p, **kw)
     except ProfileError as e:
@@ -220,6 +245,14 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
             m.setdefault("format", name)
             m.setdefault("source", str(p))
     return obj
+
+
+def _takes(fn: Callable[..., Any], arg: str) -> bool:
+    """Whether ``fn`` accepts the keyword argument ``arg``."""
+    import inspect
+
+    params = inspect.signature(fn).parameters.values()
+    return any(p.name == arg or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[Path]:
@@ -269,6 +302,9 @@ def read_ensemble(
     jobs, the k-th file of each rank in the k-th job. A ``run`` the file
     itself states (a ``cctviz run`` folder) or that ``metadata`` gives wins.
 
+    ``progress``: a progress bar over the files; ``None`` shows one only when
+    reading takes more than a second (see :func:`progress_bar`).
+
     >>> import cctviz, glob
     >>> files = sorted(glob.glob("../shared/data/hatchet-tutorial/lulesh-scaling/*.json"))
     >>> ens = cctviz.read_ensemble(files[:2], progress=False)  # doctest: +SKIP
@@ -278,12 +314,7 @@ def read_ensemble(
         raise ValueError("read_ensemble: no files given")
     items: list[Tree | Ensemble] = []
     prof_meta: list[dict[str, Any]] = []
-    it: Iterable[Path] = paths
-    show = progress if progress is not None else len(paths) >= 50
-    if show:
-        from tqdm.auto import tqdm
-
-        it = tqdm(paths, desc="reading profiles", unit="file")
+    it = progress_bar(paths, progress, desc="reading profiles", unit="file")
     runs = _RunNumbers()
     for k, p in enumerate(it):
         obj = read(p, format=format, **reader_kw)
@@ -298,7 +329,22 @@ def read_ensemble(
             extra.update(metadata.get(str(p), metadata.get(p, {})))  # type: ignore[call-overload]
         items.append(obj)
         prof_meta.append(extra)
-    return Ensemble.concat(items, prof_meta)
+    return Ensemble.concat(items, prof_meta, _common_meta(items))
+
+
+def _common_meta(items: list[Tree | Ensemble]) -> dict[str, Any]:
+    """What the files of an ensemble share: their format (when they have one
+    format) and the units cctviz assumed for their metrics."""
+    meta: dict[str, Any] = {}
+    formats = {it.meta.get("format") for it in items}
+    if len(formats) == 1 and None not in formats:
+        meta["format"] = formats.pop()
+    assumed: dict[str, str] = {}
+    for it in items:
+        assumed.update(it.meta.get("units_assumed") or {})
+    if assumed:
+        meta["units_assumed"] = assumed
+    return meta
 
 
 class _RunNumbers:

@@ -119,5 +119,8 @@ def read_run(path: Path) -> Ensemble:
     r["profile"] = np.asarray(rank_of_tree, dtype=np.int64)[r["profile"].to_numpy()]
     meta = {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))}
     meta.update(units=part.tree.units, flagged_ranks=[int(x) for x in bad["rank"]])
+    rules = {m: r for m, r in part.aggregation.items() if r != "sum"}
+    if rules:  # the ranks' peaks stay maxima (the rows alone would make them sums)
+        meta["aggregation"] = rules
     structure = Tree(part.tree.nodes.copy(), None, {}, _trusted=True)
     return Ensemble(structure, r, profiles, meta)

@@ -37,12 +37,14 @@ approximation that the format forces (the same as gprof's):
   call paths is an estimate, exact only where a function is reached by one
   call path.
 
-**Metrics.** ``time`` = tottime (exclusive, seconds; ``meta["units"]``);
+**Metrics.** ``time`` = tottime (exclusive, seconds: ``meta["units"]``, an
+assumption the file cannot confirm, recorded in ``meta["units_assumed"]``);
 ``time (inc)`` is derived from it, and equals cProfile's cumtime where the
 split is exact (a function reached by one path, recursion confined to
 itself); the roots' inclusive times add up to ``pstats.Stats.total_tt``.
 ``calls`` = ncalls (recursive calls included), ``primitive calls`` = the
-non-recursive ones (pstats' ``ncalls`` column shows ``calls/primitive``).
+non-recursive ones (pstats' ``ncalls`` column shows ``calls/primitive``). All
+three are sums (``meta["aggregation"]``).
 Node columns ``file``, ``line``. ``meta``: ``total_calls``,
 ``primitive_calls``, ``total_tt``, as ``pstats.Stats`` computes them.
 
@@ -64,6 +66,11 @@ import numpy as np
 from ..errors import ProfileError
 from ..model.tree import Tree
 from . import register
+
+SECONDS_REASON = (
+    "pstats files state no unit; cProfile's default timer (time.perf_counter) "
+    "counts seconds, as pstats prints them (a custom timer's unit is not recorded)"
+)
 
 # ----------------------------------------------------------------- marshal
 
@@ -427,6 +434,8 @@ def read_cprofile(path: Path, max_nodes: int = 200_000) -> Tree:
     parent = cols.pop("parent")
     meta: dict[str, Any] = {
         "units": {"time": "s"},
+        "units_assumed": {"time": SECONDS_REASON},
+        "aggregation": {"time": "sum", "calls": "sum", "primitive calls": "sum"},
         "total_calls": int(sum(v[1] for v in stats.values())),
         "primitive_calls": int(sum(v[0] for v in stats.values())),
         "total_tt": round(float(sum(v[2] for v in stats.values())), 9),

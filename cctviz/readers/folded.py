@@ -15,7 +15,8 @@ many other samplers. Facts and choices:
   **exclusive** value of the stack's last frame; inclusive values are derived.
   Frames are merged by name under the same parent (a call-path tree): the
   folded form keeps nothing else (no file, no line).
-- The metric is called ``samples`` (``metric=`` renames it), without a unit.
+- The metric is called ``samples`` (``metric=`` renames it), without a unit
+  (a count), and is a sum (``meta["aggregation"]``).
 - Detection is deliberately conservative, since this reader is asked last: the
   file must be UTF-8 text, every one of its first lines (up to 50) must look
   like ``<stack> <integer>``, and at least one of them must hold a ``;``. So a
@@ -149,7 +150,7 @@ def read_folded(path: Path, metric: str = "samples") -> Tree:
         raise ProfileError(path, f"not UTF-8 text ({e.reason})", where=f"byte {e.start}") from None
     stacks, counts = _parse_lines(path, text)
     parent, keys, w = stacks_to_tree((s.split(";") for s in stacks), counts)
-    return Tree.from_parents(parent, keys, {metric: w})
+    return Tree.from_parents(parent, keys, {metric: w}, meta={"aggregation": {metric: "sum"}})
 
 
 def _read_bytes(path: Path) -> bytes:

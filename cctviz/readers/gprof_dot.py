@@ -27,8 +27,12 @@ exactly Hatchet's ``time`` for it, and the tree's total is the graph's.
 Recursion: an edge closing a cycle on the current path (a DFS back edge, in
 file order) is dropped, and a function reachable only through a cycle is
 unfolded from the first of them in file order. Metrics: ``time`` (self, % of
-the total cost: ``meta["units"] = {"time": "%"}``) and ``calls``; node
-columns: ``module``.
+the total cost: ``meta["units"] = {"time": "%"}``, the unit the labels
+state) and ``calls``, both sums (shares of one total add up). Node columns:
+``module``, and ``function_inc_pct``, the label's inclusive share of the
+node's *function* (over all its call paths: the same on every node of the
+function, so an attribute, not a metric; the tree's ``time (inc)`` is the
+call path's).
 """
 
 from __future__ import annotations
@@ -340,12 +344,13 @@ def read_gprof_dot(path: Path, *, max_nodes: int = DEFAULT_MAX_NODES) -> Tree:
     pos = {f: k for k, f in enumerate(ids)}
     n = len(ids)
     module = np.full(n, None, dtype=object)
+    inc_pct = np.full(n, np.nan)
     self_pct = np.zeros(n)
     calls = np.zeros(n)
     for k, f in enumerate(ids):
         label = p.nodes[f].get("label")
         if label is not None:
-            module[k], _inc, self_pct[k], calls[k] = _node_label(path, f, label)
+            module[k], inc_pct[k], self_pct[k], calls[k] = _node_label(path, f, label)
     # edges, merged per (caller, callee); self-calls are recursion: dropped
     share: dict[tuple[int, int], float] = {}
     ecalls: dict[tuple[int, int], float] = {}
@@ -406,6 +411,11 @@ def read_gprof_dot(path: Path, *, max_nodes: int = DEFAULT_MAX_NODES) -> Tree:
     sh_arr = np.asarray(fshare)
     names = np.asarray(ids, dtype=object)[fi]
     metrics = {"time": self_pct[fi] * sh_arr, "calls": calls[fi] * sh_arr}
-    columns = {"module": module[fi]} if any(m is not None for m in module) else None
-    meta: dict[str, Any] = {"units": {"time": "%"}}
+    columns: dict[str, Any] = {"function_inc_pct": inc_pct[fi]}
+    if any(m is not None for m in module):
+        columns["module"] = module[fi]
+    meta: dict[str, Any] = {
+        "units": {"time": "%"},
+        "aggregation": {"time": "sum", "calls": "sum"},
+    }
     return Tree.from_parents(parent, names, metrics, columns=columns, meta=meta)

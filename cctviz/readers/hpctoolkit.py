@@ -31,8 +31,20 @@ Choices (following Hatchet where it is well defined):
   ``statement``. Columns ``file``, ``line``, ``module`` come from the tables,
   ``nid`` is the XML node id (``tag`` the XML element).
 - ``CPUTIME (usec)`` / ``CPUTIME (sec)`` become ``time`` (as Hatchet names
-  them), with ``meta["units"]["time"]`` ``"us"`` / ``"s"``; other metrics keep
-  the XML name without the `` (I)``/`` (E)`` suffix.
+  them); other metrics keep the XML name without the `` (I)``/`` (E)``
+  suffix (a second column of an already taken name keeps its XML name, or
+  gets ``" #2"``, and a warning says so). Units are the ones the names state (hpcprof writes ``(usec)``,
+  ``(sec)``, ``(B)``...) in ``meta["units"]``; a name without one (a hardware
+  counter such as ``PAPI_TOT_CYC``) has none.
+- Aggregation rules (``meta["aggregation"]``): a metric-db column holds one
+  thread's sampled values, which HPCToolkit attributes additively (the
+  ``(I)`` value of a scope is the sum of its ``(E)`` values below it), so
+  every metric is a ``"sum"``. A name ending in a summary statistic over
+  threads (``:Max``, ``:Min``, ``:StdDev``, ``:CfVar``; hpcprof-mpi writes
+  these into the XML, not usually into metric-db files) is taken as
+  inclusive values per node: ``:Max`` is a ``"max"`` (a subtree's maximum
+  is its root's), the others ``"none"`` (``meta["aggregation_notes"]``
+  says why); ``:Sum`` and ``:Mean`` stay sums.
 - Exclusive values are derived from the file's *inclusive* column
   (inclusive minus the inclusive of the child nodes), so ``time (inc)`` equals
   the file's ``(I)`` values on every node. hpcprof's own ``(E)`` column counts
@@ -50,6 +62,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -60,7 +73,7 @@ import pandas as pd
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
-from . import register
+from . import progress_bar, register
 
 XML = "experiment.xml"
 TAG = b"HPCPROF-metricdb__"
@@ -68,8 +81,29 @@ TAG_SIZE = 24
 SCOPES = ("PF", "Pr", "L", "S", "C")
 KIND = {"PF": "function", "Pr": "function", "L": "loop", "S": "statement"}
 _DB_NAME = re.compile(r"-(\d+)-(\d+)-([0-9A-Za-z]+)-(\d+)-(\d+)\.metric-db$")
-_UNITS = {"usec": "us", "sec": "s", "msec": "ms", "nsec": "ns"}
-PROGRESS_FILES = 64
+# units hpcprof writes into metric names ("CPUTIME (usec)", "GXCOPY:H2D (B)")
+_UNITS = {
+    "usec": "us",
+    "us": "us",
+    "sec": "s",
+    "s": "s",
+    "msec": "ms",
+    "ms": "ms",
+    "nsec": "ns",
+    "ns": "ns",
+    "B": "B",
+    "bytes": "B",
+}
+# summary statistics hpcprof can append to a metric name ("CPUTIME (usec):Max"):
+# the rule their per-node values follow over a subtree
+_STAT_RULE = {
+    "Sum": "sum",
+    "Mean": "sum",
+    "Max": "max",
+    "Min": "none",
+    "StdDev": "none",
+    "CfVar": "none",
+}
 
 
 def _folder(path: Path) -> Path:
@@ -287,14 +321,17 @@ def _structure(x: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _metric_name(db_name: str) -> tuple[str, str | None]:
-    """``"CPUTIME (usec) (I)"`` -> (``"time"``, ``"us"``), and the unit if named."""
+def _metric_name(db_name: str) -> tuple[str, str | None, str]:
+    """``"CPUTIME (usec) (I)"`` -> (``"time"``, ``"us"``, ``"sum"``): the metric,
+    the unit its name states (or None) and its aggregation rule."""
     base = re.sub(r"\s*\((I|E|inc|exc)\)\s*$", "", db_name).strip()
-    m = re.search(r"\((usec|sec|msec|nsec)\)", base)
-    unit = _UNITS[m.group(1)] if m else None
+    m = re.search(r"\(([A-Za-z]+)\)", base)
+    unit = _UNITS.get(m.group(1)) if m else None
+    stat = re.search(r":(Sum|Mean|Max|Min|StdDev|CfVar)$", base)
+    rule = _STAT_RULE[stat.group(1)] if stat else "sum"
     if re.fullmatch(r"CPUTIME \((usec|sec)\)", base):
         base = "time"
-    return base, unit
+    return base, unit, rule
 
 
 def _db_files(folder: Path, glob: str) -> tuple[list[Path], pd.DataFrame]:
@@ -385,7 +422,8 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
 
     ``path`` is the database folder or its ``experiment.xml``. One profile per
     metric-db file (``ens.profiles`` columns ``rank``, ``thread``). A progress
-    bar is shown for many files (``progress=None``: from 64 files).
+    bar over the metric-db files appears when reading them takes more than a
+    second (``progress=None``; ``True`` always, ``False`` never).
 
     Example:
         >>> import cctviz
@@ -427,17 +465,43 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
         raise ProfileError(xml, what, where="SecCallPathProfileData")
     # --- metric names and units (from the XML), then the tree
     units: dict[str, str] = {}
+    rules: dict[str, str] = {}
     by_name: dict[str, dict[str, int]] = {}
+    renamed: list[str] = []
     for d, j in zip(dbs, db_id):
-        base, unit = _metric_name(d.get("n", ""))
-        by_name.setdefault(base, {})[d.get("t", "nil")] = j
+        base, unit, rule = _metric_name(d.get("n", ""))
+        t = d.get("t", "nil")
+        if t in by_name.get(base, {}):  # "time" taken, or the same name twice: keep both
+            raw = re.sub(r"\s*\((I|E|inc|exc)\)\s*$", "", d.get("n", "")).strip()
+            k = 2
+            base = raw
+            while t in by_name.get(base, {}):
+                base, k = f"{raw} #{k}", k + 1
+            renamed.append(f"{d.get('n', '')!r} -> {base!r}")
+        by_name.setdefault(base, {})[t] = j
+        rules[base] = rule
         if unit:
             units[base] = unit
+    if renamed:
+        warnings.warn(
+            f"{xml}: metric-db columns with a name already taken were renamed: "
+            + ", ".join(renamed),
+            stacklevel=3,
+        )
     meta: dict[str, Any] = {"hpctoolkit_version": x["version"]}
     if x["header"].get("program"):
         meta["program"] = x["header"]["program"]
     if units:
         meta["units"] = units
+    meta["aggregation"] = rules
+    notes = {
+        m: "a per-node summary statistic (min, standard deviation or coefficient of "
+        "variation over threads) of inclusive values: it does not combine over a subtree"
+        for m, r in rules.items()
+        if r == "none"
+    }
+    if notes:
+        meta["aggregation_notes"] = notes
     structure, new_id = Tree.from_parents_with_ids(
         s["parent"], s["names"], None, kind=s["kind"], columns=s["columns"], meta=meta
     )
@@ -446,11 +510,7 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
     rows_idx[new_id] = nid[s["idx"]] - 1
     # --- metric-db files
     files, prof = _db_files(folder, dbs[0].get("db-glob", "*.metric-db"))
-    it: Any = files
-    if progress if progress is not None else len(files) >= PROGRESS_FILES:
-        from tqdm.auto import tqdm
-
-        it = tqdm(files, desc="reading metric-db", unit="file")
+    it = progress_bar(files, progress, desc="reading metric-db", unit="file")
     P = len(files)
     n_nodes = None
     vals = np.empty((P, K, nm))  # (profile, node, metric)
@@ -470,7 +530,10 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
     stm = (parent >= 0) & (structure.nodes["kind"].to_numpy() == "statement")
     metrics: dict[str, np.ndarray] = {}
     for base, cols in by_name.items():
-        if "inclusive" in cols:
+        if rules[base] != "sum":  # a max (or a statistic) of inclusive values: kept as they are
+            inc = vals[:, :, cols.get("inclusive", next(iter(cols.values())))]
+            metrics[base] = structure.exclusive_from_inclusive(inc.T, rules[base]).T
+        elif "inclusive" in cols:
             metrics[base] = structure.exclusive_from_inclusive(vals[:, :, cols["inclusive"]].T).T
         else:  # Hatchet: the exclusive column minus the statement children's
             exc = vals[:, :, cols.get("exclusive", cols.get("nil", next(iter(cols.values()))))]

@@ -3,7 +3,12 @@
 A ZIP container (stored, not compressed: the tables inside compress
 themselves) holding Parquet tables and a JSON header:
 
-- ``header.json``: ``{"format": "cctviz", "version": 1, "kind": "tree"|"ensemble", "meta": {...}}``
+- ``header.json``: ``{"format": "cctviz", "version": 1, "kind": "tree"|"ensemble", "meta": {...}}``;
+  an ensemble's also holds ``tree_meta`` (its unified tree's metadata), and
+  ``encoded`` names object columns stored encoded (``{table: {column:
+  "int" | "list" | "json"}}``: Python ints with None, which Parquet would
+  give back as floats; lists, which it would give back as arrays; values it
+  cannot type or would change, as JSON text)
 - ``nodes.parquet``: name, parent, kind and every other node attribute, in pre-order
 - ``metrics.parquet`` (tree): exclusive metrics, one row per node
 - ``rows.parquet`` (ensemble): node, profile and exclusive metrics
@@ -21,6 +26,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -39,6 +45,29 @@ def _sniff(path: Path, head: bytes) -> bool:
             return "header.json" in z.namelist()
     except (zipfile.BadZipFile, OSError):
         return path.suffix == EXTENSION
+
+
+def _decode(path: Path, name: str, df: pd.DataFrame, kinds: Any) -> pd.DataFrame:
+    """Undo the writer's encoding of object columns (``header["encoded"][name]``)."""
+    if not isinstance(kinds, dict):
+        return df
+    for c, kind in kinds.items():
+        if c not in df.columns:
+            raise ProfileError(path, f"encoded column {c!r} is missing", where=name)
+        col = df[c].to_numpy(dtype=object)
+        if kind == "int":
+            vals = [None if v is None or v != v else int(v) for v in col]
+        elif kind == "list":
+            vals = [v.tolist() if hasattr(v, "tolist") else v for v in col]
+        elif kind == "json":
+            try:
+                vals = [json.loads(v) for v in col]
+            except (TypeError, ValueError) as e:
+                raise ProfileError(path, f"column {c!r}: not JSON ({e})", where=name) from None
+        else:
+            raise ProfileError(path, f"column {c!r}: unknown encoding {kind!r}", where=name)
+        df[c] = pd.Series(vals, index=df.index, dtype=object)
+    return df
 
 
 def _table(z: zipfile.ZipFile, path: Path, name: str) -> pd.DataFrame:
@@ -87,7 +116,10 @@ def read_native(path: Path) -> Tree | Ensemble:
                 where="header.json",
             )
         meta = header.get("meta") or {}
-        nodes = _table(z, path, "nodes.parquet")
+        encoded = header.get("encoded") if isinstance(header.get("encoded"), dict) else {}
+        nodes = _decode(
+            path, "nodes.parquet", _table(z, path, "nodes.parquet"), encoded.get("nodes.parquet")
+        )
         for c in ("name", "parent"):
             if c not in nodes.columns:
                 raise ProfileError(path, f"nodes table lacks column {c!r}", where="nodes.parquet")
@@ -111,7 +143,12 @@ def read_native(path: Path) -> Tree | Ensemble:
             return Tree(structure.nodes, metrics, meta, _trusted=True)
         if kind == "ensemble":
             rows = _table(z, path, "rows.parquet")
-            profiles = _table(z, path, "profiles.parquet")
+            profiles = _decode(
+                path,
+                "profiles.parquet",
+                _table(z, path, "profiles.parquet"),
+                encoded.get("profiles.parquet"),
+            )
             if "node" not in rows or "profile" not in rows:
                 raise ProfileError(
                     path, "rows table needs 'node' and 'profile' columns", where="rows.parquet"

@@ -20,7 +20,9 @@
 
 Nodes: ``name`` = function, columns ``file`` (the full path), ``file_short``
 (rendered form only), ``line``, ``is_application_code``/``group_id``/
-``class_name`` when present. Metric ``time`` in seconds. Session-level
+``class_name`` when present. Metric ``time`` (and ``await_time``, the time
+spent awaiting, when the frames have it: inclusive too), in seconds (the
+file states no unit: ``meta["units_assumed"]`` says so), sums. Session-level
 numbers (``duration``, ``sample_count``, ``cpu_time``, ``start_time``) and
 the program (``program``) go to ``meta``.
 """
@@ -53,8 +55,17 @@ def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
 
 
-def _meta(doc: dict) -> dict[str, Any]:
-    meta: dict[str, Any] = {"units": {"time": "s"}}
+SECONDS_REASON = (
+    "pyinstrument's JSON states no unit; its frame times, like its session's duration, are seconds"
+)
+
+
+def _meta(doc: dict, metrics: tuple[str, ...] = ("time",)) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "units": dict.fromkeys(metrics, "s"),
+        "units_assumed": dict.fromkeys(metrics, SECONDS_REASON),
+        "aggregation": dict.fromkeys(metrics, "sum"),
+    }
     for k in META_KEYS:
         if _num(doc.get(k)):
             meta[k] = doc[k]
@@ -92,7 +103,17 @@ def _rendered(path: Path, doc: dict) -> Tree:
         rows.append(fr)
         for j in range(len(kids) - 1, -1, -1):
             stack.append((kids[j], me, f"{where}.children[{j}]"))
-    inc = np.array([float(f["time"]) for f in rows])
+    inc = {"time": np.array([float(f["time"]) for f in rows])}
+    if any("await_time" in f for f in rows):  # pyinstrument >= 4: time spent awaiting
+        for k, f in enumerate(rows):
+            if "await_time" in f:
+                expect(
+                    path,
+                    _num(f["await_time"]),
+                    f"frame {k}.await_time",
+                    f"expected a number, got {f['await_time']!r}",
+                )
+        inc["await_time"] = np.array([float(f.get("await_time", 0.0)) for f in rows])
     cols: dict[str, list] = {
         "file": [f.get("file_path") for f in rows],
         "file_short": [f.get("file_path_short") for f in rows],
@@ -106,8 +127,8 @@ def _rendered(path: Path, doc: dict) -> Tree:
         [f["function"] for f in rows],
         None,
         columns=cols,
-        meta=_meta(doc),
-        inclusive={"time": inc},
+        meta=_meta(doc, tuple(inc)),
+        inclusive=inc,
     )
 
 

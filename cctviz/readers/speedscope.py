@@ -25,6 +25,11 @@ What cctviz makes of it:
   units are converted to the first one's), ``bytes`` for ``bytes``,
   ``samples`` for ``none`` (py-spy's unit: weights are sample counts);
   ``metric=`` renames it. Evented profiles also give ``calls`` (opens).
+  Every metric is a sum (``meta["aggregation"]``): weights and spans add up.
+  The unit is the file's own (``unit``, required by the schema): nothing is
+  assumed.
+- A profile without samples or events (an idle thread) has no node: it is
+  left out, named in a warning and in ``meta["empty_profiles"]``.
 - One profile gives a Tree (``meta["profile_name"]``); several profiles (py-spy
   writes one per thread) give an Ensemble with one profile each, its
   ``profiles`` table holding ``profile_name``; a name made of ``key=value``
@@ -39,6 +44,7 @@ What cctviz makes of it:
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +240,7 @@ def read_speedscope(path: Path, metric: str | None = None) -> Tree | Ensemble:
     expect(path, isinstance(profiles, list) and profiles, "profiles", "expected a non-empty list")
     trees: list[Tree] = []
     names: list[str] = []
+    empty: list[str] = []
     time_unit: str | None = None
     for j, prof in enumerate(profiles):
         where = f"profiles[{j}]"
@@ -248,8 +255,10 @@ def read_speedscope(path: Path, metric: str | None = None) -> Tree | Ensemble:
             raise ProfileError(
                 path, f"expected type 'sampled' or 'evented', got {typ!r}", where=f"{where}.type"
             )
-        if not keys:
-            continue  # a profile without samples or events (an idle thread)
+        if not keys:  # a profile without samples or events (an idle thread)
+            pname = prof.get("name")
+            empty.append(str(pname) if pname is not None else f"profile {j}")
+            continue
         units: dict[str, str] = {}
         if unit in TIME_UNITS:
             u = TIME_UNITS[unit]
@@ -269,7 +278,7 @@ def read_speedscope(path: Path, metric: str | None = None) -> Tree | Ensemble:
         }
         pname = prof.get("name")
         pname = str(pname) if pname is not None else f"profile {j}"
-        meta: dict[str, Any] = {"profile_name": pname}
+        meta: dict[str, Any] = {"profile_name": pname, "aggregation": dict.fromkeys(data, "sum")}
         if units:
             meta["units"] = units
         trees.append(
@@ -279,7 +288,17 @@ def read_speedscope(path: Path, metric: str | None = None) -> Tree | Ensemble:
         )
         names.append(pname)
     expect(path, bool(trees), "profiles", "no profile holds a sample or an event")
-    file_meta = {k: doc[k] for k in ("name", "exporter") if isinstance(doc.get(k), str)}
+    file_meta: dict[str, Any] = {
+        k: doc[k] for k in ("name", "exporter") if isinstance(doc.get(k), str)
+    }
+    if empty:
+        file_meta["empty_profiles"] = empty
+        warnings.warn(
+            f"{path}: profiles without a sample or an event are left out: "
+            + ", ".join(repr(n) for n in empty[:5])
+            + (f" and {len(empty) - 5} more" if len(empty) > 5 else ""),
+            stacklevel=3,
+        )
     if len(trees) == 1:
         t = trees[0]
         t.meta.update(file_meta)

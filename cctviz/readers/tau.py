@@ -26,7 +26,27 @@ Choices:
   other metrics keep TAU's name) is the exclusive value ``Excl``; inclusive
   values are derived from the tree and equal TAU's ``Incl`` when the call paths
   are complete. ``calls`` is the number of calls (its "(inc)" sum is a count of
-  calls in the subtree). TAU times are microseconds: ``meta["units"]``.
+  calls in the subtree). Both are ``"sum"`` metrics (``meta["aggregation"]``).
+  ``Subrs`` (calls made to other timers: the children's ``calls`` when the
+  call paths are complete) and ``ProfileCalls`` are not kept.
+- Units: the files state none. TAU's time metrics (``TIME``, ``CPU_TIME``, any
+  metric named ``*TIME*``/``*CLOCK*``) count microseconds (pprof shows them
+  divided by 1,000 as "msec" and per call as "usec/call"): ``meta["units"]``
+  says ``us`` and ``meta["units_assumed"]`` why. Hardware counters have none.
+- User events (``"<event>" numevents max min mean sumsqr``) become four
+  metrics per event: ``"<event> (count)"`` (a sum), ``(max)`` (a max),
+  ``(min)`` (a min) and ``(mean)`` (``"none"``: a mean does not combine);
+  ``max``/``min``/``mean`` are NaN where the event never fired. A context
+  event (``"<event> : a => b"``) sits on the node of its call path; an
+  atomic one (no context) belongs to the whole run, on the
+  ``.TAU application`` root (the only root when there is no such timer). In
+  a call-path profile, the event of a flat timer (``"<event> : b"``) is the
+  total of its call-path events and is left out; with no call-path event
+  for it, it has no place, and a warning names it. Sizes: an event named
+  ``... (KB)``/``(MB)``/``(GB)`` (units of 1,024 bytes) is converted to
+  bytes and named without the suffix; a ``Message size`` event is bytes
+  (assumed). ``sumsqr`` is not kept. ``aggregates`` are not read (a
+  warning says so when a file has any).
 - A timer name ``foo [{file.c} {12,1}-{30,1}]`` gives node ``foo`` with
   ``file``/``line``/``end_line`` columns; a trailing `` C`` (C function) is
   dropped. ``group`` keeps TAU's groups (without ``TAU_CALLPATH``); timers in
@@ -39,6 +59,7 @@ from __future__ import annotations
 
 import html
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +82,19 @@ _LOC = re.compile(
     r"^(?P<name>.*?)\s*\[\{(?P<file>[^}]*)\}\s*\{(?P<line>\d+)(?:,\d+)?\}"
     r"(?:-\{(?P<end>\d+)(?:,\d+)?\})?\]\s*$"
 )
+_EVENT = re.compile(
+    r'^"(?P<name>.*)"\s+(?P<n>\S+)\s+(?P<max>\S+)\s+(?P<min>\S+)\s+(?P<mean>\S+)\s+\S+\s*$'
+)
 TIME_METRICS = {"TIME": "time", "CPU_TIME": "time"}
+US_REASON = (
+    "TAU profiles state no unit; TAU's time metrics count microseconds "
+    "(pprof shows these values divided by 1,000 as 'msec', and per call as 'usec/call')"
+)
+BYTES_REASON = "TAU's message-size events record bytes (the event name says no unit)"
+#: what a user event gives, per node: (suffix, column of the file, rule)
+EVENT_STATS = (("count", 0, "sum"), ("max", 1, "max"), ("min", 2, "min"), ("mean", 3, "none"))
+_SIZE_SUFFIX = re.compile(r"^(?P<base>.*?)\s*\((?P<unit>KB|MB|GB)\)\s*$")
+_KIB = {"KB": 1024.0, "MB": 1024.0**2, "GB": 1024.0**3}
 RUN_META = {"Executable": "executable", "Command Line": "command", "TAU Version": "tau_version"}
 SEP = "=>"
 
@@ -139,16 +172,27 @@ def _parse(path: Path) -> dict[str, Any]:
     am = re.match(r"^\s*(\d+)\s+aggregates\s*$", lines[k])
     if not am:
         raise _fail(path, f"expected '<m> aggregates' after the {n} timers", k + 1)
-    k += 1 + int(am.group(1))
+    n_agg = int(am.group(1))
+    k += 1 + n_agg
+    events: list[tuple[str, int, list[float]]] = []  # (name, line, [numevents, max, min, mean])
     if k < len(lines) and lines[k].strip():
         um = re.match(r"^\s*(\d+)\s+userevents\s*$", lines[k])
         if not um:
             raise _fail(path, "expected '<k> userevents'", k + 1)
         n_ev = int(um.group(1))
-        events = lines[k + 2 : k + 2 + n_ev]
-        if n_ev and (len(events) < n_ev or not all(e.startswith('"') for e in events)):
-            raise _fail(path, f"expected {n_ev} user event lines", k + 2 + len(events))
-    return {"metric": metric, "table": tab, "meta": attrs}
+        ev_lines = lines[k + 2 : k + 2 + n_ev]
+        if n_ev and (len(ev_lines) < n_ev or not all(e.startswith('"') for e in ev_lines)):
+            raise _fail(path, f"expected {n_ev} user event lines", k + 2 + len(ev_lines))
+        for j, e in enumerate(ev_lines):
+            m = _EVENT.match(e)
+            if not m:
+                raise _fail(path, "expected '\"<event>\" numevents max min mean sumsqr'", k + 3 + j)
+            try:
+                vals = [float(m.group(g)) for g in ("n", "max", "min", "mean")]
+            except ValueError:
+                raise _fail(path, "a user event value is not a number", k + 3 + j) from None
+            events.append((m.group("name"), k + 3 + j, vals))
+    return {"metric": metric, "table": tab, "meta": attrs, "aggregates": n_agg, "events": events}
 
 
 def _split_name(timer: str) -> tuple[str, str | None, int | None, int | None]:
@@ -163,8 +207,96 @@ def _split_name(timer: str) -> tuple[str, str | None, int | None, int | None]:
     return s, file, line, end
 
 
-def _tree(path: Path, tables: dict[str, pd.DataFrame]) -> Tree:
-    """The calling-context tree of one rank from its timer tables (one per metric)."""
+def _event_metrics(
+    events: list[tuple[str, int, list[float]]],
+    ids: dict[tuple[str, ...], int],
+    root_of: dict[str, int],
+    flat_names: set[str],
+    n: int,
+) -> tuple[dict[str, np.ndarray], dict[str, str], dict[str, str], dict[str, str], list[str]]:
+    """User events as node metrics (see the module docstring).
+
+    Returns the metrics, their rules, units, assumed units, and the events no
+    node could take.
+    """
+    main = root_of.get(".TAU application")
+    if main is None and len(root_of) == 1:
+        main = next(iter(root_of.values()))
+    placed: list[tuple[str, int, list[float]]] = []  # (event, node, values)
+    totals: list[str] = []  # events of a flat timer in a call-path profile
+    dropped: list[str] = []
+    for name, _line, vals in events:
+        where: int | None = None
+        base = name.strip()
+        kind = "atomic"
+        parts = name.split(" : ")
+        for k in range(len(parts) - 1, 0, -1):  # context events: "EVENT : a => b"
+            ctx = tuple(x.strip() for x in " : ".join(parts[k:]).split(SEP))
+            if ctx in ids:
+                where, base, kind = ids[ctx], " : ".join(parts[:k]).strip(), "context"
+                break
+            if len(ctx) == 1 and ctx[0] in flat_names:
+                base, kind = " : ".join(parts[:k]).strip(), "flat"
+                break
+        if kind == "flat":
+            totals.append(base)
+            continue
+        if kind == "atomic":
+            where = main
+        if where is None:
+            dropped.append(name.strip())
+            continue
+        placed.append((base, where, vals))
+    # a flat timer's event is the total of its call-path events: left out when those
+    # are here, else it has no place in the tree
+    have = {b for b, _, _ in placed}
+    dropped += [b for b in dict.fromkeys(totals) if b not in have]
+    acc: dict[str, dict[int, list[float]]] = {}  # base -> node -> [count, max, min, count*mean]
+    for base, where, (cnt, mx, mn, mean) in placed:
+        a = acc.setdefault(base, {}).setdefault(where, [0.0, -np.inf, np.inf, 0.0])
+        a[0] += cnt
+        a[1], a[2] = max(a[1], mx), min(a[2], mn)
+        a[3] += cnt * mean
+    metrics: dict[str, np.ndarray] = {}
+    rules: dict[str, str] = {}
+    units: dict[str, str] = {}
+    assumed: dict[str, str] = {}
+    for base, per_node in acc.items():
+        m = _SIZE_SUFFIX.match(base)
+        label, scale, unit, why = base, 1.0, None, None
+        if m:
+            label, scale, unit = m.group("base"), _KIB[m.group("unit")], "B"
+            why = (
+                f"TAU's '({m.group('unit')})' counts units of 1,024 bytes; "
+                "converted to bytes (the name without the suffix)"
+            )
+        elif "message size" in base.lower():
+            unit, why = "B", BYTES_REASON
+        cols = {stat: np.full(n, 0.0 if rule == "sum" else np.nan) for stat, _, rule in EVENT_STATS}
+        for where, (cnt, mx, mn, tot) in per_node.items():
+            cols["count"][where] = cnt
+            if cnt > 0:
+                cols["max"][where], cols["min"][where] = mx * scale, mn * scale
+                cols["mean"][where] = tot / cnt * scale
+        for stat, _, rule in EVENT_STATS:
+            col = f"{label} ({stat})"
+            metrics[col] = cols[stat]
+            rules[col] = rule
+            if unit and stat != "count":
+                units[col] = unit
+                assumed[col] = why  # type: ignore[assignment]
+    return metrics, rules, units, assumed, dropped
+
+
+def _tree(
+    path: Path,
+    tables: dict[str, pd.DataFrame],
+    events: list[tuple[str, int, list[float]]],
+    units: dict[str, str],
+    assumed: dict[str, str],
+) -> tuple[Tree, list[str]]:
+    """The calling-context tree of one rank from its timer tables (one per metric)
+    and user events; also the events it has no place for."""
     first = next(iter(tables.values()))
     names = first["name"].to_numpy()
     is_path = np.array([SEP in s for s in names], dtype=bool)
@@ -207,6 +339,22 @@ def _tree(path: Path, tables: dict[str, pd.DataFrame]) -> Tree:
     metrics["calls"] = np.bincount(
         row_node[used], weights=first["calls"].to_numpy()[used], minlength=n
     )
+    rules = {m: "sum" for m in metrics}  # exclusive times and counts add up
+    root_of = {label[i]: i for i in range(n) if parent[i] < 0}
+    if is_path.any():
+        places, flat_names = ids, {nm.strip() for nm in names[~is_path]}
+    else:  # a flat profile: every timer is a node of its own
+        places, flat_names = {(nm,): i for i, nm in enumerate(label)}, set()
+    ev, ev_rules, ev_units, ev_assumed, dropped = _event_metrics(
+        events, places, root_of, flat_names, n
+    )
+    metrics.update(ev)
+    rules.update(ev_rules)
+    meta: dict[str, Any] = {"aggregation": rules}
+    if units or ev_units:
+        meta["units"] = {**units, **ev_units}
+    if assumed or ev_assumed:
+        meta["units_assumed"] = {**assumed, **ev_assumed}
     split = [_split_name(t) for t in label]
     group = np.full(n, None, dtype=object)
     g = first["group"].to_numpy()
@@ -221,13 +369,15 @@ def _tree(path: Path, tables: dict[str, pd.DataFrame]) -> Tree:
         "end_line": np.array([s[3] for s in split], dtype=object),
         "group": group,
     }
-    return Tree.from_parents(
+    tree = Tree.from_parents(
         np.asarray(parent, dtype=np.int64),
         np.array([s[0] for s in split], dtype=object),
         metrics,
         kind=kind,
         columns=columns,
+        meta=meta,
     )
+    return tree, dropped
 
 
 @register("tau", _sniff, "TAU profile folder (profile.N.C.T files)", folder=True)
@@ -235,13 +385,16 @@ def read_tau(path: Path) -> Ensemble:
     """Read a TAU profile folder (or one of its ``profile.N.C.T`` files) into an Ensemble.
 
     One profile per file (``ens.profiles`` columns ``rank``, ``context``,
-    ``thread``), metrics ``time`` (usec) and ``calls``.
+    ``thread``), metrics ``time`` (usec), ``calls`` and four per user event
+    (see the module docstring).
 
     Example:
         >>> import cctviz
         >>> ens = cctviz.read("../shared/data/hatchet/tau-cpi-mpi")
-        >>> ens.n_profiles, len(ens.tree), ens.tree.units
-        (4, 12, {'time': 'us'})
+        >>> ens.n_profiles, len(ens.tree), ens.tree.units["time"]
+        (4, 12, 'us')
+        >>> ens.aggregation["Message size for reduce (max)"]
+        'max'
         >>> ens.profile(rank=0).metrics.loc[0, ["time", "time (inc)"]].tolist()
         [449.0, 51781.0]
     """
@@ -267,26 +420,36 @@ def read_tau(path: Path) -> Ensemble:
             )
     trees: list[Tree] = []
     prof: list[dict[str, Any]] = []
-    units: dict[str, str] = {}
     run_meta: dict[str, Any] = {}
+    dropped: dict[str, list[str]] = {}  # event -> files
+    aggregates: list[str] = []
     for key in keys:
         tables: dict[str, pd.DataFrame] = {}
+        units: dict[str, str] = {}
+        assumed: dict[str, str] = {}
         meta0: dict[str, str] = {}
         ref: pd.Series | None = None
+        events: list[tuple[str, int, list[float]]] = []
         for found in per_metric:
             f = found[key]
             rec = _parse(f)
+            if rec["aggregates"]:
+                aggregates.append(f.name)
             name = TIME_METRICS.get(rec["metric"], rec["metric"])
             if name in tables:
                 raise ProfileError(f, f"metric {rec['metric']!r} appears in two metric folders")
-            if ref is None:
-                ref, meta0 = rec["table"]["name"], rec["meta"]
+            if ref is None:  # the first metric's file: its user events are every file's
+                ref, meta0, events = rec["table"]["name"], rec["meta"], rec["events"]
             elif not rec["table"]["name"].equals(ref):
                 raise ProfileError(f, "the timers differ from the first metric's file of this rank")
             tables[name] = rec["table"]
             if name == "time" or re.search(r"TIME|CLOCK", rec["metric"]):
                 units[name] = "us"
-        trees.append(_tree(found[key], tables))
+                assumed[name] = US_REASON
+        tree, lost = _tree(found[key], tables, events, units, assumed)
+        trees.append(tree)
+        for e in lost:
+            dropped.setdefault(e, []).append(found[key].name)
         row: dict[str, Any] = {"rank": key[0], "context": key[1], "thread": key[2]}
         host = meta0.get("Hostname") or meta0.get("Node Name")
         if host:
@@ -295,8 +458,26 @@ def read_tau(path: Path) -> Ensemble:
         if not run_meta:
             run_meta = {v: meta0[k] for k, v in RUN_META.items() if k in meta0}
     meta: dict[str, Any] = dict(run_meta)
-    if units:
-        meta["units"] = units
+    assumed_all: dict[str, str] = {}
+    for t in trees:
+        assumed_all.update(t.meta.get("units_assumed", {}))
+    if assumed_all:
+        meta["units_assumed"] = assumed_all
+    if dropped:
+        listing = "; ".join(
+            f"{e!r} ({', '.join(fs[:3])}{', ...' if len(fs) > 3 else ''})"
+            for e, fs in dropped.items()
+        )
+        warnings.warn(
+            f"{folder}: user events with no place in the call tree (the context of a flat "
+            f"timer, or no '.TAU application' root) were left out: {listing}",
+            stacklevel=3,
+        )
+    if aggregates:
+        warnings.warn(
+            f"{folder}: TAU 'aggregates' are not read (in {', '.join(aggregates[:3])})",
+            stacklevel=3,
+        )
     profiles = pd.DataFrame(prof)
     if (profiles["context"] == 0).all():
         profiles = profiles.drop(columns="context")

@@ -19,17 +19,37 @@ are one node; metric ``sum.<component>`` is the exclusive ``sum`` statistic
 laps; ``upc``/``upcxx`` ranks follow the MPI ranks. A node whose thread id is
 a list (values aggregated over threads) gets the thread ``"1,2"``.
 
-Choices: inclusive values are derived (they equal the file's inclusive
-``sum``); the ``min``/``max``/``mean``/``stddev``/``sqr`` statistics are left out
-because they do not add up over a subtree. Every (rank, thread) pair is one
-profile: several give an :class:`~cctviz.Ensemble` with ``rank``, ``thread``
-(and ``pid``) columns in ``ens.profiles``, one gives a Tree with those in
-``meta``. Units come from ``unit_repr`` (``sec`` -> ``s``).
+Choices: every component has an aggregation rule (:data:`RULES`, in
+``meta["aggregation"]``) by what it measures, and the rule picks the
+statistic a node keeps:
+
+- ``"sum"`` (clocks, CPU times, counts, bytes, changes in memory): metric
+  ``sum.<component>``, the exclusive ``sum`` over laps; inclusive values are
+  derived (they equal the file's inclusive ``sum``);
+- ``"max"`` (``peak_rss``, ``current_peak_rss``: high-water marks): metric
+  ``max.<component>``, the highest inclusive value of a lap; a subtree's
+  maximum is then its root's;
+- ``"none"`` (``cpu_util`` and the other utilisations: ratios): metric
+  ``mean.<component>``, the mean inclusive value of a lap, per node only;
+- a component not in the table is taken as a sum (timemory itself derives
+  its exclusive values by subtraction), and ``meta["aggregation_notes"]``
+  says so.
+
+The other statistics (``min``, ``stddev``, ``sqr``, and for a sum the
+inclusive ones, which the tree derives) are not kept. Records of one call
+path (one per component, or the same path twice) are merged by each
+metric's rule. Every (rank, thread) pair is one profile: several give an
+:class:`~cctviz.Ensemble` with ``rank``, ``thread`` (and ``pid``) columns in
+``ens.profiles``, one gives a Tree with those in ``meta``. Units are the
+file's ``unit_repr`` (``sec`` -> ``s``, ``MB`` (decimal, as timemory's
+``units.hpp`` defines it), ``%``...; ``psec`` become ``ns``, ``csec``/``dsec``
+``ms``).
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +59,63 @@ import pandas as pd
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
+from ..model.units import canonical
 from . import register
 from ._json import expect, load_json
 
 _SNIFF = re.compile(rb'^\s*\{\s*"timemory"\s*:')
-UNIT = {"sec": "s", "msec": "ms", "usec": "us", "nsec": "ns", "s": "s", "ms": "ms", "us": "us"}
+#: timemory's ``unit_repr`` -> (cctviz unit, factor to it) where it differs from
+#: :func:`cctviz.model.units.canonical` (timemory's KB/MB/GB are decimal, as cctviz's)
+UNIT = {"psec": ("ns", 1e-3), "csec": ("ms", 10.0), "dsec": ("ms", 100.0), "UNK": (None, 1.0)}
+
+#: aggregation rule of a component (its ``properties.id``), from what it measures
+#: (timemory/components/*/components.hpp). Clocks, rusage times, counts (page
+#: faults, context switches, I/O operations), bytes read/written and changes in
+#: memory (``page_rss``, ``virtual_memory``: the change over the region) add
+#: up over a subtree; ``peak_rss`` and ``current_peak_rss`` are high-water
+#: marks (a subtree's peak is its root's); utilisations are ratios.
+RULES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "wall_clock",
+            "system_clock",
+            "user_clock",
+            "cpu_clock",
+            "monotonic_clock",
+            "monotonic_raw_clock",
+            "thread_cpu_clock",
+            "process_cpu_clock",
+            "user_mode_time",
+            "kernel_mode_time",
+            "num_io_in",
+            "num_io_out",
+            "num_minor_page_faults",
+            "num_major_page_faults",
+            "voluntary_context_switch",
+            "priority_context_switch",
+            "read_bytes",
+            "written_bytes",
+            "read_char",
+            "written_char",
+            "page_rss",
+            "virtual_memory",
+            "trip_count",
+            "papi_array",
+            "papi_vector",
+            "cuda_event",
+            "cupti_activity",
+        ),
+        "sum",
+    ),
+    "peak_rss": "max",
+    "current_peak_rss": "max",
+    "cpu_util": "none",
+    "process_cpu_util": "none",
+    "thread_cpu_util": "none",
+}
+#: the statistic a rule takes from a node (``sum`` of the exclusive values over
+#: laps; the highest inclusive value of a lap; the mean inclusive value of a lap)
+STAT = {"sum": ("sum", "exclusive"), "max": ("max", "inclusive"), "none": ("mean", "inclusive")}
 
 # prefix conventions, tried in order (see the module docstring)
 _BRACKETS = re.compile(r"^\[(?P<func>.*)\]\[(?P<file>.*)\]$")
@@ -100,22 +172,41 @@ def _labels(kind: Any, size: int, comp: str) -> list[str]:
     return [f"{comp}.{i}" for i in range(size)]
 
 
-def _sum_values(path: Path, stats: Any, where: str) -> list[float] | float:
-    expect(path, isinstance(stats, dict) and "sum" in stats, where, "expected stats with a 'sum'")
-    s = stats["sum"]
+def _unit(repr_: Any) -> tuple[str | None, float]:
+    """(unit, factor) of a ``unit_repr`` string."""
+    if not isinstance(repr_, str) or not repr_.strip():
+        return None, 1.0
+    r = repr_.strip()
+    if r in UNIT:
+        return UNIT[r]
+    return canonical(r), 1.0
+
+
+def _component_id(cname: str, cdata: dict) -> str:
+    props = cdata.get("properties")
+    if isinstance(props, dict) and isinstance(props.get("id"), str) and props["id"]:
+        return props["id"].lower()
+    return str(cname).replace("tim::", "").replace("component::", "").lower()
+
+
+def _stat_values(path: Path, stats: Any, stat: str, where: str) -> list[float] | float:
+    expect(
+        path, isinstance(stats, dict) and stat in stats, where, f"expected stats with a '{stat}'"
+    )
+    s = stats[stat]
     if isinstance(s, list):
         ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in s)
-        expect(path, ok, f"{where}.sum", "expected a list of numbers")
+        expect(path, ok, f"{where}.{stat}", "expected a list of numbers")
         return [float(x) for x in s]
     if isinstance(s, dict):
         vals = list(s.values())
         ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals)
-        expect(path, ok, f"{where}.sum", "expected numbers")
+        expect(path, ok, f"{where}.{stat}", "expected numbers")
         return [float(x) for x in vals]
     expect(
         path,
         isinstance(s, (int, float)) and not isinstance(s, bool),
-        f"{where}.sum",
+        f"{where}.{stat}",
         f"expected a number, got {s!r}",
     )
     return float(s)
@@ -152,12 +243,16 @@ def read_timemory(path: Path) -> Tree | Ensemble:
     rec_prof: list[int] = []
     rec_vals: list[dict[str, float]] = []
     units: dict[str, str] = {}
+    rules: dict[str, str] = {"count": "sum"}
+    notes: dict[str, str] = {}
     metric_order: list[str] = []
     for c_idx, (cname, cdata) in enumerate(comps.items()):
         cw = f"timemory[{cname!r}]"
         expect(path, isinstance(cdata, dict), cw, "expected a component object")
-        comp = str(cname).replace("tim::", "").replace("component::", "").lower()
-        unit = UNIT.get(str(cdata.get("unit_repr", "")).lower(), cdata.get("unit_repr") or None)
+        comp = _component_id(cname, cdata)
+        rule = RULES.get(comp, "sum")
+        stat, side = STAT[rule]
+        reprs = cdata.get("unit_repr")
         mpi_size = cdata.get("mpi_size")
         parts: list[tuple[str, Any, int | None]] = []
         if "graph" in cdata:
@@ -216,13 +311,29 @@ def read_timemory(path: Path) -> Tree | Ensemble:
                             nw,
                             "expected 'inclusive' and 'exclusive' objects",
                         )
-                        vals = _sum_values(path, exc.get("stats"), f"{nw}.exclusive.stats")
+                        src = exc if side == "exclusive" else inc
+                        vals = _stat_values(path, src.get("stats"), stat, f"{nw}.{side}.stats")
                         row: dict[str, float] = {}
-                        if isinstance(vals, list):
-                            for lab, v in zip(_labels(cdata.get("type"), len(vals), comp), vals):
-                                row[f"sum.{lab}"] = v
-                        else:
-                            row[f"sum.{comp}"] = vals
+                        vec = vals if isinstance(vals, list) else [vals]
+                        labs = (
+                            _labels(cdata.get("type"), len(vec), comp)
+                            if isinstance(vals, list)
+                            else [comp]
+                        )
+                        for k, (lab, v) in enumerate(zip(labs, vec)):
+                            m = f"{stat}.{lab}"
+                            r_ = reprs[k] if isinstance(reprs, list) and k < len(reprs) else reprs
+                            unit, scale = _unit(r_)
+                            row[m] = v * scale
+                            rules[m] = rule
+                            if unit:
+                                units[m] = unit
+                            if comp not in RULES:
+                                notes[m] = (
+                                    f"timemory component {comp!r} is not in cctviz's table: "
+                                    "taken as a sum, as timemory's own exclusive values "
+                                    "(inclusive minus the children's) take it"
+                                )
                         if c_idx == 0:  # laps: counted once, not once per component
                             laps = (inc.get("entry") or {}).get("laps", 0)
                             expect(
@@ -235,8 +346,6 @@ def read_timemory(path: Path) -> Tree | Ensemble:
                         for m in row:
                             if m not in metric_order:
                                 metric_order.append(m)
-                            if unit and m != "count":
-                                units[m] = unit
                         try:
                             tid, pid = _ids(nd.get("tid")), _ids(nd.get("pid"))
                         except (TypeError, ValueError):
@@ -261,12 +370,23 @@ def read_timemory(path: Path) -> Tree | Ensemble:
     structure, new_id = Tree.from_parents_with_ids(
         parent, names, None, kind="region", columns=columns or None
     )
-    vals = pd.DataFrame.from_records(rec_vals, columns=metric_order).fillna(0.0)
-    node = new_id[np.asarray(rec_node, dtype=np.int64)]
-    prof = np.asarray(rec_prof, dtype=np.int64)
+    recs = pd.DataFrame.from_records(rec_vals, columns=metric_order)
+    recs["node"] = new_id[np.asarray(rec_node, dtype=np.int64)]
+    recs["profile"] = np.asarray(rec_prof, dtype=np.int64)
+    long = _combine(path, recs, metric_order, rules)
     meta: dict[str, Any] = {"units": units} if units else {}
+    meta["aggregation"] = {m: rules[m] for m in metric_order}
+    if notes:
+        meta["aggregation_notes"] = notes
     keys = list(prof_of)
-    pids = [prof_pid[k].pop() if len(prof_pid[k]) == 1 else None for k in range(len(keys))]
+    several = [keys[k] for k in range(len(keys)) if len(prof_pid[k]) > 1]
+    if several:
+        warnings.warn(
+            f"{path}: several process ids for (rank, thread) {several[:3]}: "
+            "their 'pid' is left empty",
+            stacklevel=3,
+        )
+    pids = [next(iter(prof_pid[k])) if len(prof_pid[k]) == 1 else None for k in range(len(keys))]
     ranks_known = any(k[0] is not None for k in keys)
     threads_known = any(k[1] is not None for k in keys)
     if len(keys) == 1:
@@ -275,12 +395,11 @@ def read_timemory(path: Path) -> Tree | Ensemble:
             if v is not None:
                 meta[k] = v
         n = len(structure)
-        tm = pd.DataFrame(
-            {
-                m: np.bincount(node, weights=vals[m].to_numpy(np.float64), minlength=n)
-                for m in metric_order
-            }
-        )
+        tm = pd.DataFrame(index=range(n))
+        for m in metric_order:
+            col = np.full(n, 0.0 if rules[m] == "sum" else np.nan)
+            col[long["node"].to_numpy()] = long[m].to_numpy(np.float64)
+            tm[m] = col
         return Tree(structure.nodes, tm, meta, _trusted=True)
     profiles = pd.DataFrame(index=range(len(keys)))
     if ranks_known:
@@ -289,7 +408,30 @@ def read_timemory(path: Path) -> Tree | Ensemble:
         profiles["thread"] = pd.Series([k[1] for k in keys], dtype=object)
     if any(p is not None for p in pids):
         profiles["pid"] = pids
-    long = pd.DataFrame({"node": node, "profile": prof})
-    for m in metric_order:
-        long[m] = vals[m].to_numpy(np.float64)
     return Ensemble(Tree(structure.nodes, None, meta, _trusted=True), long, profiles, meta)
+
+
+def _combine(
+    path: Path, recs: pd.DataFrame, metrics: list[str], rules: dict[str, str]
+) -> pd.DataFrame:
+    """One row per (node, profile): the records of one call path (several
+    components; the same path twice) combined by each metric's rule."""
+    g = recs.groupby(["node", "profile"], sort=True)
+    out = g.size().reset_index()[["node", "profile"]]
+    for m in metrics:
+        rule = rules[m]
+        if rule == "sum":
+            out[m] = g[m].sum(min_count=0).to_numpy()
+        elif rule in ("max", "min"):
+            out[m] = g[m].agg(rule).to_numpy()
+        else:  # a per-node value: the one given; different ones are no value
+            first = g[m].first().to_numpy()
+            differ = g[m].nunique().to_numpy() > 1
+            if differ.any():
+                warnings.warn(
+                    f"{path}: {m!r} has different values for one call path in "
+                    f"{int(differ.sum())} places; those are left empty",
+                    stacklevel=4,
+                )
+            out[m] = np.where(differ, np.nan, first)
+    return out

@@ -17,6 +17,10 @@ speedscope, Brendan Gregg's ``flamegraph.pl`` and ``inferno`` read them.
   becomes ``[unnamed]``. Reading the file back gives these replaced names.
 - An :class:`~cctviz.Ensemble` is written summed over its profiles (the
   format holds one profile); give ``profile=k`` to write one profile.
+- The metric must add up (aggregation rule ``"sum"``): counts are summed
+  along stacks, so a peak, a minimum or a per-node value is refused with a
+  ``ValueError``; ``metric=None`` writes the first metric that adds up. The
+  format has no unit: the numbers are the metric's, times ``scale``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
+from ._rules import additive_metric
 
 
 def folded_names(names: np.ndarray) -> np.ndarray:
@@ -61,7 +66,7 @@ def _exclusive(
     obj: Tree | Ensemble, metric: str | None, profile: int | None
 ) -> tuple[Tree, str, np.ndarray]:
     tree = obj.tree if isinstance(obj, Ensemble) else obj
-    metric = tree.exclusive_metric(metric)
+    metric = additive_metric(tree, metric, "folded stacks")
     if isinstance(obj, Ensemble):
         rows = obj.rows
         if profile is not None:
@@ -110,7 +115,7 @@ def write_folded(
 ) -> None:
     """Write ``obj`` as folded stacks (``cctviz.write(obj, path, format="folded")``).
 
-    ``metric``: the exclusive metric to write (default: the first one);
+    ``metric``: the exclusive metric to write (default: the first one that adds up);
     ``scale``: factor applied before rounding to integer counts (see the module
     docstring); ``profile``: one profile of an Ensemble instead of their sum.
 

@@ -52,7 +52,12 @@ def to_literal(tree: Tree) -> list[dict[str, Any]]:
 
 
 def to_hatchet_json(obj: Tree | Ensemble) -> dict[str, Any]:
-    """Hatchet's ``to_json`` form; an Ensemble's profiles become a ``profile`` index level."""
+    """Hatchet's ``to_json`` form; an Ensemble's profiles become a ``profile`` index level.
+
+    Inclusive columns follow each metric's aggregation rule and a ``"none"``
+    metric has none (as in :attr:`Tree.metrics`); the rules other than
+    ``"sum"`` go to an extra ``"aggregation"`` key, and units to ``"units"``.
+    """
     tree = obj.tree if isinstance(obj, Ensemble) else obj
     extra = [c for c in tree.nodes.columns if c not in STRUCT_COLUMNS]
     graph: list[dict[str, Any]] = []
@@ -86,6 +91,9 @@ def to_hatchet_json(obj: Tree | Ensemble) -> dict[str, Any]:
     }
     if tree.units:
         out["units"] = tree.units
+    rules = {m: r for m, r in tree.aggregation.items() if r != "sum"}
+    if rules:  # Hatchet has no field for them: cctviz's readers read this one
+        out["aggregation"] = rules
     return out
 
 

@@ -11,9 +11,13 @@
   is written, zero-length ones included.
 - Frames (``shared.frames``): one per distinct (name, file, line) of the
   nodes, ``file``/``line`` taken from the node columns when the tree has them.
+- The metric must add up (aggregation rule ``"sum"``): weights and spans are
+  summed along stacks, so a peak, a minimum or a per-node value is refused
+  with a ``ValueError`` (:mod:`cctviz.writers._rules`); ``metric=None``
+  writes the first metric that adds up.
 - The unit comes from ``meta["units"]`` of the metric: ``s``, ``ms``, ``us``,
-  ``ns`` map to speedscope's time units, ``B``/``bytes`` to ``bytes``,
-  anything else (or no unit) to ``none``. speedscope has no field for a
+  ``ns`` map to speedscope's time units, sizes to ``bytes`` (kB, MB...
+  converted), anything else (``%``, or no unit) to ``none``. speedscope has no field for a
   metric name: reading the file back names the metric by its unit (``time``,
   ``bytes``, ``samples``) unless ``read(..., metric=...)`` is given.
 - A Tree is one profile, named after ``meta["profile_name"]`` (or ``cctviz``);
@@ -32,6 +36,8 @@ import pandas as pd
 
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
+from ..model.units import canonical, dimension, factor
+from ._rules import additive_metric
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 UNIT = {
@@ -42,6 +48,17 @@ UNIT = {
     "B": "bytes",
     "bytes": "bytes",
 }
+
+
+def _unit(unit: Any) -> tuple[str, float]:
+    """speedscope's unit for a metric's unit, and the factor to it (sizes
+    become bytes); ``"none"`` for a unit speedscope has no word for."""
+    u = canonical(unit)
+    if u in UNIT:
+        return UNIT[u], 1.0
+    if dimension(u) == "bytes":
+        return "bytes", factor(u, "B")
+    return "none", 1.0
 
 
 def _py(v: Any) -> Any:
@@ -168,8 +185,8 @@ def to_speedscope(
     if type not in ("sampled", "evented"):
         raise ValueError(f"type must be 'sampled' or 'evented', not {type!r}")
     tree = obj.tree if isinstance(obj, Ensemble) else obj
-    metric = tree.exclusive_metric(metric)
-    unit = UNIT.get(str(tree.units.get(metric, "")), "none")
+    metric = additive_metric(tree, metric, "speedscope")
+    unit, scale = _unit(tree.units.get(metric))
     frames, frame_of = _frames(tree)
     stacks = _stacks(tree, frame_of) if type == "sampled" else []
     if isinstance(obj, Ensemble):
@@ -184,6 +201,8 @@ def to_speedscope(
     else:
         values = [obj.metrics[metric].to_numpy(np.float64)]
         pnames = [str(tree.meta.get("profile_name", "cctviz"))]
+    if scale != 1.0:  # kB, MB... written as bytes
+        values = [np.asarray(v) * scale for v in values]
     profiles = []
     for v, pn in zip(values, pnames):
         body = _sampled(v, stacks) if type == "sampled" else _evented(tree, v, frame_of)
@@ -208,7 +227,7 @@ def write_speedscope(
 ) -> None:
     """Write ``obj`` for speedscope (``cctviz.write(obj, path, format="speedscope")``).
 
-    ``metric``: the exclusive metric (default: the first one); ``type``:
+    ``metric``: the exclusive metric (default: the first one that adds up); ``type``:
     ``"sampled"`` or ``"evented"``; ``name``: the file's title in speedscope.
 
     >>> import cctviz, tempfile, os

@@ -206,3 +206,16 @@ def test_foreign_files_rejected(sample):
 def test_fuzz(tmp_path, sample):
     stats = fuzz_sample(sample, "cprofile", tmp_path, n=60)
     assert stats["truncate:error"] == 12
+
+
+@pytest.mark.parametrize("sample", sorted(DIR.glob("*.pstats")), ids=lambda p: p.name)
+def test_units_and_rules_on_the_samples(sample):
+    t = cctviz.read(sample)
+    # pstats files say no unit: seconds, cProfile's default timer, recorded as assumed
+    assert t.units == {"time": "s"}
+    assert "seconds" in t.meta["units_assumed"]["time"]
+    assert t.aggregation == {"time": "sum", "calls": "sum", "primitive calls": "sum"}
+    assert t.meta["aggregation"] == t.aggregation
+    # the roots' inclusive seconds add up to the total time pstats reports
+    roots = t.metrics["time (inc)"].to_numpy()[t.roots]
+    assert roots.sum() == pytest.approx(t.meta["total_tt"])

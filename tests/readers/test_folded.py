@@ -124,3 +124,12 @@ def test_fuzz_written_file(tmp_path):
     stats = fuzz_sample(p, "folded", tmp_path / "fz", n=60, truncation_fails=False)
     assert stats["garbage:error"] + stats["digit:error"] > 0
     assert stats["truncate:ok"] > 0  # a prefix of whole lines is a valid profile
+
+
+def test_folded_counts_are_sums_without_a_unit(tmp_path):
+    p = tmp_path / "x.folded"
+    p.write_text("main;solve 3\nmain;io 1\n")
+    t = cctviz.read(p)
+    assert t.aggregation == {"samples": "sum"} and t.meta["aggregation"] == {"samples": "sum"}
+    assert t.units == {} and t.is_additive("samples (inc)")
+    assert cctviz.read(p, metric="ticks").aggregation == {"ticks": "sum"}

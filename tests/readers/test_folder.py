@@ -13,7 +13,13 @@ def test_folder_of_runs_is_the_ensemble_of_its_files():
     folder = DATA / "hatchet-tutorial/lulesh-scaling"
     ens = cctviz.read(folder, progress=False)
     ref = cctviz.read_ensemble(LULESH_SCALING, progress=False)
-    assert ens == ref
+    assert ens.rows.equals(ref.rows) and ens.profiles.equals(ref.profiles)
+    assert ens.tree.nodes.equals(ref.tree.nodes)
+    # the folder is the source; the format is its files'
+    assert {k: v for k, v in ens.meta.items() if k != "source"} == ref.meta
+    assert ref.meta["format"] == "caliper-json" and "source" not in ref.meta
+    for m in (ens.meta, ens.tree.meta):
+        assert m["format"] == "caliper-json" and m["source"] == str(folder)
     # 1 + 8 + 27 + ... + 512 ranks over the eight runs
     assert ens.n_profiles == sum(k**3 for k in range(1, 9))
     assert sorted(set(ens.profiles["file"])) == [str(p) for p in LULESH_SCALING]
@@ -53,3 +59,63 @@ def test_a_database_inside_a_folder_is_one_profile_source(tmp_path):
     ens = cctviz.read(tmp_path)
     assert ens.n_profiles == 2 * 4  # two runs of 4 ranks
     assert sorted(set(ens.profiles["file"])) == [str(tmp_path / "run1/tau"), str(tmp_path / "run2")]
+    # what the files share stays: their format, and the units cctviz assumed for them
+    assert ens.meta["format"] == "tau" and ens.meta["source"] == str(tmp_path)
+    assert "microseconds" in ens.meta["units_assumed"]["time"]
+    assert ens.tree.units["time"] == "us"
+
+
+@pytest.mark.parametrize(
+    "folder,fmt,n",
+    [("thicket/rajaperf", "cali", 18), ("thicket/mpi_scaling_cali", "cali", 5)],
+)
+def test_a_folder_of_cali_files_says_its_format_and_source(folder, fmt, n):
+    ens = cctviz.read(DATA / folder)
+    assert ens.n_profiles == n
+    for m in (ens.meta, ens.tree.meta):
+        assert m["format"] == fmt
+        assert m["source"] == str(DATA / folder)
+    assert cctviz.readers.detect(DATA / folder) == "folder"
+
+
+def test_a_folder_of_databases_says_its_format(tmp_path):
+    shutil.copytree(DATA / "hatchet/hpctoolkit-cpi-database", tmp_path / "a")
+    shutil.copytree(DATA / "hatchet/hpctoolkit-cpi-database", tmp_path / "b")
+    ens = cctviz.read(tmp_path)
+    assert ens.n_profiles == 2 * 4
+    assert ens.meta["format"] == "hpctoolkit" and ens.meta["source"] == str(tmp_path)
+
+
+def test_many_small_files_print_no_progress_bar(tmp_path, capsys, monkeypatch):
+    """50 tiny profiles read in a fraction of a second: no bar (it used to appear
+    from 50 files on, however fast the read)."""
+    files = []
+    for k in range(50):
+        p = tmp_path / f"p{k:02d}.folded"
+        p.write_text(f"main;solve {k + 1}\nmain;io 3\n")
+        files.append(p)
+    ens = cctviz.read_ensemble(files)
+    assert ens.n_profiles == 50
+    assert cctviz.read(tmp_path).n_profiles == 50
+    err = capsys.readouterr().err
+    assert "reading profiles" not in err and "%|" not in err
+    monkeypatch.setattr(cctviz.readers, "PROGRESS_DELAY", 0.0)  # as if a second had passed
+    cctviz.read_ensemble(files[:3])
+    assert "reading profiles" in capsys.readouterr().err
+    cctviz.read_ensemble(files[:3], progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_is_accepted_for_every_format():
+    """``progress=`` goes to the readers with a bar; the others ignore it (it was a
+    ProfileError 'unexpected content' for a single timemory or Caliper file)."""
+    for f in (
+        DATA / "hatchet/timemory/wall.tree.json",
+        DATA / "hatchet/gprof2dot-cpi/callgrind.dot.64042.0.1",
+        DATA / "hatchet/tau-cpi-mpi",
+    ):
+        obj = cctviz.read(f, progress=True)
+        assert len(obj.tree if isinstance(obj, cctviz.Ensemble) else obj) > 0
+    assert cctviz.read(DATA / "hatchet/hpctoolkit-cpi-database", progress=False).n_profiles == 4
+    with pytest.raises(ProfileError, match="unexpected keyword argument 'colour'"):
+        cctviz.read(DATA / "hatchet/timemory/wall.tree.json", colour="red")

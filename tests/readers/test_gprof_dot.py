@@ -127,3 +127,20 @@ def test_bad_input(tmp_path):
 def test_wrong_format_rejected():
     assert_wrong_format_rejected(HATCHET_JSON, "gprof-dot")
     assert_wrong_format_rejected(DATA / "hatchet/timemory/wall.tree.json", "gprof-dot")
+
+
+def test_units_rules_and_the_functions_inclusive_share():
+    t = cctviz.read(DATA / "hatchet/gprof2dot-cpi/callgrind.dot.64042.0.1")
+    # shares of the total cost, as the labels state them: percent, which add up
+    assert t.units == {"time": "%"} and "units_assumed" not in t.meta
+    assert t.aggregation == {"time": "sum", "calls": "sum"}
+    main = np.flatnonzero(t.names == "main")
+    # the label "cpi\nmain\n97.94%\n(53.77%)\n1x": the function's inclusive share is kept
+    assert t.nodes.loc[main, "function_inc_pct"].tolist() == [97.94] * len(main)
+    assert float(t.metrics.loc[main, "time"].sum()) == pytest.approx(53.77)
+    # the roots' subtrees together hold every function's self share (gprof2dot leaves
+    # out the smallest functions, so under 100%)
+    text = (DATA / "hatchet/gprof2dot-cpi/callgrind.dot.64042.0.1").read_text()
+    self_shares = [float(x) for x in re.findall(r"\\n\(([0-9.]+)%\)\\n", text)]
+    total = t.metrics["time (inc)"].to_numpy()[t.roots].sum()
+    assert total == pytest.approx(sum(self_shares)) and total <= 100

@@ -9,6 +9,7 @@ import pytest
 
 import cctviz
 from cctviz import Ensemble, ProfileError
+from cctviz.model.units import format_value
 from tests.conftest import DATA, HATCHET_JSON
 from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
 
@@ -108,6 +109,23 @@ def test_experiment_xml_path_reads_its_folder():
 def test_progress_bar(capsys):
     cctviz.read(CPI, progress=True)
     assert "reading metric-db" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("db", [CPI, ALLGATHER, KRIPKE], ids=lambda p: p.name)
+def test_a_quick_read_prints_no_progress_bar(capsys, db):
+    """Reading a database takes a fraction of a second: no bar (64 files for Kripke)."""
+    ens = cctviz.read(db)
+    assert ens.n_profiles >= 4
+    err = capsys.readouterr().err
+    assert "reading metric-db" not in err and "%|" not in err
+
+
+def test_the_bar_appears_once_reading_outlasts_the_delay(capsys, monkeypatch):
+    monkeypatch.setattr(cctviz.readers, "PROGRESS_DELAY", 0.0)  # as if a second had passed
+    cctviz.read(CPI)
+    assert "reading metric-db" in capsys.readouterr().err
+    cctviz.read(CPI, progress=False)
+    assert capsys.readouterr().err == ""
 
 
 # ---------------------------------------------------------------- Hatchet
@@ -241,3 +259,64 @@ def test_wrong_format_rejected():
     assert_wrong_format_rejected(HATCHET_JSON, "hpctoolkit")
     assert_wrong_format_rejected(TAU, "hpctoolkit")
     assert_wrong_format_rejected(TAU / "profile.0.0.0", "hpctoolkit")
+
+
+# ---------------------------------------------------------------- rules and units
+@pytest.mark.parametrize("db", [CPI, ALLGATHER, KRIPKE], ids=lambda p: p.name)
+def test_real_databases_state_microseconds_and_sum_time(db):
+    ens = _read(db)
+    # the unit is the one the metric's name states ("CPUTIME (usec)"): nothing assumed
+    assert ens.tree.units == {"time": "us"} and "units_assumed" not in ens.meta
+    assert ens.meta["aggregation"] == {"time": "sum"} and ens.aggregation == {"time": "sum"}
+    assert ens.tree.is_additive("time (inc)")
+    # the sum rule reproduces the file's inclusive values with no negative remainder:
+    # every scope's (I) covers its children's, as HPCToolkit's attribution makes it
+    assert (ens.rows["time"] >= 0).all()
+    assert format_value(ens.data["time (inc)"].max(), "us").endswith(" s")  # seconds of CPU
+
+
+def _rename_metric(db, name):
+    xml = db / "experiment.xml"
+    text = xml.read_text()
+    for suffix in ("(I)", "(E)"):
+        text = text.replace(f'n="CPUTIME (usec) {suffix}"', f'n="{name} {suffix}"')
+    xml.write_text(text)
+
+
+def test_a_max_statistic_keeps_its_inclusive_values(cpi_copy):
+    ref = _read(CPI)
+    _rename_metric(cpi_copy, "GMEM (B):Max")
+    ens = _read(cpi_copy)
+    m = "GMEM (B):Max"
+    assert ens.exc_metrics == [m]
+    assert ens.aggregation == {m: "max"} and ens.tree.units == {m: "B"}
+    # own values are the file's inclusive ones, and the max rule gives them back
+    d, r = ens.data, ref.data
+    assert np.array_equal(d[m].to_numpy(), r["time (inc)"].reindex(d.index).to_numpy())
+    assert np.array_equal(d[f"{m} (inc)"].to_numpy(), d[m].to_numpy())
+    assert d.loc[(0, 0), m] == 999238.0
+
+
+def test_a_spread_statistic_has_no_inclusive_form(cpi_copy):
+    _rename_metric(cpi_copy, "CPUTIME (usec):StdDev")
+    ens = _read(cpi_copy)
+    m = "CPUTIME (usec):StdDev"
+    assert ens.aggregation == {m: "none"} and ens.tree.units == {m: "us"}
+    assert f"{m} (inc)" not in ens.data.columns
+    assert "does not combine" in ens.meta["aggregation_notes"][m]
+    assert ens.data.loc[(0, 0), m] == 999238.0
+
+
+def test_columns_of_one_name_are_all_kept(cpi_copy):
+    """Two metric-db columns that would both be "time": the second keeps its own name."""
+    xml = cpi_copy / "experiment.xml"
+    xml.write_text(xml.read_text().replace('n="CPUTIME (usec) (E)"', 'n="CPUTIME (sec) (I)"'))
+    xml.write_text(
+        xml.read_text().replace('t="exclusive" partner="0"', 't="inclusive" partner="0"')
+    )
+    with pytest.warns(UserWarning, match=r"'CPUTIME \(sec\) \(I\)' -> 'CPUTIME \(sec\)'"):
+        ens = _read(cpi_copy)
+    assert ens.exc_metrics == ["time", "CPUTIME (sec)"]
+    assert ens.tree.units == {"time": "us", "CPUTIME (sec)": "s"}
+    ref = _read(CPI)
+    assert ens.data["time (inc)"].equals(ref.data["time (inc)"])

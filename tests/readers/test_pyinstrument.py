@@ -126,3 +126,29 @@ def test_foreign_files_rejected(sample):
 def test_fuzz(tmp_path):
     stats = fuzz_sample(SAMPLE, "pyinstrument", tmp_path, n=50)
     assert stats["truncate:error"] == 10
+
+
+def test_units_and_rules_on_the_sample():
+    t = cctviz.read(SAMPLE)
+    assert t.units == {"time": "s"} and "seconds" in t.meta["units_assumed"]["time"]
+    assert t.aggregation == {"time": "sum"} and t.is_additive("time (inc)")
+    # the root's inclusive seconds are the session's duration (0.478 s of 0.478 s)
+    assert t.metrics["time (inc)"].iloc[0] == pytest.approx(t.meta["duration"], rel=1e-3)
+
+
+def test_await_time_is_kept(tmp_path):
+    doc = json.loads(SAMPLE.read_text())
+    doc["root_frame"]["await_time"] = 0.25
+    doc["root_frame"]["children"][0]["await_time"] = 0.2
+    p = tmp_path / "a.json"
+    p.write_text(json.dumps(doc))
+    t = cctviz.read(p)
+    assert t.exc_metrics == ["time", "await_time"]
+    assert t.units == {"time": "s", "await_time": "s"}
+    assert t.aggregation == {"time": "sum", "await_time": "sum"}
+    assert t.metrics["await_time (inc)"].iloc[0] == pytest.approx(0.25)
+    assert t.metrics["await_time"].iloc[0] == pytest.approx(0.05)  # inclusive, like time
+    doc["root_frame"]["await_time"] = "soon"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ProfileError, match="await_time"):
+        cctviz.read(p)

@@ -208,3 +208,34 @@ def test_fuzz_written(tmp_path, kind):
     p = cctviz.write(cctviz.read(HATCHET_JSON), tmp_path / "h.json", format="speedscope", type=kind)
     stats = fuzz_sample(p, "speedscope", tmp_path / "fz", n=50)
     assert stats["truncate:error"] == 10
+
+
+def test_units_are_the_files_and_metrics_sum(tmp_path):
+    ens = cctviz.read(_dump(tmp_path, PYSPY))
+    assert ens.aggregation == {"samples": "sum"} and ens.tree.units == {}  # samples: a count
+    t = cctviz.read(_dump(tmp_path, EVENTED, "e.json"))
+    assert t.units == {"time": "ms"} and "units_assumed" not in t.meta
+    assert t.aggregation == {"time": "sum", "calls": "sum"}
+    doc = json.loads(json.dumps(EVENTED))
+    doc["profiles"][0]["unit"] = "bytes"
+    b = cctviz.read(_dump(tmp_path, doc, "b.json"))
+    assert b.units == {"bytes": "B"} and b.aggregation["bytes"] == "sum"
+
+
+def test_profiles_without_samples_are_named_not_dropped_silently(tmp_path):
+    doc = json.loads(json.dumps(PYSPY))
+    for name in ("idle 1", "idle 2"):
+        doc["profiles"].append(
+            {
+                "type": "sampled",
+                "name": name,
+                "unit": "none",
+                "startValue": 0,
+                "endValue": 0,
+                "samples": [],
+                "weights": [],
+            }
+        )
+    with pytest.warns(UserWarning, match="'idle 1', 'idle 2'"):
+        ens = cctviz.read(_dump(tmp_path, doc))
+    assert ens.n_profiles == 2 and ens.meta["empty_profiles"] == ["idle 1", "idle 2"]

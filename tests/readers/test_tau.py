@@ -28,8 +28,13 @@ def test_shape_and_metadata(ens):
     assert ens.profiles["thread"].tolist() == [0, 0, 0, 0]
     assert set(ens.profiles["hostname"]) == {"nid01045"}
     assert ens.meta["tau_version"] == "2.29-git" and ens.meta["command"] == "./cpi-mpi"
-    assert ens.tree.units == {"time": "us"}
-    assert set(ens.exc_metrics) == {"time", "calls"}
+    assert ens.tree.units["time"] == "us"
+    events = [
+        f"Message size for {op} ({stat})"
+        for op in ("broadcast", "reduce")
+        for stat in ("count", "max", "min", "mean")
+    ]
+    assert ens.exc_metrics == ["time", "calls", *events]
     t = ens.tree
     assert len(t) == 12 and t.names[t.roots].tolist() == [".TAU application"]
     fin = int(np.flatnonzero(t.names == "MPI_Finalize()")[0])
@@ -120,7 +125,13 @@ def test_multi_metric_folders(tmp_path):
             text = f.read_text().replace("<value>TIME</value>", f"<value>{metric}</value>", 1)
             (d / f.name).write_text(text.replace("_MULTI_TIME", f"_MULTI_{metric}", 1))
     ens = cctviz.read(root)
-    assert set(ens.exc_metrics) == {"time", "PAPI_TOT_CYC", "calls"}
+    assert set(ens.exc_metrics) - {m for m in ens.exc_metrics if "Message" in m} == {
+        "time",
+        "PAPI_TOT_CYC",
+        "calls",
+    }
+    assert ens.tree.units["time"] == "us" and "PAPI_TOT_CYC" not in ens.tree.units
+    assert ens.aggregation["PAPI_TOT_CYC"] == "sum"
     assert (ens.rows["time"] == ens.rows["PAPI_TOT_CYC"]).all()
     assert cctviz.read(root / "MULTI__PAPI_TOT_CYC" / "profile.1.0.0").n_profiles == 4
 
@@ -183,3 +194,112 @@ def test_wrong_format_rejected():
     assert_wrong_format_rejected(HATCHET_JSON, "tau")
     assert_wrong_format_rejected(HPCTOOLKIT, "tau")
     assert_wrong_format_rejected(HPCTOOLKIT / "experiment.xml", "tau")
+
+
+# ---------------------------------------------------------------- rules, units, user events
+def test_units_are_stated_as_assumed(ens):
+    """TAU files say no unit: microseconds by TAU's convention, recorded as an assumption."""
+    assert "microseconds" in ens.meta["units_assumed"]["time"]
+    assert ens.meta["units_assumed"]["Message size for reduce (max)"].startswith("TAU's message")
+    assert ens.tree.units == {
+        "time": "us",
+        **{
+            f"Message size for {op} ({s})": "B"
+            for op in ("broadcast", "reduce")
+            for s in ("max", "min", "mean")
+        },
+    }
+    assert "calls" not in ens.tree.units  # a count
+
+
+def test_aggregation_rules_on_the_sample(ens):
+    rules = ens.aggregation
+    assert rules["time"] == rules["calls"] == "sum"
+    assert rules["Message size for reduce (count)"] == "sum"
+    assert rules["Message size for reduce (max)"] == "max"
+    assert rules["Message size for reduce (min)"] == "min"
+    assert rules["Message size for reduce (mean)"] == "none"
+    assert "Message size for reduce (mean) (inc)" not in ens.data.columns
+    # the sample's user events are atomic (no call path): they belong to the whole run,
+    # the '.TAU application' root; every rank sent one 4-byte broadcast and one 8-byte reduce
+    r0 = ens.profile(rank=0).metrics
+    assert r0.loc[0, "Message size for broadcast (max)"] == 4.0
+    assert r0.loc[0, "Message size for reduce (mean)"] == 8.0
+    assert r0.loc[0, "Message size for reduce (count) (inc)"] == 1.0
+    assert r0["Message size for reduce (max)"].iloc[1:].isna().all()  # no value, not 0
+    st = ens.stats("Message size for reduce (max) (inc)")
+    assert st.loc[0, ["max", "min", "count"]].tolist() == [8.0, 8.0, 4]
+
+
+def _with_events(d, events, aggregates=0, files=None):
+    """The sample's files with their user events replaced by ``events`` (name, n, max, min, mean)."""
+    for f in sorted(d.glob("profile.*")) if files is None else files:
+        lines = f.read_text().split("\n")
+        k = next(i for i, ln in enumerate(lines) if ln.endswith("aggregates"))
+        body = [f'"{n}" {c} {mx} {mn} {me} 0' for n, c, mx, mn, me in events]
+        agg = [f"{aggregates} aggregates"] + ["x"] * aggregates
+        head = ["# eventname numevents max min mean sumsqr"]
+        f.write_text(
+            "\n".join(lines[:k] + agg + [f"{len(events)} userevents"] + head + body) + "\n"
+        )
+
+
+def test_context_events_sit_on_their_call_path(tmp_path):
+    d = _copy(tmp_path)
+    bcast = ".TAU application => MPI_Bcast()  "
+    _with_events(
+        d,
+        [
+            (f"Message size for broadcast : {bcast}", 2, 64, 4, 34),
+            ("Message size for broadcast : MPI_Bcast()  ", 2, 64, 4, 34),  # the flat total
+            # the total of a flat timer, with no call-path event for it: no place in the tree
+            ("Message size for reduce : MPI_Reduce()  ", 1, 8, 8, 8),
+            ("Message size for gather : MPI_Gather()", 1, 8, 8, 8),  # no such timer: atomic
+            ("Heap Memory Used (KB)", 3, 2, 1, 1.5),
+        ],
+    )
+    with pytest.warns(UserWarning, match="left out: 'Message size for reduce'") as w:
+        ens = cctviz.read(d)
+    assert len(w) == 1 and "profile.0.0.0" in str(w[0].message)
+    t = ens.tree
+    b = int(np.flatnonzero(t.names == "MPI_Bcast()")[0])
+    r1 = ens.profile(rank=1).metrics
+    assert r1.loc[b, "Message size for broadcast (count)"] == 2.0  # the flat total not added
+    assert r1.loc[b, "Message size for broadcast (max)"] == 64.0
+    assert r1.loc[0, "Message size for broadcast (max) (inc)"] == 64.0  # max over the subtree
+    assert np.isnan(r1.loc[0, "Message size for broadcast (max)"])
+    assert r1.loc[0, "Message size for broadcast (count) (inc)"] == 2.0
+    assert not any("reduce" in m for m in ens.exc_metrics)
+    assert r1.loc[0, "Message size for gather : MPI_Gather() (count)"] == 1.0
+    # "(KB)" is 1,024 bytes: converted, the name without it
+    assert r1.loc[0, "Heap Memory Used (max)"] == 2 * 1024.0
+    assert r1.loc[0, "Heap Memory Used (mean)"] == 1.5 * 1024.0
+    assert ens.tree.units["Heap Memory Used (min)"] == "B"
+    assert "1,024" in ens.meta["units_assumed"]["Heap Memory Used (min)"]
+
+
+def test_events_of_a_flat_profile_and_aggregates(tmp_path):
+    d = _copy(tmp_path)
+    for f in d.glob("profile.*"):
+        lines = f.read_text().split("\n")
+        keep = [ln for ln in lines[2:25] if "=>" not in ln]
+        f.write_text(
+            "\n".join([f"{len(keep)} templated_functions_MULTI_TIME", lines[1]] + keep + lines[25:])
+        )
+    _with_events(
+        d,
+        [
+            ("Message size for reduce", 1, 8, 8, 8),
+            ("Message size for broadcast : MPI_Bcast()", 1, 4, 4, 4),
+        ],
+        aggregates=1,
+        files=[d / "profile.2.0.0"],
+    )
+    with pytest.warns(UserWarning, match="aggregates.*profile.2.0.0"):
+        ens = cctviz.read(d)
+    t = ens.tree
+    app = int(np.flatnonzero(t.names == ".TAU application")[0])
+    b = int(np.flatnonzero(t.names == "MPI_Bcast()")[0])
+    r2 = ens.profile(rank=2).metrics
+    assert r2.loc[app, "Message size for reduce (max)"] == 8.0
+    assert r2.loc[b, "Message size for broadcast (count)"] == 1.0  # a flat timer is a node here

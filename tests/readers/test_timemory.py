@@ -98,3 +98,80 @@ def test_bad_input(tmp_path):
 def test_wrong_format_rejected():
     assert_wrong_format_rejected(HATCHET_JSON, "timemory")
     assert_wrong_format_rejected(DATA / "hatchet/gprof2dot-cpi/callgrind.dot.64042.0.1", "timemory")
+
+
+# ---------------------------------------------------------------- rules and units
+def test_real_sample_rules_and_units(ens):
+    # the unit is the file's: unit_repr "sec" on the WALL_CLOCK component
+    assert json.loads(TM.read_text())["timemory"]["WALL_CLOCK"]["unit_repr"] == "sec"
+    assert ens.tree.units == {"sum.wall_clock": "s"} and "units_assumed" not in ens.meta
+    assert ens.aggregation == {"sum.wall_clock": "sum", "count": "sum"}
+    assert ens.meta["aggregation"] == {"sum.wall_clock": "sum", "count": "sum"}
+    assert ens.tree.is_additive("sum.wall_clock (inc)")
+    # a wall clock adds up: the file's inclusive sums are what the sum rule gives back
+    # (the outer loop: 1.50 s of its own plus its children's)
+    assert ens.data["sum.wall_clock"].min() >= 0
+
+
+def _component(doc, cid, unit, scale, rename=None):
+    """A copy of the sample's WALL_CLOCK component measuring ``cid``: values x ``scale``."""
+    comp = json.loads(json.dumps(doc["timemory"]["WALL_CLOCK"]))
+    comp["properties"]["id"] = cid
+    comp["properties"]["enum"] = cid.upper()
+    comp["unit_repr"] = unit
+    stack = [n for rank in comp["mpi"] for n in rank]
+    while stack:
+        n = stack.pop()
+        for side in ("inclusive", "exclusive"):
+            st = n["node"][side]["stats"]
+            for k in ("sum", "min", "max", "mean"):
+                st[k] = st[k] * scale
+        stack += n.get("children", [])
+    doc["timemory"][rename or cid.upper()] = comp
+
+
+def test_component_rules_units_and_statistics(tmp_path):
+    doc = json.loads(TM.read_text())
+    _component(doc, "peak_rss", "MB", 10.0)
+    _component(doc, "cpu_util", "%", 3.0)
+    _component(doc, "gpu_widget", "psec", 1.0)  # a component cctviz does not know
+    p = tmp_path / "many.tree.json"
+    p.write_text(json.dumps(doc))
+    ens = cctviz.read(p)
+    assert ens.exc_metrics == [
+        "sum.wall_clock",
+        "count",
+        "max.peak_rss",
+        "mean.cpu_util",
+        "sum.gpu_widget",
+    ]
+    assert ens.aggregation == {
+        "sum.wall_clock": "sum",
+        "count": "sum",
+        "max.peak_rss": "max",
+        "mean.cpu_util": "none",
+        "sum.gpu_widget": "sum",
+    }
+    assert ens.tree.units == {
+        "sum.wall_clock": "s",
+        "max.peak_rss": "MB",
+        "mean.cpu_util": "%",
+        "sum.gpu_widget": "ns",
+    }
+    assert "not in cctviz's table" in ens.meta["aggregation_notes"]["sum.gpu_widget"]
+    assert "mean.cpu_util (inc)" not in ens.data.columns
+    t = ens.tree
+    outer = int(np.flatnonzero(t.names == "generate_history/outer-loop-0")[0])
+    d = ens.data
+    # a peak: the highest inclusive value of a lap, and the subtree's max is the node's
+    assert d.loc[(outer, 0), "max.peak_rss"] == pytest.approx(10 * 6.057226581)
+    assert d.loc[(outer, 0), "max.peak_rss (inc)"] == pytest.approx(10 * 6.057226581)
+    # a ratio: the mean inclusive value of a lap, kept per node
+    assert d.loc[(outer, 0), "mean.cpu_util"] == pytest.approx(3 * 5.9397479225)
+    # picoseconds become nanoseconds
+    assert d.loc[(outer, 0), "sum.gpu_widget"] == pytest.approx(1.501585374999998e-3)
+    # one row per (node, profile): the components' records are merged, not left as NaN rows
+    assert not d.index.duplicated().any()
+    assert d["mean.cpu_util"].notna().all()
+    one = ens.profile(rank=0)
+    assert one.metrics.loc[outer, "mean.cpu_util"] == pytest.approx(3 * 5.9397479225)
