@@ -457,6 +457,9 @@ def assemble(
         if canonical(u):
             spec.unit, spec.unit_reason = canonical(u), None
         r = (rules or {}).get(spec.name)
+        if r is None and (rules or {}).get(spec.attr) == "none":
+            # a per-node value stated under its own name ("BlockSize (inc)"): kept as it is
+            r, spec.name, spec.inclusive = "none", spec.attr, False
         if r is not None:
             spec.rule = check_aggregation({spec.name: r})[spec.name]
             if spec.rule != "none" and spec.note and "kept per node" in spec.note:

@@ -242,3 +242,16 @@ def test_hatchet_json_keeps_rules_and_no_inclusive_column_for_none_metrics():
     edoc = cctviz.writers.to_hatchet_json(ens)
     assert edoc["aggregation"]["mem_peak"] == "max"
     assert all("ratio (inc)" not in r for r in edoc["dataframe"])
+
+
+def test_hatchet_json_round_trip_keeps_rules_and_units(tmp_path):
+    """Written and read back, a peak stays a max and a constant keeps no inclusive column."""
+    t = _mixed()
+    path = tmp_path / "t.json"
+    cctviz.write(t, path, format="hatchet-json")
+    back = cctviz.read(path)
+    assert back.aggregation == t.aggregation
+    assert back.units == t.units
+    assert sorted(back.metrics.columns) == sorted(t.metrics.columns)  # (summed times first)
+    cols = list(t.metrics.columns)
+    np.testing.assert_allclose(back.metrics[cols].to_numpy(), t.metrics.to_numpy(), equal_nan=True)

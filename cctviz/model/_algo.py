@@ -150,6 +150,9 @@ def combine_rows(
     >>> out, conflicts = combine_rows(v, np.array([0, 0, 1]), 2, ["sum", "max", "none"])
     >>> out.tolist(), conflicts
     ([[3.0, 5.0, 7.0], [3.0, 6.0, 8.0]], [0, 0, 0])
+    >>> [combine_rows(np.array([[a], [b]]), np.array([0, 0]), 1, ["none"])[0].item()
+    ...  for a, b in ((np.nan, 8.0), (8.0, np.nan), (7.0, 8.0))]
+    [8.0, 8.0, nan]
     """
     values = np.asarray(values, dtype=np.float64).reshape(len(target), -1)
     keep = target >= 0
@@ -163,16 +166,12 @@ def combine_rows(
         elif rule in ("max", "min"):
             out[:, j] = np.nan
             combine_at(out[:, j], t, v[:, j], rule)
-        else:
-            col = np.full(n_out, np.nan)
-            col[t[::-1]] = v[::-1, j]  # the first value of each group
-            lo, hi = col.copy(), col.copy()
+        else:  # the value the group's rows agree on (NaN rows say nothing), else NaN
+            lo, hi = np.full(n_out, np.nan), np.full(n_out, np.nan)
             np.fmin.at(lo, t, v[:, j])
             np.fmax.at(hi, t, v[:, j])
-            differ = ~((lo == hi) | (np.isnan(lo) & np.isnan(hi)))
-            col[differ] = np.nan
-            out[:, j] = col
-            conflicts.append(int(differ.sum()))
+            out[:, j] = np.where(lo == hi, lo, np.nan)
+            conflicts.append(int((lo != hi).sum() - (np.isnan(lo) & np.isnan(hi)).sum()))
             continue
         conflicts.append(0)
     return out, conflicts

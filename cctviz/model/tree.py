@@ -574,7 +574,7 @@ class Tree:
         >>> t.add_metric("ms", lambda f: f["time"] * 1e3).metrics["ms (inc)"].tolist()
         [4000.0, 3000.0]
         """
-        if name.endswith(INC):
+        if name.endswith(INC) and aggregation != "none":  # a per-node "X (inc)" keeps its name
             name, inclusive = name[: -len(INC)], True
         if callable(values):
             values = values(self.frame)
