@@ -111,7 +111,8 @@ def test_info_command_json(capsys):
     assert info["format"] == "caliper-json"
     assert info["profiles"] == 8 and info["nodes"] == 24
     assert info["metrics"] == ["time"]
-    assert info["aggregation"] == {"time": "sum"} and info["units"] == {}
+    # Caliper's file states no unit: the timer's microseconds are assumed, and said so
+    assert info["aggregation"] == {"time": "sum"} and info["units"] == {"time": "us"}
     assert info["runs"] == {"": 8} and info["live profiles"] == 8
     assert info["totals"]["time"] == pytest.approx(5889901.5)
 
