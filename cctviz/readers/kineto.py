@@ -85,18 +85,11 @@ Node columns of the
 collective: ``collective``, ``group_size``, ``process_group``,
 ``process_group_ranks``.
 
-Parsing streams the (gzipped) text in 4 MiB pieces and decodes the events
-with the C scanner of :mod:`json`, about 1 MiB of events per ``json.loads``
-call (keys are then shared among the events of a batch; a cut at a ``},``
-that is not between two events leaves brackets open and fails, and that
-stretch is read one event at a time), with the garbage collector paused. It
-keeps only columns (interned names, ts, dur, thread, correlation) in
-:mod:`array` buffers, never a list of all events. Decoding alone, measured on
-the 35 MB samples and a 31 MB synthetic trace of 200k events: ``json.loads``
-of the whole file 0.53-1.08 s, holding 126-178 MB of Python objects;
-``ijson.items(f, "traceEvents.item")`` (yajl2_c backend) 0.23-0.53 s
-streaming, but it cannot give the other top-level keys in the same pass;
-these batches 0.22-0.50 s (whole parse). A 1 GB synthetic trace (6.5M events)
+Parsing streams the (gzipped) text with :class:`~cctviz.readers._jsonstream.JsonStream`
+(4 MiB pieces, about 1 MiB of events per ``json.loads`` call), with the
+garbage collector paused, and keeps only columns (interned names, ts, dur,
+thread, correlation) in :mod:`array` buffers, never a list of all events.
+A 1 GB synthetic trace (6.5M events)
 reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
 
 >>> import cctviz
@@ -109,14 +102,9 @@ reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
 
 from __future__ import annotations
 
-import codecs
 import gc
-import gzip
-import json
 import re
-import zlib
 from array import array
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +115,7 @@ from ..model._algo import TrieBuilder, level_order, subtree_sizes
 from ..model.tree import Tree
 from ..runtime.comm import _PREFIX, bus_factor, collective_kind, dtype_size, nccl_tests_elements
 from . import register
+from ._jsonstream import CHUNK, JsonStream
 
 # ----------------------------------------------------------------- categories
 OP, ANNOT, PYF, RUNTIME = 0, 1, 2, 3  # CPU event classes
@@ -287,223 +276,6 @@ def _sniff(path: Path, h: bytes) -> bool:
     return bool(_EVENTS_KEY.search(h)) or bool(_KINETO_HEAD.match(h))
 
 
-# ------------------------------------------------------------ the JSON stream
-_WS = re.compile(r"[ \t\n\r]*")
-CHUNK = 1 << 22  # characters read at a time
-BATCH = 1 << 20  # characters of events parsed in one json.loads call
-
-
-class _Stream:
-    """A JSON document read piecewise: (gzipped) bytes -> text -> values."""
-
-    def __init__(self, path: Path, chunk: int = CHUNK) -> None:
-        self.path = path
-        self.chunk = chunk
-        try:
-            self.raw = open(path, "rb")
-        except OSError as e:
-            raise ProfileError(path, f"cannot read the file: {e}") from None
-        magic = self.raw.read(2)
-        self.raw.seek(0)
-        self.f: Any = (
-            gzip.GzipFile(fileobj=self.raw, mode="rb") if magic == b"\x1f\x8b" else self.raw
-        )
-        self.dec = codecs.getincrementaldecoder("utf-8")()
-        self.buf = ""
-        self.pos = 0
-        self.base = 0  # characters dropped before buf
-        self.eof = False
-        self.scan = json.JSONDecoder().scan_once
-
-    def close(self) -> None:
-        self.raw.close()
-
-    def more(self) -> bool:
-        """Append the next piece of text (geometric growth); False at the end."""
-        if self.eof:
-            return False
-        want = max(self.chunk, len(self.buf) - self.pos)
-        try:
-            data = self.f.read(want)
-            text = self.dec.decode(data, final=not data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ProfileError(self.path, f"cannot read the file (broken gzip?): {e}") from None
-        except UnicodeDecodeError as e:
-            raise ProfileError(
-                self.path,
-                f"not UTF-8 text ({e.reason})",
-                where=f"near character {self.base + len(self.buf)}",
-            ) from None
-        if not data:
-            self.eof = True
-        self.base += self.pos
-        self.buf = self.buf[self.pos :] + text
-        self.pos = 0
-        return bool(text) or not self.eof
-
-    def fail(self, problem: str, pos: int | None = None, where: str | None = None) -> ProfileError:
-        at = self.base + (self.pos if pos is None else pos)
-        return ProfileError(
-            self.path, problem, where=f"{where}, character {at}" if where else f"character {at}"
-        )
-
-    def skip_ws(self) -> str:
-        """Skip whitespace; the next character ("" at the end of the text)."""
-        while True:
-            self.pos = _WS.match(self.buf, self.pos).end()
-            if self.pos < len(self.buf):
-                return self.buf[self.pos]
-            if not self.more():
-                return ""
-
-    def value(self, where: str) -> Any:
-        """Parse the JSON value at the current position."""
-        while True:
-            if not self.skip_ws():
-                raise self.fail("the file ends early (truncated JSON)", where=where)
-            try:
-                obj, end = self.scan(self.buf, self.pos)
-            except RecursionError:
-                raise self.fail("JSON nested too deeply", where=where) from None
-            except StopIteration as e:
-                err, msg = e.value, "Expecting value"
-            except json.JSONDecodeError as e:
-                err, msg = e.pos, e.msg
-            else:
-                if end < len(self.buf) or self.eof:
-                    self.pos = end
-                    return obj
-                self.more()  # a number at the end of the piece may go on
-                continue
-            if self._need_more(err, msg):
-                continue
-            raise self.fail(self._problem(err, msg), err, where)
-
-    def _problem(self, err: int, msg: str) -> str:
-        if self.eof and (err >= len(self.buf) - 8 or msg.startswith("Unterminated string")):
-            return f"the file ends early (truncated JSON: {msg})"
-        return f"invalid JSON: {msg}"
-
-    def _need_more(self, err: int, msg: str) -> bool:
-        if self.eof:
-            return False
-        if err >= len(self.buf) - 8 or msg.startswith("Unterminated string"):
-            self.more()
-            return True
-        return False
-
-    def items(self, meta: dict[str, Any]) -> Iterator[Any]:
-        """The elements of every ``traceEvents`` list; other top-level keys go to ``meta``."""
-        if self.skip_ws() != "{":
-            raise self.fail("expected a JSON object with 'traceEvents' (a Kineto trace)")
-        self.pos += 1
-        seen_events = False
-        first = True
-        while True:
-            c = self.skip_ws()
-            if c == "}" and first:
-                self.pos += 1
-                break
-            if c != '"':
-                raise self.fail("expected a key (a string) in the top-level object")
-            key = self.value("top level")
-            if self.skip_ws() != ":":
-                raise self.fail(f"expected ':' after the key {key!r}")
-            self.pos += 1
-            if key == "traceEvents":
-                if self.skip_ws() != "[":
-                    raise self.fail("expected a list of events", where="traceEvents")
-                self.pos += 1
-                seen_events = True
-                yield from self._events()
-            else:
-                meta[key] = self.value(key)
-            first = False
-            c = self.skip_ws()
-            if c == ",":
-                self.pos += 1
-                continue
-            if c == "}":
-                self.pos += 1
-                break
-            raise self.fail("expected ',' or '}' in the top-level object")
-        if self.skip_ws():
-            raise self.fail("extra data after the JSON object")
-        if not seen_events:
-            raise ProfileError(self.path, "no 'traceEvents' list (not a Kineto trace)", "top level")
-
-    def _events(self) -> Iterator[Any]:
-        scan = self.scan
-        ws = _WS.match
-        buf, pos, n = self.buf, self.pos, len(self.buf)
-        k = 0
-        after = False  # just read an element: expect ',' or ']'
-        loads = json.loads
-        base = self.base
-        no_batch = -1  # no batch before this absolute position (a cut there failed)
-        while True:
-            pos = ws(buf, pos).end()
-            if pos >= n:
-                self.pos = pos
-                if not self.more():
-                    raise self.fail(
-                        "the file ends early (truncated JSON)", where=f"traceEvents[{k}]"
-                    )
-                buf, pos, n, base = self.buf, self.pos, len(self.buf), self.base
-                continue
-            c = buf[pos]
-            if after:
-                if c == ",":
-                    pos += 1
-                    after = False
-                    continue
-                if c == "]":
-                    self.pos = pos + 1
-                    return
-                self.pos = pos
-                raise self.fail("expected ',' or ']' after an event", where=f"traceEvents[{k - 1}]")
-            if c == "]" and k == 0:
-                self.pos = pos + 1
-                return
-            if base + pos > no_batch:
-                # many events in one call: json.loads shares the keys among them
-                # (scan_once makes new key strings per call). A cut at a "}," that
-                # is not between two events leaves brackets open and fails.
-                cut = buf.rfind("},", pos, pos + BATCH)
-                if cut <= pos:
-                    no_batch = base + pos + BATCH
-                else:
-                    try:
-                        batch = loads("[" + buf[pos : cut + 1] + "]")
-                    except (ValueError, RecursionError):
-                        no_batch = base + cut
-                    else:
-                        for ev in batch:
-                            yield ev
-                        k += len(batch)
-                        del batch
-                        pos = cut + 1
-                        after = True
-                        continue
-            try:
-                ev, pos = scan(buf, pos)
-            except RecursionError:
-                self.pos = pos
-                raise self.fail("JSON nested too deeply", where=f"traceEvents[{k}]") from None
-            except (StopIteration, json.JSONDecodeError) as e:
-                err, msg = (
-                    (e.value, "Expecting value") if isinstance(e, StopIteration) else (e.pos, e.msg)  # type: ignore[union-attr]
-                )
-                self.pos = pos
-                if self._need_more(err, msg):
-                    buf, pos, n, base = self.buf, self.pos, len(self.buf), self.base
-                    continue
-                raise self.fail(self._problem(err, msg), err, f"traceEvents[{k}]") from None
-            k += 1
-            after = True
-            yield ev
-
-
 # --------------------------------------------------------------- the reader
 class _Columns:
     """What the parse keeps of the events: flat typed arrays, interned strings."""
@@ -538,7 +310,7 @@ class _Columns:
 def _parse(
     path: Path, python_functions: bool, chunk: int = CHUNK
 ) -> tuple[_Columns, dict[str, Any]]:
-    st = _Stream(path, chunk)
+    st = JsonStream(path, chunk)
     top: dict[str, Any] = {}
     col = _Columns()
     names, threads, comm_codes = col.names, col.threads, col.comm_codes
@@ -567,7 +339,7 @@ def _parse(
     gc_was_on = gc.isenabled()
     gc.disable()  # the events make no reference cycles: collections would only cost time
     try:
-        for k, ev in enumerate(st.items(top)):
+        for k, ev in enumerate(st.items(top, "traceEvents", "a Kineto trace")):
             ph = ev.get("ph")
             if ph == "X":
                 cat = ev.get("cat")

@@ -443,15 +443,15 @@ def test_any_text_layout(tmp_path):
         p = tmp_path / f"t{i}.json"
         p.write_text(text)
         trees.append(cctviz.read(p))
-    from cctviz.readers import kineto
+    from cctviz.readers import _jsonstream, kineto
 
-    batch = kineto.BATCH
-    kineto.BATCH = 3001  # batches end at many places; pieces of 997 characters
+    batch = _jsonstream.BATCH
+    _jsonstream.BATCH = 3001  # batches end at many places; pieces of 997 characters
     try:
         col, top = kineto._parse(tmp_path / "t1.json", True, chunk=997)
         trees.append(kineto._build(tmp_path / "t1.json", col, top, True, False))
     finally:
-        kineto.BATCH = batch
+        _jsonstream.BATCH = batch
     for t in trees[1:]:
         assert t.nodes.equals(trees[0].nodes) and t.metrics.equals(trees[0].metrics)
     assert trees[0].metrics["calls"].sum() == 600 and len(trees[0]) == 2 + 6 + 6
