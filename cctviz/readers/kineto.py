@@ -42,17 +42,49 @@ How the tree is built (the choices):
   ``process <pid>`` / ``thread <tid>`` instead.
 - CPU ``X`` events of the categories above (``xpu_runtime``,
   ``privateuse1_runtime``/``_driver`` and ``mtia_runtime`` count as runtime)
-  are sorted by (ts, -dur) per thread and nested with a stack. A child that
-  ends after its parent is clamped to the parent's end and counted in
-  ``meta["kineto"]["clamped"]`` (ends that differ by float rounding only are
-  clamped without counting). A zero-length event that starts where another
-  ends goes inside it (in whole-us traces an op "ends" where its last sub-op
-  starts), as HTA's call stacks do; a zero-length event holds nothing.
-- ``python_function`` frames hang under the frame named by their
-  ``Python parent id`` when that frame encloses them in time (CPU ops between
-  the two then lose the frame from their subtree, but keep their own
-  exclusive time); frames with equal start and duration are ordered by that
-  link. CPU ops nest under the innermost frame by time.
+  are sorted by (ts, -dur) per thread and nested with a stack: each goes under
+  the innermost event that contains it whole. A zero-length event that starts
+  where another ends goes inside it (in whole-us traces an op "ends" where its
+  last sub-op starts), as HTA's call stacks do; a zero-length event holds
+  nothing. Ends that differ by float rounding only count as equal.
+- No event is shortened: a ``cpu_op``, annotation or runtime call keeps its
+  ``dur`` as the inclusive time of its node. Events that overlap without
+  nesting come from ``with_stack=True``: torch opens ``ProfilerStep#N`` (and
+  any ``record_function``) inside the Python frames of ``profiler.step() >
+  __enter__ > _record_function_enter_new`` and closes it inside the next
+  ``step() > __exit__``. The rules, which keep everything that ran inside a
+  step (same thread) in the step's subtree:
+
+  - an event that outlives events it started in (they end inside it) goes
+    under the innermost event that contains it whole (counted in
+    ``meta["kineto"]["reattached"]``);
+  - where a Python frame and a cpu_op/annotation/runtime overlap, the overlap
+    belongs to the latter: events that start in it nest under the
+    cpu_op/annotation, and the frame's node covers only its part outside it.
+    A frame that starts before a step and ends inside it (``step() >
+    __enter__``) keeps the time up to the step's start; one that starts inside
+    and ends after (the next ``step() > __exit__``) the time from the step's
+    end; one that does both keeps the part between. Such frames are counted in
+    ``meta["kineto"]["frames_trimmed"]``; their ``time`` is then exclusive time
+    within that part, and a thread's inclusive time is the time it was busy
+    (the union of its events), nothing counted twice;
+  - not seen in the samples nor in torch 2.13's traces: of two frames that
+    overlap without nesting, the later one starts where the other ends; two
+    cpu_op/annotation/runtime events that overlap without nesting (counted in
+    ``meta["kineto"]["overlapped"]``) both keep their whole duration, what
+    starts in the overlap goes to the later one, and the overlap counts twice
+    in their common parent (whose exclusive time stops at 0).
+
+  ``meta["kineto"]["clamped"]`` stays 0 (older versions clamped such events
+  to their parent's end).
+- ``python_function`` frames are nested by time like the rest; frames with
+  equal start and duration are ordered by their ``Python parent id`` link. A
+  frame whose time parent is not the frame named by its ``Python parent id``
+  moves under that frame when it is an ancestor with only Python frames
+  between (which then keep their own exclusive time); never out of a
+  cpu_op or annotation (a Python callback inside ``aten::mm`` stays under it,
+  where its time is). Links not followed are counted in
+  ``meta["kineto"]["python_links_ignored"]``.
 - GPU events become children of the CPU event with the same correlation
   (kinds ``"kernel"``, ``"memcpy"``, ``"memset"``; metric ``gpu_time``).
   Those without one go under ``(unattributed GPU)`` below a root
@@ -81,15 +113,14 @@ input x group size). ``bus_bytes`` = bytes x the nccl-tests bus factor of the
 group size; a collective that records no group size is taken to span the
 whole world (``distributedInfo.world_size``; counted in
 ``meta["kineto"]["group_size_assumed"]``), and gets 0 without a world size.
-Node columns of the
-collective: ``collective``, ``group_size``, ``process_group``,
-``process_group_ranks``.
+Node columns of the collective: ``collective``, ``group_size``,
+``process_group``, ``process_group_ranks``.
 
-Parsing streams the (gzipped) text with :class:`~cctviz.readers._jsonstream.JsonStream`
-(4 MiB pieces, about 1 MiB of events per ``json.loads`` call), with the
-garbage collector paused, and keeps only columns (interned names, ts, dur,
-thread, correlation) in :mod:`array` buffers, never a list of all events.
-A 1 GB synthetic trace (6.5M events)
+Parsing streams the (gzipped) text with
+:class:`~cctviz.readers._jsonstream.JsonStream` (4 MiB pieces, about 1 MiB of
+events per ``json.loads`` call), with the garbage collector paused, and keeps
+only columns (interned names, ts, dur, thread, correlation) in :mod:`array`
+buffers, never a list of all events. A 1 GB synthetic trace (6.5M events)
 reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
 
 >>> import cctviz
@@ -111,7 +142,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProfileError
-from ..model._algo import TrieBuilder, level_order, subtree_sizes
+from ..model._algo import TrieBuilder, level_order
 from ..model.tree import Tree
 from ..runtime.comm import _PREFIX, bus_factor, collective_kind, dtype_size, nccl_tests_elements
 from . import register
@@ -435,20 +466,41 @@ def _key(v: Any) -> Any:
         return (1, 0, s)
 
 
-def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[int]]:
+class _Nesting:
+    """What the stack sweep found besides the parents (positions in sweep order)."""
+
+    def __init__(self) -> None:
+        self.reattached = 0  # events placed above an event they started in: they outlive it
+        self.overlapped: list[int] = []  # cpu_op/annotation/runtime outliving one of those
+        self.trimmed: list[int] = []  # frames that lost time to an event they overlap
+
+
+def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[list[int], _Nesting]:
     """Nest intervals (sorted by thread, start, -duration) with a stack.
 
     Returns each interval's parent position (-1 for a thread's top level) and
-    the positions clamped by more than ``tol`` (float rounding); their ``end``
-    is clamped in place to the parent's end.
+    what had to be done where intervals partially overlap (the module
+    docstring's rules): an interval goes under the innermost open interval that
+    contains it (ends differing by ``tol``, float rounding, count as equal). One
+    that outlives open intervals (they started before it and end inside it):
+
+    - a Python frame (``frame[j]``) stays below them on the stack, so that they
+      keep what starts inside them; it starts, for the time accounting, where
+      the last of them ends (``beg[j]`` is raised in place);
+    - any other event closes them: they get no more children, and those that
+      are Python frames end, for the time accounting, where it starts
+      (``end`` lowered in place). Other events keep their whole duration (the
+      overlap counts twice; listed in ``overlapped``).
+
+    The stack stays sorted by end (each interval below the ones it outlives).
     """
-    n = len(ts)
+    n = len(beg)
     parent = [-1] * n
     st_end: list[float] = []
     st_pos: list[int] = []
     st_zero: list[bool] = []
     prev = None
-    clamped: list[int] = []
+    out = _Nesting()
     for j in range(n):
         t = th[j]
         if t != prev:
@@ -456,7 +508,7 @@ def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[i
             st_pos.clear()
             st_zero.clear()
             prev = t
-        s = ts[j]
+        s = beg[j]
         e = end[j]
         # leave the intervals that ended before s; one ending exactly at s
         # still holds a zero-length event starting at s (in whole-us traces an
@@ -470,16 +522,39 @@ def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[i
             st_zero.pop()
         if st_end:
             pe = st_end[-1]
-            parent[j] = st_pos[-1]
-            if e > pe:
-                if e - pe > tol:  # beyond float rounding: clamp and count
-                    clamped.append(j)
-                    end[j] = pe
-                e = pe
+            if e - pe > tol:  # it outlives the innermost open interval
+                k = len(st_end) - 2
+                while k >= 0 and e - st_end[k] > tol:
+                    k -= 1
+                out.reattached += 1
+                if k >= 0:
+                    parent[j] = st_pos[k]
+                    e = min(e, st_end[k])
+                if frame[j]:
+                    beg[j] = st_end[k + 1]  # the longest of those it outlives
+                    out.trimmed.append(j)
+                    st_end.insert(k + 1, e)
+                    st_pos.insert(k + 1, j)
+                    st_zero.insert(k + 1, False)
+                    continue
+                hard = False
+                for o in st_pos[k + 1 :]:
+                    if frame[o]:
+                        end[o] = s
+                        out.trimmed.append(o)
+                    else:
+                        hard = True
+                if hard:
+                    out.overlapped.append(j)
+                del st_end[k + 1 :], st_pos[k + 1 :], st_zero[k + 1 :]
+            else:
+                parent[j] = st_pos[-1]
+                if e > pe:
+                    e = pe
         st_end.append(e)
         st_pos.append(j)
         st_zero.append(e == s)
-    return parent, clamped
+    return parent, out
 
 
 def _py_links(col: _Columns, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -552,8 +627,8 @@ class _Cpu:
     kind: np.ndarray  # kind code
     corr: np.ndarray  # correlation (-1: none)
     comm: dict[int, dict[str, Any]]  # head position -> collective
-    clamped: int
-    ignored: int
+    nest: _Nesting
+    ignored: int  # Python parent ids not followed
 
 
 def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
@@ -574,16 +649,21 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     out.ts = ts = ts0[order]
     dur = dur0[order]
     out.th = th = th0[order]
+    cls = np.frombuffer(col.c_cls, dtype=np.int8)[order] if n else np.empty(0, np.int8)
+    frame = cls == PYF
     end = (ts + dur).tolist()
+    beg = ts.tolist()
     tol = 4 * float(np.spacing(np.abs(ts).max() + dur.max())) if n else 0.0
-    tparent_l, clamped_at = _sweep(th.tolist(), ts.tolist(), end, tol)
-    out.clamped = len(clamped_at)
+    tparent_l, nest = _sweep(th.tolist(), beg, end, frame.tolist(), tol)
+    out.nest = nest
     tparent = np.asarray(tparent_l, dtype=np.int64)
     cdur = dur  # durations as given (ts + dur - ts loses digits at 1e15 us)
-    if clamped_at:
-        ci = np.asarray(clamped_at, dtype=np.int64)
-        cdur[ci] = np.asarray(end, dtype=np.float64)[ci] - ts[ci]
-    del end
+    if nest.trimmed:
+        ci = np.unique(np.asarray(nest.trimmed, dtype=np.int64))
+        nest.trimmed = ci
+        part = np.asarray([end[i] - beg[i] for i in ci.tolist()], dtype=np.float64)
+        cdur[ci] = np.maximum(part, 0)
+    del end, beg
     has = tparent >= 0
     time = cdur - np.bincount(tparent[has], weights=cdur[has], minlength=n)
     del has
@@ -592,24 +672,36 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     inv[order] = np.arange(n)
     out.name = np.frombuffer(col.c_name, dtype=np.int32)[order] if n else np.empty(0, np.int32)
     out.corr = np.frombuffer(col.c_corr, dtype=np.int64)[order] if n else np.empty(0, np.int64)
-    out.kind = np.asarray([_CLASS_KIND[c] for c in range(4)], dtype=np.int8)[
-        np.frombuffer(col.c_cls, dtype=np.int8)[order] if n else np.empty(0, np.int8)
-    ]
-    del order
+    out.kind = np.asarray([_CLASS_KIND[c] for c in range(4)], dtype=np.int8)[cls]
+    del order, cls
 
-    # python_function frames: the frame named by Python parent id, where it
-    # encloses the frame (an ancestor: the sweep's subtrees are contiguous)
+    # python_function frames: under the frame named by Python parent id where
+    # that frame is an ancestor with only frames between (a frame never leaves
+    # a cpu_op or annotation that holds it in time)
     out.sparent = tparent
     out.ignored = 0
     if col.py:
         has = link >= 0
         f = inv[frames[has]]
         p = inv[frames[link[has]]]
-        size = subtree_sizes(tparent, level_order(tparent)[1])
-        inside = (p < f) & (f < p + size[p])
-        out.sparent = tparent.copy()
-        out.sparent[f[inside]] = p[inside]
-        out.ignored = int(inside.size - np.count_nonzero(inside))
+        del has
+        moved = tparent[f] != p
+        f, p = f[moved], p[moved]
+        found = np.zeros(f.size, dtype=bool)
+        pending = np.arange(f.size)
+        cur = tparent[f]
+        while pending.size:
+            c = cur[pending]
+            hit = c == p[pending]
+            found[pending[hit]] = True
+            go = ~hit & (c >= 0)
+            go[go] = frame[c[go]]  # a frame between: look further up
+            pending = pending[go]
+            cur[pending] = tparent[cur[pending]]
+        if found.any():
+            out.sparent = tparent.copy()
+            out.sparent[f[found]] = p[found]
+        out.ignored = int(found.size - np.count_nonzero(found))
 
     # collectives: the outermost comm event of each nest gets the metrics
     out.comm = {}
@@ -813,7 +905,10 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         cpu_events=n,
         gpu_events=ng,
         threads=nth,
-        clamped=cpu.clamped,
+        clamped=0,  # no event is shortened any more; kept for readers of older meta
+        reattached=cpu.nest.reattached,
+        frames_trimmed=len(cpu.nest.trimmed),
+        overlapped=len(cpu.nest.overlapped),
         unattributed_gpu=unattributed,
         skipped={str(k): v for k, v in col.skipped.items()},
         python_links_ignored=cpu.ignored,

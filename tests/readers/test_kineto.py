@@ -304,6 +304,8 @@ def test_python_frames_link_by_parent_id(tmp_path):
             _ev("aten::mm", 20, 20),
             _py("d.py(4): hook", 25, 5, 4, 1),  # called back inside aten::mm, parent id -> a
             _py("e.py(5): lost", 30, 2, 5, 99),  # unknown parent: by time
+            _py("g.py(6): outer", 65, 25, 6, 1),
+            _py("h.py(7): skip", 70, 10, 7, 1),  # inside g by time, parent id -> a
         ],
     )
     t = cctviz.read(p)
@@ -317,14 +319,20 @@ def test_python_frames_link_by_parent_id(tmp_path):
         f"{main}/b.py(2): f",
         f"{main}/b.py(2): f/c.py(3): g",
         mm,
-        f"{main}/d.py(4): hook",
+        f"{mm}/d.py(4): hook",  # a frame never leaves the cpu_op that holds it
         f"{mm}/e.py(5): lost",
+        f"{main}/g.py(6): outer",
+        f"{main}/h.py(7): skip",  # only frames between: the parent id is followed
     }
     time, inc = t.metrics["time"], t.metrics["time (inc)"]
-    assert time[paths[mm]] == 20 - 5 - 2  # aten::mm keeps its own exclusive time
-    assert inc[paths[mm]] == 15
-    assert time[paths[main]] == 50 and inc[paths[main]] == 100
+    assert time[paths[mm]] == 20 - 5 - 2
+    assert inc[paths[mm]] == 20
+    assert time[paths[main]] == 100 - 50 - 25 and inc[paths[main]] == 100
+    # g keeps its own exclusive time; h's time is under main
+    assert time[paths[f"{main}/g.py(6): outer"]] == 15
     assert t.nodes["kind"][paths[main]] == "function"
+    assert t.meta["kineto"]["python_links_ignored"] == 1  # the hook's
+    assert t.meta["kineto"]["reattached"] == 0
 
     # python_functions=False drops the frames while parsing
     t2 = cctviz.read(p, python_functions=False)
@@ -340,29 +348,109 @@ def test_equal_python_frames_nest_by_link_in_any_order(tmp_path):
     assert t.meta["kineto"]["python_links_ignored"] == 0
 
 
-def test_partial_overlap_is_clamped_and_counted(tmp_path):
+def test_annotation_outliving_its_python_frames(tmp_path):
+    """What torch.profiler writes with with_stack=True: ProfilerStep#N opens inside
+    ``step() > __enter__ > _record_function_enter_new`` and closes inside the next
+    ``step() > __exit__``. The step goes where it fits whole; the frames it
+    overlaps lose that part of their time; nothing inside the step escapes it."""
+    ann = "user_annotation"
+    p = _write(
+        tmp_path,
+        [
+            _py("work", 0, 1000, 1, None),
+            _py("step", 10, 120, 2, 1),
+            _py("__enter__", 20, 100, 3, 2),
+            _py("enter_new", 30, 80, 4, 3),
+            _ev("ProfilerStep#1", 100, 520, ann),
+            _py("is_scripting", 115, 3, 5, 3),  # parent id: __enter__, already left
+            _ev("aten::mm", 200, 100),
+            _py("step", 580, 120, 6, 1),  # starts inside ProfilerStep#1, ends after it
+            _py("__exit__", 590, 60, 7, 6),
+            _ev("aten::op", 595, 3),  # inside the step and inside __exit__
+            _py("exit_new", 600, 40, 8, 7),
+            _ev("ProfilerStep#2", 660, 240, ann),  # opens inside the second step()
+            _ev("aten::mm", 700, 100),
+        ],
+    )
+    t = cctviz.read(p)
+    paths = _paths(t)
+    w = "process/main thread/work"
+    s1, s2, st = f"{w}/ProfilerStep#1", f"{w}/ProfilerStep#2", f"{w}/step"
+    assert set(paths) == {
+        "process",
+        "process/main thread",
+        w,
+        st,
+        f"{st}/__enter__",
+        f"{st}/__enter__/enter_new",
+        s1,
+        f"{s1}/is_scripting",
+        f"{s1}/aten::mm",
+        f"{s1}/aten::op",
+        f"{st}/__exit__",
+        f"{st}/__exit__/exit_new",
+        s2,
+        f"{s2}/aten::mm",
+    }
+    time, inc = t.metrics["time"], t.metrics["time (inc)"]
+    # the steps keep their whole duration and everything that ran inside them
+    assert inc[paths[s1]] == 520 and time[paths[s1]] == 520 - 3 - 100 - 3
+    assert inc[paths[s2]] == 240 and time[paths[s2]] == 140
+    # frames keep the part outside the steps: step() 10-100 and 620-660 (two calls)
+    assert inc[paths[st]] == 90 + 40 and t.metrics["calls"][paths[st]] == 2
+    assert inc[paths[f"{st}/__enter__"]] == 80 and inc[paths[f"{st}/__enter__/enter_new"]] == 70
+    assert inc[paths[f"{st}/__exit__"]] == 30 and inc[paths[f"{st}/__exit__/exit_new"]] == 20
+    # no time counted twice or lost: the thread is busy 0-1000
+    assert inc[paths[w]] == 1000 and time[paths[w]] == 1000 - 130 - 520 - 240
+    k = t.meta["kineto"]
+    assert k["clamped"] == 0 and k["overlapped"] == 0
+    # ProfilerStep#1 (3 frames outlived), step, __exit__, exit_new (#1), ProfilerStep#2
+    assert k["reattached"] == 5
+    assert k["frames_trimmed"] == 6
+    assert k["python_links_ignored"] == 1  # is_scripting's
+
+    # one node per event: the same nesting, the step() frames apart
+    flat = cctviz.read(p, merge=False)
+    names, finc = flat.nodes["name"], flat.metrics["time (inc)"]
+    assert finc[names == "step"].tolist() == [90, 40]
+    (n1,) = np.flatnonzero(names == "ProfilerStep#1")
+    assert names[flat.children(n1)].tolist() == ["is_scripting", "aten::mm", "aten::op"]
+
+    # without the frames the steps are at the top, as before
+    bare = _paths(cctviz.read(p, python_functions=False))
+    assert "process/main thread/ProfilerStep#1/aten::op" in bare
+
+
+def test_partial_overlap_of_ops_counts_twice(tmp_path):
+    """Two cpu_ops that overlap without nesting (torch does not write these) both
+    keep their duration; what starts in the overlap goes to the later one."""
     p = _write(
         tmp_path,
         [
             _ev("parent", 0, 10),
-            _ev("child", 5, 10),  # ends at 15, after its parent
+            _ev("child", 5, 10),  # ends at 15, after "parent"
+            _ev("inner", 7, 1),  # inside both
             _ev("next", 12, 2),
         ],
     )
     t = cctviz.read(p)
-    assert t.meta["kineto"]["clamped"] == 1
+    k = t.meta["kineto"]
+    assert k["clamped"] == 0 and k["overlapped"] == 1 and k["reattached"] == 1
+    assert k["frames_trimmed"] == 0
     paths = _paths(t)
+    top = "process/main thread"
     assert set(paths) == {
         "process",
-        "process/main thread",
-        "process/main thread/parent",
-        "process/main thread/parent/child",
-        "process/main thread/next",
+        top,
+        f"{top}/parent",
+        f"{top}/child",
+        f"{top}/child/inner",
+        f"{top}/child/next",
     }
     m = t.metrics
-    assert m["time"][paths["process/main thread/parent/child"]] == 5
-    assert m["time (inc)"][paths["process/main thread/parent"]] == 10
-    assert m["time (inc)"][paths["process/main thread"]] == 12
+    assert m["time (inc)"][paths[f"{top}/parent"]] == 10
+    assert m["time (inc)"][paths[f"{top}/child"]] == 10 and m["time"][paths[f"{top}/child"]] == 7
+    assert m["time (inc)"][paths[top]] == 20  # busy 0-15: 5 us counted twice
 
 
 def test_merge_and_gpu_attachment(tmp_path):
