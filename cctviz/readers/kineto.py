@@ -94,10 +94,15 @@ How the tree is built (the choices):
   overlap the kernels they contain: their time would be counted twice),
   ``cuda_sync`` (waits, not work), ``overhead``, ``Trace``, and any unknown
   category (counts in ``meta["kineto"]["skipped"]``).
-- Merged by default into a calling-context tree (events with the same call
-  path are one node: metrics add up, ``calls`` counts them); ``merge=False``
-  keeps one node per event. ``ProfilerStep#N`` differs per step, so each step
-  stays its own node.
+- Merged by default into a calling-context tree: events with the same call
+  path, the path of names from the root, are one node (the kind is an
+  attribute, not part of the identity); metrics add up, ``calls`` counts
+  the events. A node's kind and
+  collective columns are its first event's; where merged events differ in
+  them (an annotation and an op of one name, a collective on two process
+  groups), one warning names what was dropped. ``merge=False`` keeps one node
+  per event. ``ProfilerStep#N`` differs per step, so each step stays its own
+  node.
 
 Metrics (``meta["units"]``, Kineto's microseconds kept): ``time`` exclusive
 CPU time (dur minus the CPU children's durations), ``gpu_time`` (GPU dur),
@@ -135,6 +140,7 @@ from __future__ import annotations
 
 import gc
 import re
+import warnings
 from array import array
 from pathlib import Path
 from typing import Any
@@ -187,7 +193,6 @@ KIND_NAMES = (
 _K = {k: i for i, k in enumerate(KIND_NAMES)}
 _CLASS_KIND = {OP: _K["op"], ANNOT: _K["region"], PYF: _K["function"], RUNTIME: _K["runtime"]}
 _GPU_KIND = {KERNEL: _K["kernel"], MEMCPY: _K["memcpy"], MEMSET: _K["memset"]}
-NK = len(KIND_NAMES)
 
 UNITS = {"time": "us", "gpu_time": "us", "comm_time": "us", "comm_bytes": "B", "bus_bytes": "B"}
 METRICS = ("time", "gpu_time", "calls", "comm_time", "comm_bytes", "bus_bytes")
@@ -940,9 +945,7 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
             sibling_key=tkey,
         )
 
-    # ---- merge by call path, level by level; siblings by first appearance
-    pcode = name_code * NK + kind
-    del name_code, kind
+    # ---- merge by call path (names only), level by level; siblings by first appearance
     _, levels = level_order(parent)
     tb = TrieBuilder()
     uid = np.empty(total, dtype=np.int64)
@@ -950,8 +953,8 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         lv = lv[np.argsort(tkey[lv], kind="stable")]
         p = parent[lv]
         prev = np.where(p >= 0, uid[np.maximum(p, 0)], -1)
-        uid[lv] = tb.add_level(prev, pcode[lv])
-    del levels, parent, pcode, tkey
+        uid[lv] = tb.add_level(prev, name_code[lv])
+    del levels, parent, tkey
     m = tb.size
     mmetrics = {
         "time": np.bincount(uid[S : S + n], weights=cpu.time, minlength=m),
@@ -960,21 +963,51 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
     }
     for k, v in comm_vals.items():
         mmetrics[k] = np.bincount(uid[heads], weights=v, minlength=m)
+    # attributes: the first event's (in node order), saying what differed
+    dropped: dict[str, tuple[set[int], int, Any, Any]] = {}  # column -> nodes, an example
+    first_node = np.full(m, total, dtype=np.int64)
+    np.minimum.at(first_node, uid, np.arange(total))
+    mkind = kind[first_node]
+    other = np.flatnonzero(kind != mkind[uid])
+    if other.size:
+        u = int(uid[other[0]])
+        kept, lost = KIND_NAMES[mkind[u]], KIND_NAMES[kind[other[0]]]
+        dropped["kind"] = (set(uid[other].tolist()), u, kept, lost)
     cols = {}
     for k, v in sparse.items():
         first: dict[int, Any] = {}
         for node, val in sorted(v.items()):
-            first.setdefault(int(uid[node]), val)
+            u = int(uid[node])
+            if u not in first:
+                first[u] = val
+            elif val != first[u]:
+                dropped.setdefault(k, (set(), u, first[u], val))[0].add(u)
         cols[k] = _dense(first, m)
     mparent, mcode = tb.parent, tb.code
-    del tb, uid
+    del tb, uid, kind, name_code
+    if dropped:
+        _warn_dropped(dropped, name_arr[mcode])
     return Tree.from_parents(
         mparent,
-        name_arr[mcode // NK],
+        name_arr[mcode],
         {k: mmetrics[k] for k in METRICS},
-        kind=np.asarray(KIND_NAMES, dtype=object)[mcode % NK],
+        kind=np.asarray(KIND_NAMES, dtype=object)[mkind],
         columns=cols,
         meta=meta,
+    )
+
+
+def _warn_dropped(dropped: dict[str, tuple[set[int], int, Any, Any]], names: np.ndarray) -> None:
+    """One warning for the attribute values that merging by call path dropped."""
+    parts = []
+    for col, (nodes, u, kept, lost) in dropped.items():
+        parts.append(
+            f"{col!r} on {len(nodes)} node(s), e.g. {names[u]!r} kept {kept!r}, dropped {lost!r}"
+        )
+    warnings.warn(
+        "kineto: events merged by call path had different attributes; each node keeps "
+        f"its first event's: {'; '.join(parts)} (merge=False keeps every event's)",
+        stacklevel=4,
     )
 
 

@@ -7,6 +7,7 @@ import gzip
 import json
 import random
 import tracemalloc
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -451,6 +452,60 @@ def test_partial_overlap_of_ops_counts_twice(tmp_path):
     assert m["time (inc)"][paths[f"{top}/parent"]] == 10
     assert m["time (inc)"][paths[f"{top}/child"]] == 10 and m["time"][paths[f"{top}/child"]] == 7
     assert m["time (inc)"][paths[top]] == 20  # busy 0-15: 5 us counted twice
+
+
+def test_merge_by_names_only_and_say_what_is_dropped(tmp_path):
+    """A call path is a path of names: an annotation and an op of the same name, or
+    two collectives on different process groups, at one path are one node; the
+    attributes that then differ are named in one warning."""
+    rpc = "record_param_comms"
+    comm = {"In msg nelems": 4, "Out msg nelems": 4, "dtype": "Float"}
+    p = _write(
+        tmp_path,
+        [
+            _ev("x", 0, 10, "user_annotation"),
+            _ev("x", 20, 10),
+            _ev(
+                rpc,
+                40,
+                5,
+                **comm,
+                **{"Collective name": "allreduce", "Group size": 2, "Process Group Name": "0"},
+            ),
+            _ev(
+                rpc,
+                50,
+                5,
+                **comm,
+                **{"Collective name": "broadcast", "Group size": 4, "Process Group Name": "1"},
+            ),
+        ],  # fmt: skip
+        distributedInfo={"world_size": 4, "rank": 0},
+    )
+    with pytest.warns(UserWarning) as record:
+        t = cctviz.read(p)
+    (w,) = record
+    msg = str(w.message)
+    assert "'kind' on 1 node(s), e.g. 'x' kept 'region', dropped 'op'" in msg
+    assert "'collective' on 1 node(s), e.g. 'record_param_comms' kept 'all_reduce'" in msg
+    assert "'group_size'" in msg and "'process_group'" in msg
+    assert "'process_group_ranks'" not in msg and "'label'" not in msg
+    paths = _paths(t)
+    x, r = paths["process/main thread/x"], paths[f"process/main thread/{rpc}"]
+    assert len(t) == 4
+    assert t.metrics["calls"][x] == 2 and t.metrics["time"][x] == 20
+    assert t.nodes["kind"][x] == "region" and t.nodes["collective"][r] == "all_reduce"
+    # the metrics of both collectives are kept: 16 B each, bus factors 2(n-1)/n and 1
+    assert t.metrics["comm_bytes"][r] == 32 and t.metrics["bus_bytes"][r] == 16 + 16
+    assert t.metrics["calls"][r] == 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flat = cctviz.read(p, merge=False)
+    assert flat.nodes["kind"].tolist()[2:] == ["region", "op", "comm", "comm"]
+    assert flat.nodes["collective"].tolist()[4:] == ["all_reduce", "broadcast"]
+    assert flat.nodes["group_size"].tolist()[4:] == [2, 4]
+    assert flat.metrics["bus_bytes"].tolist()[4:] == [16, 16]
 
 
 def test_merge_and_gpu_attachment(tmp_path):
