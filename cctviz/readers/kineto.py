@@ -96,16 +96,17 @@ How the tree is built (the choices):
   category (counts in ``meta["kineto"]["skipped"]``).
 - Merged by default into a calling-context tree: events with the same call
   path, the path of names from the root, are one node (the kind is an
-  attribute, not part of the identity); metrics add up, ``calls`` counts
-  the events. A node's kind and
+  attribute, not part of the identity); metrics add up (``meta["aggregation"]``
+  says ``"sum"`` for each), ``calls`` counts the events. A node's kind and
   collective columns are its first event's; where merged events differ in
   them (an annotation and an op of one name, a collective on two process
   groups), one warning names what was dropped. ``merge=False`` keeps one node
   per event. ``ProfilerStep#N`` differs per step, so each step stays its own
   node.
 
-Metrics (``meta["units"]``, Kineto's microseconds kept): ``time`` exclusive
-CPU time (dur minus the CPU children's durations), ``gpu_time`` (GPU dur),
+Metrics (``meta["units"]``: ``us`` for the times, Kineto's microseconds
+kept, ``B`` for the bytes; ``calls`` is a count): ``time`` exclusive CPU time
+(dur minus the CPU children's durations), ``gpu_time`` (GPU dur),
 ``calls``, and on the outermost event of each collective (``c10d::`` op,
 else ``record_param_comms``, else the ``nccl:``/``gloo:`` annotation; the
 events inside it are kind ``"comm"`` too but carry no comm metric, so bytes
@@ -196,9 +197,11 @@ _GPU_KIND = {KERNEL: _K["kernel"], MEMCPY: _K["memcpy"], MEMSET: _K["memset"]}
 
 UNITS = {"time": "us", "gpu_time": "us", "comm_time": "us", "comm_bytes": "B", "bus_bytes": "B"}
 METRICS = ("time", "gpu_time", "calls", "comm_time", "comm_bytes", "bus_bytes")
+#: how merged events combine, per metric (``meta["aggregation"]``): all add up
+AGGREGATION = dict.fromkeys(METRICS, "sum")
 COMM_COLUMNS = ("collective", "group_size", "process_group", "process_group_ranks")
 UNATTRIBUTED = "(unattributed GPU)"
-_RESERVED_META = {"units", "format", "source", "kineto", "traceEvents"}
+_RESERVED_META = {"units", "aggregation", "format", "source", "kineto", "traceEvents"}
 
 # ------------------------------------------------------------- collectives
 _COMM_NAME = re.compile(r"^record_param_comms$|" + _PREFIX.pattern)
@@ -927,6 +930,7 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
     )
     meta["kineto"] = kmeta
     meta["units"] = dict(UNITS)
+    meta["aggregation"] = dict(AGGREGATION)
 
     if not merge:
         metrics = {k: np.zeros(total) for k in METRICS}

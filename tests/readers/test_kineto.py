@@ -95,6 +95,10 @@ def test_sample_loads_with_its_events(path, docs):
         "comm_bytes": "B",
         "bus_bytes": "B",
     }
+    # every metric but the count has a unit, every metric adds up when merged
+    metrics = [c for c in m.columns if not c.endswith(" (inc)")]
+    assert set(metrics) == set(t.units) | {"calls"}
+    assert t.meta["aggregation"] == dict.fromkeys(metrics, "sum")
 
 
 NODES = {  # merged tree sizes, pinned
