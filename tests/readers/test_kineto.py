@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cctviz
 from cctviz import ProfileError
@@ -456,6 +458,68 @@ def test_partial_overlap_of_ops_counts_twice(tmp_path):
     assert m["time (inc)"][paths[f"{top}/parent"]] == 10
     assert m["time (inc)"][paths[f"{top}/child"]] == 10 and m["time"][paths[f"{top}/child"]] == 7
     assert m["time (inc)"][paths[top]] == 20  # busy 0-15: 5 us counted twice
+
+
+def _laminar(rng: random.Random, lo: float, hi: float, depth: int, out: list, parent: int):
+    """Random nested intervals inside (lo, hi): (start, end, parent index)."""
+    k = rng.randint(parent < 0, 3) if depth else 0  # one at least at the top
+    cuts = sorted(rng.uniform(lo, hi) for _ in range(2 * k))
+    for a, b in zip(cuts[::2], cuts[1::2]):
+        out.append((a, b, parent))
+        _laminar(rng, a, b, depth - 1, out, len(out) - 1)
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_frames_across_ops_and_annotations(seed, tmp_path_factory):
+    """cpu_ops and annotations that nest among themselves, Python frames that nest
+    among themselves (linked by Python parent id), the two crossing at random:
+    each op/annotation keeps its dur and holds exactly the events inside it, the
+    thread's time is its busy time, and the ops nest as they do without frames."""
+    rng = random.Random(seed)
+    hard = _laminar(rng, 0, 1000, 4, [], -1)
+    frames = _laminar(rng, 0, 1000, 4, [], -1)
+    events = [
+        _ev(f"h{i}", a, b - a, rng.choice(["cpu_op", "user_annotation"]))
+        for i, (a, b, _) in enumerate(hard)
+    ]
+    events += [_py(f"f{i}", a, b - a, i + 1, p + 1) for i, (a, b, p) in enumerate(frames)]
+    rng.shuffle(events)
+    p = _write(tmp_path_factory.mktemp("laminar"), events)
+    t = cctviz.read(p, merge=False)
+    names, inc, end = t.nodes["name"].to_numpy(), t.metrics["time (inc)"].to_numpy(), t.end
+    node = {n: i for i, n in enumerate(names)}
+    spans = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in events}
+    for i, (a, b, _) in enumerate(hard):
+        h = node[f"h{i}"]
+        assert inc[h] == pytest.approx(b - a, rel=1e-9)
+        inside = {n for n, (x, y) in spans.items() if a <= x and y <= b and n != f"h{i}"}
+        assert set(names[h + 1 : end[h]]) == inside
+    busy, hi = 0.0, -1.0
+    for x, y in sorted(spans.values()):
+        busy += max(0.0, y - max(x, hi))
+        hi = max(hi, y)
+    assert inc[1] == pytest.approx(busy, rel=1e-9)  # the thread node
+    assert (t.metrics["time"] >= 0).all()
+    for i, (a, b, _) in enumerate(frames):  # frames never hold more than their dur
+        assert inc[node[f"f{i}"]] <= b - a + 1e-9
+    k = t.meta["kineto"]
+    assert k["clamped"] == 0 and k["overlapped"] == 0
+    # the ops' nesting is the one without frames
+    bare = cctviz.read(p, merge=False, python_functions=False)
+
+    def hard_parents(tree: cctviz.Tree) -> dict[str, str | None]:
+        nm, par, out = tree.nodes["name"].to_numpy(), tree.parent, {}
+        for j, n in enumerate(nm):
+            if n.startswith("h"):
+                q = par[j]
+                while not nm[q].startswith("h") and nm[q] != "main thread":
+                    q = par[q]
+                out[n] = nm[q]
+        return out
+
+    assert hard_parents(t) == hard_parents(bare)
 
 
 def test_merge_by_names_only_and_say_what_is_dropped(tmp_path):
