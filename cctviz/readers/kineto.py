@@ -480,7 +480,7 @@ class _Nesting:
     def __init__(self) -> None:
         self.reattached = 0  # events placed above an event they started in: they outlive it
         self.overlapped: list[int] = []  # cpu_op/annotation/runtime outliving one of those
-        self.trimmed: list[int] = []  # frames that lost time to an event they overlap
+        self.trimmed: list[int] = []  # frames that lost time to an event they overlap (repeats)
 
 
 def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[list[int], _Nesting]:
@@ -636,6 +636,7 @@ class _Cpu:
     corr: np.ndarray  # correlation (-1: none)
     comm: dict[int, dict[str, Any]]  # head position -> collective
     nest: _Nesting
+    frames_trimmed: int
     ignored: int  # Python parent ids not followed
 
 
@@ -665,10 +666,11 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     tparent_l, nest = _sweep(th.tolist(), beg, end, frame.tolist(), tol)
     out.nest = nest
     tparent = np.asarray(tparent_l, dtype=np.int64)
-    cdur = dur  # durations as given (ts + dur - ts loses digits at 1e15 us)
+    cdur = dur  # as given (ts + dur - ts loses digits at 1e15 us), but for trimmed frames
+    out.frames_trimmed = 0
     if nest.trimmed:
         ci = np.unique(np.asarray(nest.trimmed, dtype=np.int64))
-        nest.trimmed = ci
+        out.frames_trimmed = int(ci.size)
         part = np.asarray([end[i] - beg[i] for i in ci.tolist()], dtype=np.float64)
         cdur[ci] = np.maximum(part, 0)
     del end, beg
@@ -915,7 +917,7 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         threads=nth,
         clamped=0,  # no event is shortened any more; kept for readers of older meta
         reattached=cpu.nest.reattached,
-        frames_trimmed=len(cpu.nest.trimmed),
+        frames_trimmed=cpu.frames_trimmed,
         overlapped=len(cpu.nest.overlapped),
         unattributed_gpu=unattributed,
         skipped={str(k): v for k, v in col.skipped.items()},

@@ -97,21 +97,23 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def record_ddp(folder: Path, timeout: float = 120) -> list[Path]:
+def record_ddp(folder: Path, timeout: float = 300) -> list[Path]:
     """A 2-rank gloo DDP job profiled with ``DDP_OPTIONS``; one trace per rank."""
     folder.mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    subprocess.run(
+    p = subprocess.run(
         [sys.executable, "-m", "tests.readers.kineto_torch", str(folder)],
-        check=True,
         timeout=timeout,
         env=env,
         cwd=ROOT,
         capture_output=True,
+        text=True,
     )
+    if p.returncode:
+        raise RuntimeError(f"the DDP job failed ({p.returncode}):\n{p.stderr[-3000:]}")
     return [folder / f"rank{r}.json" for r in range(2)]
 
 
@@ -120,6 +122,8 @@ if __name__ == "__main__":
     import torch.multiprocessing as mp
 
     Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
+    if "lo" in {name for _, name in socket.if_nameindex()}:
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # stay on 127.0.0.1
     # forked ranks share the imports and skip the interpreter's shutdown
     mp.start_processes(
         _rank, args=(2, _free_port(), sys.argv[1], DDP_OPTIONS), nprocs=2, start_method="fork"
