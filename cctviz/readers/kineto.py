@@ -47,7 +47,7 @@ How the tree is built (the choices):
   where another ends goes inside it (in whole-us traces an op "ends" where its
   last sub-op starts), as HTA's call stacks do; a zero-length event holds
   nothing. Ends that differ by float rounding only count as equal.
-- No event is shortened: a ``cpu_op``, annotation or runtime call keeps its
+- No ``cpu_op``, annotation or runtime call is shortened: each keeps its
   ``dur`` as the inclusive time of its node. Events that overlap without
   nesting come from ``with_stack=True``: torch opens ``ProfilerStep#N`` (and
   any ``record_function``) inside the Python frames of ``profiler.step() >
