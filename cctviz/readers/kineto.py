@@ -42,17 +42,49 @@ How the tree is built (the choices):
   ``process <pid>`` / ``thread <tid>`` instead.
 - CPU ``X`` events of the categories above (``xpu_runtime``,
   ``privateuse1_runtime``/``_driver`` and ``mtia_runtime`` count as runtime)
-  are sorted by (ts, -dur) per thread and nested with a stack. A child that
-  ends after its parent is clamped to the parent's end and counted in
-  ``meta["kineto"]["clamped"]`` (ends that differ by float rounding only are
-  clamped without counting). A zero-length event that starts where another
-  ends goes inside it (in whole-us traces an op "ends" where its last sub-op
-  starts), as HTA's call stacks do; a zero-length event holds nothing.
-- ``python_function`` frames hang under the frame named by their
-  ``Python parent id`` when that frame encloses them in time (CPU ops between
-  the two then lose the frame from their subtree, but keep their own
-  exclusive time); frames with equal start and duration are ordered by that
-  link. CPU ops nest under the innermost frame by time.
+  are sorted by (ts, -dur) per thread and nested with a stack: each goes under
+  the innermost event that contains it whole. A zero-length event that starts
+  where another ends goes inside it (in whole-us traces an op "ends" where its
+  last sub-op starts), as HTA's call stacks do; a zero-length event holds
+  nothing. Ends that differ by float rounding only count as equal.
+- No ``cpu_op``, annotation or runtime call is shortened: each keeps its
+  ``dur`` as the inclusive time of its node. Events that overlap without
+  nesting come from ``with_stack=True``: torch opens ``ProfilerStep#N`` (and
+  any ``record_function``) inside the Python frames of ``profiler.step() >
+  __enter__ > _record_function_enter_new`` and closes it inside the next
+  ``step() > __exit__``. The rules, which keep everything that ran inside a
+  step (same thread) in the step's subtree:
+
+  - an event that outlives events it started in (they end inside it) goes
+    under the innermost event that contains it whole (counted in
+    ``meta["kineto"]["reattached"]``);
+  - where a Python frame and a cpu_op/annotation/runtime overlap, the overlap
+    belongs to the latter: events that start in it nest under the
+    cpu_op/annotation, and the frame's node covers only its part outside it.
+    A frame that starts before a step and ends inside it (``step() >
+    __enter__``) keeps the time up to the step's start; one that starts inside
+    and ends after (the next ``step() > __exit__``) the time from the step's
+    end; one that does both keeps the part between. Such frames are counted in
+    ``meta["kineto"]["frames_trimmed"]``; their ``time`` is then exclusive time
+    within that part, and a thread's inclusive time is the time it was busy
+    (the union of its events), nothing counted twice;
+  - not seen in the samples nor in torch 2.13's traces: of two frames that
+    overlap without nesting, the later one starts where the other ends; two
+    cpu_op/annotation/runtime events that overlap without nesting (counted in
+    ``meta["kineto"]["overlapped"]``) both keep their whole duration, what
+    starts in the overlap goes to the later one, and the overlap counts twice
+    in their common parent (whose exclusive time stops at 0).
+
+  ``meta["kineto"]["clamped"]`` stays 0 (older versions clamped such events
+  to their parent's end).
+- ``python_function`` frames are nested by time like the rest; frames with
+  equal start and duration are ordered by their ``Python parent id`` link. A
+  frame whose time parent is not the frame named by its ``Python parent id``
+  moves under that frame when it is an ancestor with only Python frames
+  between (which then keep their own exclusive time); never out of a
+  cpu_op or annotation (a Python callback inside ``aten::mm`` stays under it,
+  where its time is). Links not followed are counted in
+  ``meta["kineto"]["python_links_ignored"]``.
 - GPU events become children of the CPU event with the same correlation
   (kinds ``"kernel"``, ``"memcpy"``, ``"memset"``; metric ``gpu_time``).
   Those without one go under ``(unattributed GPU)`` below a root
@@ -62,18 +94,24 @@ How the tree is built (the choices):
   overlap the kernels they contain: their time would be counted twice),
   ``cuda_sync`` (waits, not work), ``overhead``, ``Trace``, and any unknown
   category (counts in ``meta["kineto"]["skipped"]``).
-- Merged by default into a calling-context tree (events with the same call
-  path are one node: metrics add up, ``calls`` counts them); ``merge=False``
-  keeps one node per event. ``ProfilerStep#N`` differs per step, so each step
-  stays its own node.
+- Merged by default into a calling-context tree: events with the same call
+  path, the path of names from the root, are one node (the kind is an
+  attribute, not part of the identity); metrics add up (``meta["aggregation"]``
+  says ``"sum"`` for each), ``calls`` counts the events. A node's kind and
+  collective columns are its first event's; where merged events differ in
+  them (an annotation and an op of one name, a collective on two process
+  groups), one warning names what was dropped. ``merge=False`` keeps one node
+  per event. ``ProfilerStep#N`` differs per step, so each step stays its own
+  node.
 
-Metrics (``meta["units"]``, Kineto's microseconds kept): ``time`` exclusive
-CPU time (dur minus the CPU children's durations), ``gpu_time`` (GPU dur),
+Metrics (``meta["units"]``: ``us`` for the times, Kineto's microseconds
+kept, ``B`` for the bytes; ``calls`` is a count): ``time`` exclusive CPU time
+(dur minus the CPU children's durations), ``gpu_time`` (GPU dur),
 ``calls``, and on the outermost event of each collective (``c10d::`` op,
 else ``record_param_comms``, else the ``nccl:``/``gloo:`` annotation; the
 events inside it are kind ``"comm"`` too but carry no comm metric, so bytes
 count once): ``comm_time`` (its CPU dur), ``comm_bytes`` and ``bus_bytes``.
-Bytes follow nccl-tests as :mod:`cctviz.runtime.comm` does: the whole output
+Bytes follow nccl-tests as :mod:`cctviz.model.collectives` says: the whole output
 of all_gather/gather, the whole input otherwise; from ``In/Out msg nelems`` x
 ``dtype`` where given, else from the annotation's ``Input Dims`` x ``Input
 type`` (an all_gather's output from the ``c10d::`` op's first tensor, or the
@@ -81,22 +119,14 @@ input x group size). ``bus_bytes`` = bytes x the nccl-tests bus factor of the
 group size; a collective that records no group size is taken to span the
 whole world (``distributedInfo.world_size``; counted in
 ``meta["kineto"]["group_size_assumed"]``), and gets 0 without a world size.
-Node columns of the
-collective: ``collective``, ``group_size``, ``process_group``,
-``process_group_ranks``.
+Node columns of the collective: ``collective``, ``group_size``,
+``process_group``, ``process_group_ranks``.
 
-Parsing streams the (gzipped) text in 4 MiB pieces and decodes the events
-with the C scanner of :mod:`json`, about 1 MiB of events per ``json.loads``
-call (keys are then shared among the events of a batch; a cut at a ``},``
-that is not between two events leaves brackets open and fails, and that
-stretch is read one event at a time), with the garbage collector paused. It
-keeps only columns (interned names, ts, dur, thread, correlation) in
-:mod:`array` buffers, never a list of all events. Decoding alone, measured on
-the 35 MB samples and a 31 MB synthetic trace of 200k events: ``json.loads``
-of the whole file 0.53-1.08 s, holding 126-178 MB of Python objects;
-``ijson.items(f, "traceEvents.item")`` (yajl2_c backend) 0.23-0.53 s
-streaming, but it cannot give the other top-level keys in the same pass;
-these batches 0.22-0.50 s (whole parse). A 1 GB synthetic trace (6.5M events)
+Parsing streams the (gzipped) text with
+:class:`~cctviz.readers._jsonstream.JsonStream` (4 MiB pieces, about 1 MiB of
+events per ``json.loads`` call), with the garbage collector paused, and keeps
+only columns (interned names, ts, dur, thread, correlation) in :mod:`array`
+buffers, never a list of all events. A 1 GB synthetic trace (6.5M events)
 reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
 
 >>> import cctviz
@@ -109,25 +139,22 @@ reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
 
 from __future__ import annotations
 
-import codecs
 import gc
-import gzip
-import json
 import re
-import zlib
+import warnings
 from array import array
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import ProfileError
-from ..model._algo import TrieBuilder, level_order, subtree_sizes
+from ..model._algo import TrieBuilder, level_order
 from ..model.collectives import NAME_PREFIX as _PREFIX
 from ..model.collectives import bus_factor, collective_kind, dtype_size, nccl_tests_elements
 from ..model.tree import Tree
 from . import register
+from ._jsonstream import CHUNK, JsonStream
 
 # ----------------------------------------------------------------- categories
 OP, ANNOT, PYF, RUNTIME = 0, 1, 2, 3  # CPU event classes
@@ -168,13 +195,14 @@ KIND_NAMES = (
 _K = {k: i for i, k in enumerate(KIND_NAMES)}
 _CLASS_KIND = {OP: _K["op"], ANNOT: _K["region"], PYF: _K["function"], RUNTIME: _K["runtime"]}
 _GPU_KIND = {KERNEL: _K["kernel"], MEMCPY: _K["memcpy"], MEMSET: _K["memset"]}
-NK = len(KIND_NAMES)
 
 UNITS = {"time": "us", "gpu_time": "us", "comm_time": "us", "comm_bytes": "B", "bus_bytes": "B"}
 METRICS = ("time", "gpu_time", "calls", "comm_time", "comm_bytes", "bus_bytes")
+#: how merged events combine, per metric (``meta["aggregation"]``): all add up
+AGGREGATION = dict.fromkeys(METRICS, "sum")
 COMM_COLUMNS = ("collective", "group_size", "process_group", "process_group_ranks")
 UNATTRIBUTED = "(unattributed GPU)"
-_RESERVED_META = {"units", "format", "source", "kineto", "traceEvents"}
+_RESERVED_META = {"units", "aggregation", "format", "source", "kineto", "traceEvents"}
 
 # ------------------------------------------------------------- collectives
 _COMM_NAME = re.compile(r"^record_param_comms$|" + _PREFIX.pattern)
@@ -288,223 +316,6 @@ def _sniff(path: Path, h: bytes) -> bool:
     return bool(_EVENTS_KEY.search(h)) or bool(_KINETO_HEAD.match(h))
 
 
-# ------------------------------------------------------------ the JSON stream
-_WS = re.compile(r"[ \t\n\r]*")
-CHUNK = 1 << 22  # characters read at a time
-BATCH = 1 << 20  # characters of events parsed in one json.loads call
-
-
-class _Stream:
-    """A JSON document read piecewise: (gzipped) bytes -> text -> values."""
-
-    def __init__(self, path: Path, chunk: int = CHUNK) -> None:
-        self.path = path
-        self.chunk = chunk
-        try:
-            self.raw = open(path, "rb")
-        except OSError as e:
-            raise ProfileError(path, f"cannot read the file: {e}") from None
-        magic = self.raw.read(2)
-        self.raw.seek(0)
-        self.f: Any = (
-            gzip.GzipFile(fileobj=self.raw, mode="rb") if magic == b"\x1f\x8b" else self.raw
-        )
-        self.dec = codecs.getincrementaldecoder("utf-8")()
-        self.buf = ""
-        self.pos = 0
-        self.base = 0  # characters dropped before buf
-        self.eof = False
-        self.scan = json.JSONDecoder().scan_once
-
-    def close(self) -> None:
-        self.raw.close()
-
-    def more(self) -> bool:
-        """Append the next piece of text (geometric growth); False at the end."""
-        if self.eof:
-            return False
-        want = max(self.chunk, len(self.buf) - self.pos)
-        try:
-            data = self.f.read(want)
-            text = self.dec.decode(data, final=not data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ProfileError(self.path, f"cannot read the file (broken gzip?): {e}") from None
-        except UnicodeDecodeError as e:
-            raise ProfileError(
-                self.path,
-                f"not UTF-8 text ({e.reason})",
-                where=f"near character {self.base + len(self.buf)}",
-            ) from None
-        if not data:
-            self.eof = True
-        self.base += self.pos
-        self.buf = self.buf[self.pos :] + text
-        self.pos = 0
-        return bool(text) or not self.eof
-
-    def fail(self, problem: str, pos: int | None = None, where: str | None = None) -> ProfileError:
-        at = self.base + (self.pos if pos is None else pos)
-        return ProfileError(
-            self.path, problem, where=f"{where}, character {at}" if where else f"character {at}"
-        )
-
-    def skip_ws(self) -> str:
-        """Skip whitespace; the next character ("" at the end of the text)."""
-        while True:
-            self.pos = _WS.match(self.buf, self.pos).end()
-            if self.pos < len(self.buf):
-                return self.buf[self.pos]
-            if not self.more():
-                return ""
-
-    def value(self, where: str) -> Any:
-        """Parse the JSON value at the current position."""
-        while True:
-            if not self.skip_ws():
-                raise self.fail("the file ends early (truncated JSON)", where=where)
-            try:
-                obj, end = self.scan(self.buf, self.pos)
-            except RecursionError:
-                raise self.fail("JSON nested too deeply", where=where) from None
-            except StopIteration as e:
-                err, msg = e.value, "Expecting value"
-            except json.JSONDecodeError as e:
-                err, msg = e.pos, e.msg
-            else:
-                if end < len(self.buf) or self.eof:
-                    self.pos = end
-                    return obj
-                self.more()  # a number at the end of the piece may go on
-                continue
-            if self._need_more(err, msg):
-                continue
-            raise self.fail(self._problem(err, msg), err, where)
-
-    def _problem(self, err: int, msg: str) -> str:
-        if self.eof and (err >= len(self.buf) - 8 or msg.startswith("Unterminated string")):
-            return f"the file ends early (truncated JSON: {msg})"
-        return f"invalid JSON: {msg}"
-
-    def _need_more(self, err: int, msg: str) -> bool:
-        if self.eof:
-            return False
-        if err >= len(self.buf) - 8 or msg.startswith("Unterminated string"):
-            self.more()
-            return True
-        return False
-
-    def items(self, meta: dict[str, Any]) -> Iterator[Any]:
-        """The elements of every ``traceEvents`` list; other top-level keys go to ``meta``."""
-        if self.skip_ws() != "{":
-            raise self.fail("expected a JSON object with 'traceEvents' (a Kineto trace)")
-        self.pos += 1
-        seen_events = False
-        first = True
-        while True:
-            c = self.skip_ws()
-            if c == "}" and first:
-                self.pos += 1
-                break
-            if c != '"':
-                raise self.fail("expected a key (a string) in the top-level object")
-            key = self.value("top level")
-            if self.skip_ws() != ":":
-                raise self.fail(f"expected ':' after the key {key!r}")
-            self.pos += 1
-            if key == "traceEvents":
-                if self.skip_ws() != "[":
-                    raise self.fail("expected a list of events", where="traceEvents")
-                self.pos += 1
-                seen_events = True
-                yield from self._events()
-            else:
-                meta[key] = self.value(key)
-            first = False
-            c = self.skip_ws()
-            if c == ",":
-                self.pos += 1
-                continue
-            if c == "}":
-                self.pos += 1
-                break
-            raise self.fail("expected ',' or '}' in the top-level object")
-        if self.skip_ws():
-            raise self.fail("extra data after the JSON object")
-        if not seen_events:
-            raise ProfileError(self.path, "no 'traceEvents' list (not a Kineto trace)", "top level")
-
-    def _events(self) -> Iterator[Any]:
-        scan = self.scan
-        ws = _WS.match
-        buf, pos, n = self.buf, self.pos, len(self.buf)
-        k = 0
-        after = False  # just read an element: expect ',' or ']'
-        loads = json.loads
-        base = self.base
-        no_batch = -1  # no batch before this absolute position (a cut there failed)
-        while True:
-            pos = ws(buf, pos).end()
-            if pos >= n:
-                self.pos = pos
-                if not self.more():
-                    raise self.fail(
-                        "the file ends early (truncated JSON)", where=f"traceEvents[{k}]"
-                    )
-                buf, pos, n, base = self.buf, self.pos, len(self.buf), self.base
-                continue
-            c = buf[pos]
-            if after:
-                if c == ",":
-                    pos += 1
-                    after = False
-                    continue
-                if c == "]":
-                    self.pos = pos + 1
-                    return
-                self.pos = pos
-                raise self.fail("expected ',' or ']' after an event", where=f"traceEvents[{k - 1}]")
-            if c == "]" and k == 0:
-                self.pos = pos + 1
-                return
-            if base + pos > no_batch:
-                # many events in one call: json.loads shares the keys among them
-                # (scan_once makes new key strings per call). A cut at a "}," that
-                # is not between two events leaves brackets open and fails.
-                cut = buf.rfind("},", pos, pos + BATCH)
-                if cut <= pos:
-                    no_batch = base + pos + BATCH
-                else:
-                    try:
-                        batch = loads("[" + buf[pos : cut + 1] + "]")
-                    except (ValueError, RecursionError):
-                        no_batch = base + cut
-                    else:
-                        for ev in batch:
-                            yield ev
-                        k += len(batch)
-                        del batch
-                        pos = cut + 1
-                        after = True
-                        continue
-            try:
-                ev, pos = scan(buf, pos)
-            except RecursionError:
-                self.pos = pos
-                raise self.fail("JSON nested too deeply", where=f"traceEvents[{k}]") from None
-            except (StopIteration, json.JSONDecodeError) as e:
-                err, msg = (
-                    (e.value, "Expecting value") if isinstance(e, StopIteration) else (e.pos, e.msg)  # type: ignore[union-attr]
-                )
-                self.pos = pos
-                if self._need_more(err, msg):
-                    buf, pos, n, base = self.buf, self.pos, len(self.buf), self.base
-                    continue
-                raise self.fail(self._problem(err, msg), err, f"traceEvents[{k}]") from None
-            k += 1
-            after = True
-            yield ev
-
-
 # --------------------------------------------------------------- the reader
 class _Columns:
     """What the parse keeps of the events: flat typed arrays, interned strings."""
@@ -539,7 +350,7 @@ class _Columns:
 def _parse(
     path: Path, python_functions: bool, chunk: int = CHUNK
 ) -> tuple[_Columns, dict[str, Any]]:
-    st = _Stream(path, chunk)
+    st = JsonStream(path, chunk)
     top: dict[str, Any] = {}
     col = _Columns()
     names, threads, comm_codes = col.names, col.threads, col.comm_codes
@@ -568,7 +379,7 @@ def _parse(
     gc_was_on = gc.isenabled()
     gc.disable()  # the events make no reference cycles: collections would only cost time
     try:
-        for k, ev in enumerate(st.items(top)):
+        for k, ev in enumerate(st.items(top, "traceEvents", "a Kineto trace")):
             ph = ev.get("ph")
             if ph == "X":
                 cat = ev.get("cat")
@@ -664,20 +475,41 @@ def _key(v: Any) -> Any:
         return (1, 0, s)
 
 
-def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[int]]:
+class _Nesting:
+    """What the stack sweep found besides the parents (positions in sweep order)."""
+
+    def __init__(self) -> None:
+        self.reattached = 0  # events placed above an event they started in: they outlive it
+        self.overlapped: list[int] = []  # cpu_op/annotation/runtime outliving one of those
+        self.trimmed: list[int] = []  # frames that lost time to an event they overlap (repeats)
+
+
+def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[list[int], _Nesting]:
     """Nest intervals (sorted by thread, start, -duration) with a stack.
 
     Returns each interval's parent position (-1 for a thread's top level) and
-    the positions clamped by more than ``tol`` (float rounding); their ``end``
-    is clamped in place to the parent's end.
+    what had to be done where intervals partially overlap (the module
+    docstring's rules): an interval goes under the innermost open interval that
+    contains it (ends differing by ``tol``, float rounding, count as equal). One
+    that outlives open intervals (they started before it and end inside it):
+
+    - a Python frame (``frame[j]``) stays below them on the stack, so that they
+      keep what starts inside them; it starts, for the time accounting, where
+      the last of them ends (``beg[j]`` is raised in place);
+    - any other event closes them: they get no more children, and those that
+      are Python frames end, for the time accounting, where it starts
+      (``end`` lowered in place). Other events keep their whole duration (the
+      overlap counts twice; listed in ``overlapped``).
+
+    The stack stays sorted by end (each interval below the ones it outlives).
     """
-    n = len(ts)
+    n = len(beg)
     parent = [-1] * n
     st_end: list[float] = []
     st_pos: list[int] = []
     st_zero: list[bool] = []
     prev = None
-    clamped: list[int] = []
+    out = _Nesting()
     for j in range(n):
         t = th[j]
         if t != prev:
@@ -685,7 +517,7 @@ def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[i
             st_pos.clear()
             st_zero.clear()
             prev = t
-        s = ts[j]
+        s = beg[j]
         e = end[j]
         # leave the intervals that ended before s; one ending exactly at s
         # still holds a zero-length event starting at s (in whole-us traces an
@@ -699,16 +531,39 @@ def _sweep(th: list, ts: list, end: list, tol: float) -> tuple[list[int], list[i
             st_zero.pop()
         if st_end:
             pe = st_end[-1]
-            parent[j] = st_pos[-1]
-            if e > pe:
-                if e - pe > tol:  # beyond float rounding: clamp and count
-                    clamped.append(j)
-                    end[j] = pe
-                e = pe
+            if e - pe > tol:  # it outlives the innermost open interval
+                k = len(st_end) - 2
+                while k >= 0 and e - st_end[k] > tol:
+                    k -= 1
+                out.reattached += 1
+                if k >= 0:
+                    parent[j] = st_pos[k]
+                    e = min(e, st_end[k])
+                if frame[j]:
+                    beg[j] = st_end[k + 1]  # the longest of those it outlives
+                    out.trimmed.append(j)
+                    st_end.insert(k + 1, e)
+                    st_pos.insert(k + 1, j)
+                    st_zero.insert(k + 1, False)
+                    continue
+                hard = False
+                for o in st_pos[k + 1 :]:
+                    if frame[o]:
+                        end[o] = s
+                        out.trimmed.append(o)
+                    else:
+                        hard = True
+                if hard:
+                    out.overlapped.append(j)
+                del st_end[k + 1 :], st_pos[k + 1 :], st_zero[k + 1 :]
+            else:
+                parent[j] = st_pos[-1]
+                if e > pe:
+                    e = pe
         st_end.append(e)
         st_pos.append(j)
         st_zero.append(e == s)
-    return parent, clamped
+    return parent, out
 
 
 def _py_links(col: _Columns, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -781,8 +636,9 @@ class _Cpu:
     kind: np.ndarray  # kind code
     corr: np.ndarray  # correlation (-1: none)
     comm: dict[int, dict[str, Any]]  # head position -> collective
-    clamped: int
-    ignored: int
+    nest: _Nesting
+    frames_trimmed: int
+    ignored: int  # Python parent ids not followed
 
 
 def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
@@ -803,16 +659,22 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     out.ts = ts = ts0[order]
     dur = dur0[order]
     out.th = th = th0[order]
+    cls = np.frombuffer(col.c_cls, dtype=np.int8)[order] if n else np.empty(0, np.int8)
+    frame = cls == PYF
     end = (ts + dur).tolist()
+    beg = ts.tolist()
     tol = 4 * float(np.spacing(np.abs(ts).max() + dur.max())) if n else 0.0
-    tparent_l, clamped_at = _sweep(th.tolist(), ts.tolist(), end, tol)
-    out.clamped = len(clamped_at)
+    tparent_l, nest = _sweep(th.tolist(), beg, end, frame.tolist(), tol)
+    out.nest = nest
     tparent = np.asarray(tparent_l, dtype=np.int64)
-    cdur = dur  # durations as given (ts + dur - ts loses digits at 1e15 us)
-    if clamped_at:
-        ci = np.asarray(clamped_at, dtype=np.int64)
-        cdur[ci] = np.asarray(end, dtype=np.float64)[ci] - ts[ci]
-    del end
+    cdur = dur  # as given (ts + dur - ts loses digits at 1e15 us), but for trimmed frames
+    out.frames_trimmed = 0
+    if nest.trimmed:
+        ci = np.unique(np.asarray(nest.trimmed, dtype=np.int64))
+        out.frames_trimmed = int(ci.size)
+        part = np.asarray([end[i] - beg[i] for i in ci.tolist()], dtype=np.float64)
+        cdur[ci] = np.maximum(part, 0)
+    del end, beg
     has = tparent >= 0
     time = cdur - np.bincount(tparent[has], weights=cdur[has], minlength=n)
     del has
@@ -821,24 +683,36 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     inv[order] = np.arange(n)
     out.name = np.frombuffer(col.c_name, dtype=np.int32)[order] if n else np.empty(0, np.int32)
     out.corr = np.frombuffer(col.c_corr, dtype=np.int64)[order] if n else np.empty(0, np.int64)
-    out.kind = np.asarray([_CLASS_KIND[c] for c in range(4)], dtype=np.int8)[
-        np.frombuffer(col.c_cls, dtype=np.int8)[order] if n else np.empty(0, np.int8)
-    ]
-    del order
+    out.kind = np.asarray([_CLASS_KIND[c] for c in range(4)], dtype=np.int8)[cls]
+    del order, cls
 
-    # python_function frames: the frame named by Python parent id, where it
-    # encloses the frame (an ancestor: the sweep's subtrees are contiguous)
+    # python_function frames: under the frame named by Python parent id where
+    # that frame is an ancestor with only frames between (a frame never leaves
+    # a cpu_op or annotation that holds it in time)
     out.sparent = tparent
     out.ignored = 0
     if col.py:
         has = link >= 0
         f = inv[frames[has]]
         p = inv[frames[link[has]]]
-        size = subtree_sizes(tparent, level_order(tparent)[1])
-        inside = (p < f) & (f < p + size[p])
-        out.sparent = tparent.copy()
-        out.sparent[f[inside]] = p[inside]
-        out.ignored = int(inside.size - np.count_nonzero(inside))
+        del has
+        moved = tparent[f] != p
+        f, p = f[moved], p[moved]
+        found = np.zeros(f.size, dtype=bool)
+        pending = np.arange(f.size)
+        cur = tparent[f]
+        while pending.size:
+            c = cur[pending]
+            hit = c == p[pending]
+            found[pending[hit]] = True
+            go = ~hit & (c >= 0)
+            go[go] = frame[c[go]]  # a frame between: look further up
+            pending = pending[go]
+            cur[pending] = tparent[cur[pending]]
+        if found.any():
+            out.sparent = tparent.copy()
+            out.sparent[f[found]] = p[found]
+        out.ignored = int(found.size - np.count_nonzero(found))
 
     # collectives: the outermost comm event of each nest gets the metrics
     out.comm = {}
@@ -1042,7 +916,10 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         cpu_events=n,
         gpu_events=ng,
         threads=nth,
-        clamped=cpu.clamped,
+        clamped=0,  # no event is shortened any more; kept for readers of older meta
+        reattached=cpu.nest.reattached,
+        frames_trimmed=cpu.frames_trimmed,
+        overlapped=len(cpu.nest.overlapped),
         unattributed_gpu=unattributed,
         skipped={str(k): v for k, v in col.skipped.items()},
         python_links_ignored=cpu.ignored,
@@ -1056,6 +933,7 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
     )
     meta["kineto"] = kmeta
     meta["units"] = dict(UNITS)
+    meta["aggregation"] = dict(AGGREGATION)
 
     if not merge:
         metrics = {k: np.zeros(total) for k in METRICS}
@@ -1074,9 +952,7 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
             sibling_key=tkey,
         )
 
-    # ---- merge by call path, level by level; siblings by first appearance
-    pcode = name_code * NK + kind
-    del name_code, kind
+    # ---- merge by call path (names only), level by level; siblings by first appearance
     _, levels = level_order(parent)
     tb = TrieBuilder()
     uid = np.empty(total, dtype=np.int64)
@@ -1084,8 +960,8 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         lv = lv[np.argsort(tkey[lv], kind="stable")]
         p = parent[lv]
         prev = np.where(p >= 0, uid[np.maximum(p, 0)], -1)
-        uid[lv] = tb.add_level(prev, pcode[lv])
-    del levels, parent, pcode, tkey
+        uid[lv] = tb.add_level(prev, name_code[lv])
+    del levels, parent, tkey
     m = tb.size
     mmetrics = {
         "time": np.bincount(uid[S : S + n], weights=cpu.time, minlength=m),
@@ -1094,21 +970,51 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
     }
     for k, v in comm_vals.items():
         mmetrics[k] = np.bincount(uid[heads], weights=v, minlength=m)
+    # attributes: the first event's (in node order), saying what differed
+    dropped: dict[str, tuple[set[int], int, Any, Any]] = {}  # column -> nodes, an example
+    first_node = np.full(m, total, dtype=np.int64)
+    np.minimum.at(first_node, uid, np.arange(total))
+    mkind = kind[first_node]
+    other = np.flatnonzero(kind != mkind[uid])
+    if other.size:
+        u = int(uid[other[0]])
+        kept, lost = KIND_NAMES[mkind[u]], KIND_NAMES[kind[other[0]]]
+        dropped["kind"] = (set(uid[other].tolist()), u, kept, lost)
     cols = {}
     for k, v in sparse.items():
         first: dict[int, Any] = {}
         for node, val in sorted(v.items()):
-            first.setdefault(int(uid[node]), val)
+            u = int(uid[node])
+            if u not in first:
+                first[u] = val
+            elif val != first[u]:
+                dropped.setdefault(k, (set(), u, first[u], val))[0].add(u)
         cols[k] = _dense(first, m)
     mparent, mcode = tb.parent, tb.code
-    del tb, uid
+    del tb, uid, kind, name_code
+    if dropped:
+        _warn_dropped(dropped, name_arr[mcode])
     return Tree.from_parents(
         mparent,
-        name_arr[mcode // NK],
+        name_arr[mcode],
         {k: mmetrics[k] for k in METRICS},
-        kind=np.asarray(KIND_NAMES, dtype=object)[mcode % NK],
+        kind=np.asarray(KIND_NAMES, dtype=object)[mkind],
         columns=cols,
         meta=meta,
+    )
+
+
+def _warn_dropped(dropped: dict[str, tuple[set[int], int, Any, Any]], names: np.ndarray) -> None:
+    """One warning for the attribute values that merging by call path dropped."""
+    parts = []
+    for col, (nodes, u, kept, lost) in dropped.items():
+        parts.append(
+            f"{col!r} on {len(nodes)} node(s), e.g. {names[u]!r} kept {kept!r}, dropped {lost!r}"
+        )
+    warnings.warn(
+        "kineto: events merged by call path had different attributes; each node keeps "
+        f"its first event's: {'; '.join(parts)} (merge=False keeps every event's)",
+        stacklevel=4,
     )
 
 

@@ -7,17 +7,20 @@ import gzip
 import json
 import random
 import tracemalloc
+import warnings
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cctviz
 from cctviz import ProfileError
+from cctviz.model.collectives import dtype_size
 from cctviz.readers import head
 from cctviz.readers.kineto import _sniff
-from cctviz.runtime.comm import dtype_size
 from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
 from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
 
@@ -94,6 +97,10 @@ def test_sample_loads_with_its_events(path, docs):
         "comm_bytes": "B",
         "bus_bytes": "B",
     }
+    # every metric but the count has a unit, every metric adds up when merged
+    metrics = [c for c in m.columns if not c.endswith(" (inc)")]
+    assert set(metrics) == set(t.units) | {"calls"}
+    assert t.meta["aggregation"] == dict.fromkeys(metrics, "sum")
 
 
 NODES = {  # merged tree sizes, pinned
@@ -304,6 +311,8 @@ def test_python_frames_link_by_parent_id(tmp_path):
             _ev("aten::mm", 20, 20),
             _py("d.py(4): hook", 25, 5, 4, 1),  # called back inside aten::mm, parent id -> a
             _py("e.py(5): lost", 30, 2, 5, 99),  # unknown parent: by time
+            _py("g.py(6): outer", 65, 25, 6, 1),
+            _py("h.py(7): skip", 70, 10, 7, 1),  # inside g by time, parent id -> a
         ],
     )
     t = cctviz.read(p)
@@ -317,14 +326,20 @@ def test_python_frames_link_by_parent_id(tmp_path):
         f"{main}/b.py(2): f",
         f"{main}/b.py(2): f/c.py(3): g",
         mm,
-        f"{main}/d.py(4): hook",
+        f"{mm}/d.py(4): hook",  # a frame never leaves the cpu_op that holds it
         f"{mm}/e.py(5): lost",
+        f"{main}/g.py(6): outer",
+        f"{main}/h.py(7): skip",  # only frames between: the parent id is followed
     }
     time, inc = t.metrics["time"], t.metrics["time (inc)"]
-    assert time[paths[mm]] == 20 - 5 - 2  # aten::mm keeps its own exclusive time
-    assert inc[paths[mm]] == 15
-    assert time[paths[main]] == 50 and inc[paths[main]] == 100
+    assert time[paths[mm]] == 20 - 5 - 2
+    assert inc[paths[mm]] == 20
+    assert time[paths[main]] == 100 - 50 - 25 and inc[paths[main]] == 100
+    # g keeps its own exclusive time; h's time is under main
+    assert time[paths[f"{main}/g.py(6): outer"]] == 15
     assert t.nodes["kind"][paths[main]] == "function"
+    assert t.meta["kineto"]["python_links_ignored"] == 1  # the hook's
+    assert t.meta["kineto"]["reattached"] == 0
 
     # python_functions=False drops the frames while parsing
     t2 = cctviz.read(p, python_functions=False)
@@ -340,29 +355,225 @@ def test_equal_python_frames_nest_by_link_in_any_order(tmp_path):
     assert t.meta["kineto"]["python_links_ignored"] == 0
 
 
-def test_partial_overlap_is_clamped_and_counted(tmp_path):
+def test_annotation_outliving_its_python_frames(tmp_path):
+    """What torch.profiler writes with with_stack=True: ProfilerStep#N opens inside
+    ``step() > __enter__ > _record_function_enter_new`` and closes inside the next
+    ``step() > __exit__``. The step goes where it fits whole; the frames it
+    overlaps lose that part of their time; nothing inside the step escapes it."""
+    ann = "user_annotation"
+    p = _write(
+        tmp_path,
+        [
+            _py("work", 0, 1000, 1, None),
+            _py("step", 10, 120, 2, 1),
+            _py("__enter__", 20, 100, 3, 2),
+            _py("enter_new", 30, 80, 4, 3),
+            _ev("ProfilerStep#1", 100, 520, ann),
+            _py("is_scripting", 115, 3, 5, 3),  # parent id: __enter__, already left
+            _ev("aten::mm", 200, 100),
+            _py("step", 580, 120, 6, 1),  # starts inside ProfilerStep#1, ends after it
+            _py("__exit__", 590, 60, 7, 6),
+            _ev("aten::op", 595, 3),  # inside the step and inside __exit__
+            _py("exit_new", 600, 40, 8, 7),
+            _ev("ProfilerStep#2", 660, 240, ann),  # opens inside the second step()
+            _ev("aten::mm", 700, 100),
+        ],
+    )
+    t = cctviz.read(p)
+    paths = _paths(t)
+    w = "process/main thread/work"
+    s1, s2, st = f"{w}/ProfilerStep#1", f"{w}/ProfilerStep#2", f"{w}/step"
+    assert set(paths) == {
+        "process",
+        "process/main thread",
+        w,
+        st,
+        f"{st}/__enter__",
+        f"{st}/__enter__/enter_new",
+        s1,
+        f"{s1}/is_scripting",
+        f"{s1}/aten::mm",
+        f"{s1}/aten::op",
+        f"{st}/__exit__",
+        f"{st}/__exit__/exit_new",
+        s2,
+        f"{s2}/aten::mm",
+    }
+    time, inc = t.metrics["time"], t.metrics["time (inc)"]
+    # the steps keep their whole duration and everything that ran inside them
+    assert inc[paths[s1]] == 520 and time[paths[s1]] == 520 - 3 - 100 - 3
+    assert inc[paths[s2]] == 240 and time[paths[s2]] == 140
+    # frames keep the part outside the steps: step() 10-100 and 620-660 (two calls)
+    assert inc[paths[st]] == 90 + 40 and t.metrics["calls"][paths[st]] == 2
+    assert inc[paths[f"{st}/__enter__"]] == 80 and inc[paths[f"{st}/__enter__/enter_new"]] == 70
+    assert inc[paths[f"{st}/__exit__"]] == 30 and inc[paths[f"{st}/__exit__/exit_new"]] == 20
+    # no time counted twice or lost: the thread is busy 0-1000
+    assert inc[paths[w]] == 1000 and time[paths[w]] == 1000 - 130 - 520 - 240
+    k = t.meta["kineto"]
+    assert k["clamped"] == 0 and k["overlapped"] == 0
+    # ProfilerStep#1 (3 frames outlived), step, __exit__, exit_new (#1), ProfilerStep#2
+    assert k["reattached"] == 5
+    assert k["frames_trimmed"] == 6
+    assert k["python_links_ignored"] == 1  # is_scripting's
+
+    # one node per event: the same nesting, the step() frames apart
+    flat = cctviz.read(p, merge=False)
+    names, finc = flat.nodes["name"], flat.metrics["time (inc)"]
+    assert finc[names == "step"].tolist() == [90, 40]
+    (n1,) = np.flatnonzero(names == "ProfilerStep#1")
+    assert names[flat.children(n1)].tolist() == ["is_scripting", "aten::mm", "aten::op"]
+
+    # without the frames the steps are at the top, as before
+    bare = _paths(cctviz.read(p, python_functions=False))
+    assert "process/main thread/ProfilerStep#1/aten::op" in bare
+
+
+def test_partial_overlap_of_ops_counts_twice(tmp_path):
+    """Two cpu_ops that overlap without nesting (torch does not write these) both
+    keep their duration; what starts in the overlap goes to the later one."""
     p = _write(
         tmp_path,
         [
             _ev("parent", 0, 10),
-            _ev("child", 5, 10),  # ends at 15, after its parent
+            _ev("child", 5, 10),  # ends at 15, after "parent"
+            _ev("inner", 7, 1),  # inside both
             _ev("next", 12, 2),
         ],
     )
     t = cctviz.read(p)
-    assert t.meta["kineto"]["clamped"] == 1
+    k = t.meta["kineto"]
+    assert k["clamped"] == 0 and k["overlapped"] == 1 and k["reattached"] == 1
+    assert k["frames_trimmed"] == 0
     paths = _paths(t)
+    top = "process/main thread"
     assert set(paths) == {
         "process",
-        "process/main thread",
-        "process/main thread/parent",
-        "process/main thread/parent/child",
-        "process/main thread/next",
+        top,
+        f"{top}/parent",
+        f"{top}/child",
+        f"{top}/child/inner",
+        f"{top}/child/next",
     }
     m = t.metrics
-    assert m["time"][paths["process/main thread/parent/child"]] == 5
-    assert m["time (inc)"][paths["process/main thread/parent"]] == 10
-    assert m["time (inc)"][paths["process/main thread"]] == 12
+    assert m["time (inc)"][paths[f"{top}/parent"]] == 10
+    assert m["time (inc)"][paths[f"{top}/child"]] == 10 and m["time"][paths[f"{top}/child"]] == 7
+    assert m["time (inc)"][paths[top]] == 20  # busy 0-15: 5 us counted twice
+
+
+def _laminar(rng: random.Random, lo: float, hi: float, depth: int, out: list, parent: int):
+    """Random nested intervals inside (lo, hi): (start, end, parent index)."""
+    k = rng.randint(parent < 0, 3) if depth else 0  # one at least at the top
+    cuts = sorted(rng.uniform(lo, hi) for _ in range(2 * k))
+    for a, b in zip(cuts[::2], cuts[1::2]):
+        out.append((a, b, parent))
+        _laminar(rng, a, b, depth - 1, out, len(out) - 1)
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_frames_across_ops_and_annotations(seed, tmp_path_factory):
+    """cpu_ops and annotations that nest among themselves, Python frames that nest
+    among themselves (linked by Python parent id), the two crossing at random:
+    each op/annotation keeps its dur and holds exactly the events inside it, the
+    thread's time is its busy time, and the ops nest as they do without frames."""
+    rng = random.Random(seed)
+    hard = _laminar(rng, 0, 1000, 4, [], -1)
+    frames = _laminar(rng, 0, 1000, 4, [], -1)
+    events = [
+        _ev(f"h{i}", a, b - a, rng.choice(["cpu_op", "user_annotation"]))
+        for i, (a, b, _) in enumerate(hard)
+    ]
+    events += [_py(f"f{i}", a, b - a, i + 1, p + 1) for i, (a, b, p) in enumerate(frames)]
+    rng.shuffle(events)
+    p = _write(tmp_path_factory.mktemp("laminar"), events)
+    t = cctviz.read(p, merge=False)
+    names, inc, end = t.nodes["name"].to_numpy(), t.metrics["time (inc)"].to_numpy(), t.end
+    node = {n: i for i, n in enumerate(names)}
+    spans = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in events}
+    for i, (a, b, _) in enumerate(hard):
+        h = node[f"h{i}"]
+        assert inc[h] == pytest.approx(b - a, rel=1e-9)
+        inside = {n for n, (x, y) in spans.items() if a <= x and y <= b and n != f"h{i}"}
+        assert set(names[h + 1 : end[h]]) == inside
+    busy, hi = 0.0, -1.0
+    for x, y in sorted(spans.values()):
+        busy += max(0.0, y - max(x, hi))
+        hi = max(hi, y)
+    assert inc[1] == pytest.approx(busy, rel=1e-9)  # the thread node
+    assert (t.metrics["time"] >= 0).all()
+    for i, (a, b, _) in enumerate(frames):  # frames never hold more than their dur
+        assert inc[node[f"f{i}"]] <= b - a + 1e-9
+    k = t.meta["kineto"]
+    assert k["clamped"] == 0 and k["overlapped"] == 0
+    # the ops' nesting is the one without frames
+    bare = cctviz.read(p, merge=False, python_functions=False)
+
+    def hard_parents(tree: cctviz.Tree) -> dict[str, str | None]:
+        nm, par, out = tree.nodes["name"].to_numpy(), tree.parent, {}
+        for j, n in enumerate(nm):
+            if n.startswith("h"):
+                q = par[j]
+                while not nm[q].startswith("h") and nm[q] != "main thread":
+                    q = par[q]
+                out[n] = nm[q]
+        return out
+
+    assert hard_parents(t) == hard_parents(bare)
+
+
+def test_merge_by_names_only_and_say_what_is_dropped(tmp_path):
+    """A call path is a path of names: an annotation and an op of the same name, or
+    two collectives on different process groups, at one path are one node; the
+    attributes that then differ are named in one warning."""
+    rpc = "record_param_comms"
+    comm = {"In msg nelems": 4, "Out msg nelems": 4, "dtype": "Float"}
+    p = _write(
+        tmp_path,
+        [
+            _ev("x", 0, 10, "user_annotation"),
+            _ev("x", 20, 10),
+            _ev(
+                rpc,
+                40,
+                5,
+                **comm,
+                **{"Collective name": "allreduce", "Group size": 2, "Process Group Name": "0"},
+            ),
+            _ev(
+                rpc,
+                50,
+                5,
+                **comm,
+                **{"Collective name": "broadcast", "Group size": 4, "Process Group Name": "1"},
+            ),
+        ],  # fmt: skip
+        distributedInfo={"world_size": 4, "rank": 0},
+    )
+    with pytest.warns(UserWarning) as record:
+        t = cctviz.read(p)
+    (w,) = record
+    msg = str(w.message)
+    assert "'kind' on 1 node(s), e.g. 'x' kept 'region', dropped 'op'" in msg
+    assert "'collective' on 1 node(s), e.g. 'record_param_comms' kept 'all_reduce'" in msg
+    assert "'group_size'" in msg and "'process_group'" in msg
+    assert "'process_group_ranks'" not in msg and "'label'" not in msg
+    paths = _paths(t)
+    x, r = paths["process/main thread/x"], paths[f"process/main thread/{rpc}"]
+    assert len(t) == 4
+    assert t.metrics["calls"][x] == 2 and t.metrics["time"][x] == 20
+    assert t.nodes["kind"][x] == "region" and t.nodes["collective"][r] == "all_reduce"
+    # the metrics of both collectives are kept: 16 B each, bus factors 2(n-1)/n and 1
+    assert t.metrics["comm_bytes"][r] == 32 and t.metrics["bus_bytes"][r] == 16 + 16
+    assert t.metrics["calls"][r] == 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flat = cctviz.read(p, merge=False)
+    assert flat.nodes["kind"].tolist()[2:] == ["region", "op", "comm", "comm"]
+    assert flat.nodes["collective"].tolist()[4:] == ["all_reduce", "broadcast"]
+    assert flat.nodes["group_size"].tolist()[4:] == [2, 4]
+    assert flat.metrics["bus_bytes"].tolist()[4:] == [16, 16]
 
 
 def test_merge_and_gpu_attachment(tmp_path):
@@ -443,15 +654,15 @@ def test_any_text_layout(tmp_path):
         p = tmp_path / f"t{i}.json"
         p.write_text(text)
         trees.append(cctviz.read(p))
-    from cctviz.readers import kineto
+    from cctviz.readers import _jsonstream, kineto
 
-    batch = kineto.BATCH
-    kineto.BATCH = 3001  # batches end at many places; pieces of 997 characters
+    batch = _jsonstream.BATCH
+    _jsonstream.BATCH = 3001  # batches end at many places; pieces of 997 characters
     try:
         col, top = kineto._parse(tmp_path / "t1.json", True, chunk=997)
         trees.append(kineto._build(tmp_path / "t1.json", col, top, True, False))
     finally:
-        kineto.BATCH = batch
+        _jsonstream.BATCH = batch
     for t in trees[1:]:
         assert t.nodes.equals(trees[0].nodes) and t.metrics.equals(trees[0].metrics)
     assert trees[0].metrics["calls"].sum() == 600 and len(trees[0]) == 2 + 6 + 6

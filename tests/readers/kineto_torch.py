@@ -1,0 +1,130 @@
+"""Traces recorded with the real ``torch.profiler``, for the Kineto reader's tests.
+
+``record(path, side=..., **options)`` profiles a small training loop in this
+process (CPU): 5 iterations of forward, backward and SGD, profiled with
+``schedule(wait=1, warmup=1, active=3)`` (so ``ProfilerStep#2`` to ``#4``). With
+``side=True``, each iteration also runs a forward and backward on a new thread
+inside ``record_function("side")``, recorded by the experimental
+``profile_all_threads`` config: on CPU the autograd engine runs backward on the
+calling thread, so this is how a CPU-only run gets backward ops on another
+thread. (torch 2.13 writes no ``[memory]`` events with that config, so
+``profile_memory`` runs go without it.) ``record_ddp(folder)`` runs the same loop as a
+2-rank DDP job over gloo on 127.0.0.1 (a subprocess running ``python -m
+tests.readers.kineto_torch FOLDER``, which spawns the ranks) and writes
+``rank0.json`` and ``rank1.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DDP_OPTIONS = {"with_stack": True, "record_shapes": True}
+
+
+def _model():
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    ), torch.randn(8, 16)
+
+
+def _loop(model, x, prof, side=None) -> None:
+    import torch
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(5):
+        if side is not None:
+            th = threading.Thread(target=side)
+            th.start()
+            th.join()
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
+        prof.step()
+
+
+def record(path: Path, side: bool = False, **options) -> Path:
+    """Profile the loop in this process with ``torch.profiler.profile(**options)``."""
+    from torch._C._profiler import _ExperimentalConfig
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+    model, x = _model()
+    other, y = _model()
+
+    def side_work() -> None:
+        with record_function("side"):
+            other(y).sum().backward()
+
+    if side:
+        options["experimental_config"] = _ExperimentalConfig(profile_all_threads=True)
+    with profile(
+        activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=3), **options
+    ) as prof:
+        _loop(model, x, prof, side_work if side else None)
+    prof.export_chrome_trace(str(path))
+    return path
+
+
+def _rank(rank: int, world: int, port: int, folder: str, options: dict) -> None:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+    )
+    model, x = _model()
+    ddp = DistributedDataParallel(model)
+    with profile(
+        activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=3), **options
+    ) as prof:
+        _loop(ddp, x, prof)
+    prof.export_chrome_trace(f"{folder}/rank{rank}.json")
+    dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def record_ddp(folder: Path, timeout: float = 300) -> list[Path]:
+    """A 2-rank gloo DDP job profiled with ``DDP_OPTIONS``; one trace per rank."""
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    p = subprocess.run(
+        [sys.executable, "-m", "tests.readers.kineto_torch", str(folder)],
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if p.returncode:
+        raise RuntimeError(f"the DDP job failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return [folder / f"rank{r}.json" for r in range(2)]
+
+
+if __name__ == "__main__":
+    import torch._dynamo  # noqa: F401  (DDP imports it: once here, not in each rank)
+    import torch.multiprocessing as mp
+
+    Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
+    if "lo" in {name for _, name in socket.if_nameindex()}:
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # stay on 127.0.0.1
+    # forked ranks share the imports and skip the interpreter's shutdown
+    mp.start_processes(
+        _rank, args=(2, _free_port(), sys.argv[1], DDP_OPTIONS), nprocs=2, start_method="fork"
+    )

@@ -1,0 +1,208 @@
+"""The Kineto reader on traces recorded here with the real ``torch.profiler``
+(:mod:`tests.readers.kineto_torch`): every option combination that changes the
+events, one rank in this process (main thread and a second thread running
+backward) and a 2-rank gloo DDP job. The reference figures come from the events.
+
+With ``with_stack=True`` torch writes ``ProfilerStep#N`` (and every
+``record_function``) as an annotation that opens inside the Python frames of
+``profiler.step()`` and closes inside the next one: it outlives the frames it
+starts in, which is what these traces are for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from filelock import FileLock
+
+import cctviz
+from tests.readers.kineto_torch import record, record_ddp
+
+VARIANTS = {  # side: backward on other threads too
+    "stack+shapes": {"with_stack": True, "record_shapes": True, "side": True},
+    "stack+modules+memory": {"with_stack": True, "with_modules": True, "profile_memory": True},
+    "shapes+memory": {"record_shapes": True, "profile_memory": True},
+    "plain": {"side": True},
+}
+DDP = ("ddp rank 0", "ddp rank 1")  # with_stack and record_shapes
+NAMES = [*VARIANTS, *DDP]
+STACK = {"stack+shapes", "stack+modules+memory", *DDP}
+READ = {"cpu_op", "user_annotation", "python_function"}  # the CPU categories of these traces
+
+
+@pytest.fixture(scope="session")
+def traces(tmp_path_factory) -> dict[str, Path]:
+    """Recorded once per test session (shared by the xdist workers)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # this run's folder, common to the workers
+    folder = base / "kineto_torch_traces"
+    paths = {name: folder / f"{name}.json" for name in VARIANTS}
+    paths.update(zip(DDP, (folder / "ddp" / f"rank{r}.json" for r in (0, 1))))
+    with FileLock(str(folder) + ".lock"):
+        if not (folder / "done").exists():
+            folder.mkdir(exist_ok=True)
+            for name, options in VARIANTS.items():
+                record(paths[name], **options)
+            record_ddp(folder / "ddp")
+            (folder / "done").write_text("")
+    return paths
+
+
+@cache
+def _events(path: Path) -> tuple[dict, list[dict]]:
+    doc = json.loads(path.read_text())
+    return doc, [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in READ]
+
+
+def _event_nodes(t: cctviz.Tree) -> np.ndarray:
+    return np.flatnonzero(~t.nodes["kind"].isin(["process", "thread", "device"]).to_numpy())
+
+
+def test_the_traces_hold_what_the_options_record(traces):
+    for name in NAMES:
+        doc, ev = _events(traces[name])
+        cats = Counter(e["cat"] for e in ev)
+        assert (cats["python_function"] > 0) == (name in STACK), name
+        assert cats["cpu_op"] > 100 and cats["user_annotation"] >= 3
+        names = {e["name"] for e in ev}
+        assert {"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"} <= names
+        assert "autograd::engine::evaluate_function: AddmmBackward0" in names
+        assert any(n.startswith("nn.Module: ") for n in names) == (name in STACK)
+        memory = any(e.get("name") == "[memory]" for e in doc["traceEvents"])
+        assert memory == ("memory" in name)
+        shapes = any("Input Dims" in e["args"] for e in ev if e["cat"] == "cpu_op")
+        assert shapes == ("shapes" in name or name in DDP)
+        # (with_stack also records frames of other Python threads of the process,
+        # such as pytest-xdist's, with tid 0)
+        side = {e["tid"] for e in ev if e["name"] == "side"}
+        if name in DDP:
+            assert doc["distributedInfo"]["world_size"] == 2
+            # gloo runs the bucket all-reduce on its own threads
+            assert any(n.startswith("gloo:all_reduce") for n in names)
+            assert len({e["tid"] for e in ev if e["cat"] == "user_annotation"}) >= 2
+        elif VARIANTS[name].get("side"):  # a "side" thread per active step
+            assert len(side) == 3 and sum(e["name"] == "side" for e in ev) == 3
+            assert {e["tid"] for e in ev if e["cat"] == "cpu_op"} >= side
+        else:
+            assert not side
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_node_per_event_and_nothing_clamped(traces, name):
+    doc, ev = _events(traces[name])
+    t = cctviz.read(traces[name], merge=False)
+    nodes = _event_nodes(t)
+    assert Counter(t.nodes["name"].to_numpy()[nodes]) == Counter(e["name"] for e in ev)
+    kinds = t.nodes["kind"].to_numpy()[nodes]
+    cats = Counter(e["cat"] for e in ev)
+    assert (kinds == "function").sum() == cats["python_function"]
+    assert (
+        np.isin(kinds, ["op", "region", "comm"]).sum() == cats["cpu_op"] + cats["user_annotation"]
+    )
+    k = t.meta["kineto"]
+    assert k["cpu_events"] == len(ev) and k["clamped"] == 0 and k["overlapped"] == 0
+    if name in STACK:  # the annotations outlive frames: attached higher, frames trimmed
+        assert k["reattached"] > 0 and k["frames_trimmed"] > 0
+    else:
+        assert k["reattached"] == 0 and k["frames_trimmed"] == 0
+    assert (t.metrics["time"] >= 0).all()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_steps_hold_all_that_ran_inside_them(traces, name):
+    """ProfilerStep#N: inclusive time == dur, and its subtree is exactly the events
+    that ran inside it on its thread (ops, annotations and Python frames)."""
+    _, ev = _events(traces[name])
+    for merge in (False, True):
+        t = cctviz.read(traces[name], merge=merge)
+        names, inc, end = t.nodes["name"].to_numpy(), t.metrics["time (inc)"].to_numpy(), t.end
+        steps = [e for e in ev if e["name"].startswith("ProfilerStep#")]
+        assert len(steps) == 3
+        for s in steps:
+            (node,) = np.flatnonzero(names == s["name"])
+            assert inc[node] == pytest.approx(s["dur"], rel=1e-12)
+            if merge:
+                continue
+            lo, hi = s["ts"], s["ts"] + s["dur"]
+            inside = Counter(
+                e["name"]
+                for e in ev
+                if e["tid"] == s["tid"]
+                and e is not s
+                and lo <= e["ts"]
+                and e["ts"] + e["dur"] <= hi
+            )
+            assert Counter(names[node + 1 : end[node]]) == inside, s["name"]
+            assert sum(n.startswith("aten::") for n in inside.elements()) > 50
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_time_lost_or_counted_twice(traces, name):
+    """cpu_ops and annotations keep their dur; each thread's inclusive time is the
+    time it was busy (the union of its events' intervals); merging keeps the sums."""
+    _, ev = _events(traces[name])
+    t = cctviz.read(traces[name], merge=False)
+    nodes, m = t.nodes, t.metrics
+    inc = m["time (inc)"].to_numpy()
+    hard = _event_nodes(t)
+    hard = hard[nodes["kind"].to_numpy()[hard] != "function"]
+    ours: Counter = Counter()
+    for i in hard:
+        ours[nodes["name"][i]] += inc[i]
+    theirs: Counter = Counter()
+    for e in ev:
+        if e["cat"] != "python_function":
+            theirs[e["name"]] += e["dur"]
+    assert ours.keys() == theirs.keys()
+    for n in theirs:
+        assert ours[n] == pytest.approx(theirs[n], rel=1e-9), n
+    for i in np.flatnonzero(nodes["kind"] == "thread"):
+        spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if str(e["tid"]) == nodes["id"][i])
+        busy, (lo, hi) = 0.0, spans[0]
+        for a, b in spans[1:]:
+            if a > hi:
+                busy, lo, hi = busy + hi - lo, a, b
+            else:
+                hi = max(hi, b)
+        # ts + dur at ts ~ 5e12 us rounds to 1e-3 us
+        assert inc[i] == pytest.approx(busy + hi - lo, rel=1e-9, abs=1e-2)
+    merged = cctviz.read(traces[name])
+    assert merged.metrics["time"].sum() == pytest.approx(m["time"].sum(), rel=1e-12)
+    assert merged.metrics["calls"].sum() == len(ev)
+
+
+def test_second_thread_backward_under_its_annotation(traces):
+    t = cctviz.read(traces["stack+shapes"])
+    names = t.nodes["name"].to_numpy()
+    sides = np.flatnonzero(names == "side")
+    assert len(sides) == 3  # one thread per active step, all its work inside "side"
+    for side in sides:
+        assert t.nodes["kind"][t.parent[side]] == "thread"
+        assert names[t.children(t.parent[side])].tolist() == ["side"]
+        below = set(names[side + 1 : t.end[side]])
+        assert "autograd::engine::evaluate_function: AddmmBackward0" in below
+
+
+def test_ddp_ranks_unify(traces):
+    ens = cctviz.read_ensemble([traces[n] for n in DDP])
+    assert ens.profiles["rank"].tolist() == [0, 1]
+    assert ens.profiles["backend"].tolist() == ["gloo", "gloo"]
+    tree = ens.tree
+    steps = np.flatnonzero(tree.nodes["name"].str.startswith("ProfilerStep#").to_numpy())
+    data = ens.data.reset_index()
+    for s in steps:  # each step is one node of the unified tree, measured on both ranks
+        assert sorted(data.loc[data["node"] == s, "profile"]) == [0, 1]
+    # gloo's all-reduce of the 676 float parameters: 2704 B per call, counted once
+    for n in DDP:
+        t = cctviz.read(traces[n])
+        _, ev = _events(traces[n])
+        calls = sum(e["name"] == "gloo:all_reduce" for e in ev)
+        assert t.metrics["comm_bytes"].sum() == 2704 * calls
+        assert t.metrics["bus_bytes"].sum() == 2704 * calls  # 2(n-1)/n = 1 for 2 ranks
