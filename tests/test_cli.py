@@ -145,6 +145,19 @@ def test_demo_profiles_the_example_training(tmp_path):
     assert ddp["kind"].tolist() == ["all_reduce"]
     assert ddp["MB"].iloc[0] == pytest.approx(params * 4 / 1e6, rel=1e-9)  # fp32 gradients
     assert (tmp_path / "tree-ddp.txt").read_text().count("blocks.") >= 4
+    # what the demo and `cctviz tree` print of its run: times with units, never raw ns
+    tree = subprocess.run(
+        [sys.executable, "-m", "cctviz.cli", "tree", str(tmp_path / "run-ddp")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for out in (r.stdout.split("Communication per step")[0], tree):
+        assert not re.search(r"\d{6,}", out.replace(str(tmp_path), ""))
+        assert re.search(r"\d (s|ms|us) ", out)
+    # the communication table converts the run's ns to ms and GB/s
+    alg = ddp["MB"].iloc[0] * 1e6 / (ddp["ms"].iloc[0] * 1e-3) / 1e9
+    assert ddp["algbw"].iloc[0] == pytest.approx(alg, rel=1e-9)
 
 
 def test_lulesh_demo_writes_outputs(tmp_path):
