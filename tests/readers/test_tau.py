@@ -136,14 +136,19 @@ def test_multi_metric_folders(tmp_path):
     assert cctviz.read(root / "MULTI__PAPI_TOT_CYC" / "profile.1.0.0").n_profiles == 4
 
 
-def test_flat_profile_without_callpaths(tmp_path):
-    d = _copy(tmp_path)
+def _flatten(d):
+    """Drop the call-path timers (``a => b``) of every profile: a flat profile."""
     for f in d.glob("profile.*"):
         lines = f.read_text().split("\n")
         keep = [ln for ln in lines[2:25] if "=>" not in ln]
         f.write_text(
             "\n".join([f"{len(keep)} templated_functions_MULTI_TIME", lines[1]] + keep + lines[25:])
         )
+
+
+def test_flat_profile_without_callpaths(tmp_path):
+    d = _copy(tmp_path)
+    _flatten(d)
     ens = cctviz.read(d)
     assert len(ens.tree) == 12 and len(ens.tree.roots) == 12
     assert (
@@ -280,12 +285,7 @@ def test_context_events_sit_on_their_call_path(tmp_path):
 
 def test_events_of_a_flat_profile_and_aggregates(tmp_path):
     d = _copy(tmp_path)
-    for f in d.glob("profile.*"):
-        lines = f.read_text().split("\n")
-        keep = [ln for ln in lines[2:25] if "=>" not in ln]
-        f.write_text(
-            "\n".join([f"{len(keep)} templated_functions_MULTI_TIME", lines[1]] + keep + lines[25:])
-        )
+    _flatten(d)
     _with_events(
         d,
         [
