@@ -186,6 +186,8 @@ def timer_unit(base: str, values: Sequence[Any]) -> tuple[str | None, str | None
     's'
     >>> timer_unit("time.duration", [[0.5e-7]]), timer_unit("papi.PAPI_TOT_CYC", [[3.0]])
     ((None, None), (None, None))
+    >>> timer_unit("time.duration", [[21948.3, 5882425.1]])  # rounded microseconds: unknown
+    (None, None)
     """
     if base in TIMER_NS:
         return "ns", f"Caliper's timer writes {base} in nanoseconds (the .ns in its name)"
@@ -202,8 +204,12 @@ def timer_unit(base: str, values: Sequence[Any]) -> tuple[str | None, str | None
     )
     if np.all(v == np.round(v)):
         return "us", why + "; these values are whole numbers: microseconds"
-    us = v * 1e6
-    if np.all(np.abs(us - np.round(us)) <= 1e-3 + 1e-9 * us):
+    us, ms = v * 1e6, v * 1e3
+    whole_us = np.all(np.abs(us - np.round(us)) <= 1e-3 + 1e-9 * us)
+    # seconds at microsecond resolution have digits below the millisecond; values that
+    # are all whole tenths (21948.3) are microseconds rounded, not 6-hour seconds
+    sub_ms = np.any(np.abs(ms - np.round(ms)) > 1e-6 + 1e-9 * ms)
+    if whole_us and sub_ms:
         return "s", why + "; these values are whole microseconds times 1e-6: seconds"
     return None, None
 

@@ -500,6 +500,18 @@ def _reconcile_units(
         known = [u for u in stated if u]
         if not known:
             continue
+        only_assumed = all(
+            m in t.meta.get("units_assumed", {}) for t in trees if _units.canonical(t.units.get(m))
+        )
+        if len(known) < len(stated) and only_assumed:
+            # a reader guessed the unit for some profiles and could not for others: the guess
+            # is not evidence enough for all of them
+            warnings.warn(
+                f"metric {m!r}: its unit was assumed ({sorted(set(known))}) for only some "
+                "profiles and is unknown for the others; the ensemble leaves it unknown",
+                stacklevel=3,
+            )
+            continue
         if len(known) < len(stated) and _units.dimension(known[0]):
             src = next(
                 t.meta.get("source", f"profile {k}")
@@ -512,6 +524,19 @@ def _reconcile_units(
                 f"{src!r}; give it one (tree.add_metric(..., unit=) or meta['units'])",
             )
         target = _units.finest(known)
+        if len(set(known)) > 1:  # converting a unit a reader only assumed could be off by 1e6
+            guessed = [
+                (t.meta.get("source", f"profile {k}"), t.units.get(m))
+                for k, t in enumerate(trees)
+                if m in t.meta.get("units_assumed", {})
+            ]
+            if guessed:
+                raise ProfileError(
+                    None,
+                    f"metric {m!r} is in {sorted(set(known))} in these profiles, and the unit "
+                    f"of {guessed[0][0]!r} ({guessed[0][1]!r}) was assumed, not stated: "
+                    "state the units (meta['units']) before composing them",
+                )
         for k, t in enumerate(trees):
             u = _units.canonical(t.units.get(m))
             if u and u != target:

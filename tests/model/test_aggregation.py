@@ -248,3 +248,28 @@ def test_text_that_is_not_a_number_is_not_silently_nan():
     with pytest.warns(UserWarning, match="not numbers and became NaN"):
         t = Tree.from_parents([-1, 0], ["main", "f"], {"time": ["1.5", "fast"]})
     assert t.metrics["time"].iloc[0] == 1.5 and np.isnan(t.metrics["time"].iloc[1])
+
+
+def test_units_a_reader_assumed_are_never_converted():
+    """Two profiles whose units were guessed differently are refused, not scaled by 1e6."""
+    said = {"units": {"time": "us"}, "units_assumed": {"time": "timer default"}}
+    a = Tree.from_parents([-1], ["main"], {"time": [21948.0]}, meta=said)
+    b = Tree.from_parents(
+        [-1],
+        ["main"],
+        {"time": [0.021948]},
+        meta={"units": {"time": "s"}, "units_assumed": {"time": "timer default"}},
+    )
+    assert Ensemble.from_trees([a, a]).tree.units["time"] == "us"  # same guess: fine
+    with pytest.raises(ProfileError, match="was assumed, not stated"):
+        Ensemble.from_trees([a, b])
+
+
+def test_a_unit_assumed_for_some_profiles_only_is_dropped_with_a_warning():
+    said = {"units": {"time": "us"}, "units_assumed": {"time": "whole numbers"}}
+    a = Tree.from_parents([-1], ["main"], {"time": [21948.0]}, meta=said)
+    b = Tree.from_parents([-1], ["main"], {"time": [21948.3]})
+    with pytest.warns(UserWarning, match="leaves it unknown"):
+        ens = Ensemble.from_trees([a, b])
+    assert "time" not in ens.tree.units
+    assert ens.values("time").ravel().tolist() == [21948.0, 21948.3]  # nothing scaled
