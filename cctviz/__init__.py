@@ -9,7 +9,7 @@
 from .errors import CCTVizError, ProfileError, QueryError, UnknownFormatError
 from .interop import from_hatchet, from_thicket
 from .model import Ensemble, NodeSet, Tree
-from .ops.diff import diff
+from .ops.diff import diff, diff_table
 from .readers import read, read_ensemble
 from .writers import write
 
@@ -40,6 +40,7 @@ __all__ = [
     "Profiler",
     "write",
     "diff",
+    "diff_table",
     "from_hatchet",
     "from_thicket",
     "ProfileError",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..model.tree import Tree, inc_name
+from ..model.tree import Tree, base_metric, inc_name
 from ..model.unify import unify_structures
 
 
@@ -121,3 +121,48 @@ def _units_factor(metric: str, ua: dict, ub: dict) -> float:
                 f"diff: {metric!r} is in {ua[metric]!r} and {ub[metric]!r}; cannot subtract"
             ) from None
     return 1.0
+
+
+def diff_table(
+    a: Tree, b: Tree, metric: str | None = None, labels: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Two runs side by side, one row per call path, columns named after the runs.
+
+    Columns: ``name``, ``callpath``, ``<metric> [<a>]``, ``<metric> [<b>]``,
+    ``<metric> [<a> - <b>]`` and ``<metric> [<a> / <b>]``, sorted by the absolute
+    difference; values in ``a``'s unit (``b``'s converted). A path on one side
+    only is NaN on the other for metrics that are not ``"sum"``, 0 for sums.
+
+    >>> a = Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 5.0]})
+    >>> b = Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+    >>> t = diff_table(a, b, labels=("new", "old"))
+    >>> list(t.columns[2:])
+    ['time (inc) [new]', 'time (inc) [old]', 'time (inc) [new - old]', 'time (inc) [new / old]']
+    >>> t.iloc[0, 2:].astype(float).tolist()
+    [6.0, 3.0, 3.0, 2.0]
+    """
+    col = a.metric_column(metric)
+    if col not in b.metrics.columns:
+        raise KeyError(f"{col!r} is not a metric of both runs")
+    la, lb = labels if labels is not None else (run_label(a, "a"), run_label(b, "b"))
+    u, (ma, mb) = unify_structures([a, b])
+    fill = 0.0 if a.rule(col) == "sum" else np.nan
+    va, vb = np.full(len(u), fill), np.full(len(u), fill)
+    va[ma] = a.metrics[col].to_numpy(dtype=np.float64)
+    vb[mb] = b.metrics[col].to_numpy(dtype=np.float64) * _units_factor(
+        base_metric(col)[0], a.units, b.units
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(vb != 0, va / vb, np.nan)
+    out = pd.DataFrame(
+        {
+            "name": u.names,
+            "callpath": u.callpaths.to_numpy(),
+            f"{col} [{la}]": va,
+            f"{col} [{lb}]": vb,
+            f"{col} [{la} - {lb}]": va - vb,
+            f"{col} [{la} / {lb}]": ratio,
+        }
+    )
+    out.attrs["units"] = {c: a.unit(col) for c in out.columns[2:5] if a.unit(col)}
+    return out.iloc[np.argsort(-np.abs(va - vb), kind="stable")]

@@ -273,3 +273,26 @@ def test_a_unit_assumed_for_some_profiles_only_is_dropped_with_a_warning():
         ens = Ensemble.from_trees([a, b])
     assert "time" not in ens.tree.units
     assert ens.values("time").ravel().tolist() == [21948.0, 21948.3]  # nothing scaled
+
+
+def test_diff_table_names_its_columns_after_the_runs():
+    """Two real LULESH runs side by side: columns say which run is which."""
+    from tests.conftest import DATA
+
+    files = sorted((DATA / "hatchet-tutorial" / "lulesh-scaling").glob("*.json"))[:2]
+    a, b = (cctviz.read(f) for f in files)
+    a, b = (x.profile(0) if isinstance(x, Ensemble) else x for x in (a, b))
+    t = cctviz.diff_table(a, b, labels=("small", "large"))
+    cols = list(t.columns)
+    assert cols[2:] == [
+        "time (inc) [small]",
+        "time (inc) [large]",
+        "time (inc) [small - large]",
+        "time (inc) [small / large]",
+    ]
+    assert np.allclose(t[cols[4]], t[cols[2]] - t[cols[3]])
+    d = cctviz.diff(a, b, labels=("small", "large"))
+    by_path = dict(zip(d.callpaths, d.metrics["time (inc)"]))
+    assert np.allclose(t[cols[4]], [by_path[p] for p in t["callpath"]])
+    diffs = np.abs(t[cols[4]].to_numpy())
+    assert (diffs[:-1] >= diffs[1:]).all()  # largest change first
