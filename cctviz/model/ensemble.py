@@ -409,7 +409,7 @@ class Ensemble:
         rows = r[keep].copy()
         rows["profile"] = newid[rows["profile"].to_numpy()]
         prof = self._profiles.iloc[ids].reset_index(drop=True)
-        structure = Tree(self._tree.nodes.copy(), None, None, _trusted=True)
+        structure = Tree(self._tree.nodes.copy(), None, self._tree.meta, _trusted=True)
         return Ensemble(structure, rows, prof, self._meta)
 
     def groupby(self, by: str | Sequence[str]) -> dict[Any, Ensemble]:

@@ -296,3 +296,18 @@ def test_diff_table_names_its_columns_after_the_runs():
     assert np.allclose(t[cols[4]], [by_path[p] for p in t["callpath"]])
     diffs = np.abs(t[cols[4]].to_numpy())
     assert (diffs[:-1] >= diffs[1:]).all()  # largest change first
+
+
+def test_selecting_profiles_keeps_units_and_rules():
+    t = Tree.from_parents(
+        [-1, 0],
+        ["main", "f"],
+        {"time": [1.0, 2.0], "peak": [3.0, 4.0]},
+        meta={"units": {"time": "ms"}, "aggregation": {"peak": "max"}},
+    )
+    rows = pd.DataFrame(
+        {"node": [0, 1, 0], "profile": [0, 0, 1], "time": [1.0, 2.0, 3.0], "peak": [3, 4, 5.0]}
+    )
+    e = Ensemble(t, rows, pd.DataFrame({"rank": [0, 1]}))
+    for sub in (e.select([0]), *e.groupby("rank").values()):
+        assert sub.tree.units == {"time": "ms"} and sub.aggregation["peak"] == "max"
