@@ -57,9 +57,9 @@ export function canonicalUnit(unit) {
   const u = String(unit).trim();
   if (!u) return null;
   if (has(TIME, u) || has(BYTES, u)) return u;
-  const low = u.toLowerCase();
-  if (has(ALIASES, low)) return ALIASES[low];
   if (has(ALIASES, u)) return ALIASES[u];
+  const low = u.toLowerCase(); // "Seconds", "BYTES"; never "Mb" (megabits) for "MB"
+  if (low.length > 2 && has(ALIASES, low)) return ALIASES[low];
   return u;
 }
 

@@ -154,7 +154,7 @@ def combine_rows(
     ...  for a, b in ((np.nan, 8.0), (8.0, np.nan), (7.0, 8.0))]
     [8.0, 8.0, nan]
     """
-    values = np.asarray(values, dtype=np.float64).reshape(len(target), -1)
+    values = np.asarray(values, dtype=np.float64).reshape(len(target), len(rules))
     keep = target >= 0
     t, v = target[keep], values[keep]
     out = np.empty((n_out, values.shape[1]))

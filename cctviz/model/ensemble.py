@@ -177,7 +177,7 @@ class Ensemble:
                 if m in src:
                     df[m] = src[m].to_numpy(dtype=np.float64) * scale[k].get(m, 1.0)
                 else:  # a metric this profile does not have was not measured
-                    df[m] = 0.0 if rules[m] == "sum" else np.nan
+                    df[m] = np.nan
             parts.append(df)
             prof_parts.append(pr)
         rows = pd.concat(parts, ignore_index=True)
@@ -370,12 +370,12 @@ class Ensemble:
         key = (metric, missing)
         cache = self._cache.setdefault("stats", {})
         if key not in cache:
-            node = self._rows["node"].to_numpy()
-            prof = self._rows["profile"].to_numpy()
-            vals = self.data[metric].to_numpy(dtype=np.float64)
+            all_node = self._rows["node"].to_numpy()
+            all_prof = self._rows["profile"].to_numpy()
+            all_vals = self.data[metric].to_numpy(dtype=np.float64)
             live = self.live
-            keep = live[prof] & ~np.isnan(vals)
-            node, prof, vals = node[keep], prof[keep], vals[keep]
+            keep = live[all_prof] & ~np.isnan(all_vals)
+            node, prof, vals = all_node[keep], all_prof[keep], all_vals[keep]
             n = len(self._tree)
             m = np.bincount(node, minlength=n).astype(np.int64)
             if missing == "skip" or self._tree.rule(metric) != "sum":
@@ -384,6 +384,11 @@ class Ensemble:
                 count = np.full(n, int(live.sum()), dtype=np.int64)
             else:
                 count = _counted_in_runs(node, prof, self.run_ids, live, n)
+                # a NaN is a value nobody measured: that profile is left out, not a zero
+                unknown = live[all_prof] & np.isnan(all_vals)
+                count = count - _in_counted_runs(
+                    node, prof, all_node[unknown], all_prof[unknown], self.run_ids, n
+                )
             cache[key] = _stats(vals, node, prof, n, count)
             cache[key].insert(0, "name", self._tree.names)
         return cache[key]
@@ -556,6 +561,12 @@ def _reconcile_rules(trees: Sequence[Tree], metrics: list[str]) -> dict[str, str
     rules: dict[str, str] = {}
     for m in metrics:
         seen = {t.aggregation[m] for t in trees if m in t.exc_metrics}
+        demoted = [t for t in trees if m in t.meta.get("aggregation_notes", {})]
+        if len(seen) == 2 and "none" in seen and demoted:
+            # some trees' values could not keep their rule (Tree._with_inclusive): per-node
+            # values for all, so that the ranks of one job read alike compose
+            rules[m] = "none"
+            continue
         if len(seen) > 1:
             raise ProfileError(
                 None,
@@ -576,8 +587,13 @@ def _node_means(
     n_live = max(int(live.sum()), 1)
     for j, m in enumerate(metrics):
         v = rows[m].to_numpy(dtype=np.float64)
-        if rules[m] == "sum":
-            out[:, j] = np.bincount(node[ok], weights=v[ok], minlength=n_nodes) / n_live
+        if rules[m] == "sum":  # absent = 0, a NaN (not measured) is left out
+            has = ok & ~np.isnan(v)
+            unknown = np.bincount(node[ok & np.isnan(v)], minlength=n_nodes)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[:, j] = np.bincount(node[has], weights=v[has], minlength=n_nodes) / (
+                    n_live - unknown
+                )
         else:
             has = ok & ~np.isnan(v)
             total = np.bincount(node[has], weights=v[has], minlength=n_nodes)
@@ -600,6 +616,24 @@ def _counted_in_runs(
     return np.bincount(pairs // n_runs, weights=per_run[pairs % n_runs], minlength=n).astype(
         np.int64
     )
+
+
+def _in_counted_runs(
+    node: np.ndarray,
+    prof: np.ndarray,
+    q_node: np.ndarray,
+    q_prof: np.ndarray,
+    run: np.ndarray,
+    n: int,
+) -> np.ndarray:
+    """Per node: how many of the (``q_node``, ``q_prof``) pairs lie in a run that
+    recorded the node (``node``/``prof``: the rows with a value)."""
+    if not q_node.size:
+        return np.zeros(n, dtype=np.int64)
+    n_runs = int(run.max()) + 1 if run.size else 1
+    have = sorted_unique(node * n_runs + run[prof])
+    q = q_node * n_runs + run[q_prof]
+    return np.bincount(q_node[np.isin(q, have)], minlength=n).astype(np.int64)
 
 
 def _normalise_rows(

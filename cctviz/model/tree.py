@@ -541,7 +541,7 @@ class Tree:
         t = self._with_exclusive(name, self.exclusive_from_inclusive(values, rule))
         if rule in ("max", "min"):
             got = t.metrics[inc_name(name)].to_numpy()
-            ok = np.isclose(got, values, rtol=1e-9, equal_nan=True)
+            ok = np.isclose(got, values, rtol=1e-9, equal_nan=True) | np.isnan(values)
             if not ok.all():
                 bad = int(np.flatnonzero(~ok)[0])
                 note = (

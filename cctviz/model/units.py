@@ -59,8 +59,8 @@ def canonical(unit: Any) -> str | None:
 
     Unknown units are returned as given (stripped): they are shown, never converted.
 
-    >>> canonical("usec"), canonical(" Bytes "), canonical(""), canonical("flop")
-    ('us', 'B', None, 'flop')
+    >>> canonical("usec"), canonical(" Bytes "), canonical(""), canonical("flop"), canonical("Mb")
+    ('us', 'B', None, 'flop', 'Mb')
     """
     if unit is None:
         return None
@@ -69,7 +69,10 @@ def canonical(unit: Any) -> str | None:
         return None
     if u in TIME or u in BYTES:
         return u
-    return _ALIASES.get(u.lower(), _ALIASES.get(u, u))
+    if u in _ALIASES:
+        return _ALIASES[u]
+    low = u.lower()  # "Seconds", "BYTES"; never "Mb" (megabits) for "MB"
+    return _ALIASES[low] if len(low) > 2 and low in _ALIASES else u
 
 
 def dimension(unit: Any) -> str | None:

@@ -120,6 +120,12 @@ def _units_factor(metric: str, ua: dict, ub: dict) -> float:
             raise ValueError(
                 f"diff: {metric!r} is in {ua[metric]!r} and {ub[metric]!r}; cannot subtract"
             ) from None
+    if (metric in ua) != (metric in ub):
+        side = "a" if metric in ua else "b"
+        raise ValueError(
+            f"diff: {metric!r} has a unit ({(ua | ub)[metric]!r}) in {side} only; "
+            "give both the same units (meta['units']) before subtracting"
+        )
     return 1.0
 
 
@@ -149,9 +155,8 @@ def diff_table(
     fill = 0.0 if a.rule(col) == "sum" else np.nan
     va, vb = np.full(len(u), fill), np.full(len(u), fill)
     va[ma] = a.metrics[col].to_numpy(dtype=np.float64)
-    vb[mb] = b.metrics[col].to_numpy(dtype=np.float64) * _units_factor(
-        base_metric(col)[0], a.units, b.units
-    )
+    key = col if col in a.units or col in b.units else base_metric(col)[0]
+    vb[mb] = b.metrics[col].to_numpy(dtype=np.float64) * _units_factor(key, a.units, b.units)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(vb != 0, va / vb, np.nan)
     out = pd.DataFrame(

@@ -92,14 +92,24 @@ def filter_remap(tree: Tree, keep: np.ndarray, *, merge_duplicates: bool = False
         uniq, span = np.asarray(uniq, dtype=object), 1
     else:
         codes, uniq, span = identity_codes(tree.names, parent)
-    nearest = np.full(len(tree), -1, dtype=np.int64)  # nearest kept ancestor (strict)
-    tb = TrieBuilder()
-    tid = np.full(len(tree), -1, dtype=np.int64)
+    n = len(tree)
+    nearest = np.full(n, -1, dtype=np.int64)  # nearest kept ancestor (strict)
+    new_depth = np.full(n, -1, dtype=np.int64)  # depth among kept nodes
     for d, lv in enumerate(tree.levels):
         if d:
             p = parent[lv]
             nearest[lv] = np.where(keep[p], p, nearest[p])
         k = lv[keep[lv]]
+        anc = nearest[k]
+        new_depth[k] = np.where(anc >= 0, new_depth[np.maximum(anc, 0)] + 1, 0)
+    # the trie takes one level of the *result* at a time, so a node squashed up next
+    # to a same-named sibling meets it (and merges), whatever depth it came from
+    tb = TrieBuilder()
+    tid = np.full(n, -1, dtype=np.int64)
+    kept_ids = np.flatnonzero(keep)
+    by_depth = kept_ids[np.argsort(new_depth[kept_ids], kind="stable")]
+    bounds = np.flatnonzero(np.diff(new_depth[by_depth])) + 1
+    for k in np.split(by_depth, bounds) if by_depth.size else []:
         anc = nearest[k]
         prev = np.where(anc >= 0, tid[np.maximum(anc, 0)], -1)
         tid[k] = tb.add_level(prev, codes[k])

@@ -311,3 +311,39 @@ def test_selecting_profiles_keeps_units_and_rules():
     e = Ensemble(t, rows, pd.DataFrame({"rank": [0, 1]}))
     for sub in (e.select([0]), *e.groupby("rank").values()):
         assert sub.tree.units == {"time": "ms"} and sub.aggregation["peak"] == "max"
+
+
+def test_a_value_nobody_measured_is_left_out_not_counted_as_zero():
+    a = Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 5.0], "bytes": [0.0, 100.0]})
+    b = Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, np.nan]})
+    e = Ensemble.from_trees([a, b])
+    f = e.stats("time").loc[1]
+    assert (f["mean"], f["min"], f["n"]) == (5.0, 5.0, 1)
+    assert e.tree.metrics["time"].iloc[1] == 5.0
+    by = e.stats("bytes (inc)").loc[1]  # b has no bytes at all: not measured, not 0
+    assert (by["mean"], by["n"]) == (100.0, 1)
+
+
+def test_empty_selections_and_demoted_rules_compose():
+    a = Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 5.0]})
+    assert Ensemble.from_trees([a]).select([]).n_profiles == 0
+    meta = {"aggregation": {"tmin": "min"}}
+    t1 = Tree.from_parents([-1, 0], ["main", "f"], meta=meta, inclusive={"tmin": [10.0, 4.0]})
+    t2 = Tree.from_parents([-1], ["main"], meta=meta, inclusive={"tmin": [10.0]})
+    assert (t1.aggregation["tmin"], t2.aggregation["tmin"]) == ("none", "min")
+    assert Ensemble.from_trees([t1, t2]).aggregation["tmin"] == "none"
+    nan_root = Tree.from_parents(
+        [-1, 0, 0],
+        ["m", "a", "b"],
+        meta={"aggregation": {"pk": "max"}},
+        inclusive={"pk": [np.nan, 4, 3]},
+    )
+    assert nan_root.aggregation["pk"] == "max"  # an unknown value is no evidence against the rule
+
+
+def test_diff_refuses_a_unit_on_one_side_only():
+    a = Tree.from_parents([-1], ["main"], {"time": [1.0]}, meta={"units": {"time": "ms"}})
+    b = Tree.from_parents([-1], ["main"], {"time": [1.0]})
+    for x, y in ((a, b), (b, a)):
+        with pytest.raises(ValueError, match="only"):
+            cctviz.diff(x, y)

@@ -111,3 +111,12 @@ def test_bottom_up_roots_hold_flat_exclusive(t):
     for name, v in got.items():
         assert np.isclose(v, fp.loc[name, "time"])
     assert np.isclose(bu.metrics["time"].sum(), t.metrics["time"].sum())
+
+
+def test_squash_merges_a_node_moved_up_next_to_a_same_named_sibling():
+    from cctviz import Tree
+
+    t = Tree.from_parents([-1, 0, 1, 0], ["main", "A", "f", "f"], {"time": [1.0, 2.0, 3.0, 4.0]})
+    f = t.filter(lambda df: df["name"] != "A")
+    assert f.nodes[["name", "parent"]].values.tolist() == [["main", -1], ["f", 0]]
+    assert f.metrics["time"].tolist() == [1.0, 7.0]
