@@ -7,6 +7,8 @@ Python loops: the loops below run once per tree *level*.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 __all__ = [
@@ -111,21 +113,34 @@ def combine_at(out: np.ndarray, index: np.ndarray, values: np.ndarray, rule: str
 
 
 def accumulate_up(
-    values: np.ndarray, parent: np.ndarray, levels: list[np.ndarray], rule: str = "sum"
+    values: np.ndarray,
+    parent: np.ndarray,
+    levels: list[np.ndarray],
+    rule: str | Sequence[str] = "sum",
 ) -> np.ndarray:
     """Inclusive values: every row combined with its descendants' rows.
 
     ``rule`` is ``"sum"`` (the default), ``"max"`` or ``"min"`` (see
-    :func:`combine_at`). ``values`` is 1-D or 2-D (rows = nodes). ``parent``
-    may index rows of any table whose rows form a forest (a tree, or a long
-    table of (node, profile) rows whose parent is the parent node's row in the
-    same profile).
+    :func:`combine_at`), or one rule per column of a 2-D ``values`` (a
+    ``"none"`` column has no inclusive form: NaN). ``parent`` may index rows of
+    any table whose rows form a forest (a tree, or a long table of (node,
+    profile) rows whose parent is the parent node's row in the same profile).
 
     >>> parent = np.array([-1, 0, 0]); levels = [np.array([0]), np.array([1, 2])]
     >>> v = np.array([1.0, 5.0, np.nan])
     >>> accumulate_up(v, parent, levels).tolist(), accumulate_up(v, parent, levels, "max").tolist()
     ([nan, 5.0, nan], [5.0, 5.0, nan])
+    >>> accumulate_up(np.array([[1.0, 1.0], [2.0, 2.0]]), np.array([-1, 0]),
+    ...               [np.array([0]), np.array([1])], ["max", "none"]).tolist()
+    [[2.0, nan], [2.0, nan]]
     """
+    if not isinstance(rule, str):
+        out = np.full(values.shape, np.nan)
+        for r in ("sum", "max", "min"):
+            cols = [j for j, x in enumerate(rule) if x == r]
+            if cols:
+                out[:, cols] = accumulate_up(values[:, cols], parent, levels, r)
+        return out
     out = np.array(
         values, dtype=np.float64 if values.dtype.kind != "f" else values.dtype, copy=True
     )

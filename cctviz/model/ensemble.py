@@ -305,13 +305,7 @@ class Ensemble:
         prow = np.where(pkey >= 0, np.searchsorted(key, np.maximum(pkey, 0)), -1)
         _, levels = level_order(prow)
         vals = r[self.exc_metrics].to_numpy(dtype=np.float64)
-        out = np.full(vals.shape, np.nan)
-        rules = list(self.aggregation.values())
-        for rule in ("sum", "max", "min"):
-            cols = [j for j, x in enumerate(rules) if x == rule]
-            if cols:
-                out[:, cols] = accumulate_up(vals[:, cols], prow, levels, rule)
-        return out
+        return accumulate_up(vals, prow, levels, list(self.aggregation.values()))
 
     def values(self, metric: str) -> np.ndarray:
         """Dense (nodes x profiles) matrix of one metric; absent = 0 for a
@@ -383,11 +377,10 @@ class Ensemble:
             elif missing == "zero":
                 count = np.full(n, int(live.sum()), dtype=np.int64)
             else:
-                count = _counted_in_runs(node, prof, self.run_ids, live, n)
                 # a NaN is a value nobody measured: that profile is left out, not a zero
                 unknown = live[all_prof] & np.isnan(all_vals)
-                count = count - _in_counted_runs(
-                    node, prof, all_node[unknown], all_prof[unknown], self.run_ids, n
+                count = _counted_in_runs(
+                    node, prof, (all_node[unknown], all_prof[unknown]), self.run_ids, live, n
                 )
             cache[key] = _stats(vals, node, prof, n, count)
             cache[key].insert(0, "name", self._tree.names)
@@ -587,53 +580,39 @@ def _node_means(
     n_live = max(int(live.sum()), 1)
     for j, m in enumerate(metrics):
         v = rows[m].to_numpy(dtype=np.float64)
-        if rules[m] == "sum":  # absent = 0, a NaN (not measured) is left out
-            has = ok & ~np.isnan(v)
-            unknown = np.bincount(node[ok & np.isnan(v)], minlength=n_nodes)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[:, j] = np.bincount(node[has], weights=v[has], minlength=n_nodes) / (
-                    n_live - unknown
-                )
-        else:
-            has = ok & ~np.isnan(v)
-            total = np.bincount(node[has], weights=v[has], minlength=n_nodes)
-            cnt = np.bincount(node[has], minlength=n_nodes)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[:, j] = np.where(cnt > 0, total / np.maximum(cnt, 1), np.nan)
+        has = ok & ~np.isnan(v)  # a NaN was not measured: left out
+        total = np.bincount(node[has], weights=v[has], minlength=n_nodes)
+        if rules[m] == "sum":  # over the live profiles, absent = 0
+            count = n_live - np.bincount(node[ok & ~has], minlength=n_nodes)
+        else:  # over the profiles with a value
+            count = np.bincount(node[has], minlength=n_nodes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[:, j] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return out
 
 
 def _counted_in_runs(
-    node: np.ndarray, prof: np.ndarray, run: np.ndarray, live: np.ndarray, n: int
+    node: np.ndarray,
+    prof: np.ndarray,
+    unknown: np.ndarray,
+    run: np.ndarray,
+    live: np.ndarray,
+    n: int,
 ) -> np.ndarray:
-    """Per node: the live profiles of the runs in which some profile recorded it.
+    """Per node: the live profiles of the runs in which some profile recorded it,
+    less those whose value there is unknown (NaN: not measured).
 
-    ``node``/``prof`` are the live rows; ``run`` and ``live`` are per profile.
+    ``node``/``prof`` are the live rows with a value; ``unknown`` is a
+    ``(node, profile)`` pair of arrays for the live rows with NaN; ``run`` and
+    ``live`` are per profile.
     """
     n_runs = int(run.max()) + 1 if run.size else 1
     per_run = np.bincount(run[live], minlength=n_runs)
     pairs = sorted_unique(node * n_runs + run[prof])
-    return np.bincount(pairs // n_runs, weights=per_run[pairs % n_runs], minlength=n).astype(
-        np.int64
-    )
-
-
-def _in_counted_runs(
-    node: np.ndarray,
-    prof: np.ndarray,
-    q_node: np.ndarray,
-    q_prof: np.ndarray,
-    run: np.ndarray,
-    n: int,
-) -> np.ndarray:
-    """Per node: how many of the (``q_node``, ``q_prof``) pairs lie in a run that
-    recorded the node (``node``/``prof``: the rows with a value)."""
-    if not q_node.size:
-        return np.zeros(n, dtype=np.int64)
-    n_runs = int(run.max()) + 1 if run.size else 1
-    have = sorted_unique(node * n_runs + run[prof])
-    q = q_node * n_runs + run[q_prof]
-    return np.bincount(q_node[np.isin(q, have)], minlength=n).astype(np.int64)
+    count = np.bincount(pairs // n_runs, weights=per_run[pairs % n_runs], minlength=n)
+    q_node, q_prof = unknown
+    in_counted = np.isin(q_node * n_runs + run[q_prof], pairs)
+    return (count - np.bincount(q_node[in_counted], minlength=n)).astype(np.int64)
 
 
 def _normalise_rows(

@@ -505,13 +505,8 @@ class Tree:
                 if len(self._exc.columns)
                 else np.zeros((len(self), 0))
             )
-            out = np.full(vals.shape, np.nan)
             rules = list(self.aggregation.values())
-            for rule in ("sum", "max", "min"):
-                cols = [j for j, r in enumerate(rules) if r == rule]
-                if cols:
-                    out[:, cols] = accumulate_up(vals[:, cols], self.parent, self.levels, rule)
-            self._cache["inc"] = out
+            self._cache["inc"] = accumulate_up(vals, self.parent, self.levels, rules)
         return self._cache["inc"]
 
     def exclusive_from_inclusive(self, inclusive: np.ndarray, rule: str = "sum") -> np.ndarray:

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-#: seconds per unit of time
-TIME: dict[str, float] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-#: bytes per unit of size (decimal prefixes, as nccl-tests and network figures use)
-BYTES: dict[str, float] = {"B": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
-
+# powers of ten of each unit: exact factors come from differences of exponents
 _TIME_EXP = {"s": 0, "ms": -3, "us": -6, "ns": -9}
 _BYTES_EXP = {"B": 0, "kB": 3, "MB": 6, "GB": 9, "TB": 12}
+#: seconds per unit of time
+TIME: dict[str, float] = {u: 10.0**e for u, e in _TIME_EXP.items()}
+#: bytes per unit of size (decimal prefixes, as nccl-tests and network figures use)
+BYTES: dict[str, float] = {u: 10.0**e for u, e in _BYTES_EXP.items()}
 
 _ALIASES: dict[str, str] = {
     "sec": "s",
