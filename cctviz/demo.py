@@ -23,6 +23,7 @@ import pandas as pd
 from .model import units
 from .model.ensemble import Ensemble
 from .ops.comm import bandwidth
+from .ops.text import short_path
 from .readers import read, read_ensemble
 
 
@@ -163,7 +164,7 @@ def run_lulesh_demo(out: str | Path = "out") -> dict[str, Path]:
     s = largest.stats("time (inc)")
     big = s.sort_values("cost", ascending=False).copy()
     big["slowest rank"] = largest.profiles["rank"].to_numpy()[big["argmax"].to_numpy()]
-    big["path"] = largest.tree.callpaths.loc[big.index].str.replace("main/lulesh.cycle/", ".../")
+    big["path"] = [short_path(p, 60) for p in largest.tree.callpaths.loc[big.index]]
     print("\nContexts where imbalance costs most (max - mean over ranks):")
     cols = ["path", "mean", "max", "cost", "imbalance", "slowest rank"]
     unit = largest.tree.units.get("time")

@@ -467,9 +467,9 @@ def assemble(
             # a per-node value stated under its own name ("BlockSize (inc)"): kept as it is
             r, spec.name, spec.inclusive = "none", spec.attr, False
         if r is not None:
-            spec.rule = check_aggregation({spec.name: r})[spec.name]
-            if spec.rule != "none" and spec.note and "kept per node" in spec.note:
-                spec.note = None
+            stated = check_aggregation({spec.name: r})[spec.name]
+            if stated != spec.rule:  # the source's own rule wins, and the guess's note goes
+                spec.rule, spec.note = stated, None
     names_out = [m.name for m in specs]
     if len(set(names_out)) != len(names_out):
         raise ProfileError(None, f"inclusive metrics {only_inc} clash with {list(exc)}", where)

@@ -227,9 +227,11 @@ class Ensemble:
         A rank that died before writing has no rows (and ``ok`` False); it is
         left out of means and statistics instead of counting as zeros.
         """
-        out = np.zeros(self.n_profiles, dtype=bool)
-        out[self._rows["profile"].to_numpy()] = True
-        return out
+        if "live" not in self._cache:  # rows never change: computed once
+            out = np.zeros(self.n_profiles, dtype=bool)
+            out[self._rows["profile"].to_numpy()] = True
+            self._cache["live"] = out
+        return self._cache["live"]
 
     @property
     def run_ids(self) -> np.ndarray:

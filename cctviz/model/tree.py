@@ -696,16 +696,7 @@ class Tree:
 
         return bottom_up(self)
 
-    def render(
-        self,
-        metric: str | None = None,
-        *,
-        depth: int | None = None,
-        max_nodes: int | None = 100,
-        threshold: float | None = 0.001,
-        width: int | None = 60,
-        **kw: Any,
-    ) -> str:
+    def render(self, metric: str | None = None, **kw: Any) -> str:
         """Indented text picture of the tree, largest children first, values
         with units: at most ``max_nodes`` nodes, none whose subtree stays below
         ``threshold`` of the root, zero-valued subtrees folded, names cut to
@@ -713,9 +704,7 @@ class Tree:
         ``digits=`` and the rest)."""
         from ..ops.text import render
 
-        return render(
-            self, metric, depth=depth, max_nodes=max_nodes, threshold=threshold, width=width, **kw
-        )
+        return render(self, metric, **kw)
 
     def to_hatchet_literal(self) -> list[dict[str, Any]]:
         """The tree as the graph literal ``hatchet.GraphFrame.from_literal`` takes:

@@ -170,7 +170,6 @@ def render(
     imbalance: float | None = 0.01,
     header: bool = True,
     hint: str = "python",
-    precision: int | None = None,
 ) -> str:
     """An indented picture of the tree, one node per line, largest first:
     the value (scaled, with its unit), then the name.
@@ -196,8 +195,6 @@ def render(
         hint: how the last line says to see more: ``"python"``
             (``max_nodes=...``), ``"cli"`` (``--max-nodes ...``) or ``"repr"``
             (``tree.render(...)``).
-        precision: ignored (values are scaled with units now; see ``digits``);
-            kept so that older calls still work.
 
     >>> from cctviz import Tree
     >>> t = Tree.from_parents([-1, 0, 0, 0, 3], ["main", "io", "solve", "init", "mpi_init"],
@@ -222,7 +219,6 @@ def render(
     """
     from ..model.ensemble import Ensemble
 
-    del precision  # values carry their units; digits= sets the significant digits
     ens = obj if isinstance(obj, Ensemble) else None
     tree = ens.tree if ens is not None else obj
     hints = _Hint(hint, obj)

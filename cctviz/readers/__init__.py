@@ -193,8 +193,7 @@ def _read_folder(folder: Path, format: str | None = None, **kw: Any) -> Ensemble
             "read the files with cctviz.read_ensemble([...]) instead",
         )
     ens = read_ensemble(list(files), format=kinds[0], **kw)  # detected once, above
-    for m in (ens.meta, ens.tree.meta):  # the folder is the source, its files' format the format
-        m["format"] = kinds[0]
+    for m in (ens.meta, ens.tree.meta):  # the folder is the source
         m["source"] = str(folder)
     return ens
 
@@ -333,18 +332,10 @@ def read_ensemble(
 
 
 def _common_meta(items: list[Tree | Ensemble]) -> dict[str, Any]:
-    """What the files of an ensemble share: their format (when they have one
-    format) and the units cctviz assumed for their metrics."""
-    meta: dict[str, Any] = {}
+    """What the files of an ensemble share: their format, when they have one
+    (``Ensemble.concat`` gathers what readers said of the units)."""
     formats = {it.meta.get("format") for it in items}
-    if len(formats) == 1 and None not in formats:
-        meta["format"] = formats.pop()
-    assumed: dict[str, str] = {}
-    for it in items:
-        assumed.update(it.meta.get("units_assumed") or {})
-    if assumed:
-        meta["units_assumed"] = assumed
-    return meta
+    return {"format": formats.pop()} if len(formats) == 1 and None not in formats else {}
 
 
 class _RunNumbers:

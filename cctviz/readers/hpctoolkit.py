@@ -73,6 +73,7 @@ import pandas as pd
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
+from ..model.units import canonical, dimension
 from . import progress_bar, register
 
 XML = "experiment.xml"
@@ -82,18 +83,6 @@ SCOPES = ("PF", "Pr", "L", "S", "C")
 KIND = {"PF": "function", "Pr": "function", "L": "loop", "S": "statement"}
 _DB_NAME = re.compile(r"-(\d+)-(\d+)-([0-9A-Za-z]+)-(\d+)-(\d+)\.metric-db$")
 # units hpcprof writes into metric names ("CPUTIME (usec)", "GXCOPY:H2D (B)")
-_UNITS = {
-    "usec": "us",
-    "us": "us",
-    "sec": "s",
-    "s": "s",
-    "msec": "ms",
-    "ms": "ms",
-    "nsec": "ns",
-    "ns": "ns",
-    "B": "B",
-    "bytes": "B",
-}
 # summary statistics hpcprof can append to a metric name ("CPUTIME (usec):Max"):
 # the rule their per-node values follow over a subtree
 _STAT_RULE = {
@@ -326,7 +315,8 @@ def _metric_name(db_name: str) -> tuple[str, str | None, str]:
     the unit its name states (or None) and its aggregation rule."""
     base = re.sub(r"\s*\((I|E|inc|exc)\)\s*$", "", db_name).strip()
     m = re.search(r"\(([A-Za-z]+)\)", base)
-    unit = _UNITS.get(m.group(1)) if m else None
+    u = canonical(m.group(1)) if m else None
+    unit = u if dimension(u) else None  # "(usec)", "(B)"; not "(PAPI)"
     stat = re.search(r":(Sum|Mean|Max|Min|StdDev|CfVar)$", base)
     rule = _STAT_RULE[stat.group(1)] if stat else "sum"
     if re.fullmatch(r"CPUTIME \((usec|sec)\)", base):

@@ -457,12 +457,7 @@ def read_tau(path: Path) -> Ensemble:
         prof.append(row)
         if not run_meta:
             run_meta = {v: meta0[k] for k, v in RUN_META.items() if k in meta0}
-    meta: dict[str, Any] = dict(run_meta)
-    assumed_all: dict[str, str] = {}
-    for t in trees:
-        assumed_all.update(t.meta.get("units_assumed", {}))
-    if assumed_all:
-        meta["units_assumed"] = assumed_all
+    meta: dict[str, Any] = dict(run_meta)  # (concat gathers the ranks' units_assumed)
     if dropped:
         listing = "; ".join(
             f"{e!r} ({', '.join(fs[:3])}{', ...' if len(fs) > 3 else ''})"

@@ -127,8 +127,7 @@ class MetricSource:
         base, stat = split_metric(name)
         if stat in RATIOS:
             return None
-        units = self.tree.units
-        return _units.canonical(units.get(base) or units.get(base_metric(base)[0]))
+        return _units.canonical(self.tree.unit(base))
 
     def exclusive_of(self, name: str) -> np.ndarray | None:
         """The exclusive column behind an additive (inclusive) metric, if there is one."""
@@ -170,19 +169,17 @@ class MetricSource:
         if self.ensemble is None:
             return {}
         prof = self.ensemble.profiles
+        # a file name says which run; a run number only where no file does
+        by_file = "file" in prof.columns and prof["file"].nunique() > 1
+        cols = [c for c in ("rank",) if c in prof.columns]
+        if not by_file and "run" in prof.columns and prof["run"].nunique() > 1:
+            cols.insert(0, "run")
         out: dict[str, str] = {}
         for i in np.unique(np.asarray(ids, dtype=np.int64)):
             if i < 0 or i >= len(prof):
                 continue
             row = prof.iloc[int(i)]
-            by_file = "file" in prof.columns and prof["file"].nunique() > 1
-            # a file name says which run; a run number only where no file does
-            cols = ("rank",) if by_file else ("run", "rank")
-            parts = [
-                f"{c} {_fmt(row[c])}"
-                for c in cols
-                if c in prof.columns and (c != "run" or prof["run"].nunique() > 1)
-            ]
+            parts = [f"{c} {_fmt(row[c])}" for c in cols]
             if by_file:
                 parts.append(os.path.basename(str(row["file"])))
             out[str(int(i))] = " ".join(parts) if parts else f"profile {int(i)}"
