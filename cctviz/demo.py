@@ -59,7 +59,7 @@ def comm_by_module(ens: Ensemble) -> pd.DataFrame:
     """Communication per step of each (context, collective), mean over ranks.
 
     Columns: context (the path above the collective, below ``step``), kind,
-    calls, MB (1e6 bytes), ms, algbw and busbw (GB/s) per step, converted from
+    calls, MB (1e6 bytes), ms, "algbw GB/s" and "busbw GB/s" per step, converted from
     the units the tree states.
     """
     tree = ens.tree
@@ -82,8 +82,8 @@ def comm_by_module(ens: Ensemble) -> pd.DataFrame:
                 "calls": m["calls"] / steps,
                 "MB": m["comm_bytes"] / steps * to_mb,
                 "ms": m["comm_time"] / steps * to_ms,
-                "algbw": bw.loc[i, "algbw"],
-                "busbw": bw.loc[i, "busbw"],
+                "algbw GB/s": bw.loc[i, "algbw"],
+                "busbw GB/s": bw.loc[i, "busbw"],
             }
         )
     return pd.DataFrame(rows)

@@ -157,7 +157,7 @@ def test_demo_profiles_the_example_training(tmp_path):
         assert re.search(r"\d (s|ms|us) ", out)
     # the communication table converts the run's ns to ms and GB/s
     alg = ddp["MB"].iloc[0] * 1e6 / (ddp["ms"].iloc[0] * 1e-3) / 1e9
-    assert ddp["algbw"].iloc[0] == pytest.approx(alg, rel=1e-9)
+    assert ddp["algbw GB/s"].iloc[0] == pytest.approx(alg, rel=1e-9)
 
 
 def test_lulesh_demo_writes_outputs(tmp_path):
