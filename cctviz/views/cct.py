@@ -44,6 +44,9 @@ STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 #: run's time is worth a look; less is noise next to the tree's own cost
 CUE_SHARE = 0.01
 
+#: at most this many search matches' ids go to the browser (next/previous match)
+MATCH_IDS = 100_000
+
 
 def _static(name: str) -> pathlib.Path:
     path = STATIC / name
@@ -94,7 +97,9 @@ class CCTView(anywidget.AnyWidget):
             colour scale (default the inclusive time).
         size: metric for node size ("" or None: all the same size; default the
             colour metric when it is inclusive).
-        layout: ``"tree"`` (node-link) or ``"icicle"``.
+        chart: ``"tree"`` (node-link) or ``"icicle"``. (Not ``layout``: that is
+            ipywidgets' own trait, e.g. ``view.layout.height = "900px"``,
+            which the view's height follows.)
         max_nodes: level-of-detail budget: the most nodes sent to the browser.
         **kwargs: any other trait (``selection``, ``collapsed``, ``focus``, ``search``).
 
@@ -104,7 +109,7 @@ class CCTView(anywidget.AnyWidget):
     Colour by ``"<metric> [cost]"`` to rank the imbalance by what it costs.
 
     State traits (synced, readable and settable): ``selection``, ``collapsed``,
-    ``expanded``, ``focus``, ``color``, ``size``, ``layout``, ``search``,
+    ``expanded``, ``focus``, ``color``, ``size``, ``chart``, ``search``,
     ``max_nodes``; :attr:`state` gathers them for saving and restoring.
     """
 
@@ -120,7 +125,7 @@ class CCTView(anywidget.AnyWidget):
         [traitlets.Unicode(), traitlets.Tuple(traitlets.Unicode(), traitlets.Unicode())]
     ).tag(sync=True, from_json=_color_from_json)
     size = traitlets.Unicode("").tag(sync=True)
-    layout = traitlets.Enum(["tree", "icicle"], "tree").tag(sync=True)
+    chart = traitlets.Enum(["tree", "icicle"], "tree").tag(sync=True)
     search = traitlets.Unicode("").tag(sync=True)
     max_nodes = traitlets.Int(2000).tag(sync=True)
     metrics = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
@@ -134,7 +139,7 @@ class CCTView(anywidget.AnyWidget):
         "focus",
         "color",
         "size",
-        "layout",
+        "chart",
         "search",
         "max_nodes",
     )
@@ -144,7 +149,7 @@ class CCTView(anywidget.AnyWidget):
         data: Tree | Ensemble,
         color: str | tuple[str, str] | None = None,
         size: str | None = None,
-        layout: str = "tree",
+        chart: str = "tree",
         max_nodes: int = 2000,
         **kwargs: Any,
     ) -> None:
@@ -161,7 +166,7 @@ class CCTView(anywidget.AnyWidget):
             first = color if isinstance(color, str) else color[0]
             size = first if self._src.is_additive(first) else ""
         super().__init__(
-            color=color, size=size, layout=layout, max_nodes=max_nodes, _data={}, **kwargs
+            color=color, size=size, chart=chart, max_nodes=max_nodes, _data={}, **kwargs
         )
         self.set_trait("metrics", list(self._src.metrics))
         if self.selection is None:
@@ -219,6 +224,26 @@ class CCTView(anywidget.AnyWidget):
         out = {k: getattr(self, k) for k in self.STATE}
         out["selection"] = self.selection.ids.tolist()
         return out
+
+    def save(self, path: str | pathlib.Path, **options: Any) -> pathlib.Path:
+        """Write the view as a figure: ``.svg``, ``.pdf``, ``.png`` or ``.html``
+        (from the suffix), from its current state (selection, collapsed,
+        focus, metrics, chart) with no browser; works for a view never
+        displayed. Options: ``width``/``height`` (pt, or "3.5in", "89mm"),
+        ``font_size`` (pt), ``title``, ``legends``, ``highlight``,
+        ``background`` ("white" or "transparent"), ``scheme`` ("light" or
+        "dark"), ``scale`` (PNG). See :func:`cctviz.export.save`.
+
+        Example:
+            >>> import cctviz, tempfile, pathlib
+            >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "solve"], {"time": [1.0, 2.0]})
+            >>> out = pathlib.Path(tempfile.mkdtemp()) / "fig.svg"
+            >>> cctviz.CCTView(t).save(out, width="3.5in").read_text().count("<text")  > 2
+            True
+        """
+        from ..export import save
+
+        return save(self, path, **options)
 
     # ------------------------------------------------------------ validation
     def _coerce_ids(self, value: Any, what: str) -> np.ndarray:
@@ -472,6 +497,10 @@ class CCTView(anywidget.AnyWidget):
             v[lod.row_of_shown] = exc[lod.shown]
             data["exclusive"], data["exclusive_metric"] = _f32(v), base_metric(colors[0])[0]
         data["color_total"] = self._total(colors[0])
+        # search: the total and the ids of the first matches, for next/previous
+        m = self._current_matches()
+        data["match_total"] = int(m.size)
+        data["match_ids"] = _i32(m[:MATCH_IDS])
         if self._src.ensemble is not None:
             data["spread"] = self._spread(lod, colors[0])
         return data

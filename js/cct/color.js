@@ -1,6 +1,9 @@
 // Colour encodings of the CCT view. Pure functions: no DOM.
 //
-// - Sequential: viridis (perceptually uniform, colour-blind safe). Linear over
+// - Sequential: "heat", ColorBrewer's YlOrRd from 15% to 100% (luminance falls
+//   monotonically, so it reads in greyscale print; the hottest nodes are the
+//   darkest red, the most visible on white; marks carry an outline so the pale
+//   low end and the dark high end both read on light and dark pages). Linear over
 //   the domain, or logarithmic when the domain is positive and spans at least
 //   three decades (profiles are heavy-tailed: with a linear scale almost every
 //   node would get the lowest colour).
@@ -8,7 +11,10 @@
 //   terciles (the 1/3 and 2/3 quantiles of the visible values).
 // - Missing values (NaN): neutral grey, readable on light and dark themes.
 
-import { interpolateViridis } from "d3-scale-chromatic";
+import { interpolateYlOrRd } from "d3-scale-chromatic";
+
+/** The default sequential ramp, t in [0, 1]: pale yellow (low) to dark red (high). */
+export const interpolateHeat = (t) => interpolateYlOrRd(0.15 + 0.85 * Math.max(0, Math.min(1, t)));
 
 /** Fill of nodes with a missing value. */
 export const MISSING_COLOR = "#9e9e9e";
@@ -18,10 +24,11 @@ export const NEUTRAL_COLOR = "#7aa6c2";
 /**
  * Joshua Stevens' bivariate palette, `BIVARIATE[binB][binA]`: metric A grows
  * to the right (towards teal), metric B grows upwards (towards pink), both
- * together towards dark blue.
+ * together towards dark blue. The low-low cell is a mid grey (not Stevens'
+ * near-white), so that cold nodes still show on a white page.
  */
 export const BIVARIATE = [
-  ["#e8e8e8", "#ace4e4", "#5ac8c8"],
+  ["#cfcfcf", "#ace4e4", "#5ac8c8"],
   ["#dfb0d6", "#a5add3", "#5698b9"],
   ["#be64ac", "#8c62aa", "#3b4994"],
 ];
@@ -36,14 +43,14 @@ export function isLogDomain(domain) {
  *
  * @param {[number,number]|null} domain [min, max]
  * @param {object} [opts]
- * @param {(t:number)=>string} [opts.interpolator=interpolateViridis]
+ * @param {(t:number)=>string} [opts.interpolator=interpolateHeat]
  * @param {boolean} [opts.log] force (true) or forbid (false) a log scale; default {@link isLogDomain}
  * @returns {{color:(v:number)=>string, position:(v:number)=>number, log:boolean,
  *   domain:[number,number]|null, interpolator:(t:number)=>string}}
  *   `position(v)` is v's place on the colour bar in [0, 1] (NaN if missing).
  */
 export function sequentialScale(domain, opts = {}) {
-  const interpolator = opts.interpolator ?? interpolateViridis;
+  const interpolator = opts.interpolator ?? interpolateHeat;
   const log = opts.log ?? isLogDomain(domain);
   let position;
   if (!domain) position = () => NaN;

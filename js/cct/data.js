@@ -10,10 +10,44 @@ export const FLAG_USER_COLLAPSED = 4;
 export const FLAG_MATCH = 8;
 export const FLAG_OTHER = 16;
 
-const decoder = new TextDecoder("utf-8");
+// An embedded V8 (the exporter) has no TextDecoder: decode by hand there.
+const decoder = typeof TextDecoder === "function" ? new TextDecoder("utf-8") : { decode: decodeUTF8 };
+
+/** UTF-8 bytes to a string; an invalid sequence becomes U+FFFD (as TextDecoder does, per maximal subpart). */
+export function decodeUTF8(bytes) {
+  let out = "";
+  let i = 0;
+  const n = bytes.length;
+  while (i < n) {
+    const b = bytes[i];
+    let cp = 0xfffd;
+    let len = 1;
+    if (b < 0x80) cp = b;
+    else {
+      const need = b >= 0xf0 && b <= 0xf4 ? 3 : b >= 0xe0 ? (b <= 0xef ? 2 : 0) : b >= 0xc2 ? 1 : 0;
+      if (need) {
+        const lo = b === 0xe0 ? 0xa0 : b === 0xf0 ? 0x90 : 0x80;
+        const hi = b === 0xed ? 0x9f : b === 0xf4 ? 0x8f : 0xbf;
+        let v = b & (0x3f >> need);
+        let k = 1;
+        for (; k <= need && i + k < n; k++) {
+          const c = bytes[i + k];
+          if (c < (k === 1 ? lo : 0x80) || c > (k === 1 ? hi : 0xbf)) break;
+          v = (v << 6) | (c & 0x3f);
+        }
+        if (k === need + 1) cp = v;
+        len = k;
+      }
+    }
+    out += String.fromCodePoint(cp);
+    i += len;
+  }
+  return out;
+}
 
 /** View any binary buffer (DataView, typed array, ArrayBuffer) as bytes without copying. */
 function bytesOf(buf) {
+  if (Array.isArray(buf)) return Uint8Array.from(buf);
   if (buf instanceof ArrayBuffer) return new Uint8Array(buf);
   if (ArrayBuffer.isView(buf)) return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
   return new Uint8Array(0);
@@ -91,6 +125,15 @@ function aggregationOf(d) {
   return out;
 }
 
+/** Number of entries of `match_ids` (its own length: it is not a per-row column). */
+function matchCount(d) {
+  const m = d.match_ids;
+  if (Array.isArray(m)) return m.length;
+  if (m instanceof ArrayBuffer) return m.byteLength >> 2;
+  if (m && ArrayBuffer.isView(m)) return m.byteLength >> 2;
+  return 0;
+}
+
 /**
  * @typedef {object} CCTData
  * @property {number} n visible rows
@@ -114,6 +157,8 @@ function aggregationOf(d) {
  * @property {string} exclusiveMetric name of the exclusive metric ("" when none)
  * @property {number|null} colorTotal the whole tree's value of an additive colour metric
  * @property {string[]} focusPath
+ * @property {number} matchTotal search matches in the whole tree (not only the rows shown)
+ * @property {number[]} matchIds their node ids in tree order (at most Python's cap)
  * @property {object|null} spread
  * @property {number[][]} children row indices of each row's children, in order
  * @property {number[]} roots top rows, in order
@@ -135,7 +180,9 @@ export function decodeData(raw) {
   const depth = column(d.depth, "int32", n, 0);
   const flags = column(d.flags, "uint8", n, 0);
   const folded = column(d.folded, "int32", n, 0);
-  const names = isBuffer(d.name_bytes) || isBuffer(d.name_offsets)
+  const names = Array.isArray(d.names)
+    ? Array.from({ length: n }, (_, i) => String(d.names[i] ?? ""))
+    : d.name_bytes !== undefined || d.name_offsets !== undefined
     ? decodeNames(d.name_bytes ?? new ArrayBuffer(0), d.name_offsets ?? [], n)
     : new Array(n).fill("");
   const color = column(d.color, "float32", n);
@@ -199,6 +246,8 @@ export function decodeData(raw) {
     exclusiveMetric: typeof d.exclusive_metric === "string" ? d.exclusive_metric : "",
     colorTotal: Number.isFinite(d.color_total) ? d.color_total : null,
     focusPath: Array.isArray(d.focus_path) ? d.focus_path.map(String) : [],
+    matchTotal: Number.isFinite(d.match_total) ? d.match_total : 0,
+    matchIds: d.match_ids !== undefined && d.match_ids !== null ? Array.from(column(d.match_ids, "int32", matchCount(d))) : [],
     spread,
     children,
     roots,

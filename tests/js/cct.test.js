@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { interpolateViridis } from "d3-scale-chromatic";
 
 import {
   FLAG_HAS_CHILDREN,
@@ -34,6 +33,7 @@ import {
 import {
   BIVARIATE,
   MISSING_COLOR,
+  interpolateHeat,
   bivariateColor,
   isLogDomain,
   luminance,
@@ -392,13 +392,13 @@ describe("cct/layout: labels", () => {
 });
 
 describe("cct/color", () => {
-  it("maps the domain ends to the ends of viridis and NaN to grey", () => {
+  it("maps the domain ends to the ends of the heat ramp and NaN to grey", () => {
     const s = sequentialScale([0, 10]);
     assert.equal(s.log, false);
-    assert.equal(s.color(0), interpolateViridis(0));
-    assert.equal(s.color(10), interpolateViridis(1));
-    assert.equal(s.color(5), interpolateViridis(0.5));
-    assert.equal(s.color(-3), interpolateViridis(0), "clamped");
+    assert.equal(s.color(0), interpolateHeat(0));
+    assert.equal(s.color(10), interpolateHeat(1));
+    assert.equal(s.color(5), interpolateHeat(0.5));
+    assert.equal(s.color(-3), interpolateHeat(0), "clamped");
     assert.equal(s.color(NaN), MISSING_COLOR);
     assert.equal(valueAt(s, 0.5), 5);
   });
@@ -409,14 +409,14 @@ describe("cct/color", () => {
     assert.ok(!isLogDomain([1, 999]));
     const s = sequentialScale([1, 1e4]);
     assert.ok(s.log);
-    assert.equal(s.color(1), interpolateViridis(0));
-    assert.equal(s.color(1e4), interpolateViridis(1));
+    assert.equal(s.color(1), interpolateHeat(0));
+    assert.equal(s.color(1e4), interpolateHeat(1));
     assert.ok(Math.abs(s.position(100) - 0.5) < 1e-12);
     assert.ok(Math.abs(valueAt(s, 0.5) - 100) < 1e-9);
   });
 
   it("handles a single-value domain and no domain", () => {
-    assert.equal(sequentialScale([3, 3]).color(3), interpolateViridis(0.5));
+    assert.equal(sequentialScale([3, 3]).color(3), interpolateHeat(0.5));
     assert.equal(sequentialScale(null).color(3), MISSING_COLOR);
   });
 
@@ -436,7 +436,7 @@ describe("cct/color", () => {
 
   it("uses the Stevens grid for bivariate colours", () => {
     const br = [1, 2];
-    assert.equal(bivariateColor(0, 0, br, br), "#e8e8e8");
+    assert.equal(bivariateColor(0, 0, br, br), "#cfcfcf", "low-low: mid grey, not near-white");
     assert.equal(bivariateColor(3, 3, br, br), "#3b4994");
     assert.equal(bivariateColor(3, 0, br, br), "#5ac8c8", "high A, low B: teal");
     assert.equal(bivariateColor(0, 3, br, br), "#be64ac", "low A, high B: pink");
@@ -444,9 +444,19 @@ describe("cct/color", () => {
     assert.equal(bivariateColor(NaN, 3, br, br), MISSING_COLOR);
   });
 
+  it("makes the hottest colour the most visible on white: darkest, and dark to light monotonically", () => {
+    const lum = [0, 0.25, 0.5, 0.75, 1].map((t) => luminance(interpolateHeat(t)));
+    for (let k = 1; k < lum.length; k++) assert.ok(lum[k] < lum[k - 1], `luminance falls: ${lum}`);
+    // contrast with white (WCAG): the hottest node stands out, the coolest is still not white
+    const contrast = (l) => 1.05 / (l + 0.05);
+    assert.ok(contrast(lum[4]) > 7, `hot on white ${contrast(lum[4])}`);
+    assert.ok(contrast(lum[0]) > 1.1, `cold on white ${contrast(lum[0])}`);
+    assert.ok(luminance(BIVARIATE[0][0]) < 0.7, "low-low bivariate cell is not near-white");
+  });
+
   it("picks readable text on fills", () => {
-    assert.equal(textColorOn(interpolateViridis(0)), "#ffffff");
-    assert.equal(textColorOn(interpolateViridis(1)), "#111111");
+    assert.equal(textColorOn(interpolateHeat(0)), "#111111");
+    assert.equal(textColorOn(interpolateHeat(1)), "#ffffff");
     assert.equal(textColorOn("#e8e8e8"), "#111111");
     assert.equal(textColorOn("#3b4994"), "#ffffff");
     assert.ok(Math.abs(luminance("#ffffff") - 1) < 1e-12);

@@ -213,9 +213,9 @@ def test_menus_and_layout_write_traits(widget_page, tree):
     view = cctviz.CCTView(tree)
     wp = widget_page(view)
     root = wp.view(view)
-    root.locator(".cctviz-layout button[data-layout=icicle]").click()
+    root.locator(".cctviz-chart button[data-chart=icicle]").click()
     wp.sync()
-    assert view.layout == "icicle"
+    assert view.chart == "icicle"
     assert root.locator(f"{ITEM} rect").count() == len(view.visible)
     root.locator("select.cctviz-color2").select_option("time")
     wp.sync()
@@ -223,7 +223,7 @@ def test_menus_and_layout_write_traits(widget_page, tree):
     root.locator("select.cctviz-size").select_option("")
     wp.sync()
     assert view.size == ""
-    view.layout = "tree"
+    view.chart = "tree"
     wp.sync()
     assert root.locator(f"{ITEM} circle").count() == len(view.visible)
 
@@ -404,7 +404,9 @@ def test_legends_and_tooltip_name_units(widget_page):
     lines = tip.locator("div").all_text_contents()
     text = "\n".join(lines)
     assert f"time (inc): {format_value(st.loc[wait, 'mean'], 'ms')}" in lines
-    assert f"time (exclusive): {format_value(st.loc[wait, 'mean'], 'ms')}" in lines
+    # a leaf: all of it is exclusive
+    exc = format_value(st.loc[wait, "mean"], "ms")
+    assert f"time (exclusive): {exc} (100% of inclusive)" in lines
     assert "of parent" in text and "of total" in text
     assert "time (inc) over 3 profiles (1 failed, left out)" in lines
     assert f"min {format_value(st.loc[wait, 'min'], 'ms')}" in text  # 500 us: not 0 from rank 2

@@ -220,7 +220,7 @@ def test_focus_shows_only_the_subtree(tree):
 
 
 def test_state_round_trip(tree):
-    view = cctviz.CCTView(tree, max_nodes=7, layout="icicle")
+    view = cctviz.CCTView(tree, max_nodes=7, chart="icicle")
     from_frontend(view, collapsed=[int(rows(view)[1])], search="a", selection=[0])
     # observers of one message run in an order that depends on the hash seed:
     # whatever ran first, the rows equal a recomputation from scratch
@@ -271,7 +271,7 @@ def test_bad_input_errors(tree):
     with pytest.raises(traitlets.TraitError, match=r"\[0, "):
         cctviz.CCTView(tree, selection=[len(tree)])
     with pytest.raises(traitlets.TraitError):
-        cctviz.CCTView(tree, layout="sunburst")
+        cctviz.CCTView(tree, chart="sunburst")
     view = cctviz.CCTView(tree)
     with pytest.raises(traitlets.TraitError, match="focus"):
         view.focus = len(tree)

@@ -1,0 +1,624 @@
+// The CCT view's scene: a pure function from the decoded `_data`, plain
+// settings and a text measure to everything a figure shows (geometry, labels,
+// encodings, legends, figure size), as plain objects. No DOM: draw.js turns a
+// scene into SVG, in the notebook and in the exporter alike.
+//
+// A scene's marks are "prims": {tag, attrs, text?, children?} (SVG tags).
+
+import { formatPercent, formatRatio } from "../format.js";
+import { FONT_FAMILY, measureText, truncateToWidth } from "../measure.js";
+import {
+  BIVARIATE,
+  MISSING_COLOR,
+  NEUTRAL_COLOR,
+  bivariateColor,
+  sequentialScale,
+  terciles,
+  textColorOn,
+  valueAt,
+} from "./color.js";
+import {
+  FLAG_MATCH,
+  ancestorNames,
+  finiteExtent,
+  formatMetricValue,
+  hasImbalanceCue,
+  imbalance,
+  imbalanceCost,
+  isAdditive,
+  isCollapsed,
+  isExpandable,
+  isOther,
+  metricLabel,
+  metricName,
+} from "./data.js";
+import { icicleLayout, treeLayout } from "./layout.js";
+
+const TRIANGLE = "\u25b2";
+const ELLIPSIS = "\u2026";
+
+/** The text measure of the bundled font (measure.js): the same in the notebook and in export. */
+export const TABLE_MEASURE = { text: measureText, truncate: truncateToWidth };
+
+/**
+ * Settings of a scene, all plain values (built from the widget's traits and,
+ * for export, the paper options). Every field has a default.
+ */
+export const DEFAULT_SETTINGS = Object.freeze({
+  chart: "tree", // "tree" | "icicle"
+  color: [], // [] | [a] | [a, b] (bivariate)
+  size: "", // size metric, "" = all nodes alike
+  selection: [], // selected node ids
+  fontSize: 12, // label size in figure units (px on screen, pt in export)
+  width: null, // width to fill (null: the content's natural width)
+  height: null, // height to fit (export only; null: natural)
+  fit: false, // export: scale the figure down to width/height
+  legends: true,
+  highlight: true, // draw the selection
+  title: "",
+  background: null, // fill behind the figure ("white"), or null (transparent)
+  style: "", // CSS text put inside the SVG (export), "" in the notebook
+});
+
+/** Metric names of a `color` trait value: [], [a] or [a, b]. */
+export function colorMetrics(value) {
+  if (Array.isArray(value)) return value.filter((m) => typeof m === "string" && m !== "").slice(0, 2);
+  return typeof value === "string" && value !== "" ? [value] : [];
+}
+
+/** Round to 2 decimals for compact, stable SVG attributes. */
+export const r2 = (v) => Math.round(v * 100) / 100;
+
+/** A prim: an SVG element as data. */
+function P(tag, attrs, text, children) {
+  const p = { tag, attrs };
+  if (text !== undefined && text !== null) p.text = text;
+  if (children) p.children = children;
+  return p;
+}
+
+/** Sizes of the figure, all proportional to the font size (12 on screen). */
+function metrics(fontSize) {
+  const u = fontSize / 12;
+  return {
+    u,
+    font: fontSize,
+    small: r2(fontSize * (11 / 12)),
+    margin: 14 * u,
+    whisker: 40 * u,
+    labelWidth: 20 * fontSize, // longest tree label, before the ellipsis
+  };
+}
+
+/**
+ * Colour and size encodings of the data under the settings.
+ * In the icicle, when the colour metric is also the height, the colour shows
+ * its exclusive part instead (the height already shows the inclusive value).
+ */
+export function encodings(d, settings) {
+  const metrics = colorMetrics(settings.color);
+  const keep = (i) => !isOther(d, i);
+  const enc = { kind: "none", metrics: [...metrics], fill: () => NEUTRAL_COLOR, values: d.color, note: "" };
+  const sizeMetric = settings.size || "";
+  if (
+    settings.chart === "icicle" &&
+    metrics.length === 1 &&
+    sizeMetric === metrics[0] &&
+    isAdditive(d, sizeMetric) &&
+    d.exclusive &&
+    d.exclusiveMetric
+  ) {
+    enc.values = d.exclusive;
+    enc.metrics = [d.exclusiveMetric];
+    enc.note = "exclusive part; the height shows the inclusive value";
+  }
+  if (d.color && d.color2 && metrics.length === 2) {
+    enc.kind = "bivariate";
+    enc.breaksA = terciles(d.color, keep);
+    enc.breaksB = terciles(d.color2, keep);
+    enc.fill = (i) => bivariateColor(d.color[i], d.color2[i], enc.breaksA, enc.breaksB);
+  } else if (enc.values && metrics.length >= 1) {
+    enc.kind = "sequential";
+    const domain = enc.values === d.color ? d.colorDomain : finiteExtent(enc.values, keep);
+    enc.scale = sequentialScale(domain);
+    enc.fill = (i) => enc.scale.color(enc.values[i]);
+  }
+  enc.sizeMetric = sizeMetric;
+  enc.sizeMax = d.size && d.sizeDomain ? Math.max(0, d.sizeDomain[1]) : 0;
+  return enc;
+}
+
+/** "8 profiles", "7 profiles (1 failed, left out)". */
+export function profilesText(s) {
+  const live = `${s.profiles} profile${s.profiles === 1 ? "" : "s"}`;
+  return s.failed > 0 ? `${live} (${s.failed} failed, left out)` : live;
+}
+
+/** The imbalance cue's text: what the imbalance costs ("▲ 3.14 ms"). */
+export function cueText(d, i) {
+  return `${TRIANGLE} ${formatMetricValue(d, d.spread.metric, imbalanceCost(d, i))}`;
+}
+
+/** The accessible label of row i: its name and the values it shows. */
+export function ariaLabel(d, enc, i) {
+  const parts = [d.names[i]];
+  const add = (m, col) => parts.push(`${metricName(d, m)} ${formatMetricValue(d, m, col[i])}`);
+  const cm = colorMetrics(enc.colorSetting);
+  if (cm[0] && d.color) add(cm[0], d.color);
+  if (cm[1] && d.color2) add(cm[1], d.color2);
+  if (enc.sizeMetric && d.size && enc.sizeMetric !== cm[0] && enc.sizeMetric !== cm[1]) add(enc.sizeMetric, d.size);
+  if (isOther(d, i)) parts.push(`stands for ${d.folded[i]} folded nodes`);
+  else if (d.folded[i] > 0) parts.push(`${d.folded[i]} hidden descendants`);
+  const imb = imbalance(d, i);
+  if (Number.isFinite(imb)) {
+    const cost = imbalanceCost(d, i);
+    const costs = Number.isFinite(cost) ? ` costing ${formatMetricValue(d, d.spread.metric, cost)}` : "";
+    parts.push(`imbalance ${formatRatio(imb)}${costs}${hasImbalanceCue(d, i) ? " (flagged)" : ""}`);
+  }
+  return parts.join(", ");
+}
+
+/**
+ * The tooltip of row i as lines {text, cls?}: the call path, the values of
+ * the metrics shown, the first colour metric's exclusive value and its share
+ * of the parent and of the whole tree, and an ensemble's spread.
+ */
+export function tooltipLines(d, settings, row) {
+  const lines = [];
+  const path = [...d.focusPath, ...ancestorNames(d, row)];
+  lines.push({ cls: "cctviz-tip-path", text: path.join(" \u203a ") });
+  const cm = colorMetrics(settings.color);
+  const seen = new Set();
+  const shown = [];
+  if (cm[0] && d.color) shown.push([cm[0], d.color]);
+  if (cm[1] && d.color2) shown.push([cm[1], d.color2]);
+  if (settings.size && d.size) shown.push([settings.size, d.size]);
+  for (const [m, col] of shown) {
+    if (seen.has(m)) continue;
+    seen.add(m);
+    lines.push({ text: `${metricName(d, m)}: ${formatMetricValue(d, m, col[row])}` });
+  }
+  if (cm[0] && d.color && !isOther(d, row)) {
+    const m = cm[0];
+    const v = d.color[row];
+    if (d.exclusive && d.exclusiveMetric && !seen.has(d.exclusiveMetric)) {
+      const e = d.exclusive[row];
+      let text = `${metricName(d, d.exclusiveMetric)} (exclusive): ${formatMetricValue(d, d.exclusiveMetric, e)}`;
+      if (Number.isFinite(e) && Number.isFinite(v) && v > 0) text += ` (${formatPercent(e / v)} of inclusive)`;
+      lines.push({ text });
+    }
+    if (isAdditive(d, m) && Number.isFinite(v)) {
+      const shares = [];
+      const p = d.parent[row];
+      if (p >= 0 && d.color[p] > 0) shares.push(`${formatPercent(v / d.color[p])} of parent`);
+      if (d.colorTotal > 0) shares.push(`${formatPercent(v / d.colorTotal)} of total`);
+      if (shares.length) lines.push({ text: shares.join(", ") });
+    }
+  }
+  if (isOther(d, row)) {
+    lines.push({ cls: "cctviz-tip-note", text: `stands for ${d.folded[row]} folded node${d.folded[row] === 1 ? "" : "s"}; click to show them` });
+  } else if (d.folded[row] > 0) {
+    lines.push({ cls: "cctviz-tip-note", text: `${d.folded[row]} hidden descendant${d.folded[row] === 1 ? "" : "s"}` });
+  }
+  const s = d.spread;
+  if (s && !isOther(d, row)) {
+    const f = (v) => formatMetricValue(d, s.metric, v);
+    lines.push({ cls: "cctviz-tip-head", text: `${metricName(d, s.metric)} over ${profilesText(s)}` });
+    lines.push({ text: `mean ${f(s.mean[row])}, std ${f(s.std[row])}` });
+    lines.push({ text: `min ${f(s.min[row])}, max ${f(s.max[row])}` });
+    const imb = imbalance(d, row);
+    const cost = imbalanceCost(d, row);
+    if (Number.isFinite(imb) || Number.isFinite(cost)) {
+      const a = s.argmax[row];
+      const who = a >= 0 ? s.labels[String(a)] ?? `profile ${a}` : "";
+      const parts = [`imbalance (max/mean) ${formatRatio(imb)}`];
+      if (Number.isFinite(cost)) parts.push(`costs ${f(cost)} (max \u2212 mean)`);
+      if (who) parts.push(`max on ${who}`);
+      lines.push({ cls: hasImbalanceCue(d, row) ? "cctviz-tip-alert" : undefined, text: parts.join(", ") });
+    }
+  }
+  return lines;
+}
+
+/** The spread whisker of row i (min-max and mean, to the scale of max) as a prim, or null. */
+function spreadPrim(d, i, x, y, w, cls = "cctviz-spread") {
+  const s = d.spread;
+  const max = s.max[i];
+  const min = s.min[i];
+  const mean = s.mean[i];
+  if (!(Number.isFinite(max) && max > 0)) return null;
+  const pos = (v) => r2(x + w * Math.max(0, Math.min(1, v / max)));
+  const kids = [P("line", { class: "cctviz-spread-track", x1: r2(x), x2: r2(x + w), y1: r2(y), y2: r2(y) })];
+  if (Number.isFinite(min)) kids.push(P("line", { class: "cctviz-spread-range", x1: pos(min), x2: pos(max), y1: r2(y), y2: r2(y) }));
+  if (Number.isFinite(mean)) {
+    kids.push(P("line", { class: "cctviz-spread-mean", x1: pos(mean), x2: pos(mean), y1: r2(y - 3.5), y2: r2(y + 3.5) }));
+  }
+  return P("g", { class: cls }, null, kids);
+}
+
+/** Attributes every node group carries (the accessible DOM contract). */
+function nodeAttrs(d, enc, i, x, y, selected, cue) {
+  const sibs = d.parent[i] >= 0 ? d.children[d.parent[i]] : d.roots;
+  const cls = ["cctviz-node"];
+  if (selected) cls.push("selected");
+  if (d.flags[i] & FLAG_MATCH) cls.push("match");
+  if (isOther(d, i)) cls.push("other");
+  if (isCollapsed(d, i) && isExpandable(d, i) && !isOther(d, i)) cls.push("collapsed");
+  if (cue) cls.push("imbalanced");
+  const attrs = {
+    class: cls.join(" "),
+    transform: `translate(${r2(x)},${r2(y)})`,
+    role: "treeitem",
+    "data-id": String(d.id[i]),
+    "aria-level": String(d.depth[i] + 1),
+    "aria-setsize": String(sibs.length),
+    "aria-posinset": String(sibs.indexOf(i) + 1),
+  };
+  if (isExpandable(d, i)) attrs["aria-expanded"] = String(!isCollapsed(d, i));
+  attrs["aria-label"] = ariaLabel(d, enc, i);
+  attrs["aria-selected"] = String(selected);
+  return attrs;
+}
+
+function treeContent(d, enc, m, measure, labels, more, cue, sel) {
+  const ensemble = Boolean(d.spread);
+  const rowHeight = (ensemble ? 32 : 22) * m.u;
+  const rMax = (enc.sizeMetric && d.size ? (ensemble ? 9 : 10) : 4.5) * m.u;
+  enc.rMax = rMax;
+  enc.radiusOf = (v) => {
+    if (!(enc.sizeMax > 0) || !Number.isFinite(v) || v <= 0) return 2.5 * m.u;
+    return Math.max(2 * m.u, rMax * Math.sqrt(Math.min(1, v / enc.sizeMax)));
+  };
+  const radius = (i) => (enc.sizeMetric && d.size ? enc.radiusOf(d.size[i]) : 4.5 * m.u);
+  const lw = (i) => {
+    let w = measure.text(labels[i] + more[i], m.font);
+    if (ensemble) w = Math.max(w, m.whisker + 6 * m.u + (cue[i] ? measure.text(cue[i], m.small, 700) : 0));
+    return w;
+  };
+  const g = treeLayout(d, { rowHeight, radius, labelWidth: lw, labelGap: 6 * m.u, linkGap: 28 * m.u });
+  const links = [];
+  for (let i = 0; i < d.n; i++) {
+    const p = d.parent[i];
+    if (p < 0) continue;
+    const sx = g.linkStart[p];
+    const sy = g.y[p];
+    const tx = g.x[i] - radius(i) - 1;
+    const ty = g.y[i];
+    const mx = (sx + tx) / 2;
+    links.push(P("path", {
+      class: isOther(d, i) ? "cctviz-link cctviz-link-other" : "cctviz-link",
+      d: `M${r2(sx)},${r2(sy)}C${r2(mx)},${r2(sy)} ${r2(mx)},${r2(ty)} ${r2(tx)},${r2(ty)}`,
+    }));
+  }
+  const nodes = [];
+  for (let i = 0; i < d.n; i++) {
+    const r = radius(i);
+    const kids = [P("circle", { class: "cctviz-mark", r: r2(r), fill: enc.fill(i) })];
+    const label = P("text", { class: "cctviz-label", x: r2(r + 6 * m.u), y: ensemble ? r2(-5 * m.u) : 0, dy: "0.35em" }, labels[i]);
+    if (more[i]) label.children = [P("tspan", { class: "cctviz-more" }, more[i])];
+    kids.push(label);
+    if (ensemble && !isOther(d, i)) {
+      const sp = spreadPrim(d, i, r + 6 * m.u, 8 * m.u, m.whisker);
+      if (sp) kids.push(sp);
+      if (cue[i]) {
+        kids.push(P("text", { class: "cctviz-imbalance", x: r2(r + 6 * m.u + m.whisker + 6 * m.u), y: r2(8 * m.u), dy: "0.35em" }, cue[i]));
+      }
+    }
+    nodes.push(P("g", nodeAttrs(d, enc, i, g.x[i], g.y[i], sel.has(d.id[i]), cue[i]), null, kids));
+  }
+  return { geom: { kind: "tree", ...g }, links, nodes, width: g.width, height: g.height };
+}
+
+function icicleContent(d, enc, m, measure, cue, sel, settings) {
+  const ensemble = Boolean(d.spread);
+  let leaves = 0;
+  let levels = 1;
+  for (let i = 0; i < d.n; i++) {
+    if (d.children[i].length === 0) leaves++;
+    levels = Math.max(levels, d.depth[i] + 1);
+  }
+  const height = Math.max(260, Math.min(560, leaves * 22)) * m.u;
+  const avail = settings.width ? settings.width - 2 * m.margin : 160 * m.u * levels;
+  const columnWidth = Math.max(130 * m.u, Math.min(260 * m.u, Math.floor(avail / levels)));
+  const g = icicleLayout(d, {
+    values: enc.sizeMetric ? d.size : null,
+    additive: isAdditive(d, enc.sizeMetric),
+    height,
+    columnWidth,
+  });
+  const nodes = [];
+  const valueCol = enc.kind === "sequential" ? enc.values : d.color ?? d.size;
+  const valueMetric = enc.kind === "sequential" ? enc.metrics[0] : d.color ? enc.metrics[0] : enc.sizeMetric;
+  for (let i = 0; i < d.n; i++) {
+    const w = g.x1[i] - g.x0[i];
+    const hgt = g.y1[i] - g.y0[i];
+    const fill = enc.fill(i);
+    const kids = [P("rect", { class: "cctviz-mark", width: r2(w - 1), height: r2(Math.max(0, hgt)), fill })];
+    // Text on the fill: dark or light ink, whichever contrasts more.
+    const ink = textColorOn(fill) === "#ffffff" ? "cctviz-ink-light" : "cctviz-ink-dark";
+    const labelled = hgt >= 15 * m.u;
+    if (labelled) {
+      const cueW = cue[i] ? measure.text(cue[i], m.small, 700) + 6 * m.u : 0;
+      const avail = w - 12 * m.u - cueW;
+      const label = avail > 0 ? measure.truncate(d.names[i], avail, m.font) : "";
+      const y = hgt >= 34 * m.u ? 11 * m.u : hgt / 2;
+      if (label) kids.push(P("text", { class: `cctviz-label ${ink}`, x: r2(5 * m.u), y: r2(y), dy: "0.35em" }, label));
+      if (cue[i] && avail > 0) {
+        kids.push(P("text", { class: `cctviz-imbalance ${ink}`, x: r2(w - 6 * m.u), y: r2(y), dy: "0.35em", "text-anchor": "end" }, cue[i]));
+      }
+      if (hgt >= 34 * m.u && valueCol && Number.isFinite(valueCol[i])) {
+        const v = formatMetricValue(d, valueMetric, valueCol[i]);
+        if (measure.text(v, m.small) <= w - 12 * m.u) {
+          kids.push(P("text", { class: `cctviz-value ${ink}`, x: r2(5 * m.u), y: r2(26 * m.u), dy: "0.35em" }, v));
+        }
+      }
+    }
+    // The spread bar sits at the bottom: only where it does not cross the label.
+    if (ensemble && !isOther(d, i) && (labelled ? hgt >= 26 * m.u : hgt >= 12 * m.u) && w >= 30 * m.u) {
+      const sp = spreadPrim(d, i, 4 * m.u, hgt - 4 * m.u, w - 10 * m.u, `cctviz-spread cctviz-spread-inset ${ink}`);
+      if (sp) kids.push(sp);
+    }
+    nodes.push(P("g", nodeAttrs(d, enc, i, g.x0[i], g.y0[i], sel.has(d.id[i]), cue[i]), null, kids));
+  }
+  return { geom: { kind: "icicle", ...g }, links: [], nodes, width: g.width, height: g.height };
+}
+
+/**
+ * The selection drawn over an icicle (a double frame per selected node);
+ * the tree shows selection on the nodes themselves (class "selected").
+ */
+export function selectionOverlay(d, geom, ids) {
+  const out = [];
+  if (!geom || geom.kind !== "icicle") return out;
+  for (const id of ids) {
+    const i = d.rowOf.get(id);
+    if (i === undefined || geom.y1[i] - geom.y0[i] <= 0) continue;
+    const attrs = {
+      x: r2(geom.x0[i] + 1),
+      y: r2(geom.y0[i] + 1),
+      width: r2(geom.x1[i] - geom.x0[i] - 3),
+      height: r2(Math.max(0, geom.y1[i] - geom.y0[i] - 2)),
+    };
+    out.push(P("rect", { class: "cctviz-sel cctviz-sel-outer", ...attrs }));
+    out.push(P("rect", { class: "cctviz-sel cctviz-sel-inner", ...attrs }));
+  }
+  return out;
+}
+
+/** "all 0 B" when a metric has one value only, else the tercile breaks "1 ms | 5 ms". */
+function breaksText(d, metric, breaks, domain) {
+  if (!breaks) return "\u2013";
+  if (domain && domain[0] === domain[1]) return `all ${formatMetricValue(d, metric, domain[0])} (no spread)`;
+  return `${formatMetricValue(d, metric, breaks[0])} | ${formatMetricValue(d, metric, breaks[1])}`;
+}
+
+/** Legends as [prim, width, height] items (not yet placed). */
+function legendItems(d, enc, m, measure, settings, geom) {
+  const items = [];
+  if (d.n === 0) return items;
+  const S = m.small;
+  const u = m.u;
+  const tw = (t, weight = 400) => measure.text(t, S, weight);
+  const title = (text) => P("text", { class: "cctviz-legend-title", x: 0, y: 0, dy: "0.8em" }, text);
+  const text = (x, y, t, extra = {}) => P("text", { class: "cctviz-legend-text", x: r2(x), y: r2(y), ...extra }, t);
+  const cut = (t, chars) => measure.truncate(t, chars * S * 0.55, S, 700) || ELLIPSIS;
+  if (enc.kind === "sequential") {
+    const sc = enc.scale;
+    const t = cut(`Colour: ${metricLabel(d, enc.metrics[0])}${sc.log ? " (log scale)" : ""}${enc.note ? ` (${enc.note})` : ""}`, 96);
+    const W = 180 * u;
+    const steps = 60;
+    const kids = [title(t)];
+    const y0 = 17 * u;
+    const bh = 10 * u;
+    for (let k = 0; k < steps; k++) {
+      kids.push(P("rect", { x: r2((k * W) / steps), y: r2(y0), width: r2(W / steps + 0.4), height: r2(bh), fill: sc.interpolator((k + 0.5) / steps) }));
+    }
+    kids.push(P("rect", { class: "cctviz-legend-frame", x: 0, y: r2(y0), width: r2(W), height: r2(bh) }));
+    if (sc.domain) {
+      const single = sc.domain[0] === sc.domain[1];
+      for (const tt of single ? [0] : [0, 0.5, 1]) {
+        const v = valueAt(sc, tt);
+        kids.push(P("line", { class: "cctviz-legend-tick", x1: r2(tt * W), x2: r2(tt * W), y1: r2(y0 + bh), y2: r2(y0 + bh + 4 * u) }));
+        const label = single ? `all ${formatMetricValue(d, enc.metrics[0], v)}` : formatMetricValue(d, enc.metrics[0], v);
+        kids.push(text(tt * W, y0 + bh + 6 * u, label, { dy: "0.8em", "text-anchor": tt === 0 ? "start" : tt === 1 ? "end" : "middle" }));
+      }
+    }
+    kids.push(P("rect", { class: "cctviz-legend-swatch", x: r2(W + 12 * u), y: r2(y0), width: r2(bh), height: r2(bh), fill: MISSING_COLOR }));
+    kids.push(text(W + 26 * u, y0 + bh / 2, "missing", { dy: "0.35em" }));
+    items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(W + 26 * u + tw("missing"), tw(t, 700)), 48 * u]);
+  } else if (enc.kind === "bivariate") {
+    const [ma, mb] = enc.metrics;
+    const t = cut(`Colour: ${ma} \u00d7 ${mb} (terciles)`, 64);
+    const cell = 14 * u;
+    const gy = 32 * u;
+    const up = `\u2191 ${cut(metricLabel(d, mb), 40)}`;
+    const right = `${cut(metricLabel(d, ma), 40)} \u2192`;
+    const kids = [title(t), text(0, 17 * u, up, { dy: "0.8em" })];
+    for (let bb = 0; bb < 3; bb++) {
+      for (let ba = 0; ba < 3; ba++) {
+        kids.push(P("rect", { x: r2(ba * cell), y: r2(gy + (2 - bb) * cell), width: r2(cell), height: r2(cell), fill: BIVARIATE[bb][ba] }));
+      }
+    }
+    kids.push(text(0, gy + 3 * cell + 3 * u, right, { dy: "0.8em" }));
+    const tx = 3 * cell + 10 * u;
+    const lineA = `\u2192 ${breaksText(d, ma, enc.breaksA, d.colorDomain)}`;
+    const lineB = `\u2191 ${breaksText(d, mb, enc.breaksB, d.color2Domain)}`;
+    kids.push(P("text", { class: "cctviz-legend-text cctviz-legend-muted", x: r2(tx), y: r2(gy), dy: "0.8em" }, "tercile breaks"));
+    kids.push(text(tx, gy + 14 * u, lineA, { dy: "0.8em" }));
+    kids.push(text(tx, gy + 28 * u, lineB, { dy: "0.8em" }));
+    const w = Math.max(tx + Math.max(tw(lineA), tw(lineB), tw("tercile breaks")), tw(up), tw(right), tw(t, 700));
+    items.push([P("g", { class: "cctviz-legend" }, null, kids), w, gy + 3 * cell + 17 * u]);
+  }
+  if (settings.chart === "tree" && enc.sizeMetric && d.size && enc.sizeMax > 0) {
+    const t = cut(`Size (area): ${metricLabel(d, enc.sizeMetric)}`, 64);
+    const kids = [title(t)];
+    let x = 0;
+    const rMax = enc.rMax;
+    for (const f of [1, 0.25, 0.04]) {
+      const v = enc.sizeMax * f;
+      const r = enc.radiusOf(v);
+      kids.push(P("circle", { class: "cctviz-legend-circle", cx: r2(x + r), cy: r2(17 * u + rMax), r: r2(r) }));
+      const label = formatMetricValue(d, enc.sizeMetric, v);
+      kids.push(text(x + 2 * r + 4 * u, 17 * u + rMax, label, { dy: "0.35em" }));
+      x += 2 * r + 18 * u + tw(label);
+    }
+    items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(x, tw(t, 700)), 17 * u + 2 * rMax + 2 * u]);
+  } else if (settings.chart === "icicle") {
+    let t = "Height \u221d leaf count";
+    if (geom && geom.bySize) t = `Height \u221d ${metricLabel(d, enc.sizeMetric)}`;
+    else if (enc.sizeMetric && !isAdditive(d, enc.sizeMetric)) t += ` (${enc.sizeMetric} does not add up)`;
+    t = cut(t, 80);
+    items.push([P("g", { class: "cctviz-legend" }, null, [title(t)]), tw(t, 700), 16 * u]);
+  }
+  if (d.spread) {
+    const s = d.spread;
+    const t = cut(`Spread of ${metricLabel(d, s.metric)} over ${profilesText(s)}`, 80);
+    const W = m.whisker;
+    const y = 24 * u;
+    const kids = [
+      title(t),
+      P("line", { class: "cctviz-spread-track", x1: 0, x2: r2(W), y1: r2(y), y2: r2(y) }),
+      P("line", { class: "cctviz-spread-range", x1: r2(W * 0.3), x2: r2(W), y1: r2(y), y2: r2(y) }),
+      P("line", { class: "cctviz-spread-mean", x1: r2(W * 0.6), x2: r2(W * 0.6), y1: r2(y - 4 * u), y2: r2(y + 4 * u) }),
+    ];
+    const t1 = "min\u2013max (to scale of max), | mean";
+    kids.push(text(W + 6 * u, y, t1, { dy: "0.35em" }));
+    let w = W + 6 * u + tw(t1);
+    let hgt = y + 8 * u;
+    if (s.costThreshold !== null) {
+      const share = s.cueShare > 0 ? ` (${formatPercent(s.cueShare)} of the total)` : "";
+      const t2 = `imbalance costs max \u2212 mean \u2265 ${formatMetricValue(d, s.metric, s.costThreshold)}${share}`;
+      kids.push(P("text", { class: "cctviz-imbalance", x: 0, y: r2(y + 15 * u), dy: "0.35em" }, TRIANGLE));
+      kids.push(text(W + 6 * u, y + 15 * u, t2, { dy: "0.35em" }));
+      w = Math.max(w, W + 6 * u + tw(t2));
+      hgt = y + 22 * u;
+    }
+    items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(w, tw(t, 700)), hgt]);
+  }
+  return items;
+}
+
+/** Place legend items left to right, wrapping at `width`; returns {prims, height, width}. */
+function flowLegends(items, width, m) {
+  const prims = [];
+  let x = m.margin;
+  let y = 8 * m.u;
+  let rowH = 0;
+  let right = 0;
+  for (const [g, w, hgt] of items) {
+    if (x > m.margin && x + w > width - m.margin) {
+      x = m.margin;
+      y += rowH + 8 * m.u;
+      rowH = 0;
+    }
+    g.attrs.transform = `translate(${r2(x)},${r2(y)})`;
+    prims.push(g);
+    right = Math.max(right, x + w + m.margin);
+    x += w + 28 * m.u;
+    rowH = Math.max(rowH, hgt);
+  }
+  return { prims, height: items.length ? y + rowH + 8 * m.u : 0, width: right };
+}
+
+/** Font size and weight of a text prim by its class (attributes, so several figures on one page never share them). */
+function typeset(prim, m) {
+  if (prim.tag === "text" || prim.tag === "tspan") {
+    const cls = ` ${prim.attrs.class || ""} `;
+    const bold = /\s(cctviz-legend-title|cctviz-imbalance|cctviz-title)\s/.test(cls);
+    let size = m.font;
+    if (cls.includes(" cctviz-title ")) size = r2(m.font * 1.2);
+    else if (/\s(cctviz-value|cctviz-more|cctviz-imbalance|cctviz-legend-title|cctviz-legend-text)\s/.test(cls)) size = m.small;
+    if (prim.tag === "text" || size !== m.font) prim.attrs["font-size"] = size;
+    if (bold) prim.attrs["font-weight"] = "700";
+  }
+  if (prim.children) for (const c of prim.children) typeset(c, m);
+  return prim;
+}
+
+/**
+ * Build the scene of a CCT view.
+ *
+ * @param {import("./data.js").CCTData} d decoded `_data`
+ * @param {object} settings see {@link DEFAULT_SETTINGS}
+ * @param {{text: Function, truncate: Function}} [measure] text measure (default: the bundled font's table)
+ * @returns {object} the scene: `width`/`height` (figure size in figure units), `frame`
+ *   (svg width, height and viewBox), `legends`, `band` (their height), `content`
+ *   (offset of the tree), `links`, `nodes`, `overlay`, `title`, `empty`, `geom`
+ *   (mark positions by row, for interaction), `fontSize`, `fontFamily`.
+ */
+export function cctScene(d, settings, measure = TABLE_MEASURE) {
+  const st = { ...DEFAULT_SETTINGS, ...settings };
+  st.chart = st.chart === "icicle" ? "icicle" : "tree";
+  const m = metrics(st.fontSize);
+  const enc = encodings(d, st);
+  enc.colorSetting = st.color;
+  const sel = new Set(st.highlight ? (st.selection || []).map(Number) : []);
+
+  const labels = d.names.map((nm) => measure.truncate(nm, m.labelWidth, m.font) || ELLIPSIS);
+  const more = new Array(d.n).fill("");
+  const cue = new Array(d.n).fill("");
+  for (let i = 0; i < d.n; i++) {
+    if (!isOther(d, i) && isCollapsed(d, i) && isExpandable(d, i)) more[i] = d.folded[i] > 0 ? ` +${d.folded[i]}` : " +";
+    if (hasImbalanceCue(d, i)) cue[i] = cueText(d, i);
+  }
+  const body =
+    st.chart === "tree" ? treeContent(d, enc, m, measure, labels, more, cue, sel) : icicleContent(d, enc, m, measure, cue, sel, st);
+
+  const naturalW = body.width + 2 * m.margin;
+  // export: shrink to the asked width (the legends flow at the figure's own width)
+  let scale = 1;
+  if (st.fit && st.width && naturalW > st.width) scale = st.width / naturalW;
+  const flowW = st.fit ? Math.max(naturalW, st.width ? st.width / scale : 0) : st.width || Math.max(naturalW, 480 * m.u);
+  const legends = st.legends ? flowLegends(legendItems(d, enc, m, measure, st, body.geom), flowW, m) : { prims: [], height: 0, width: 0 };
+
+  let top = 0;
+  let title = null;
+  if (st.title) {
+    const tt = measure.truncate(String(st.title), flowW - 2 * m.margin, m.font * 1.2, 700);
+    title = P("text", { class: "cctviz-title", x: r2(m.margin), y: r2(m.margin), dy: "0.8em" }, tt);
+    top = m.margin + m.font * 1.2 + 4 * m.u;
+  }
+  const band = legends.height;
+  const content = { x: m.margin, y: top + band + m.margin };
+  const width = Math.max(flowW, legends.width, naturalW);
+  const height = content.y + body.height + m.margin;
+  const empty = d.n
+    ? null
+    : P("text", { class: "cctviz-empty", x: r2(m.margin), y: r2(content.y + 12 * m.u) }, "No nodes to show");
+
+  if (st.fit && st.height && height * scale > st.height) scale = st.height / height;
+  const outW = st.fit && st.width ? st.width : width * scale;
+  const outH = st.fit && st.height ? st.height : height * scale;
+  const frame = {
+    width: `${r2(outW)}pt`,
+    height: `${r2(outH)}pt`,
+    viewBox: `0 0 ${r2(outW / scale)} ${r2(outH / scale)}`,
+  };
+  for (const list of [body.nodes, legends.prims]) for (const p of list) typeset(p, m);
+  if (title) typeset(title, m);
+  if (empty) typeset(empty, m);
+  return {
+    kind: "cct",
+    chart: st.chart,
+    fontSize: m.font,
+    fontFamily: FONT_FAMILY,
+    width,
+    height,
+    scale,
+    frame,
+    style: st.style || "",
+    background: st.background,
+    title,
+    titleHeight: top,
+    legends: legends.prims,
+    band,
+    content,
+    links: body.links,
+    nodes: body.nodes,
+    overlay: st.highlight ? selectionOverlay(d, body.geom, sel) : [],
+    empty,
+    geom: body.geom,
+    encodings: enc,
+    margin: m.margin,
+  };
+}
