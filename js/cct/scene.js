@@ -464,8 +464,8 @@ function legendItems(d, enc, m, measure, settings, geom) {
     }
     items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(x, tw(t, 700)), 17 * u + 2 * rMax + 2 * u]);
   } else if (settings.chart === "icicle") {
-    let t = "Height \u221d leaf count";
-    if (geom && geom.bySize) t = `Height \u221d ${metricLabel(d, enc.sizeMetric)}`;
+    let t = "Height by leaf count";
+    if (geom && geom.bySize) t = `Height by ${metricLabel(d, enc.sizeMetric)}`;
     else if (enc.sizeMetric && !isAdditive(d, enc.sizeMetric)) t += ` (${enc.sizeMetric} does not add up)`;
     t = cut(t, 80);
     items.push([P("g", { class: "cctviz-legend" }, null, [title(t)]), tw(t, 700), 16 * u]);

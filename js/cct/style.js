@@ -34,7 +34,7 @@ export const THEME_PALETTE = Object.freeze({
 export function figureCSS(p, scope = ".cctviz-fig") {
   const f = scope;
   return [
-    `${f} text{fill:${p.fg};font-kerning:none}`,
+    `${f} text{fill:${p.fg};font-kerning:none;font-variant-ligatures:none}`,
     `${f} .cctviz-title{font-weight:700}`,
     `${f} .cctviz-link{fill:none;stroke:${p.line};stroke-width:1.2}`,
     `${f} .cctviz-link-other{stroke-dasharray:3 2}`,
