@@ -121,6 +121,7 @@ def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dic
         "comm_ddp": out / "comm-ddp.csv",
         "comm_fsdp": out / "comm-fsdp.csv",
     }
+    files.update(write_figures(ddp, step, out))
     both.save(files["runs"])
     files["tree"].write_text(ddp.render("time (inc)", max_nodes=None, threshold=0) + "\n")
     tables["ddp"].to_csv(files["comm_ddp"], index=False)
@@ -128,6 +129,22 @@ def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dic
     print("\nwrote " + ", ".join(str(p) for p in [*runs.values(), *files.values()]))
     print("open them with: cctviz tree out/run-ddp   or   cctviz.read('out/runs.cctviz')")
     return {**{f"run_{k}": v for k, v in runs.items()}, **files}
+
+
+def write_figures(ens: Ensemble, step: Ensemble, out: Path) -> dict[str, Path]:
+    """The demo's figures: the DDP run's step context as a tree coloured by time
+    and sized by it, spread over ranks (SVG and PDF, for a paper's column
+    width), and its communication time against its time (bivariate, SVG)."""
+    from .views.cct import CCTView
+
+    tree = CCTView(step, max_nodes=60)
+    comm = CCTView(step, color=("time (inc)", "comm_time (inc)"), size="time (inc)", max_nodes=60)
+    title = "GPT example, DDP on CPU processes: the step context"
+    return {
+        "figure_svg": tree.save(out / "tree-ddp.svg", width="7in", font_size=8, title=title),
+        "figure_pdf": tree.save(out / "tree-ddp.pdf", width="7in", font_size=8, title=title),
+        "figure_comm": comm.save(out / "comm-ddp.svg", width="7in", font_size=8),
+    }
 
 
 def example_files() -> list[Path]:

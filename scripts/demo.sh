@@ -2,9 +2,9 @@
 # The main job on its embedded default: installs cctviz (and torch, CPU) in .venv,
 # profiles the bundled GPT example training on 2 CPU processes (gloo) with DDP and
 # FSDP2 under `cctviz run`, prints the tree and the communication per module, and
-# writes the runs and tables to ./out (pass --out DIR to change).
+# writes the runs, tables and figures (SVG, PDF) to ./out (pass --out DIR to change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-setup_env torch
+setup_env "torch,export"
 .venv/bin/cctviz demo "$@"

@@ -1,6 +1,7 @@
 import json
 import re
 import subprocess
+import xml.etree.ElementTree as ET
 import sys
 
 import pandas as pd
@@ -145,6 +146,12 @@ def test_demo_profiles_the_example_training(tmp_path):
     assert ddp["kind"].tolist() == ["all_reduce"]
     assert ddp["MB"].iloc[0] == pytest.approx(params * 4 / 1e6, rel=1e-9)  # fp32 gradients
     assert (tmp_path / "tree-ddp.txt").read_text().count("blocks.") >= 4
+    # the figures: vector, with the tree's names as text, 7 in wide
+    svg = ET.parse(tmp_path / "tree-ddp.svg").getroot()
+    texts = {t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")}
+    assert "step" in texts and "forward" in texts and svg.get("width") == "504pt"
+    assert (tmp_path / "tree-ddp.pdf").read_bytes().startswith(b"%PDF-")
+    assert "comm_time (inc)" in (tmp_path / "comm-ddp.svg").read_text()
     # what the demo and `cctviz tree` print of its run: times with units, never raw ns
     tree = subprocess.run(
         [sys.executable, "-m", "cctviz.cli", "tree", str(tmp_path / "run-ddp")],

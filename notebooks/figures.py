@@ -1,0 +1,55 @@
+"""Regenerate every figure the README shows (docs/figures/).
+
+From the real profiles in ../shared/data (deterministic: tests/test_figures.py
+runs this script and compares the bytes) and, with ``--demo OUT``, from the
+demo's run (``bash scripts/demo.sh`` writes ``out/``; its timings differ from
+run to run, so that figure is only regenerated when asked).
+
+    python notebooks/figures.py [--out docs/figures] [--demo out]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+
+
+def data_figures(out: Path) -> list[Path]:
+    """The figures of real profiles, written to ``out``."""
+    import cctviz
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    lulesh = cctviz.read(DATA / "hatchet-tutorial" / "lulesh-scaling" / "lulesh-annotation-profile-64cores.json")
+    view = cctviz.CCTView(lulesh, max_nodes=80)
+    written.append(view.save(out / "lulesh-tree.svg", width="7in", font_size=8, title="LULESH, 64 ranks (Caliper): mean time per rank"))
+    kripke = cctviz.read(DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696")
+    view = cctviz.CCTView(kripke, chart="icicle", max_nodes=60)
+    written.append(view.save(out / "kripke-icicle.svg", width="7in", font_size=8, title="Kripke, 64 ranks (HPCToolkit): time and its spread over ranks"))
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "figures")
+    ap.add_argument("--demo", type=Path, help="the demo's output folder: copy its DDP tree figure too")
+    a = ap.parse_args(argv)
+    for p in data_figures(a.out):
+        print(p)
+    if a.demo:
+        src = a.demo / "tree-ddp.svg"
+        if not src.exists():
+            print(f"{src}: not found (run bash scripts/demo.sh first)", file=sys.stderr)
+            return 1
+        shutil.copyfile(src, a.out / "demo-ddp.svg")
+        print(a.out / "demo-ddp.svg")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

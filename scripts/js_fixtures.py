@@ -1,0 +1,69 @@
+"""Write the payloads of the JavaScript figure tests (tests/js/fixtures/*.json).
+
+Each fixture is what ``cctviz.export.payload(view)`` gives for a small view of a
+real profile in ../shared/data: ``tests/js/figure.test.js`` renders it with the
+export bundle's code and compares with the checked-in SVG next to it, and
+``tests/test_js_fixtures.py`` checks that Python still makes these payloads.
+
+    python scripts/js_fixtures.py [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+OUT = ROOT / "tests" / "js" / "fixtures"
+
+
+def fixtures() -> dict[str, dict]:
+    """name -> payload (with ``expect_labels``: names the figure must show)."""
+    import cctviz
+    from cctviz.export import payload
+
+    out: dict[str, dict] = {}
+    cpi = cctviz.read(DATA / "hatchet" / "caliper-cpi-json" / "cpi-callpath-profile.json")
+    view = cctviz.CCTView(cpi, selection=[1])
+    out["cpi-tree"] = payload(view, title="cpi (Caliper JSON)")
+    names = cpi.tree.names if isinstance(cpi, cctviz.Ensemble) else cpi.names
+    out["cpi-tree"]["expect_labels"] = [str(n) for n in names[:3]]
+
+    lulesh = cctviz.read(DATA / "hatchet-tutorial" / "lulesh-scaling" / "lulesh-annotation-profile-8cores.json")
+    view = cctviz.CCTView(lulesh, chart="icicle", max_nodes=40)
+    out["lulesh-icicle"] = payload(view, width="6in", font_size=8)
+    out["lulesh-icicle"]["expect_labels"] = [str(lulesh.names[0])]
+
+    files = sorted((DATA / "hatchet-tutorial" / "lulesh-scaling").glob("*.json"))[:4]
+    ens = cctviz.read_ensemble(files)
+    view = cctviz.CCTView(ens, max_nodes=25)
+    out["lulesh-ensemble"] = payload(view, scheme="dark")
+    out["lulesh-ensemble"]["expect_labels"] = [str(ens.tree.names[0])]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="compare with the files instead of writing")
+    a = ap.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    stale = []
+    for name, p in fixtures().items():
+        text = json.dumps(p, indent=1, sort_keys=True) + "\n"
+        path = OUT / f"{name}.json"
+        if a.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(path.name)
+        else:
+            path.write_text(text)
+    if stale:
+        print(f"stale fixtures (run scripts/js_fixtures.py): {', '.join(stale)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
