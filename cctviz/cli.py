@@ -59,7 +59,7 @@ def _make_view(obj: Any, a: argparse.Namespace) -> Any:
     import traitlets
 
     from .errors import CCTVizError
-    from .views import CCTView
+    from .views.cct import CCTView
 
     kw: dict[str, Any] = {"max_nodes": a.max_nodes}
     # the chart trait is being renamed (layout -> chart): pass whichever the view has
@@ -85,7 +85,7 @@ def _make_view(obj: Any, a: argparse.Namespace) -> Any:
                 )
             top = int(hits[0])
         if a.depth is not None:
-            base = int(tree.depth[top]) + 1 if top >= 0 else 0
+            base = int(tree.depth[top]) if top >= 0 else 0
             ids = np.arange(len(tree))
             inner = tree.end > ids + 1
             hide = inner & (tree.depth == base + a.depth - 1)

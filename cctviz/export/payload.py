@@ -41,7 +41,7 @@ BACKGROUNDS = ("white", "transparent")
 SCHEMES = ("light", "dark")
 CHARTS = ("tree", "icicle")
 
-_LENGTH = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+_LENGTH = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 
 
 class ViewLike(Protocol):
