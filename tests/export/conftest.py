@@ -32,6 +32,8 @@ FAKE_EXPORT = HERE / "fake_export.js"
 FAKE_STANDALONE = HERE / "fake_standalone.js"
 #: the stand-in bundles serve only while the real ones are not built
 USE_FAKE_BUNDLE = not all(p.is_file() for p in REAL_BUNDLES)
+#: the PATH before the tests cut it down (the packaging test looks for git on it)
+ORIGINAL_PATH = os.environ.get("PATH", "")
 #: tools the tests run (poppler-utils: scripts/setup.sh installs them)
 TOOLS = ("pdffonts", "pdfinfo")
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome", "headless_shell")
