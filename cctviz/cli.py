@@ -1,4 +1,5 @@
-"""Command line: ``cctviz tree FILE``, ``cctviz info FILE``, ``cctviz run ...``, ``cctviz demo``."""
+"""Command line: ``cctviz tree FILE``, ``cctviz info FILE``, ``cctviz export FILE -o fig.pdf``,
+``cctviz view FILE``, ``cctviz run ...``, ``cctviz demo``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from .errors import CCTVizError
 
@@ -43,6 +47,236 @@ def _cmd_info(a: argparse.Namespace) -> int:
         print(f"{a.file}")
         print(format_info(info))
     return 0
+
+
+# ------------------------------------------------------------------ export, view
+FIGURE_FORMATS = ("svg", "pdf", "png", "html")
+
+
+def _make_view(obj: Any, a: argparse.Namespace) -> Any:
+    """A CCTView of ``obj`` in the state the view options of ``a`` ask for."""
+    import numpy as np
+    import traitlets
+
+    from .errors import CCTVizError
+    from .views.cct import CCTView
+
+    kw: dict[str, Any] = {"max_nodes": a.max_nodes}
+    # the chart trait is being renamed (layout -> chart): pass whichever the view has
+    kw["chart" if "chart" in CCTView.class_trait_names() else "layout"] = a.layout
+    if a.color:
+        kw["color"] = a.color
+    if a.size is not None:
+        kw["size"] = "" if a.size.lower() in ("", "none") else a.size
+    try:
+        view = CCTView(obj, **kw)
+        if a.color2:
+            first = view.color if isinstance(view.color, str) else view.color[0]
+            view.color = (first, a.color2)
+        tree = view.tree
+        top = -1
+        if a.focus:
+            hits = np.flatnonzero(tree.callpaths.to_numpy() == a.focus)
+            if not hits.size:
+                example = tree.callpaths.iat[min(1, len(tree) - 1)]
+                raise CCTVizError(
+                    f"--focus: no node has the call path {a.focus!r} (names from a root"
+                    f" joined by '/', e.g. {example!r})"
+                )
+            top = int(hits[0])
+        if a.depth is not None:
+            base = int(tree.depth[top]) if top >= 0 else 0
+            ids = np.arange(len(tree))
+            inner = tree.end > ids + 1
+            hide = inner & (tree.depth == base + a.depth - 1)
+            if top >= 0:
+                hide &= (ids >= top) & (ids < tree.end[top])
+            view.collapsed = np.flatnonzero(hide).tolist()
+        if top >= 0:
+            view.focus = top
+        if a.query:
+            view.selection = a.query
+            if not len(view.selection.ids):
+                print(f"cctviz: --query matched no node: {a.query}", file=sys.stderr)
+    except traitlets.TraitError as e:
+        raise CCTVizError(str(e)) from None
+    return view
+
+
+def _figure_options(a: argparse.Namespace, fmt: str) -> dict[str, Any]:
+    """The export options of ``a`` (checked now, before any file is read)."""
+    from .errors import ExportOptionError
+    from .export import drawing_options
+
+    opts: dict[str, Any] = {"title": a.title}
+    for k in ("width", "height", "font_size", "background", "scheme"):
+        if getattr(a, k, None) is not None:
+            opts[k] = getattr(a, k)
+    if getattr(a, "no_legends", False):
+        opts["legends"] = False
+    if getattr(a, "no_highlight", False):
+        opts["highlight"] = False
+    drawing_options(**opts)
+    if getattr(a, "scale", None) is not None or getattr(a, "dpi", None) is not None:
+        if fmt != "png":
+            which = "--scale" if a.scale is not None else "--dpi"
+            raise ExportOptionError(which, f"only a PNG takes it, not {fmt.upper()}")
+        from .export.png import png_scale
+
+        png_scale(a.scale, a.dpi)
+        opts.update({k: v for k in ("scale", "dpi") if (v := getattr(a, k)) is not None})
+    return opts
+
+
+def _stem(path: str) -> str:
+    """An output name for an input: the file name less its suffixes (.json.gz)."""
+    name = Path(path.rstrip("/\\")).name or "profile"
+    for suffix in (".gz", ".bz2", ".xz", ".zst"):
+        name = name.removesuffix(suffix)
+    return Path(name).stem or name
+
+
+def _outputs(a: argparse.Namespace) -> tuple[str, list[tuple[str, Path]]]:
+    """The output format and the (input, output path) pairs of ``cctviz export``."""
+    from .errors import CCTVizError
+    from .export import FORMATS
+
+    fmt = a.format.lower().lstrip(".") if a.format else None
+    if fmt is not None and fmt not in FIGURE_FORMATS:
+        raise CCTVizError(
+            f"--format: expected one of {', '.join(FIGURE_FORMATS)}; got {a.format!r}"
+        )
+    out = Path(a.output)
+    if len(a.profiles) == 1 and not out.is_dir():
+        by_suffix = FORMATS.get(out.suffix.lower())
+        if fmt is None and by_suffix is None:
+            raise CCTVizError(
+                f"-o {a.output}: cannot tell the format: end the name in"
+                f" {', '.join(FORMATS)} or give --format"
+            )
+        if fmt is not None and by_suffix is not None and fmt != by_suffix:
+            raise CCTVizError(f"--format {fmt} does not match -o {a.output}")
+        return fmt or by_suffix, [(a.profiles[0], out)]
+    # several inputs (or -o an existing folder): -o is a folder, one file per input
+    if out.exists() and not out.is_dir():
+        raise CCTVizError(f"-o {a.output}: with several profiles -o must be a folder")
+    fmt = fmt or "svg"
+    pairs, seen = [], {}
+    for prof in a.profiles:
+        target = out / f"{_stem(prof)}.{fmt}"
+        if target in seen:
+            raise CCTVizError(f"{seen[target]} and {prof} would both be written to {target}")
+        seen[target] = prof
+        pairs.append((prof, target))
+    return fmt, pairs
+
+
+def _cmd_export(a: argparse.Namespace) -> int:
+    from .errors import CCTVizError
+    from .export import save
+    from .readers import progress_bar, read
+
+    fmt, pairs = _outputs(a)
+    opts = _figure_options(a, fmt)
+    if len(pairs) > 1:
+        Path(a.output).mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for prof, target in progress_bar(pairs, None, desc="exporting", unit="file"):
+        try:
+            view = _make_view(read(prof, format=a.input_format), a)
+            save(view, target, format=fmt, **opts)
+        except (CCTVizError, OSError) as e:
+            if len(pairs) == 1:
+                raise
+            print(f"cctviz: {_message(e)}", file=sys.stderr)
+            failed += 1
+    return 2 if failed else 0
+
+
+def _cmd_view(a: argparse.Namespace) -> int:
+    from .export import save
+    from .readers import read
+
+    opts = _figure_options(a, "html")
+    if a.output:
+        target = Path(a.output)
+    else:
+        target = Path(tempfile.mkdtemp(prefix="cctviz-")) / f"{_stem(a.profile)}.html"
+    view = _make_view(read(a.profile, format=a.input_format), a)
+    print(save(view, target, format="html", **opts))
+    return 0
+
+
+def _message(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+
+
+def _add_view_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("what the view shows")
+    g.add_argument(
+        "--color",
+        "-c",
+        metavar="METRIC",
+        help="colour metric, e.g. 'time (inc)' (default: inclusive time)",
+    )
+    g.add_argument(
+        "--color2",
+        metavar="METRIC",
+        help="a second colour metric: a bivariate colour scale of --color and this",
+    )
+    g.add_argument(
+        "--size",
+        metavar="METRIC",
+        help="node size metric ('none': all alike; default: the colour metric when it adds up)",
+    )
+    g.add_argument(
+        "--query",
+        "-q",
+        metavar="QUERY",
+        help="highlight the nodes this call-path query selects, e.g."
+        ' \'MATCH (".", a) WHERE a."name" STARTS WITH "MPI"\'',
+    )
+    g.add_argument(
+        "--focus",
+        metavar="PATH",
+        help="show only the subtree of the node with this call path (names from a root"
+        " joined by '/', e.g. 'main/solve')",
+    )
+    g.add_argument(
+        "--depth",
+        "-d",
+        type=_depth,
+        metavar="N",
+        help="show N levels, as `cctviz tree --depth N` does: the top nodes (the roots, or"
+        " the focus) are level 1; the nodes of level N are drawn collapsed",
+    )
+    g.add_argument(
+        "--layout",
+        choices=("tree", "icicle"),
+        default="tree",
+        help="node-link tree or icicle (default: tree)",
+    )
+    g.add_argument(
+        "--max-nodes",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="level of detail: draw at most N nodes, small siblings folded into"
+        " an 'other' node (default: 2000)",
+    )
+    g.add_argument(
+        "--input-format", metavar="FORMAT", help="the profile's format (default: detected)"
+    )
+    g.add_argument("--title", help="a title above the figure (the HTML page's title too)")
+
+
+def _depth(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
 
 
 def _cmd_demo(a: argparse.Namespace) -> int:
@@ -135,6 +369,75 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--lulesh", action="store_true", help="the LULESH ensemble demo instead (no torch)"
     )
     d.set_defaults(fn=_cmd_demo)
+    x = sub.add_parser(
+        "export",
+        help="write a figure (SVG, PDF, PNG or HTML) of profiles' calling-context trees",
+        description="Draw the calling-context tree of each profile as the notebook view"
+        " draws it, with no browser. PDF and PNG need `pip install 'cctviz[export]'`.",
+    )
+    x.add_argument("profiles", nargs="+", metavar="PROFILE", help="profile file(s) or folder(s)")
+    x.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="the output file for one profile (its suffix gives the format); a folder for"
+        " several, one file each, named after the profile",
+    )
+    x.add_argument(
+        "--format",
+        "-f",
+        metavar="F",
+        help=f"output format: {', '.join(FIGURE_FORMATS)} (default: -o's suffix; with several"
+        " profiles, svg)",
+    )
+    _add_view_options(x)
+    g = x.add_argument_group("the figure")
+    g.add_argument(
+        "--width",
+        metavar="LENGTH",
+        help="figure width: points or a length with a unit, e.g. 3.5in, 89mm, 8cm, 252pt,"
+        " 600px (default: the natural width)",
+    )
+    g.add_argument("--height", metavar="LENGTH", help="figure height (default: follows the width)")
+    g.add_argument(
+        "--font-size", type=float, metavar="PT", help="label font size in points (default: 10)"
+    )
+    g.add_argument("--no-legends", action="store_true", help="leave the legends out")
+    g.add_argument("--no-highlight", action="store_true", help="do not mark the --query selection")
+    g.add_argument(
+        "--background",
+        choices=("white", "transparent"),
+        help="page background (default: white)",
+    )
+    g.add_argument(
+        "--scheme",
+        choices=("light", "dark"),
+        help="colours for a light (default) or a dark page",
+    )
+    g.add_argument(
+        "--scale",
+        type=float,
+        metavar="S",
+        help="PNG only: 4/3 x S pixels per point (default: 2, i.e. 192 dpi)",
+    )
+    g.add_argument("--dpi", type=float, help="PNG only: pixels per inch instead of --scale")
+    x.set_defaults(fn=_cmd_export)
+    v = sub.add_parser(
+        "view",
+        help="write a standalone interactive HTML page of a profile and print its path",
+        description="Write one self-contained HTML page (no server, no network) with the"
+        " interactive view of a profile: pan, zoom, collapse, tooltips.",
+    )
+    v.add_argument("profile", metavar="PROFILE", help="a profile file or folder")
+    v.add_argument(
+        "-o",
+        "--output",
+        metavar="PAGE",
+        help="the page to write (default: PROFILE's name .html in a new temporary folder)",
+    )
+    _add_view_options(v)
+    v.set_defaults(fn=_cmd_view)
     a = p.parse_args(argv)
     try:
         return a.fn(a)
@@ -142,11 +445,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except CCTVizError as e:
-        print(f"cctviz: {e}", file=sys.stderr)
+    except (CCTVizError, KeyError) as e:
+        print(f"cctviz: {_message(e)}", file=sys.stderr)
         return 2
-    except KeyError as e:
-        print(f"cctviz: {e.args[0] if e.args else e}", file=sys.stderr)
+    except OSError as e:
+        if a.cmd not in ("export", "view"):
+            raise
+        print(f"cctviz: {_message(e)}", file=sys.stderr)
         return 2
 
 

@@ -44,3 +44,25 @@ class UnknownFormatError(ProfileError):
 
 class QueryError(CCTVizError, ValueError):
     """A call-path query is malformed; the message points at the offending part."""
+
+
+class ExportError(CCTVizError):
+    """A figure could not be exported: the drawing bundle is missing or failed,
+    or the output cannot be written as asked."""
+
+
+class ExportOptionError(ExportError, ValueError):
+    """An export option has a wrong name or value; the message names the option.
+
+    Example:
+        >>> str(ExportOptionError("width", "expected a length such as '3.5in', got 'wide'"))
+        "width: expected a length such as '3.5in', got 'wide'"
+    """
+
+    def __init__(self, option: str, problem: str):
+        self.option = option
+        super().__init__(f"{option}: {problem}")
+
+
+class MissingDependencyError(ExportError, ImportError):
+    """An optional package needed for an output format is not installed."""

@@ -46,3 +46,13 @@ ensure_chromium() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
 }
+
+# poppler-utils (pdffonts, pdfinfo): the export tests check the PDFs' fonts and page size.
+ensure_poppler() {
+  if command -v pdffonts >/dev/null && command -v pdfinfo >/dev/null; then return 0; fi
+  echo "== installing Debian's poppler-utils (PDF export tests)"
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq poppler-utils >/dev/null
+}

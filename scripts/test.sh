@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Run the whole test suite on a fresh machine: installs what it needs
-# (virtualenv, npm packages, pip packages, Debian's chromium for browser tests).
+# (virtualenv, npm packages, pip packages, Debian's chromium for browser tests and
+# poppler-utils for the PDF export tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 setup_env test
 ensure_chromium
+ensure_poppler
 
 echo "== lint"
 .venv/bin/ruff check cctviz tests benchmarks examples

@@ -1,0 +1,74 @@
+"""The drawing engine: one V8 context per process and bundle, errors that name the
+bundle, safe to share between threads."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import cctviz.export.engine as engine_mod
+from cctviz.errors import ExportError
+from cctviz.export import get_engine, payload, render_svg
+from cctviz.export.engine import Engine
+
+
+def test_one_engine_per_bundle(view):
+    assert get_engine() is get_engine()
+    p = payload(view, width=200)
+    assert render_svg(p) == get_engine().render_svg(p)
+    import json
+
+    assert render_svg(json.dumps(p)) == render_svg(p)  # JSON text or a dict
+
+
+def test_threads_share_the_engine(view):
+    p = payload(view, width=200)
+    want = render_svg(p)
+    got: list[str] = []
+
+    def work():
+        for _ in range(5):
+            got.append(render_svg(p))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [want] * 20
+
+
+def test_a_missing_bundle_is_named(tmp_path, monkeypatch, view):
+    missing = tmp_path / "cctviz-export.js"
+    monkeypatch.setattr(engine_mod, "EXPORT_BUNDLE", missing)
+    with pytest.raises(ExportError, match=f"{missing}.*npm run build"):
+        render_svg(payload(view))
+
+
+def test_js_errors_name_the_bundle(tmp_path, view):
+    bad = tmp_path / "broken-export.js"
+    bad.write_text(
+        "globalThis.cctvizExport = {renderSVG: function (s) {"
+        " var p = JSON.parse(s); throw new TypeError('no chart ' + p.state.chart); }};"
+    )
+    with pytest.raises(ExportError) as e:
+        Engine(bad).render_svg(payload(view))
+    msg = str(e.value)
+    assert "broken-export.js" in msg and "TypeError: no chart tree" in msg
+    assert "\n" not in msg
+
+
+def test_bundles_that_do_not_load(tmp_path):
+    syntax = tmp_path / "syntax.js"
+    syntax.write_text("globalThis.cctvizExport = {renderSVG: function ( {};")
+    with pytest.raises(ExportError, match="syntax.js failed to load"):
+        Engine(syntax)
+    empty = tmp_path / "empty.js"
+    empty.write_text("var x = 1;")
+    with pytest.raises(ExportError, match=r"empty.js does not define cctvizExport.renderSVG"):
+        Engine(empty)
+    wrong = tmp_path / "wrong.js"
+    wrong.write_text("globalThis.cctvizExport = {renderSVG: function () { return 42; }};")
+    with pytest.raises(ExportError, match="returned int, not an SVG string"):
+        Engine(wrong).render_svg("{}")
