@@ -29,19 +29,18 @@ def fixtures() -> dict[str, dict]:
     cpi = cctviz.read(DATA / "hatchet" / "caliper-cpi-json" / "cpi-callpath-profile.json")
     view = cctviz.CCTView(cpi, selection=[1])
     out["cpi-tree"] = payload(view, title="cpi (Caliper JSON)")
-    names = cpi.tree.names if isinstance(cpi, cctviz.Ensemble) else cpi.names
-    out["cpi-tree"]["expect_labels"] = [str(n) for n in names[:3]]
+    out["cpi-tree"]["expect_labels"] = [str(n) for n in view.tree.names[:3]]
 
     lulesh = cctviz.read(DATA / "hatchet-tutorial" / "lulesh-scaling" / "lulesh-annotation-profile-8cores.json")
     view = cctviz.CCTView(lulesh, chart="icicle", max_nodes=40)
     out["lulesh-icicle"] = payload(view, width="6in", font_size=8)
-    out["lulesh-icicle"]["expect_labels"] = [str(lulesh.names[0])]
+    out["lulesh-icicle"]["expect_labels"] = [str(view.tree.names[0])]
 
     files = sorted((DATA / "hatchet-tutorial" / "lulesh-scaling").glob("*.json"))[:4]
     ens = cctviz.read_ensemble(files)
     view = cctviz.CCTView(ens, max_nodes=25)
     out["lulesh-ensemble"] = payload(view, scheme="dark")
-    out["lulesh-ensemble"]["expect_labels"] = [str(ens.tree.names[0])]
+    out["lulesh-ensemble"]["expect_labels"] = [str(view.tree.names[0])]
     return out
 
 

@@ -26,7 +26,8 @@ DRAWN = [
     "\u03bc",  # μ Greek mu (format.js)
     "\u2013",  # – en dash
     "\u2026",  # … ellipsis (truncated labels)
-    "\u203a",  # › breadcrumb separator
+    "\u203a",  # › breadcrumb separator, next match
+    "\u2039",  # ‹ previous match
     "\u2191",  # ↑
     "\u2192",  # →
     "\u2212",  # − minus sign

@@ -1,6 +1,9 @@
-"""The font the exported figures are set in: Liberation Sans (SIL OFL 1.1).
+"""The font the exported figures are set in: Cctviz Sans, a subset of Liberation
+Sans 2.1.5 (SIL OFL 1.1; renamed as the licence asks of a modified version,
+see cctviz/fonts/LICENSE and scripts/font_subset.py).
 
-The SVG names ``'Liberation Sans', Arial, Helvetica, sans-serif``; the PDF and
+The SVG names ``'Cctviz Sans', 'Liberation Sans', Arial, Helvetica, sans-serif``
+(Liberation Sans and Arial have the same advance widths); the PDF and
 PNG renderers get the font files explicitly and never look at the system's
 fonts, so a figure comes out the same on every machine (and resvg, finding no
 font, would drop the text without a word).
@@ -15,9 +18,6 @@ from ..errors import ExportError
 #: the fonts shipped with cctviz (subset to the characters the views draw)
 FONT_DIR = Path(__file__).resolve().parent.parent / "fonts"
 FONT_NAMES = ("LiberationSans-Regular.ttf", "LiberationSans-Bold.ttf")
-#: where Debian's fonts-liberation keeps the same files; used only while the
-#: package's own copies are missing (a checkout before they were added)
-SYSTEM_FONT_DIR = Path("/usr/share/fonts/truetype/liberation")
 
 
 def font_files() -> list[Path]:
@@ -27,10 +27,9 @@ def font_files() -> list[Path]:
         >>> [p.name for p in font_files()]
         ['LiberationSans-Regular.ttf', 'LiberationSans-Bold.ttf']
     """
-    for folder in (FONT_DIR, SYSTEM_FONT_DIR):
-        files = [folder / n for n in FONT_NAMES]
-        if all(f.is_file() for f in files):
-            return files
+    files = [FONT_DIR / n for n in FONT_NAMES]
+    if all(f.is_file() for f in files):
+        return files
     raise ExportError(
         f"the export font is missing: {', '.join(FONT_NAMES)} are not in {FONT_DIR}"
         " (reinstall cctviz)"

@@ -558,7 +558,7 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
   const more = new Array(d.n).fill("");
   const cue = new Array(d.n).fill("");
   for (let i = 0; i < d.n; i++) {
-    if (!isOther(d, i) && isCollapsed(d, i) && isExpandable(d, i)) more[i] = d.folded[i] > 0 ? ` +${d.folded[i]}` : " +";
+    if (!isOther(d, i) && isCollapsed(d, i) && isExpandable(d, i)) more[i] = d.folded[i] > 0 ? `\u00a0+${d.folded[i]}` : "\u00a0+";
     if (hasImbalanceCue(d, i)) cue[i] = cueText(d, i);
   }
   const body =

@@ -124,7 +124,7 @@ def test_pdf_embeds_every_font_and_has_the_asked_size(view, tmp_path):
     fonts = pdf_fonts(pdf)
     assert fonts, "no font: the text did not stay text"
     assert all(f["emb"] == "yes" for f in fonts), fonts
-    assert all("LiberationSans" in f["name"] for f in fonts), fonts
+    assert all("CctvizSans" in f["name"] for f in fonts), fonts
     w, h = pdf_page_size(pdf)
     assert w == pytest.approx(W, abs=0.5) and h == pytest.approx(180, abs=0.5)
 
