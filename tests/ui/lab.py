@@ -6,6 +6,9 @@ in a temporary root, with Jupyter's config/data/runtime/settings/workspace folde
 isolated in a sibling temporary folder. Notebooks carry the kernelspec "python3",
 which jupyter_client launches with the server's `sys.executable`, i.e. this venv.
 
+JupyterLab only: Notebook 7 (the `notebook` package, `/notebooks/...` pages) is not
+a test dependency, so the widgets are not checked there.
+
 Usage (the session-scoped `lab` fixture from tests/ui/conftest.py)::
 
     with lab.open_notebook(["from toywidget import Toy", "w = Toy()\\nw"]) as nb:
@@ -233,6 +236,48 @@ class LabNotebook:
         )
         if errors:
             raise CellError("\n".join(errors))
+
+    def run_cell(self, source: str, timeout: float = 120_000) -> None:
+        """Append a code cell with `source` to the notebook, run it and wait for it;
+        raise CellError on an error output (e.g. to display a widget once more)."""
+        self.page.set_default_timeout(timeout)
+        errors = self.page.evaluate(
+            """async ([path, source]) => {"""
+            + _FIND
+            + """
+              const nb = find(path);
+              app.shell.activateById(nb.id);
+              const model = nb.content.model;
+              model.sharedModel.insertCell(model.cells.length, {cell_type: "code", source});
+              nb.content.activeCellIndex = model.cells.length - 1;
+              await app.commands.execute("notebook:run-cell");
+              const cell = nb.content.widgets[model.cells.length - 1];
+              const errors = [];
+              for (const out of cell.model.outputs.toJSON()) {
+                if (out.output_type === "error")
+                  errors.push(`${out.ename}: ${out.evalue}\\n${out.traceback.join("\\n")}`);
+              }
+              if (!errors.length && cell.model.executionCount === null) errors.push("the cell did not run");
+              return errors;
+            }""",
+            [self.path, source],
+        )
+        if errors:
+            raise CellError("\n".join(errors))
+
+    def set_theme(self, theme: str, timeout: float = 30_000) -> None:
+        """Switch JupyterLab's theme ("JupyterLab Dark", "JupyterLab Light") and wait
+        until the page wears it. The choice is a user setting: it outlives the page."""
+        self.page.evaluate(
+            "async (theme) => { await window.jupyterapp.commands.execute("
+            "'apputils:change-theme', {theme}); }",
+            theme,
+        )
+        self.page.wait_for_function(
+            "(theme) => document.body.dataset.jpThemeName === theme",
+            arg=theme,
+            timeout=timeout,
+        )
 
     def kernel_eval(self, code: str) -> str:
         """Run `code` in this notebook's kernel (not in a cell); return its stdout."""
