@@ -425,7 +425,7 @@ class CCTView(anywidget.AnyWidget):
         self._lod_key = key
         t = self.tree
         sel = self.selection.ids if self.selection is not None else np.empty(0, dtype=np.int64)
-        forced = np.union1d(sel, self._forced_matches())
+        forced = self._forced_matches()
         self._lod = level_of_detail(
             t.parent,
             t.end,
@@ -437,6 +437,7 @@ class CCTView(anywidget.AnyWidget):
             forced=forced,
             matches=self._current_matches(),
             depth=t.depth,
+            pinned=sel,
         )
         self._data = self._payload(self._lod)
 

@@ -126,6 +126,7 @@ def level_of_detail(
     forced: np.ndarray | list[int] = (),
     matches: np.ndarray | list[int] = (),
     depth: np.ndarray | None = None,
+    pinned: np.ndarray | list[int] = (),
 ) -> LevelOfDetail:
     """Choose the rows a view shows (see the module docstring).
 
@@ -136,9 +137,11 @@ def level_of_detail(
         root: show the subtree of this node (focus), or the whole forest (-1).
         collapsed: nodes whose children are hidden.
         expanded: nodes whose children beat ordinary nodes for the budget.
-        forced: nodes that must show when the budget allows (selection, search).
+        forced: nodes that must show when the budget allows (search matches).
         matches: nodes flagged :data:`MATCH`.
         depth: node depths (computed from ``parent`` when omitted).
+        pinned: nodes that beat even ``forced`` ones (the selection: the match
+            "next" just selected shows however many other matches there are).
     """
     parent = np.asarray(parent, dtype=np.int64)
     end = np.asarray(end, dtype=np.int64)
@@ -162,7 +165,7 @@ def level_of_detail(
     par = parent.copy()
     par[lo] = -1 if root >= 0 else par[lo]  # the focus node is a top row
 
-    # tiers: forced (and their ancestors) 2, children of expanded (and ancestors) 1
+    # tiers: pinned (and their ancestors) 3, forced 2, children of expanded 1
     tier = np.zeros(n, dtype=np.int8)
     exp = local(expanded)
     if exp.size:
@@ -172,6 +175,10 @@ def level_of_detail(
     frc = frc[~blocked[frc - lo]]  # hidden under a collapsed node: no claim on the budget
     if frc.size:
         tier[ancestors_closure(par, frc, lo)] = 2
+    pin = local(pinned)
+    pin = pin[~blocked[pin - lo]]
+    if pin.size:
+        tier[ancestors_closure(par, pin, lo)] = 3
     prio = np.asarray(priority, dtype=np.float64)[lo:hi].copy()
     prio[np.isnan(prio)] = -np.inf
     # top rows first: a hidden root of a forest would have no "other" row to
@@ -188,8 +195,8 @@ def level_of_detail(
     p = mono[cand]
     if cand.size > budget:
         # only the best `budget` can be chosen: cut by (tier, priority) threshold
-        above = np.cumsum(np.bincount(t, minlength=3)[::-1])  # nodes in tiers >= 2, 1, 0
-        kth_tier = 2 - int(np.searchsorted(above, budget))
+        above = np.cumsum(np.bincount(t, minlength=4)[::-1])  # nodes in tiers >= 3, 2, 1, 0
+        kth_tier = 3 - int(np.searchsorted(above, budget))
         keep = t > kth_tier
         same = np.flatnonzero(t == kth_tier)
         room = budget - int(keep.sum())

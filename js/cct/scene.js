@@ -12,6 +12,7 @@ import {
   MISSING_COLOR,
   NEUTRAL_COLOR,
   bivariateColor,
+  isLogDomain,
   sequentialScale,
   terciles,
   textColorOn,
@@ -119,7 +120,14 @@ export function encodings(d, settings) {
     enc.fill = (i) => bivariateColor(d.color[i], d.color2[i], enc.breaksA, enc.breaksB);
   } else if (enc.values && metrics.length >= 1) {
     enc.kind = "sequential";
-    const domain = enc.values === d.color ? d.colorDomain : finiteExtent(enc.values, keep);
+    let domain = enc.values === d.color ? d.colorDomain : finiteExtent(enc.values, keep);
+    // zeros (nodes that did none of it) must not force a linear scale on a
+    // heavy-tailed metric: log over the positive values, zeros at its low end
+    const positive = domain && domain[0] === 0 ? finiteExtent(enc.values, (i) => keep(i) && enc.values[i] > 0) : null;
+    if (positive && isLogDomain(positive)) {
+      domain = positive;
+      enc.note = enc.note ? `${enc.note}; 0 at the low end` : "0 at the low end";
+    }
     enc.scale = sequentialScale(domain);
     enc.fill = (i) => enc.scale.color(enc.values[i]);
   }

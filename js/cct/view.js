@@ -10,6 +10,7 @@ import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { createZoom } from "../chrome/zoom.js";
+import { zoomIdentity } from "d3-zoom";
 import { FLAG_MATCH, decodeData, isCollapsed, isExpandable, isOther, otherParentId } from "./data.js";
 import { drawCCT } from "./draw.js";
 import { cctSVG } from "./figure.js";
@@ -197,14 +198,23 @@ export function renderCCT({ model, el }) {
 
   /** The opening transform: the content's width fitted (never enlarged), its top at the top; a root
    *  that would then be below the fold is brought to 40% of the height. */
+  /** Scale that fits the content's width into the view's (never enlarged). */
+  function widthScale() {
+    const s = state.scene;
+    return Math.min(1, (state.width - 2 * s.margin) / Math.max(s.width - 2 * s.margin, 1));
+  }
   function fitTransform() {
     const s = state.scene;
-    const bodyW = s.width - 2 * s.margin;
-    let t = zoom.fitTransform(Math.max(bodyW, 1), state.width, s.content.x, s.content.y, s.margin);
-    if (t.k < FIT_MIN) t = zoom.fitTransform(1, 1 + 2 * s.margin, s.content.x, s.content.y, s.margin).scale(FIT_MIN);
+    const ox = s.content.x;
+    const oy = s.content.y;
+    let k = widthScale();
+    // an icicle has a bounded height: fit it whole
+    if (s.geom.kind === "icicle") k = Math.min(k, (state.height - oy - s.margin) / Math.max(s.height - oy - s.margin, 1));
+    k = Math.max(FIT_MIN, k);
+    let t = zoomIdentity.translate(ox * (1 - k), oy * (1 - k)).scale(k);
     const d = state.data;
     if (d.n > 0 && s.geom.kind === "tree") {
-      const rootY = t.apply([0, s.geom.y[d.roots[0]] + s.content.y])[1];
+      const rootY = t.apply([0, s.geom.y[d.roots[0]] + oy])[1];
       if (rootY > state.height - 30) t = t.translate(0, (state.height * 0.4 - rootY) / t.k);
     }
     return t;
@@ -464,13 +474,11 @@ export function renderCCT({ model, el }) {
     root.classList.toggle("cctviz-searching", Boolean(model.get("search")) && d.matchTotal > 0);
 
     // Height: the notebook's (view.layout.height), else the fitted content's, within bounds.
-    state.height = Math.max(MIN_HEIGHT, Math.min(MAX_HEIGHT, Math.round(top() + scene.height)));
-    const fitT = fitTransform();
     const fixed = fixedHeight();
     if (fixed) state.height = fixed;
     else {
       const bodyH = scene.height - scene.content.y - scene.margin;
-      const fitted = Math.round(scene.content.y + bodyH * fitT.k + scene.margin);
+      const fitted = Math.round(scene.content.y + bodyH * Math.max(FIT_MIN, widthScale()) + scene.margin);
       state.height = Math.max(state.minHeight, Math.max(MIN_HEIGHT, Math.min(MAX_HEIGHT, fitted)));
       state.minHeight = state.height;
     }

@@ -39,11 +39,6 @@ export function createZoom(opts = {}) {
       select(svg).call(behavior).on("dblclick.zoom", null);
       behavior.transform(select(svg), current);
     },
-    /** The transform that fits content of `contentWidth` into `width`, content origin at (ox, oy). */
-    fitTransform(contentWidth, width, ox, oy, margin) {
-      const k = contentWidth > 0 ? Math.max(0.05, Math.min(1, (width - 2 * margin) / contentWidth)) : 1;
-      return zoomIdentity.translate(ox * (1 - k), oy * (1 - k)).scale(k);
-    },
     set(t) {
       current = t;
       if (svg) behavior.transform(select(svg), t);

@@ -303,17 +303,13 @@ PHASES_CUT = (
     "40% of the height, but the root's children spread over the whole (tidy) height: "
     "phase nodes (depth 1-2) lie above the top or below the bottom of the svg"
 )
-ICICLE_CUT = (
-    "first render of an icicle taller than the view (680 px cap; legends on two rows "
-    "+ up to 560 px of icicle): only the width is fitted, the bottom rows are cut"
-)
 
 
 @pytest.mark.parametrize(
     "name, chart",
     [
         pytest.param("runtime", "tree", marks=pytest.mark.xfail(strict=True, reason=PHASES_CUT)),
-        pytest.param("runtime", "icicle", marks=pytest.mark.xfail(strict=True, reason=ICICLE_CUT)),
+        ("runtime", "icicle"),
         pytest.param("kineto-hta", "tree", marks=pytest.mark.xfail(strict=True, reason=PHASES_CUT)),
         ("kineto-hta", "icicle"),
         pytest.param(
@@ -421,12 +417,6 @@ def test_search_a_million_nodes_and_step_through_matches(widget_page, haystack):
     assert re.fullmatch(r"200 matches \(\d+ shown\) \u00b7 1 selected", info.text_content())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="level of detail: a selected search match is not revealed when the "
-    "matches' ancestors overflow the budget (selection and matches share tier 2 and "
-    "the ancestors outrank the nodes themselves): the selection is never drawn",
-)
 def test_next_match_is_drawn_and_selected(widget_page, haystack):
     want = needle_matches(haystack)
     view = cctviz.CCTView(haystack)

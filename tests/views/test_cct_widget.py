@@ -311,3 +311,23 @@ def test_focus_survives_shift_click_and_search(tree):
     assert again.focus == node
     view.selection = [outside]  # Python asks for a node outside: the focus goes
     assert view.focus == -1
+
+
+def test_selected_match_shows_however_many_matches_there_are():
+    """The selection outranks search matches for the budget: 'next match' selects a
+    match and it is drawn, even when the matches' ancestors alone fill the budget."""
+    rng = np.random.default_rng(3)
+    n = 20_000
+    parent = np.concatenate([[-1], rng.integers(0, np.arange(1, n))])
+    names = np.array([f"f{i}" for i in range(n)], dtype=object)
+    hits = np.sort(rng.choice(np.arange(1000, n), 50, replace=False))
+    names[hits] = "hit"
+    t = cctviz.Tree.from_parents(parent, list(names), {"time": rng.random(n)})
+    view = cctviz.CCTView(t, max_nodes=200)
+    view.search = "hit"
+    m = view.matches.ids
+    assert m.size == 50
+    for want in (m[0], m[-1], m[25]):
+        view.selection = [int(want)]
+        assert int(want) in set(view.visible["id"]), want
+        assert len(view.visible) <= 200
