@@ -25,19 +25,39 @@ def data_figures(out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    lulesh = cctviz.read(DATA / "hatchet-tutorial" / "lulesh-scaling" / "lulesh-annotation-profile-64cores.json")
+    lulesh = cctviz.read(
+        DATA / "hatchet-tutorial" / "lulesh-scaling" / "lulesh-annotation-profile-64cores.json"
+    )
     view = cctviz.CCTView(lulesh, max_nodes=80)
-    written.append(view.save(out / "lulesh-tree.svg", width="7in", font_size=8, title="LULESH, 64 ranks (Caliper): mean time per rank"))
+    written.append(
+        view.save(
+            out / "lulesh-tree.svg",
+            width="7in",
+            font_size=8,
+            title="LULESH, 64 ranks (Caliper): mean time per rank",
+        )
+    )
     kripke = cctviz.read(DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696")
     view = cctviz.CCTView(kripke, chart="icicle", max_nodes=60)
-    written.append(view.save(out / "kripke-icicle.svg", width="7in", font_size=8, title="Kripke, 64 ranks (HPCToolkit): time and its spread over ranks"))
+    written.append(
+        view.save(
+            out / "kripke-icicle.svg",
+            width="7in",
+            font_size=8,
+            title="Kripke, 64 ranks (HPCToolkit): time and its spread over ranks",
+        )
+    )
     return written
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "figures")
-    ap.add_argument("--demo", type=Path, help="the demo's output folder: copy its DDP tree figure too")
+    ap.add_argument(
+        "--demo", type=Path, help="the demo's output folder: copy its DDP tree figure too"
+    )
     a = ap.parse_args(argv)
     for p in data_figures(a.out):
         print(p)

@@ -31,7 +31,9 @@ def fixtures() -> dict[str, dict]:
     out["cpi-tree"] = payload(view, title="cpi (Caliper JSON)")
     out["cpi-tree"]["expect_labels"] = [str(n) for n in view.tree.names[:3]]
 
-    lulesh = cctviz.read(DATA / "hatchet-tutorial" / "lulesh-scaling" / "lulesh-annotation-profile-8cores.json")
+    lulesh = cctviz.read(
+        DATA / "hatchet-tutorial" / "lulesh-scaling" / "lulesh-annotation-profile-8cores.json"
+    )
     view = cctviz.CCTView(lulesh, chart="icicle", max_nodes=40)
     out["lulesh-icicle"] = payload(view, width="6in", font_size=8)
     out["lulesh-icicle"]["expect_labels"] = [str(view.tree.names[0])]
@@ -45,8 +47,12 @@ def fixtures() -> dict[str, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="compare with the files instead of writing")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="compare with the files instead of writing"
+    )
     a = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     stale = []

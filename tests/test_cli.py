@@ -1,8 +1,8 @@
 import json
 import re
 import subprocess
-import xml.etree.ElementTree as ET
 import sys
+import xml.etree.ElementTree as ET
 
 import pandas as pd
 import pytest

@@ -19,7 +19,9 @@ def test_readme_figures_regenerate_identically(tmp_path):
     made = sorted(p.name for p in tmp_path.glob("*.svg"))
     assert made == ["kripke-icicle.svg", "lulesh-tree.svg"]
     for name in made:
-        assert (tmp_path / name).read_bytes() == (ROOT / "docs" / "figures" / name).read_bytes(), name
+        assert (tmp_path / name).read_bytes() == (ROOT / "docs" / "figures" / name).read_bytes(), (
+            name
+        )
     # every figure the README shows exists and is made by the script (or is the demo's)
     readme = (ROOT / "README.md").read_text()
     shown = re.findall(r"\]\((docs/figures/[^)]+)\)", readme)

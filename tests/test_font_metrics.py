@@ -28,6 +28,7 @@ DRAWN = [
     "\u2026",  # … ellipsis (truncated labels)
     "\u203a",  # › breadcrumb separator, next match
     "\u2039",  # ‹ previous match
+    "\u00a0",  # no-break space (" +3" after a collapsed node)
     "\u2191",  # ↑
     "\u2192",  # →
     "\u2212",  # − minus sign
