@@ -56,8 +56,10 @@ def to_svg(view: ViewLike, **options: Any) -> str:
     ``options``: the drawing options (:func:`cctviz.export.payload.drawing_options`).
 
     Example:
-        >>> svg = to_svg(view, width="3.5in", font_size=8)  # doctest: +SKIP
-        >>> svg_size(svg)[0]  # doctest: +SKIP
+        >>> import cctviz
+        >>> view = cctviz.CCTView(cctviz.Tree.from_parents([-1], ["main"], {"time": [1.0]}))
+        >>> svg = to_svg(view, width="3.5in", font_size=8)
+        >>> svg_size(svg)[0]
         252.0
     """
     return render_svg(payload(view, **options))

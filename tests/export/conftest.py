@@ -4,11 +4,8 @@ Every test here runs with PATH cut down to a folder holding only the tools the
 tests call (poppler's ``pdffonts`` and ``pdfinfo``) and the virtualenv's
 ``bin``: export must work where no Chromium exists.
 
-While ``cctviz/static/cctviz-export.js`` and ``cctviz-standalone.js`` are not
-built (before the front end's export entry points landed), the stand-ins
-``fake_export.js`` and ``fake_standalone.js`` beside this file take their
-place; the tests are written for what both draw (node names as ``<text>``, a
-size in pt). Once the real bundles exist they are the ones tested.
+The bundles tested are the real ones (``npm run build`` makes them; so does
+``pip install -e .``).
 """
 
 from __future__ import annotations
@@ -21,17 +18,10 @@ from pathlib import Path
 import pytest
 
 import cctviz
-import cctviz.export.engine
-import cctviz.export.html
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 STATIC = ROOT / "cctviz" / "static"
-REAL_BUNDLES = (STATIC / "cctviz-export.js", STATIC / "cctviz-standalone.js")
-FAKE_EXPORT = HERE / "fake_export.js"
-FAKE_STANDALONE = HERE / "fake_standalone.js"
-#: the stand-in bundles serve only while the real ones are not built
-USE_FAKE_BUNDLE = not all(p.is_file() for p in REAL_BUNDLES)
 #: the PATH before the tests cut it down (the packaging test looks for git on it)
 ORIGINAL_PATH = os.environ.get("PATH", "")
 #: tools the tests run (poppler-utils: scripts/setup.sh installs them)
@@ -68,14 +58,6 @@ def no_browser(monkeypatch, tool_bin):
     monkeypatch.delenv("CCTVIZ_CHROMIUM", raising=False)
     for name in BROWSERS:
         assert shutil.which(name) is None, f"{name} is still on PATH"
-
-
-@pytest.fixture(autouse=True)
-def bundles(monkeypatch):
-    """The real bundles when built, else the stand-ins beside this file."""
-    if USE_FAKE_BUNDLE:
-        monkeypatch.setattr(cctviz.export.engine, "EXPORT_BUNDLE", FAKE_EXPORT)
-        monkeypatch.setattr(cctviz.export.html, "STANDALONE_BUNDLE", FAKE_STANDALONE)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.export.conftest import ORIGINAL_PATH, REAL_BUNDLES, ROOT, USE_FAKE_BUNDLE
+from tests.export.conftest import ORIGINAL_PATH, ROOT
 
 try:
     import tomllib
@@ -56,18 +56,6 @@ def _checkout_copy(dest: Path) -> Path:
     for folder in ("cctviz/static", "cctviz/fonts"):
         if (ROOT / folder).is_dir():
             shutil.copytree(ROOT / folder, dest / folder, dirs_exist_ok=True)
-    if USE_FAKE_BUNDLE:  # before the real export bundles are built: stand-ins, same names
-        for bundle in REAL_BUNDLES:
-            target = dest / "cctviz" / "static" / bundle.name
-            if not target.exists():
-                target.write_text("/* stand-in for the packaging test */\n")
-    fonts = dest / "cctviz" / "fonts"
-    if not all((fonts / f).is_file() for f in FONTS):  # before cctviz/fonts was added
-        from cctviz.export.fonts import font_files
-
-        fonts.mkdir(parents=True, exist_ok=True)
-        for f in font_files():
-            shutil.copy2(f, fonts / f.name)
     return dest
 
 
