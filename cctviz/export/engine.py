@@ -9,9 +9,11 @@ serialised by a lock, so threads may share it.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import threading
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ ENTRY = "renderSVG"
 
 _lock = threading.Lock()
 _engines: dict[tuple[int, Path], Engine] = {}
+_alive: weakref.WeakSet[Engine] = weakref.WeakSet()  # closed at exit (see _close_all)
 
 
 def _first_line(e: BaseException) -> str:
@@ -65,15 +68,18 @@ class Engine:
         from py_mini_racer import MiniRacer
 
         self._lock = threading.Lock()
-        self._ctx = MiniRacer()
+        self._ctx: Any = MiniRacer()
+        _alive.add(self)
         try:
             self._ctx.eval(text)
             kind = self._ctx.eval(f"typeof (globalThis.{GLOBAL} || {{}}).{ENTRY}")
         except Exception as e:  # JSEvalException, JSParseException, ...
+            self.close()
             raise ExportError(
                 f"the export bundle {self.bundle} failed to load: {_first_line(e)}"
             ) from e
         if kind != "function":
+            self.close()
             raise ExportError(f"the export bundle {self.bundle} does not define {GLOBAL}.{ENTRY}")
 
     def render_svg(self, payload: Mapping[str, Any] | str) -> str:
@@ -87,6 +93,8 @@ class Engine:
             else json.dumps(payload, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
         )
         with self._lock:
+            if self._ctx is None:
+                raise ExportError(f"the engine of {self.bundle} was closed")
             try:
                 out = self._ctx.call(f"{GLOBAL}.{ENTRY}", text)
             except Exception as e:
@@ -99,6 +107,29 @@ class Engine:
                 f" {type(out).__name__}, not an SVG string"
             )
         return out
+
+    def close(self) -> None:
+        """Free the V8 context; the engine cannot draw afterwards."""
+        with self._lock:
+            ctx, self._ctx = self._ctx, None
+        if ctx is not None:
+            ctx.close()
+
+
+@atexit.register
+def _close_all() -> None:
+    # mini-racer runs V8 callbacks on an event loop in a daemon thread; left to
+    # the garbage collector at interpreter exit, closing the context joins that
+    # thread after it was frozen, and the process hangs now and then. Close
+    # while every thread still runs.
+    with _lock:
+        engines = list(_alive)
+        _engines.clear()
+    for eng in engines:
+        try:
+            eng.close()
+        except Exception:  # exiting anyway
+            pass
 
 
 def get_engine(bundle: str | os.PathLike[str] | None = None) -> Engine:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -90,8 +91,6 @@ def test_view_writes_a_page_and_prints_its_path(tmp_path, capsys):
     assert main(["view", str(CPROFILE)]) == 0
     printed = capsys.readouterr().out.strip()
     assert printed.endswith("cprofile-cycle.html")
-    from pathlib import Path
-
     page = Path(printed)
     assert page.is_file() and "cprofile-cycle.pstats" in page.read_text(encoding="utf-8")
     page.unlink()
@@ -213,3 +212,28 @@ def test_cli_views_match_python(tmp_path, hatchet_tree):
     assert main(["export", str(HATCHET_JSON), "-o", str(out), "--width", "300"]) == 0
     py = cctviz.export.save(cctviz.CCTView(hatchet_tree), tmp_path / "py.svg", width=300)
     assert out.read_bytes() == py.read_bytes()
+
+
+def test_the_command_runs_and_exits(tmp_path):
+    """`python -m cctviz.cli export` in its own process: writes and exits (no hang
+    at exit, no browser on PATH)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.export.conftest import FAKE_EXPORT, USE_FAKE_BUNDLE
+
+    out = tmp_path / "fig.svg"
+    code = "import sys, cctviz.cli as c; sys.exit(c.main(sys.argv[1:]))"
+    if USE_FAKE_BUNDLE:
+        code = f"import cctviz.export.engine as e, pathlib; e.EXPORT_BUNDLE = pathlib.Path({str(FAKE_EXPORT)!r}); {code}"
+    run = subprocess.run(
+        [sys.executable, "-c", code, "export", str(HATCHET_JSON), "-o", str(out)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "foo" in svg_texts(out.read_text(encoding="utf-8"))

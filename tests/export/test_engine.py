@@ -72,3 +72,15 @@ def test_bundles_that_do_not_load(tmp_path):
     wrong.write_text("globalThis.cctvizExport = {renderSVG: function () { return 42; }};")
     with pytest.raises(ExportError, match="returned int, not an SVG string"):
         Engine(wrong).render_svg("{}")
+
+
+def test_engines_are_closed_at_exit(view):
+    """mini-racer left to the garbage collector at interpreter exit can hang the
+    process; the atexit hook closes every engine first."""
+    p = payload(view, width=200)
+    eng = get_engine()
+    before = eng.render_svg(p)
+    engine_mod._close_all()
+    with pytest.raises(ExportError, match="was closed"):
+        eng.render_svg(p)
+    assert get_engine() is not eng and render_svg(p) == before
