@@ -15,6 +15,7 @@ def test_readme_figures_regenerate_identically(tmp_path):
         [sys.executable, str(ROOT / "notebooks" / "figures.py"), "--out", str(tmp_path)],
         check=True,
         capture_output=True,
+        timeout=600,  # an export that hangs at exit fails here, not the CI run
     )
     made = sorted(p.name for p in tmp_path.glob("*.svg"))
     assert made == ["kripke-icicle.svg", "lulesh-tree.svg"]
