@@ -54,6 +54,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
   width: null, // width to fill (null: the content's natural width)
   height: null, // height to fit (export only; null: natural)
   fit: false, // export: scale the figure down to width/height
+  labelEm: 20, // longest tree label, in em, before the ellipsis
   legends: true,
   highlight: true, // draw the selection
   title: "",
@@ -79,7 +80,7 @@ function P(tag, attrs, text, children) {
 }
 
 /** Sizes of the figure, all proportional to the font size (12 on screen). */
-function metrics(fontSize) {
+function metrics(fontSize, labelEm = 20) {
   const u = fontSize / 12;
   return {
     u,
@@ -87,7 +88,7 @@ function metrics(fontSize) {
     small: r2(fontSize * (11 / 12)),
     margin: 14 * u,
     whisker: 40 * u,
-    labelWidth: 20 * fontSize, // longest tree label, before the ellipsis
+    labelWidth: labelEm * fontSize, // longest tree label, before the ellipsis
   };
 }
 
@@ -557,7 +558,7 @@ function typeset(prim, m) {
 export function cctScene(d, settings, measure = TABLE_MEASURE) {
   const st = { ...DEFAULT_SETTINGS, ...settings };
   st.chart = st.chart === "icicle" ? "icicle" : "tree";
-  const m = metrics(st.fontSize);
+  const m = metrics(st.fontSize, st.labelEm);
   const enc = encodings(d, st);
   enc.colorSetting = st.color;
   const sel = new Set(st.highlight ? (st.selection || []).map(Number) : []);

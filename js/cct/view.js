@@ -461,7 +461,13 @@ export function renderCCT({ model, el }) {
     state.lastFocus = focus;
     state.width = Math.max(320, Math.round(holder.clientWidth || 960));
 
-    const scene = cctScene(d, { ...st, fontSize: FONT, width: state.width });
+    // A tree wider than the view: shorter labels (the tooltip has the whole
+    // name) before the opening fit shrinks the text.
+    let scene = cctScene(d, { ...st, fontSize: FONT, width: state.width });
+    for (const em of [12, 8]) {
+      if (st.chart !== "tree" || scene.width <= state.width * 1.15) break;
+      scene = cctScene(d, { ...st, fontSize: FONT, width: state.width, labelEm: em });
+    }
     state.scene = scene;
     if (state.brush) state.brush.destroy();
     if (state.svg) state.svg.remove();
