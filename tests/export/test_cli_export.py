@@ -221,12 +221,8 @@ def test_the_command_runs_and_exits(tmp_path):
     import subprocess
     import sys
 
-    from tests.export.conftest import FAKE_EXPORT, USE_FAKE_BUNDLE
-
     out = tmp_path / "fig.svg"
     code = "import sys, cctviz.cli as c; sys.exit(c.main(sys.argv[1:]))"
-    if USE_FAKE_BUNDLE:
-        code = f"import cctviz.export.engine as e, pathlib; e.EXPORT_BUNDLE = pathlib.Path({str(FAKE_EXPORT)!r}); {code}"
     run = subprocess.run(
         [sys.executable, "-c", code, "export", str(HATCHET_JSON), "-o", str(out)],
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
