@@ -44,6 +44,12 @@ STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 #: run's time is worth a look; less is noise next to the tree's own cost
 CUE_SHARE = 0.01
 
+#: a tree view whose first level of detail has more rows than this opens
+#: collapsed below its first levels (:meth:`CCTView._open_shallow`) ...
+OPEN_MAX_ROWS = 60
+#: ... keeping the deepest level with at most this many rows (two levels at least)
+OPEN_ROWS = 40
+
 #: at most this many search matches' ids go to the browser (next/previous match)
 MATCH_IDS = 100_000
 
@@ -102,6 +108,11 @@ class CCTView(anywidget.AnyWidget):
             which the view's height follows.)
         max_nodes: level-of-detail budget: the most nodes sent to the browser.
         **kwargs: any other trait (``selection``, ``collapsed``, ``focus``, ``search``).
+
+    A tree whose first view would hold more than :data:`OPEN_MAX_ROWS` rows
+    opens collapsed below its first levels (at most :data:`OPEN_ROWS` rows, two
+    levels at least), so that it fits the output; pass ``collapsed=[]`` to
+    open it all.
 
     For an Ensemble, each node shows its spread over the live profiles and,
     where its imbalance costs (max - mean) at least :data:`CUE_SHARE` of the
@@ -173,6 +184,27 @@ class CCTView(anywidget.AnyWidget):
             self.selection = NodeSet(self.tree)
         self._restoring = False
         self._refresh()
+        if not {"collapsed", "expanded", "focus"} & kwargs.keys() and chart == "tree":
+            self._open_shallow()
+
+    def _open_shallow(self) -> None:
+        """A tree whose first view would hold more than :data:`OPEN_MAX_ROWS`
+        rows opens collapsed below its first levels: the deepest level that
+        keeps at most :data:`OPEN_ROWS` rows, two levels at least (a trace's
+        threads and steps, a run's phases), so the opening view fits the output
+        instead of spreading them over thousands of pixels. Expand with a
+        double-click or the Right arrow; ``collapsed=[]`` opens it all."""
+        lod = self._lod
+        assert lod is not None
+        if lod.n_rows <= OPEN_MAX_ROWS:
+            return
+        depth = np.asarray(lod.row_depth)
+        per_level = np.cumsum(np.bincount(depth))
+        level = max(2, int(np.searchsorted(per_level, OPEN_ROWS, side="right")) - 1)
+        has_kids = (np.asarray(lod.flags) & 1) != 0
+        rows = (depth == level) & has_kids & (np.asarray(lod.row_id) >= 0)
+        if rows.any():
+            self.collapsed = np.asarray(lod.row_id)[rows].tolist()
 
     # ------------------------------------------------------------ public API
     @property

@@ -23,6 +23,8 @@ const SEP = " \u203a ";
 const FONT = 12;
 /** Smallest zoom the first view of a wide tree opens at (narrower still: pan, or fit). */
 const FIT_MIN = 0.35;
+/** A tree is fitted to the height too when that scales it by no less than this. */
+const FIT_TALL = 0.6;
 const MIN_HEIGHT = 240;
 const MAX_HEIGHT = 680;
 
@@ -208,8 +210,10 @@ export function renderCCT({ model, el }) {
     const ox = s.content.x;
     const oy = s.content.y;
     let k = widthScale();
-    // an icicle has a bounded height: fit it whole
-    if (s.geom.kind === "icicle") k = Math.min(k, (state.height - oy - s.margin) / Math.max(s.height - oy - s.margin, 1));
+    // an icicle has a bounded height: fit it whole; a tree too when that
+    // shrinks it a little only (a tall tree is read by scrolling, not shrunk)
+    const kh = (state.height - oy - s.margin) / Math.max(s.height - oy - s.margin, 1);
+    if (s.geom.kind === "icicle" || kh >= FIT_TALL) k = Math.min(k, kh);
     k = Math.max(FIT_MIN, k);
     let t = zoomIdentity.translate(ox * (1 - k), oy * (1 - k)).scale(k);
     const d = state.data;

@@ -308,13 +308,11 @@ PHASES_CUT = (
 @pytest.mark.parametrize(
     "name, chart",
     [
-        pytest.param("runtime", "tree", marks=pytest.mark.xfail(strict=True, reason=PHASES_CUT)),
+        ("runtime", "tree"),
         ("runtime", "icicle"),
-        pytest.param("kineto-hta", "tree", marks=pytest.mark.xfail(strict=True, reason=PHASES_CUT)),
+        ("kineto-hta", "tree"),
         ("kineto-hta", "icicle"),
-        pytest.param(
-            "kineto-resnet50", "tree", marks=pytest.mark.xfail(strict=True, reason=PHASES_CUT)
-        ),
+        ("kineto-resnet50", "tree"),
         ("kineto-resnet50", "icicle"),
     ],
 )
