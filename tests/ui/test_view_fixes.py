@@ -298,11 +298,6 @@ def test_tall_ensemble_opens_with_its_root_in_sight(widget_page, kripke, chart):
     shoot(wp.page, f"kripke-64-ranks-{chart}")
 
 
-PHASES_CUT = (
-    "first render of a tall tree: the fit scales to the width and brings the root to "
-    "40% of the height, but the root's children spread over the whole (tidy) height: "
-    "phase nodes (depth 1-2) lie above the top or below the bottom of the svg"
-)
 
 
 @pytest.mark.parametrize(
