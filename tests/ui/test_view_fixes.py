@@ -298,8 +298,6 @@ def test_tall_ensemble_opens_with_its_root_in_sight(widget_page, kripke, chart):
     shoot(wp.page, f"kripke-64-ranks-{chart}")
 
 
-
-
 @pytest.mark.parametrize(
     "name, chart",
     [
