@@ -39,6 +39,16 @@ _FIND = """
   const app = window.jupyterapp;
   const find = (path) => [...app.shell.widgets("main")].find(
     (w) => w.context && w.context.path === path && w.sessionContext);
+  // a code cell's error outputs, or that it did not run
+  const cellErrors = (cell, what) => {
+    const errors = [];
+    for (const out of cell.model.outputs.toJSON()) {
+      if (out.output_type === "error")
+        errors.push(`${what}: ${out.ename}: ${out.evalue}\\n${out.traceback.join("\\n")}`);
+    }
+    if (!errors.length && cell.model.executionCount === null) errors.push(`${what} did not run`);
+    return errors;
+  };
 """
 
 
@@ -222,13 +232,7 @@ class LabNotebook:
               await app.commands.execute("notebook:run-all-cells");
               const errors = [];
               nb.content.widgets.forEach((cell, i) => {
-                if (cell.model.type !== "code") return;
-                for (const out of cell.model.outputs.toJSON()) {
-                  if (out.output_type === "error")
-                    errors.push(`cell ${i}: ${out.ename}: ${out.evalue}\\n${out.traceback.join("\\n")}`);
-                }
-                if (!errors.length && cell.model.executionCount === null)
-                  errors.push(`cell ${i} did not run`);
+                if (cell.model.type === "code") errors.push(...cellErrors(cell, `cell ${i}`));
               });
               return errors;
             }""",
@@ -251,14 +255,7 @@ class LabNotebook:
               model.sharedModel.insertCell(model.cells.length, {cell_type: "code", source});
               nb.content.activeCellIndex = model.cells.length - 1;
               await app.commands.execute("notebook:run-cell");
-              const cell = nb.content.widgets[model.cells.length - 1];
-              const errors = [];
-              for (const out of cell.model.outputs.toJSON()) {
-                if (out.output_type === "error")
-                  errors.push(`${out.ename}: ${out.evalue}\\n${out.traceback.join("\\n")}`);
-              }
-              if (!errors.length && cell.model.executionCount === null) errors.push("the cell did not run");
-              return errors;
+              return cellErrors(nb.content.widgets[model.cells.length - 1], "the cell");
             }""",
             [self.path, source],
         )
