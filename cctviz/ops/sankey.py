@@ -1,0 +1,336 @@
+"""The ensemble Sankey's graph: call sites grouped into super nodes (modules).
+
+The first brick of the ensemble Sankey view (CallFlow's design, made
+deterministic; ../shared/DESIGN.md section 5): this module builds the graph,
+the view (to come) lays it out and draws it.
+
+- Every node of the tree gets a group (:func:`group_labels`): a node attribute
+  (``module``, ``file``), a call-path prefix depth, a list of regular
+  expressions, a mapping or a callable. A node no rule matches goes to the
+  catch-all group :data:`CATCH_ALL`; nothing prompts.
+- Along each call path, consecutive nodes of one group form a segment; a super
+  node is (group, how many segments of that group came before on the path), so
+  a module that reappears later in a path is a new super node, and recursion
+  within a module stays inside one. A segment never nests in another of the
+  same super node, so an additive metric's super-node value is the sum of its
+  segments' first nodes' inclusive values: exact, no double counting.
+- Edges go from the super node of a segment's parent to the segment's, sized by
+  the segment's inclusive value. Back edges (cycles across paths: A then B on
+  one path, B then A on another) are broken deterministically: a depth-first
+  search from the sources, children in order of first appearance.
+- Columns are longest-path layers; edges spanning several columns pass through
+  dummy nodes (:attr:`SankeyGraph.links`).
+
+Everything is vectorised over the tree's nodes; only the super graph (a few
+hundred nodes) is walked in Python.
+
+Example:
+    >>> import cctviz
+    >>> t = cctviz.Tree.from_parents(
+    ...     [-1, 0, 1, 1, 0], ["main", "solve", "MPI_Send", "MPI_Recv", "io"],
+    ...     {"time": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    >>> g = module_graph(t, [("app", r"^(main|solve|io)$"), ("mpi", r"^MPI_")])
+    >>> g.nodes[["group", "column", "value"]].to_dict("records")
+    [{'group': 'app', 'column': 0, 'value': 15.0}, {'group': 'mpi', 'column': 1, 'value': 7.0}]
+    >>> g.edges[["source", "target", "value"]].to_dict("records")
+    [{'source': 0, 'target': 1, 'value': 7.0}]
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model.ensemble import Ensemble
+from ..model.tree import Tree
+
+#: the group of call sites no rule matches
+CATCH_ALL = "(other)"
+
+GroupBy = (
+    str  # a node attribute ("module", "file", "name")
+    | int  # the name of the ancestor at this depth (a call-path prefix)
+    | Sequence[tuple[str, str]]  # (group, regular expression on the name), first match wins
+    | Mapping[str, str]  # name -> group
+    | Callable[[tuple[str, ...]], Any]  # call path -> group (None: catch-all)
+)
+
+
+def group_labels(tree: Tree, group_by: GroupBy) -> np.ndarray:
+    """The group of every node of ``tree`` (object array of str).
+
+    Example:
+        >>> import cctviz
+        >>> t = cctviz.Tree.from_parents([-1, 0, 1], ["main", "f", "MPI_Send"], {"time": [1.0, 1.0, 1.0]})
+        >>> group_labels(t, {"main": "app", "f": "app"}).tolist()
+        ['app', 'app', '(other)']
+        >>> group_labels(t, 1).tolist()
+        ['main', 'f', 'f']
+    """
+    n = len(tree)
+    names = pd.Series(tree.names, dtype=object).astype(str)
+    if isinstance(group_by, str):
+        if group_by not in tree.nodes.columns:
+            cols = ", ".join(map(str, tree.nodes.columns))
+            raise KeyError(f"group_by={group_by!r}: no such node attribute (there are: {cols})")
+        col = tree.nodes[group_by]
+        out = col.astype(object).where(col.notna() & (col.astype(str) != ""), CATCH_ALL)
+        return out.astype(str).to_numpy(dtype=object)
+    if isinstance(group_by, (int, np.integer)) and not isinstance(group_by, bool):
+        d = int(group_by)
+        if d < 0:
+            raise ValueError(f"group_by={d}: a depth is 0 or more")
+        # the ancestor at depth d (a node shallower than d is its own group)
+        anc = np.arange(n)
+        depth = np.asarray(tree.depth)
+        parent = np.asarray(tree.parent)
+        for _ in range(int(depth.max(initial=0)) - d):
+            deeper = depth[anc] > d
+            anc = np.where(deeper, parent[anc], anc)
+        return names.to_numpy(dtype=object)[anc]
+    if isinstance(group_by, Mapping):
+        return names.map(lambda s: str(group_by.get(s, CATCH_ALL))).to_numpy(dtype=object)
+    if callable(group_by):
+        # call paths as name tuples, built in pre-order (a parent comes first)
+        parent = np.asarray(tree.parent).tolist()
+        name_list = names.tolist()
+        paths: list[tuple[str, ...]] = []
+        for i, p in enumerate(parent):
+            paths.append((paths[p] if p >= 0 else ()) + (name_list[i],))
+        out = [group_by(p) for p in paths]
+        return np.array([CATCH_ALL if g is None else str(g) for g in out], dtype=object)
+    rules = list(group_by)
+    out = np.full(n, CATCH_ALL, dtype=object)
+    todo = np.ones(n, dtype=bool)
+    for k, rule in enumerate(rules):
+        if not (isinstance(rule, tuple) and len(rule) == 2):
+            raise TypeError(
+                f"group_by rule {k}: expected (group, regular expression), got {rule!r}"
+            )
+        group, pattern = rule
+        try:
+            with warnings.catch_warnings():  # match groups in a user's pattern are fine
+                warnings.simplefilter("ignore", UserWarning)
+                hit = names.str.contains(pattern, regex=True).to_numpy(dtype=bool)
+        except re.error as e:
+            raise ValueError(
+                f"group_by rule {k} ({group!r}): bad regular expression: {e}"
+            ) from None
+        take = hit & todo
+        out[take] = str(group)
+        todo &= ~take
+    return out
+
+
+@dataclass(frozen=True)
+class SankeyGraph:
+    """A super graph: ``nodes`` (one row per super node: ``group``, ``occurrence``,
+    ``column``, ``value`` (the mean over profiles), ``first`` (its first tree
+    node), per-profile statistics for an ensemble), ``edges`` (``source``,
+    ``target``, ``value``; back edges marked ``back``), ``members`` (tree node
+    -> super node, -1 for none), ``links`` (edges cut at every column they
+    cross: ``source``, ``target`` as (super node or dummy) ids, with dummies
+    numbered after the nodes), ``per_profile`` (super nodes x profiles values,
+    an ensemble only)."""
+
+    nodes: pd.DataFrame
+    edges: pd.DataFrame
+    members: np.ndarray
+    links: pd.DataFrame
+    per_profile: pd.DataFrame | None
+
+
+def _segments(tree: Tree, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, occurrence): the nodes that start a segment (their group differs
+    from their parent's) and, per node, how many segments of its group start
+    above it on its path (the k of its super node)."""
+    parent = np.asarray(tree.parent)
+    end = np.asarray(tree.end)
+    n = len(tree)
+    codes, uniq = pd.factorize(pd.Series(labels, dtype=object), sort=False)
+    has_parent = parent >= 0
+    starts = np.ones(n, dtype=bool)
+    starts[has_parent] = codes[has_parent] != codes[parent[has_parent]]
+    occurrence = np.zeros(n, dtype=np.int64)
+    for c in range(len(uniq)):
+        s = np.flatnonzero(starts & (codes == c))  # pre-order, so sorted
+        if s.size == 0:
+            continue
+        e = np.sort(end[s])
+        nodes = np.flatnonzero(codes == c)
+        # segments of group c that contain the node: laminar intervals [s, end)
+        inside = np.searchsorted(s, nodes, side="right") - np.searchsorted(e, nodes, side="right")
+        # the node's own segment counts for a non-start only; occurrence = earlier ones
+        occurrence[nodes] = inside - 1
+    return starts, occurrence
+
+
+def _break_back_edges(n_super: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Mask of back edges: a depth-first search from the sources (super nodes
+    without incoming edges, in id order), children in id order (ids follow
+    first appearance in pre-order)."""
+    out: list[list[tuple[int, int]]] = [[] for _ in range(n_super)]
+    indeg = np.zeros(n_super, dtype=np.int64)
+    for k, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
+        out[a].append((b, k))
+        indeg[b] += 1
+    for lst in out:
+        lst.sort()
+    back = np.zeros(src.size, dtype=bool)
+    state = np.zeros(n_super, dtype=np.int8)  # 0 new, 1 on the stack, 2 done
+    roots = [v for v in range(n_super) if indeg[v] == 0] + list(range(n_super))
+    for r in roots:
+        if state[r]:
+            continue
+        stack = [(r, iter(out[r]))]
+        state[r] = 1
+        while stack:
+            v, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[v] = 2
+                stack.pop()
+                continue
+            w, k = nxt
+            if state[w] == 1:
+                back[k] = True
+            elif state[w] == 0:
+                state[w] = 1
+                stack.append((w, iter(out[w])))
+    return back
+
+
+def _columns(n_super: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Longest-path layer of each super node in the DAG (sources at 0)."""
+    col = np.zeros(n_super, dtype=np.int64)
+    indeg = np.bincount(dst, minlength=n_super)
+    order = np.argsort(src, kind="stable")
+    s_sorted, d_sorted = src[order], dst[order]
+    bounds = np.searchsorted(s_sorted, np.arange(n_super + 1))
+    ready = [v for v in range(n_super) if indeg[v] == 0]
+    while ready:
+        v = ready.pop()
+        for w in d_sorted[bounds[v] : bounds[v + 1]].tolist():
+            col[w] = max(col[w], col[v] + 1)
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                ready.append(w)
+    return col
+
+
+def module_graph(
+    data: Tree | Ensemble, group_by: GroupBy = "module", metric: str | None = None
+) -> SankeyGraph:
+    """The Sankey super graph of a Tree or an Ensemble (see the module docstring).
+
+    Args:
+        data: a Tree, or an Ensemble (values per profile; ``value`` is their mean
+            over the live profiles).
+        group_by: how call sites group (see :func:`group_labels`).
+        metric: an additive inclusive metric (default the tree's ``time (inc)``).
+
+    Raises:
+        ValueError: the metric does not add up (a max, min or exclusive one:
+            a super node's value would not be the sum of its segments).
+    """
+    ens = data if isinstance(data, Ensemble) else None
+    tree = ens.tree if ens is not None else data
+    metric = metric or "time (inc)"
+    if metric not in tree.metrics:
+        raise KeyError(
+            f"metric {metric!r}: not a metric of this profile ({', '.join(tree.metrics)})"
+        )
+    if not tree.is_additive(metric):
+        raise ValueError(
+            f"metric {metric!r} does not add up under a parent (rule {tree.rule(metric)!r}):"
+            " a Sankey needs an additive inclusive metric such as 'time (inc)'"
+        )
+    labels = group_labels(tree, group_by)
+    starts, occ = _segments(tree, labels)
+    parent = np.asarray(tree.parent)
+
+    # super node of each node: its segment start's (group, occurrence), ids by first appearance
+    seg_start = np.where(starts, np.arange(len(tree)), -1)
+    # propagate the segment start down (pre-order: a parent comes first)
+    for level in tree.levels[1:]:
+        lv = np.asarray(level)
+        inherit = ~starts[lv]
+        seg_start[lv[inherit]] = seg_start[parent[lv[inherit]]]
+    key = pd.MultiIndex.from_arrays([labels[seg_start], occ[seg_start]])
+    members, uniq = pd.factorize(key, sort=False)
+    members = members.astype(np.int64)
+    n_super = len(uniq)
+    first = np.full(n_super, len(tree), dtype=np.int64)
+    np.minimum.at(first, members, np.arange(len(tree)))
+
+    s_nodes = np.flatnonzero(starts)
+    inc = np.nan_to_num(tree.metrics[metric].to_numpy(dtype=np.float64)) if ens is None else None
+    if ens is not None:
+        vals = ens.values(metric)  # nodes x profiles, absent = 0 (additive)
+        live = np.asarray(ens.live, dtype=bool)
+        per_prof = np.zeros((n_super, vals.shape[1]))
+        np.add.at(per_prof, members[s_nodes], np.nan_to_num(vals[s_nodes]))
+        per_profile = pd.DataFrame(per_prof[:, live], columns=np.flatnonzero(live))
+        seg_value = np.nan_to_num(vals[:, live]).mean(axis=1) if live.any() else np.zeros(len(tree))
+    else:
+        per_profile = None
+        seg_value = inc
+    value = np.zeros(n_super)
+    np.add.at(value, members[s_nodes], seg_value[s_nodes])
+
+    # edges: from the parent's super node to each segment start's
+    child = s_nodes[parent[s_nodes] >= 0]
+    e = pd.DataFrame(
+        {"source": members[parent[child]], "target": members[child], "value": seg_value[child]}
+    )
+    edges = e.groupby(["source", "target"], sort=True, as_index=False)["value"].sum()
+    src = edges["source"].to_numpy(dtype=np.int64)
+    dst = edges["target"].to_numpy(dtype=np.int64)
+    back = _break_back_edges(n_super, src, dst)
+    edges["back"] = back
+    column = _columns(n_super, src[~back], dst[~back])
+
+    nodes = pd.DataFrame(
+        {
+            "group": [str(g) for g in uniq.get_level_values(0)],
+            "occurrence": np.asarray(uniq.get_level_values(1), dtype=np.int64),
+            "column": column,
+            "value": value,
+            "first": first,
+            "members": np.bincount(members, minlength=n_super),
+        }
+    )
+    if per_profile is not None and per_profile.shape[1]:
+        pp = per_profile.to_numpy()
+        nodes["min"] = pp.min(axis=1)
+        nodes["max"] = pp.max(axis=1)
+        nodes["std"] = pp.std(axis=1)
+        nodes["argmax"] = np.asarray(per_profile.columns)[pp.argmax(axis=1)]
+        nodes["imbalance"] = np.divide(
+            nodes["max"], value, out=np.full(n_super, np.nan), where=value > 0
+        )
+
+    links = _links(n_super, edges, column)
+    return SankeyGraph(
+        nodes=nodes, edges=edges, members=members, links=links, per_profile=per_profile
+    )
+
+
+def _links(n_super: int, edges: pd.DataFrame, column: np.ndarray) -> pd.DataFrame:
+    """Forward edges cut at every column they cross (dummy ids from ``n_super`` on)."""
+    fwd = edges[~edges["back"]]
+    rows = []
+    nxt = n_super
+    for s, t, v in zip(fwd["source"].tolist(), fwd["target"].tolist(), fwd["value"].tolist()):
+        span = int(column[t] - column[s])
+        chain = [s] + list(range(nxt, nxt + span - 1)) + [t]
+        nxt += max(span - 1, 0)
+        for a, b in zip(chain[:-1], chain[1:]):
+            rows.append((a, b, v, s, t))
+    return pd.DataFrame(rows, columns=["source", "target", "value", "edge_source", "edge_target"])
