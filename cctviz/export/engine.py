@@ -10,6 +10,7 @@ serialised by a lock, so threads may share it.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import json
 import os
 import threading
@@ -68,7 +69,12 @@ class Engine:
         from py_mini_racer import MiniRacer
 
         self._lock = threading.Lock()
-        self._ctx: Any = MiniRacer()
+        # made in a thread of its own: MiniRacer adopts the caller's running
+        # asyncio loop when there is one (a Jupyter kernel's, Playwright's) and
+        # then waits on it from that loop's own thread, for ever; from a fresh
+        # thread it starts a loop of its own
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            self._ctx: Any = pool.submit(MiniRacer).result()
         _alive.add(self)
         try:
             self._ctx.eval(text)

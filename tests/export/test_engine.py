@@ -84,3 +84,22 @@ def test_engines_are_closed_at_exit(view):
     with pytest.raises(ExportError, match="was closed"):
         eng.render_svg(p)
     assert get_engine() is not eng and render_svg(p) == before
+
+
+def test_an_engine_made_under_a_running_loop_keeps_working(view):
+    """Made while an asyncio loop runs in the caller's thread (a Jupyter kernel's,
+    Playwright's in the browser tests), the engine must not adopt that loop: once
+    it stops, every export would wait on it for ever (a CI run hung so) or fail."""
+    import asyncio
+
+    from cctviz.export.engine import EXPORT_BUNDLE, Engine
+    from cctviz.export.payload import payload
+
+    async def make() -> Engine:
+        return Engine(EXPORT_BUNDLE)
+
+    engine = asyncio.run(make())  # the loop is closed when this returns
+    try:
+        assert "<text" in engine.render_svg(payload(view))
+    finally:
+        engine.close()
