@@ -7,6 +7,9 @@
 
 export const SVG_NS = "http://www.w3.org/2000/svg";
 
+/** Round to 2 decimals for compact, stable SVG attributes. */
+export const r2 = (v) => Math.round(v * 100) / 100;
+
 /**
  * Create an element in `doc` with attributes (set with setAttribute only) and
  * optional text. Tags prefixed "svg:" are created in the SVG namespace.

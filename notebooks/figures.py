@@ -19,35 +19,34 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 
 
+#: (file, profile under ../shared/data, view arguments, title): the README's figures
+FIGURES = [
+    (
+        "lulesh-tree.svg",
+        "hatchet-tutorial/lulesh-scaling/lulesh-annotation-profile-64cores.json",
+        {"max_nodes": 80},
+        "LULESH, 64 ranks (Caliper): mean time per rank",
+    ),
+    (
+        "kripke-icicle.svg",
+        "hatchet-tutorial/hpctoolkit-kripke-database-2589696",
+        {"chart": "icicle", "max_nodes": 60},
+        "Kripke, 64 ranks (HPCToolkit): time and its spread over ranks",
+    ),
+]
+
+
 def data_figures(out: Path) -> list[Path]:
     """The figures of real profiles, written to ``out``."""
     import cctviz
 
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    lulesh = cctviz.read(
-        DATA / "hatchet-tutorial" / "lulesh-scaling" / "lulesh-annotation-profile-64cores.json"
-    )
-    view = cctviz.CCTView(lulesh, max_nodes=80)
-    written.append(
-        view.save(
-            out / "lulesh-tree.svg",
-            width="7in",
-            font_size=8,
-            title="LULESH, 64 ranks (Caliper): mean time per rank",
+    return [
+        cctviz.CCTView(cctviz.read(DATA / src), **kw).save(
+            out / name, width="7in", font_size=8, title=title
         )
-    )
-    kripke = cctviz.read(DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696")
-    view = cctviz.CCTView(kripke, chart="icicle", max_nodes=60)
-    written.append(
-        view.save(
-            out / "kripke-icicle.svg",
-            width="7in",
-            font_size=8,
-            title="Kripke, 64 ranks (HPCToolkit): time and its spread over ranks",
-        )
-    )
-    return written
+        for name, src, kw, title in FIGURES
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

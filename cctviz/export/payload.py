@@ -185,7 +185,7 @@ def view_state(view: ViewLike) -> dict[str, Any]:
     """
     st = view.state
     color = st["color"]
-    chart = st.get("chart") or st.get("layout") or "tree"
+    chart = st.get("chart") or "tree"
     return {
         "color": color if isinstance(color, str) else list(color),
         "size": st.get("size") or "",

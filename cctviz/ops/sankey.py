@@ -266,8 +266,7 @@ def module_graph(
     members, uniq = pd.factorize(key, sort=False)
     members = members.astype(np.int64)
     n_super = len(uniq)
-    first = np.full(n_super, len(tree), dtype=np.int64)
-    np.minimum.at(first, members, np.arange(len(tree)))
+    first = np.unique(members, return_index=True)[1]  # codes follow first appearance
 
     s_nodes = np.flatnonzero(starts)
     inc = np.nan_to_num(tree.metrics[metric].to_numpy(dtype=np.float64)) if ens is None else None

@@ -34,7 +34,7 @@ from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
 from ..model.tree import Tree, base_metric
 from ..ops.transform import OTHER
-from .lod import LevelOfDetail, ancestors_closure, level_of_detail, other_values
+from .lod import HAS_CHILDREN, LevelOfDetail, ancestors_closure, level_of_detail, other_values
 from .source import MetricSource, split_metric
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
@@ -201,7 +201,7 @@ class CCTView(anywidget.AnyWidget):
         depth = np.asarray(lod.row_depth)
         per_level = np.cumsum(np.bincount(depth))
         level = max(2, int(np.searchsorted(per_level, OPEN_ROWS, side="right")) - 1)
-        has_kids = (np.asarray(lod.flags) & 1) != 0
+        has_kids = (np.asarray(lod.flags) & HAS_CHILDREN) != 0
         rows = (depth == level) & has_kids & (np.asarray(lod.row_id) >= 0)
         if rows.any():
             self.collapsed = np.asarray(lod.row_id)[rows].tolist()

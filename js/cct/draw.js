@@ -2,8 +2,7 @@
 // no window, no global document, no measuring, no listeners, no timers, no
 // transitions; the notebook and the exporter run this same function.
 
-import { SVG_NS, h } from "../dom.js";
-import { r2 } from "./scene.js";
+import { SVG_NS, h, r2 } from "../dom.js";
 
 /** Build the element tree of a prim ({tag, attrs, text?, children?}) in `doc`. */
 export function buildPrim(doc, prim) {

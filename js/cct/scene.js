@@ -5,6 +5,7 @@
 //
 // A scene's marks are "prims": {tag, attrs, text?, children?} (SVG tags).
 
+import { r2 } from "../dom.js";
 import { formatPercent, formatRatio } from "../format.js";
 import { FONT_FAMILY, measureText, truncateToWidth } from "../measure.js";
 import {
@@ -68,8 +69,6 @@ export function colorMetrics(value) {
   return typeof value === "string" && value !== "" ? [value] : [];
 }
 
-/** Round to 2 decimals for compact, stable SVG attributes. */
-export const r2 = (v) => Math.round(v * 100) / 100;
 
 /** A prim: an SVG element as data. */
 function P(tag, attrs, text, children) {
@@ -100,7 +99,7 @@ function metrics(fontSize, labelEm = 20) {
 export function encodings(d, settings) {
   const metrics = colorMetrics(settings.color);
   const keep = (i) => !isOther(d, i);
-  const enc = { kind: "none", metrics: [...metrics], fill: () => NEUTRAL_COLOR, values: d.color, note: "" };
+  const enc = { kind: "none", metrics: [...metrics], colorSetting: settings.color, fill: () => NEUTRAL_COLOR, values: d.color, note: "" };
   const sizeMetric = settings.size || "";
   if (
     settings.chart === "icicle" &&
@@ -560,7 +559,6 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
   st.chart = st.chart === "icicle" ? "icicle" : "tree";
   const m = metrics(st.fontSize, st.labelEm);
   const enc = encodings(d, st);
-  enc.colorSetting = st.color;
   const sel = new Set(st.highlight ? (st.selection || []).map(Number) : []);
 
   const labels = d.names.map((nm) => measure.truncate(nm, m.labelWidth, m.font) || ELLIPSIS);

@@ -12,9 +12,8 @@ import { createTooltip } from "../chrome/tooltip.js";
 import { createZoom } from "../chrome/zoom.js";
 import { zoomIdentity } from "d3-zoom";
 import { FLAG_MATCH, decodeData, isCollapsed, isExpandable, isOther, otherParentId } from "./data.js";
-import { drawCCT } from "./draw.js";
+import { buildPrim, drawCCT } from "./draw.js";
 import { cctSVG } from "./figure.js";
-import { buildPrim } from "./draw.js";
 import { colorMetrics, cctScene, selectionOverlay, tooltipLines } from "./scene.js";
 import { THEME_PALETTE, figureCSS } from "./style.js";
 
@@ -58,7 +57,6 @@ export function renderCCT({ model, el }) {
     nodesG: null,
     overlayG: null,
     brush: null,
-    keys: null,
     activeId: null,
     focusStack: [],
     brushMode: false,
@@ -80,8 +78,7 @@ export function renderCCT({ model, el }) {
   root.appendChild(h(doc, "style", {}, figureCSS(THEME_PALETTE, ".cctviz-live")));
   const tb = createToolbar(doc, "Calling context tree controls");
   root.appendChild(tb.element);
-  const chartButtons = tb.segmented("Chart", [["tree", "Tree"], ["icicle", "Icicle"]], "data-chart");
-  tb.element.lastChild.classList.add("cctviz-chart");
+  const chartButtons = tb.segmented("Chart", [["tree", "Tree"], ["icicle", "Icicle"]], "data-chart", "cctviz-chart");
   const colorSel = tb.select("Colour", { class: "cctviz-color", "aria-label": "Colour metric" });
   const color2Sel = tb.select("by", { class: "cctviz-color2", "aria-label": "Second colour metric (bivariate)" });
   const sizeSel = tb.select("Size", { class: "cctviz-size", "aria-label": "Size metric" });

@@ -3,9 +3,7 @@
 // the SVG's coordinates.
 
 import { pointer } from "d3-selection";
-import { h } from "../dom.js";
-
-const r2 = (v) => Math.round(v * 100) / 100;
+import { h, r2 } from "../dom.js";
 
 /**
  * @param {SVGSVGElement} svg

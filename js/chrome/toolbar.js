@@ -16,8 +16,8 @@ export function createToolbar(doc, label) {
       el.appendChild(b);
       return b;
     },
-    segmented(label, options, attr) {
-      const group = h(doc, "div", { class: "cctviz-seg", role: "group", "aria-label": label });
+    segmented(label, options, attr, cls = "") {
+      const group = h(doc, "div", { class: `cctviz-seg ${cls}`.trim(), role: "group", "aria-label": label });
       const buttons = {};
       for (const [value, text] of options) {
         const b = h(doc, "button", { type: "button", class: "cctviz-btn", [attr]: value, "aria-pressed": "false" }, text);
