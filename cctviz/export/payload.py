@@ -182,7 +182,13 @@ def view_state(view: ViewLike) -> dict[str, Any]:
         >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "solve"], {"time": [1.0, 2.0]})
         >>> view_state(cctviz.CCTView(t, selection=[1]))["selection"]
         [1]
+
+    A view other than a CCTView gives its own with ``_figure_state()`` (plain
+    JSON values; see ``cctviz/views/CONTRACT.md``).
     """
+    own = getattr(view, "_figure_state", None)
+    if callable(own):
+        return own()
     st = view.state
     color = st["color"]
     chart = st.get("chart") or "tree"
