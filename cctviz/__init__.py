@@ -26,6 +26,18 @@ def __getattr__(name: str):
         from .views.cct import CCTView
 
         return CCTView
+    if name == "SankeyView":
+        from .views.sankey import SankeyView
+
+        return SankeyView
+    if name == "ProfilesView":
+        from .views.profiles import ProfilesView
+
+        return ProfilesView
+    if name in ("link", "Link"):
+        from .views import linking
+
+        return getattr(linking, name)
     raise AttributeError(f"module 'cctviz' has no attribute {name!r}")
 
 
@@ -34,6 +46,10 @@ __all__ = [
     "Ensemble",
     "NodeSet",
     "CCTView",
+    "SankeyView",
+    "ProfilesView",
+    "link",
+    "Link",
     "read",
     "read_ensemble",
     "profile",

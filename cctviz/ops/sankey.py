@@ -52,9 +52,16 @@ from ..model.tree import Tree
 
 #: the group of call sites no rule matches
 CATCH_ALL = "(other)"
+#: ``group_by`` for the runtime's profiles: nn.Module path prefixes
+NN_MODULE = "nn.Module"
+#: how many module path segments :data:`NN_MODULE` keeps by default
+NN_MODULE_DEPTH = 2
+#: the group of the runtime's step contexts (warm-up, steps, outside steps)
+STEPS = "(steps)"
 
 GroupBy = (
-    str  # a node attribute ("module", "file", "name")
+    str  # a node attribute ("module", "file", "name"), or "nn.Module"
+    | tuple[str, int]  # ("nn.Module", how many module path segments)
     | int  # the name of the ancestor at this depth (a call-path prefix)
     | Sequence[tuple[str, str]]  # (group, regular expression on the name), first match wins
     | Mapping[str, str]  # name -> group
@@ -75,6 +82,17 @@ def group_labels(tree: Tree, group_by: GroupBy) -> np.ndarray:
     """
     n = len(tree)
     names = pd.Series(tree.names, dtype=object).astype(str)
+    if group_by == NN_MODULE:
+        return _module_paths(tree, NN_MODULE_DEPTH)
+    if (
+        isinstance(group_by, tuple)
+        and len(group_by) == 2
+        and group_by[0] == NN_MODULE
+        and isinstance(group_by[1], (int, np.integer))
+    ):
+        if group_by[1] < 1:
+            raise ValueError(f"group_by={group_by!r}: keep at least 1 module path segment")
+        return _module_paths(tree, int(group_by[1]))
     if isinstance(group_by, str):
         if group_by not in tree.nodes.columns:
             cols = ", ".join(map(str, tree.nodes.columns))
@@ -126,6 +144,48 @@ def group_labels(tree: Tree, group_by: GroupBy) -> np.ndarray:
         out[take] = str(group)
         todo &= ~take
     return out
+
+
+def _module_paths(tree: Tree, keep: int) -> np.ndarray:
+    """Groups of a runtime profile (``kind`` column): a module context's group
+    is its nn.Module path (``GPT.blocks.0.attn``) cut to ``keep`` segments,
+    and every context below it (submodules past the cut, collectives, ops)
+    stays in it; above the modules, the root and each phase (``forward``,
+    ``backward``...) are groups of their own, all steps one group
+    (:data:`STEPS`), and other contexts join their parent's group."""
+    if "kind" not in tree.nodes.columns:
+        raise KeyError(
+            f"group_by={NN_MODULE!r} needs the runtime's context kinds (a 'kind' column"
+            " with 'module' contexts, as `cctviz run` writes); this profile has none"
+        )
+    kind = tree.nodes["kind"].astype(str).to_numpy(dtype=object)
+    names = np.asarray(tree.names, dtype=object).astype(str)
+    parent = np.asarray(tree.parent)
+    is_mod = kind == "module"
+    group = np.full(len(tree), CATCH_ALL, dtype=object)
+    segs = np.zeros(len(tree), dtype=np.int64)  # module segments in the node's group
+    for level in tree.levels:
+        lv = np.asarray(level)
+        p = parent[lv]
+        has_p = p >= 0
+        pg = np.where(has_p, group[np.maximum(p, 0)], CATCH_ALL)
+        ps = np.where(has_p, segs[np.maximum(p, 0)], 0)
+        mod = is_mod[lv]
+        extend = mod & (ps > 0) & (ps < keep)
+        start = mod & (ps == 0)
+        g = pg.copy()
+        g[extend] = pg[extend] + "." + names[lv[extend]]
+        g[start] = names[lv[start]]
+        s = ps + (extend | start)
+        # above the modules: the root, the steps and each phase are groups
+        top = ~mod & (ps == 0)
+        k = kind[lv]
+        g[top & (k == "step")] = STEPS
+        own = top & (~has_p | (k == "phase"))
+        g[own] = names[lv[own]]
+        group[lv] = g
+        segs[lv] = s
+    return group
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,8 @@ class CCTView(anywidget.AnyWidget):
             ipywidgets' own trait, e.g. ``view.layout.height = "900px"``,
             which the view's height follows.)
         max_nodes: level-of-detail budget: the most nodes sent to the browser.
-        **kwargs: any other trait (``selection``, ``collapsed``, ``focus``, ``search``).
+        **kwargs: any other trait (``selection``, ``collapsed``, ``focus``,
+            ``search``, ``selected_profiles``).
 
     A tree whose first view would hold more than :data:`OPEN_MAX_ROWS` rows
     opens collapsed below its first levels (at most :data:`OPEN_ROWS` rows, two
@@ -118,6 +119,9 @@ class CCTView(anywidget.AnyWidget):
     where its imbalance costs (max - mean) at least :data:`CUE_SHARE` of the
     whole tree's mean, a red cue with that cost (:meth:`imbalance_cues`).
     Colour by ``"<metric> [cost]"`` to rank the imbalance by what it costs.
+    Set ``selected_profiles`` (profile ids; a linked SankeyView or
+    ProfilesView sets it, see :func:`cctviz.link`) to show the means and
+    spread of just those profiles; ``[]`` shows all of them again.
 
     State traits (synced, readable and settable): ``selection``, ``collapsed``,
     ``expanded``, ``focus``, ``color``, ``size``, ``chart``, ``search``,
@@ -139,6 +143,7 @@ class CCTView(anywidget.AnyWidget):
     chart = traitlets.Enum(["tree", "icicle"], "tree").tag(sync=True)
     search = traitlets.Unicode("").tag(sync=True)
     max_nodes = traitlets.Int(2000).tag(sync=True)
+    selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
     metrics = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     _data = traitlets.Dict().tag(sync=True)
 
@@ -153,6 +158,7 @@ class CCTView(anywidget.AnyWidget):
         "chart",
         "search",
         "max_nodes",
+        "selected_profiles",
     )
 
     def __init__(
@@ -214,7 +220,8 @@ class CCTView(anywidget.AnyWidget):
 
     @property
     def data(self) -> Tree | Ensemble:
-        return self._src.ensemble if self._src.ensemble is not None else self._src.tree
+        """The Tree or the (whole) Ensemble shown."""
+        return self._src.whole if self._src.whole is not None else self._src.tree
 
     @property
     def selected(self) -> pd.DataFrame:
@@ -326,6 +333,28 @@ class CCTView(anywidget.AnyWidget):
         if v:
             self._check_metric(v)
         return v
+
+    @traitlets.validate("selected_profiles")
+    def _v_profiles(self, proposal: dict) -> list[int]:
+        ids = sorted({int(i) for i in proposal["value"]})
+        whole = self._src.whole
+        if ids and whole is None:
+            raise traitlets.TraitError("selected_profiles: a Tree has no profiles to select")
+        if ids and (ids[0] < 0 or ids[-1] >= whole.n_profiles):
+            raise traitlets.TraitError(
+                f"selected_profiles: profile ids must be in [0, {whole.n_profiles})"
+            )
+        return ids
+
+    @traitlets.observe("selected_profiles")
+    def _on_profiles(self, change: dict) -> None:
+        whole = self._src.whole
+        if whole is None:
+            return
+        ids = change["new"]
+        self._src = MetricSource(whole, profiles=ids if ids else None)
+        if not self._restoring:
+            self._refresh(force=True)
 
     @traitlets.validate("max_nodes")
     def _v_max_nodes(self, proposal: dict) -> int:

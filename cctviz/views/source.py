@@ -65,9 +65,25 @@ def split_metric(name: str) -> tuple[str, str | None]:
 class MetricSource:
     """Per-node metric columns of a Tree or an Ensemble (see the module docstring)."""
 
-    def __init__(self, data: Tree | Ensemble) -> None:
+    def __init__(self, data: Tree | Ensemble, profiles: Any = None) -> None:
+        """``profiles``: for an Ensemble, the profile ids whose statistics the
+        columns show (None: all). The tree, node ids and profile ids stay the
+        whole ensemble's; only the means and spreads change."""
+        #: the whole ensemble (labels, profile ids), None for a Tree
+        self.whole: Ensemble | None = data if isinstance(data, Ensemble) else None
+        #: profile ids of :attr:`ensemble` in :attr:`whole` (None: all of them)
+        self.profile_ids: np.ndarray | None = None
+        if profiles is not None:
+            if not isinstance(data, Ensemble):
+                raise TypeError("profiles: only an Ensemble has profiles to choose")
+            ids = np.unique(np.asarray(profiles, dtype=np.int64).reshape(-1))
+            if ids.size and (ids[0] < 0 or ids[-1] >= data.n_profiles):
+                raise ValueError(f"profiles: ids must be in [0, {data.n_profiles})")
+            self.profile_ids = ids
         if isinstance(data, Ensemble):
-            self.ensemble: Ensemble | None = data
+            self.ensemble: Ensemble | None = (
+                data if self.profile_ids is None else data.select(self.profile_ids)
+            )
             self.tree: Tree = data.tree
             base = list(data.inc_metrics) + list(data.exc_metrics)
             derived = [f"{m} [{s}]" for m in data.inc_metrics for s in STATS]
@@ -79,6 +95,7 @@ class MetricSource:
         else:
             raise TypeError(f"expected a cctviz Tree or Ensemble, got {type(data).__name__}")
         self._cache: dict[str, np.ndarray] = {}
+        self._frames: dict[str, pd.DataFrame] = {}
 
     def __len__(self) -> int:
         return len(self.tree)
@@ -152,10 +169,20 @@ class MetricSource:
         return self.spread(base)[stat].to_numpy(dtype=np.float64)
 
     def spread(self, metric: str) -> pd.DataFrame | None:
-        """Per-node statistics over profiles (``Ensemble.stats``), None for a Tree."""
+        """Per-node statistics over profiles (``Ensemble.stats``; ``argmax`` as
+        an id of the whole ensemble's profiles), None for a Tree."""
         if self.ensemble is None:
             return None
-        return self.ensemble.stats(split_metric(metric)[0])
+        key = "\0spread\0" + split_metric(metric)[0]
+        if key not in self._frames:
+            st = self.ensemble.stats(split_metric(metric)[0])
+            if self.profile_ids is not None:
+                st = st.copy()
+                am = st["argmax"].to_numpy()
+                ok = am >= 0
+                st["argmax"] = np.where(ok, self.profile_ids[np.where(ok, am, 0)], am)
+            self._frames[key] = st
+        return self._frames[key]
 
     def spread_metric(self, name: str) -> str:
         """The metric whose spread goes with ``name`` (its base, made inclusive if possible)."""
@@ -166,13 +193,19 @@ class MetricSource:
 
     def profile_labels(self, ids: np.ndarray) -> dict[str, str]:
         """Short labels ("rank 3", "run 2 rank 0", file names when several) of profiles."""
-        if self.ensemble is None:
+        if self.whole is None:
             return {}
-        prof = self.ensemble.profiles
-        # a file name says which run; a run number only where no file does
-        by_file = "file" in prof.columns and prof["file"].nunique() > 1
+        prof = self.whole.profiles
+        # a file name says which run (rank files of one run: the rank does);
+        # a run number only where no file does
+        runs = "run" in prof.columns and prof["run"].nunique() > 1
+        by_file = (
+            "file" in prof.columns
+            and prof["file"].nunique() > 1
+            and (runs or "rank" not in prof.columns)
+        )
         cols = [c for c in ("rank",) if c in prof.columns]
-        if not by_file and "run" in prof.columns and prof["run"].nunique() > 1:
+        if not by_file and runs:
             cols.insert(0, "run")
         out: dict[str, str] = {}
         for i in np.unique(np.asarray(ids, dtype=np.int64)):

@@ -1,0 +1,723 @@
+"""SankeyView: the ensemble Sankey (CallFlow's design, deterministic) in Jupyter.
+
+Call sites are grouped into super nodes (modules; :mod:`cctviz.ops.sankey`
+builds the graph); the front end (``js/sankey/``) orders the nodes within
+their columns, lays them out on one vertical scale and draws, on every node,
+how its inclusive value spreads over the profiles (ranks, runs): a histogram,
+a box plot with 1.5 IQR outliers labelled by rank or run, an imbalance cue.
+Python computes every statistic here, vectorised over super nodes x profiles,
+and sends only aggregates (bins, quartiles, a few outliers) as binary buffers.
+The synced traits are the contract (``cctviz/views/CONTRACT.md``).
+
+Example:
+    >>> import cctviz
+    >>> a = cctviz.Tree.from_parents([-1, 0, 1], ["main", "solve", "MPI_Wait"], {"time": [1.0, 4.0, 2.0]})
+    >>> b = cctviz.Tree.from_parents([-1, 0, 1], ["main", "solve", "MPI_Wait"], {"time": [1.0, 4.0, 6.0]})
+    >>> ens = cctviz.Ensemble.from_trees([a, b], profiles={"rank": [0, 1]})
+    >>> view = cctviz.SankeyView(ens, group_by=[("app", "^(main|solve)$"), ("mpi", "^MPI_")])
+    >>> view.nodes[["group", "mean", "max", "argmax"]].to_dict("records")
+    [{'group': 'app', 'mean': 9.0, 'max': 11.0, 'argmax': 1}, {'group': 'mpi', 'mean': 4.0, 'max': 6.0, 'argmax': 1}]
+    >>> view.selected_groups = [1]          # as a click on "mpi" does
+    >>> view.selection.names.tolist()
+    ['MPI_Wait']
+    >>> view.brush = {"node": 1, "lo": 5.0, "hi": 7.0}  # as brushing its histogram does
+    >>> view.selected_profiles
+    [1]
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import anywidget
+import numpy as np
+import pandas as pd
+import traitlets
+
+from ..model.ensemble import Ensemble
+from ..model.nodeset import NodeSet
+from ..model.tree import Tree
+from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
+from .cct import CUE_SHARE, _f32, _i32, _ids_json, _static
+from .source import MetricSource
+
+#: histogram bins per node
+BINS = 16
+#: outliers sent per node (the most extreme first)
+OUTLIERS = 8
+#: call sites drawn in an expanded super node
+SITES = 200
+#: groups name-based grouping by default when the tree has at most this many distinct names
+NAME_GROUPS = 200
+
+
+def default_group_by(tree: Tree) -> GroupBy:
+    """How a profile's call sites group by default: nn.Module paths for the
+    runtime's profiles, the ``module`` attribute (load module, library) where
+    a reader gives one, else the call site's name when there are few, else
+    the ancestor two levels down.
+
+    Example:
+        >>> import cctviz
+        >>> default_group_by(cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 1.0]}))
+        'name'
+    """
+    cols = tree.nodes.columns
+    if "kind" in cols and (tree.nodes["kind"].astype(str) == "module").any():
+        return NN_MODULE
+    if "module" in cols and tree.nodes["module"].dropna().astype(str).nunique() > 1:
+        return "module"
+    if pd.Series(tree.names, dtype=object).nunique() <= NAME_GROUPS:
+        return "name"
+    return 2
+
+
+def describe_group_by(group_by: GroupBy) -> str:
+    """``group_by`` in words for the legend.
+
+    >>> describe_group_by("module"), describe_group_by(2), describe_group_by([("mpi", "^MPI_")])
+    ('module', 'call path depth 2', '1 pattern(s)')
+    """
+    if isinstance(group_by, str):
+        return group_by
+    if isinstance(group_by, tuple) and len(group_by) == 2 and group_by[0] == NN_MODULE:
+        return f"{NN_MODULE} (path depth {group_by[1]})"
+    if isinstance(group_by, (int, np.integer)):
+        return f"call path depth {int(group_by)}"
+    if isinstance(group_by, Mapping):
+        return f"mapping of {len(group_by)} name(s)"
+    if callable(group_by):
+        return getattr(group_by, "__name__", "function")
+    return f"{len(list(group_by))} pattern(s)"
+
+
+def short_label(group: str) -> str:
+    """What a node shows of its group: a path's last part (HPCToolkit gives
+    load modules as full paths); the tooltip shows the whole.
+
+    >>> short_label("/usr/lib64/libmpi.so.12"), short_label("GPT.blocks.0"), short_label("/")
+    ('libmpi.so.12', 'GPT.blocks.0', '/')
+    """
+    if "/" in group.rstrip("/") or "\\" in group:
+        base = os.path.basename(group.rstrip("/\\"))
+        return base or group
+    return group
+
+
+def distribution(per_profile: np.ndarray, bins: int = BINS) -> dict[str, np.ndarray]:
+    """Statistics of each row of ``per_profile`` (nodes x profiles): ``mean``,
+    ``min``, ``max``, ``std``, ``q1``, ``median``, ``q3``, the whiskers
+    (``whisker_lo``/``whisker_hi``: the furthest values within 1.5 IQR of the
+    box), ``argmax`` (column) and ``hist`` (nodes x bins counts over each row's
+    [min, max]; a row with min == max counts in the last bin). Rows of no
+    column are NaN (argmax -1, counts 0).
+
+    Example:
+        >>> d = distribution(np.array([[1.0, 2.0, 3.0, 4.0, 100.0]]), bins=4)
+        >>> float(d["median"][0]), float(d["whisker_hi"][0]), d["hist"].tolist()
+        (3.0, 4.0, [[4, 0, 0, 1]])
+    """
+    v = np.asarray(per_profile, dtype=np.float64)
+    n, p = v.shape
+    out: dict[str, np.ndarray] = {}
+    if p == 0:
+        nan = np.full(n, np.nan)
+        for k in ("mean", "min", "max", "std", "q1", "median", "q3", "whisker_lo", "whisker_hi"):
+            out[k] = nan.copy()
+        out["argmax"] = np.full(n, -1, dtype=np.int64)
+        out["hist"] = np.zeros((n, bins), dtype=np.int64)
+        return out
+    out["mean"] = v.mean(axis=1)
+    out["min"] = v.min(axis=1)
+    out["max"] = v.max(axis=1)
+    out["std"] = v.std(axis=1)
+    out["q1"], out["median"], out["q3"] = np.quantile(v, [0.25, 0.5, 0.75], axis=1)
+    iqr = out["q3"] - out["q1"]
+    lo_fence = (out["q1"] - 1.5 * iqr)[:, None]
+    hi_fence = (out["q3"] + 1.5 * iqr)[:, None]
+    out["whisker_lo"] = np.where(v >= lo_fence, v, np.inf).min(axis=1)
+    out["whisker_hi"] = np.where(v <= hi_fence, v, -np.inf).max(axis=1)
+    out["argmax"] = v.argmax(axis=1)
+    out["hist"] = histogram(v, out["min"], out["max"], bins)
+    return out
+
+
+def histogram(v: np.ndarray, lo: np.ndarray, hi: np.ndarray, bins: int = BINS) -> np.ndarray:
+    """Counts (rows x bins) of each row of ``v`` in ``bins`` equal bins over
+    [lo, hi] of that row; values on a row with lo == hi go to the last bin.
+
+    >>> histogram(np.array([[0.0, 1.0, 2.0, 2.0]]), np.array([0.0]), np.array([2.0]), 2).tolist()
+    [[1, 3]]
+    """
+    n = v.shape[0]
+    if v.size == 0:
+        return np.zeros((n, bins), dtype=np.int64)
+    width = (hi - lo)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        idx = np.floor((v - lo[:, None]) / width * bins)
+    idx = np.where(width > 0, idx, bins - 1)
+    idx = np.clip(np.nan_to_num(idx, nan=bins - 1), 0, bins - 1).astype(np.int64)
+    flat = (np.arange(n)[:, None] * bins + idx).ravel()
+    return np.bincount(flat, minlength=n * bins).reshape(n, bins)
+
+
+def outliers(
+    v: np.ndarray, q1: np.ndarray, q3: np.ndarray, median: np.ndarray, per_node: int = OUTLIERS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Outliers beyond 1.5 IQR of each row: (row, column, more), at most
+    ``per_node`` per row, the furthest from the median first; ``more[r]`` is
+    how many of row r were left out.
+
+    >>> r, c, more = outliers(np.array([[1.0, 2.0, 3.0, 4.0, 100.0]]), np.array([2.0]), np.array([4.0]), np.array([3.0]))
+    >>> r.tolist(), c.tolist(), more.tolist()
+    ([0], [4], [0])
+    """
+    n = v.shape[0]
+    if v.size == 0:
+        e = np.empty(0, dtype=np.int64)
+        return e, e, np.zeros(n, dtype=np.int64)
+    iqr = (q3 - q1)[:, None]
+    out = (v < q1[:, None] - 1.5 * iqr) | (v > q3[:, None] + 1.5 * iqr)
+    dist = np.where(out, np.abs(v - median[:, None]), -1.0)
+    k = min(per_node, v.shape[1])
+    order = np.argsort(-dist, axis=1, kind="stable")[:, :k]
+    take = np.take_along_axis(out, order, axis=1)
+    rows = np.repeat(np.arange(n), k).reshape(n, k)
+    more = np.maximum(out.sum(axis=1) - take.sum(axis=1), 0)
+    return rows[take], order[take], more
+
+
+def _profile_ids(ens: Ensemble, which: Any, what: str) -> np.ndarray:
+    """Profile ids from ids, a boolean mask, ``{column: value}`` or a callable on the profiles."""
+    prof = ens.profiles
+    if isinstance(which, Mapping):
+        mask = np.ones(len(prof), dtype=bool)
+        for col, val in which.items():
+            if col not in prof.columns:
+                raise KeyError(
+                    f"{what}: no profile column {col!r} (there are: {', '.join(map(str, prof.columns))})"
+                )
+            mask &= (prof[col] == val).to_numpy()
+        ids = np.flatnonzero(mask)
+    elif callable(which):
+        return _profile_ids(ens, which(prof), what)
+    else:
+        arr = np.asarray(which)
+        ids = np.flatnonzero(arr) if arr.dtype == bool else arr.astype(np.int64).reshape(-1)
+    ids = np.unique(ids)
+    if ids.size and (ids[0] < 0 or ids[-1] >= ens.n_profiles):
+        raise ValueError(f"{what}: profile ids must be in [0, {ens.n_profiles})")
+    return ids
+
+
+def _label_of(which: Any, fallback: str) -> str:
+    if isinstance(which, Mapping):
+        return ", ".join(f"{k}={v}" for k, v in which.items())
+    return fallback
+
+
+class SankeyView(anywidget.AnyWidget):
+    """The ensemble Sankey of an Ensemble (or a Tree): how an inclusive metric
+    flows through the program's modules, and on every module how it spreads
+    over the profiles (ranks, runs).
+
+    Args:
+        data: an Ensemble (or a single Tree: one profile).
+        group_by: how call sites group into super nodes: ``"nn.Module"`` (the
+            runtime's module paths, 2 segments; ``("nn.Module", k)`` for k), a
+            node attribute (``"module"``, ``"file"``, ``"name"``), a call-path
+            depth (int), a list of ``(group, regex)``, a mapping of names or a
+            callable on call paths. Call sites no rule matches join the
+            ``"(other)"`` group. Default: :func:`default_group_by`.
+        metric: the additive inclusive metric sizing nodes (default the time).
+        diff: compare two groups of profiles: ``(A, B)``, each profile ids, a
+            boolean mask, ``{column: value}`` or a callable on
+            ``ensemble.profiles``, or two Ensembles (their profiles are then
+            joined into one ensemble). Nodes are coloured by mean(B) - mean(A)
+            on a diverging scale and show the per-profile differences of B.
+        diff_labels: names of A and B in the legend.
+        **kwargs: traits (``selection``, ``selected_groups``,
+            ``selected_profiles``, ``expanded``).
+
+    Clicking a node selects its call sites (``selection``, a NodeSet of the
+    unified tree; ``selected_groups`` its super node ids); brushing a node's
+    distribution or clicking an outlier selects profiles
+    (``selected_profiles``); double-clicking expands a node into its call sites.
+    :func:`cctviz.link` ties these to a CCTView and a ProfilesView.
+    """
+
+    _esm = _static("cctviz.js")
+    _css = _static("cctviz.css")
+    _kind = traitlets.Unicode("sankey").tag(sync=True)
+
+    metric = traitlets.Unicode("").tag(sync=True)
+    metrics = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    group_by = traitlets.Unicode("", read_only=True).tag(sync=True)
+    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=_ids_json)
+    selected_groups = traitlets.List(traitlets.Int()).tag(sync=True)
+    selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
+    brush = traitlets.Dict().tag(sync=True)
+    expanded = traitlets.List(traitlets.Int()).tag(sync=True)
+    _data = traitlets.Dict().tag(sync=True)
+
+    #: traits that make up a view's state
+    STATE = ("metric", "selection", "selected_groups", "selected_profiles", "brush", "expanded")
+
+    def __init__(
+        self,
+        data: Ensemble | Tree,
+        group_by: GroupBy | None = None,
+        metric: str | None = None,
+        diff: tuple[Any, Any] | None = None,
+        diff_labels: tuple[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        labels = list(diff_labels) if diff_labels is not None else None
+        if diff is not None and all(isinstance(d, Ensemble) for d in diff):
+            la, lb = labels or ["A", "B"]
+            data = Ensemble.concat(list(diff), extra=[{"diff": la}, {"diff": lb}])
+            diff = ({"diff": la}, {"diff": lb})
+            labels = [la, lb]
+        if not isinstance(data, (Ensemble, Tree)):
+            raise TypeError(
+                f"SankeyView: expected an Ensemble or a Tree, got {type(data).__name__}"
+            )
+        self._ens = data if isinstance(data, Ensemble) else None
+        self._tree = data.tree if isinstance(data, Ensemble) else data
+        self._src = MetricSource(data)
+        self._group_by = default_group_by(self._tree) if group_by is None else group_by
+        self._graphs: dict[str, tuple[SankeyGraph, np.ndarray, np.ndarray]] = {}
+        self._node_means: dict[str, np.ndarray] = {}
+        self._guard = False
+        self._diff = self._parse_diff(diff, labels)
+        offered = [m for m in self._src.metrics if self._src.is_additive(m)]
+        if not offered:
+            raise ValueError(
+                "SankeyView needs an additive inclusive metric (such as 'time (inc)');"
+                f" this profile has: {', '.join(self._src.metrics)}"
+            )
+        metric = metric or (
+            self._src.default_metric if self._src.default_metric in offered else offered[0]
+        )
+        if metric not in offered:
+            raise ValueError(
+                f"metric {metric!r}: a Sankey needs an additive inclusive metric; choose one of {offered}"
+            )
+        self._ready = False
+        super().__init__(metric=metric, _data={}, **kwargs)
+        self.set_trait("metrics", offered)
+        self.set_trait("group_by", describe_group_by(self._group_by))
+        if self.selection is None:
+            self.selection = NodeSet(self._tree)
+        self._ready = True
+        if self.selected_groups and not self.selection.ids.size:
+            self._on_groups({"new": self.selected_groups})
+        elif self.selection.ids.size:
+            self._on_selection({"new": self.selection})
+        self._refresh()
+
+    # ------------------------------------------------------------ public API
+    @property
+    def tree(self) -> Tree:
+        """The (unified) tree whose call sites the super nodes group."""
+        return self._tree
+
+    @property
+    def data(self) -> Ensemble | Tree:
+        return self._ens if self._ens is not None else self._tree
+
+    @property
+    def graph(self) -> SankeyGraph:
+        """The super graph shown (:func:`cctviz.ops.sankey.module_graph`)."""
+        return self._graph()[0]
+
+    @property
+    def nodes(self) -> pd.DataFrame:
+        """One row per super node: group, column, call sites, and the
+        distribution over the profiles in scope (mean, min, max, std,
+        quartiles, argmax profile id, imbalance = max/mean, cost = max - mean)."""
+        g, per, pids = self._graph()
+        d = distribution(per)
+        df = g.nodes[["group", "occurrence", "column", "members"]].copy()
+        for k in ("mean", "min", "max", "std", "q1", "median", "q3"):
+            df[k] = d[k]
+        df["argmax"] = np.where(d["argmax"] >= 0, pids[np.maximum(d["argmax"], 0)], -1)
+        df["imbalance"] = np.divide(
+            d["max"], d["mean"], out=np.full(len(df), np.nan), where=d["mean"] > 0
+        )
+        df["cost"] = d["max"] - d["mean"]
+        return df
+
+    @property
+    def per_profile(self) -> pd.DataFrame:
+        """Super nodes x profiles (ids of the ensemble) values of the metric."""
+        _, per, pids = self._graph()
+        return pd.DataFrame(per, columns=pids)
+
+    @property
+    def selected(self) -> pd.DataFrame:
+        """The selected super nodes (rows of :attr:`nodes`)."""
+        return self.nodes.iloc[self.selected_groups]
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The view's state as plain values."""
+        out = {k: getattr(self, k) for k in self.STATE}
+        out["selection"] = self.selection.ids.tolist()
+        return out
+
+    def save(self, path: str | pathlib.Path, **options: Any) -> pathlib.Path:
+        """Write the Sankey as a figure (``.svg``, ``.pdf``, ``.png``, ``.html``)
+        from its current state, with no browser; options as
+        :meth:`cctviz.CCTView.save` (``width``, ``height``, ``font_size``,
+        ``title``, ``legends``, ``highlight``, ``background``, ``scheme``, ``scale``).
+
+        Example:
+            >>> import cctviz, tempfile, pathlib
+            >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "solve"], {"time": [1.0, 2.0]})
+            >>> out = pathlib.Path(tempfile.mkdtemp()) / "sankey.svg"
+            >>> "solve" in cctviz.SankeyView(t).save(out, width="7in").read_text()
+            True
+        """
+        from ..export import save
+
+        return save(self, path, **options)
+
+    def _figure_state(self) -> dict[str, Any]:
+        st = self.state
+        return {k: st[k] for k in self.STATE}
+
+    # ------------------------------------------------------------ diff
+    def _parse_diff(
+        self, diff: tuple[Any, Any] | None, labels: list[str] | None
+    ) -> tuple[np.ndarray, np.ndarray, str, str] | None:
+        if diff is None:
+            return None
+        if self._ens is None:
+            raise ValueError("diff: a single Tree has no profiles to compare; give an Ensemble")
+        if not (isinstance(diff, (tuple, list)) and len(diff) == 2):
+            raise ValueError(f"diff: expected two groups of profiles (A, B), got {diff!r}")
+        live = np.asarray(self._ens.live, dtype=bool)
+        a, b = (_profile_ids(self._ens, d, f"diff[{k}]") for k, d in enumerate(diff))
+        a, b = a[live[a]], b[live[b]]
+        for name, ids in (("A", a), ("B", b)):
+            if not ids.size:
+                raise ValueError(f"diff: group {name} has no live profile")
+        if np.intersect1d(a, b).size:
+            raise ValueError("diff: groups A and B share profiles")
+        la = labels[0] if labels else _label_of(diff[0], "A")
+        lb = labels[1] if labels else _label_of(diff[1], "B")
+        return a, b, la, lb
+
+    # ------------------------------------------------------------ reactions
+    @contextmanager
+    def _guarded(self):
+        self._guard = True
+        try:
+            yield
+        finally:
+            self._guard = False
+
+    @traitlets.validate("selection")
+    def _v_selection(self, proposal: dict) -> NodeSet:
+        v = proposal["value"]
+        t = self._tree
+        if v is None:
+            return NodeSet(t)
+        if isinstance(v, NodeSet):
+            if v.tree is t:
+                return v
+            wanted = v.tree.callpaths.iloc[v.ids].to_numpy()
+            return NodeSet(t, np.flatnonzero(np.isin(t.callpaths.to_numpy(), wanted)))
+        if isinstance(v, str):
+            return t.query(v)
+        ids = np.unique(np.asarray(list(np.atleast_1d(v)), dtype=np.int64))
+        if ids.size and (ids[0] < 0 or ids[-1] >= len(t)):
+            raise traitlets.TraitError(f"selection: node ids must be in [0, {len(t)})")
+        return NodeSet(t, ids)
+
+    @traitlets.validate("selected_groups", "expanded")
+    def _v_groups(self, proposal: dict) -> list[int]:
+        ids = sorted({int(i) for i in proposal["value"]})
+        n = len(self._graph()[0].nodes) if self._ready else None
+        if ids and (ids[0] < 0 or (n is not None and ids[-1] >= n)):
+            raise traitlets.TraitError(
+                f"{proposal['trait'].name}: super node ids must be in [0, {n})"
+            )
+        return ids
+
+    @traitlets.validate("selected_profiles")
+    def _v_profiles(self, proposal: dict) -> list[int]:
+        ids = sorted({int(i) for i in proposal["value"]})
+        n = self._ens.n_profiles if self._ens is not None else 1
+        if ids and (ids[0] < 0 or ids[-1] >= n):
+            raise traitlets.TraitError(f"selected_profiles: profile ids must be in [0, {n})")
+        return ids
+
+    @traitlets.validate("metric")
+    def _v_metric(self, proposal: dict) -> str:
+        m = proposal["value"]
+        if self._ready and m not in self.metrics:
+            raise traitlets.TraitError(
+                f"metric {m!r}: choose an additive inclusive metric of {self.metrics}"
+            )
+        return m
+
+    @traitlets.validate("brush")
+    def _v_brush(self, proposal: dict) -> dict:
+        b = dict(proposal["value"])
+        if not b:
+            return {}
+        try:
+            node, lo, hi = int(b["node"]), float(b["lo"]), float(b["hi"])
+        except (KeyError, TypeError, ValueError):
+            raise traitlets.TraitError(
+                f"brush: expected {{}} or {{'node': k, 'lo': v0, 'hi': v1}}, got {b!r}"
+            ) from None
+        return {"node": node, "lo": min(lo, hi), "hi": max(lo, hi)}
+
+    @traitlets.observe("selection")
+    def _on_selection(self, change: dict) -> None:
+        if self._guard or not self._ready:
+            return
+        members = self._graph()[0].members
+        groups = np.unique(members[change["new"].ids])
+        with self._guarded():
+            self.selected_groups = groups[groups >= 0].tolist()
+
+    @traitlets.observe("selected_groups")
+    def _on_groups(self, change: dict) -> None:
+        if self._guard or not self._ready:
+            return
+        members = self._graph()[0].members
+        with self._guarded():
+            self.selection = NodeSet(self._tree, np.flatnonzero(np.isin(members, change["new"])))
+
+    @traitlets.observe("brush")
+    def _on_brush(self, change: dict) -> None:
+        b = change["new"]
+        if not b or not self._ready:
+            return
+        values, pids = self._brushable(b["node"])
+        inside = (values >= b["lo"]) & (values <= b["hi"])
+        with self._guarded():
+            self.selected_profiles = np.sort(pids[inside]).tolist()
+        self._refresh()
+
+    @traitlets.observe("selected_profiles")
+    def _on_profiles(self, change: dict) -> None:
+        if not self._ready:
+            return
+        if not self._guard and self.brush:
+            with self._guarded():
+                self.brush = {}
+        self._refresh()
+
+    @traitlets.observe("metric", "expanded")
+    def _on_state(self, change: dict) -> None:
+        if self._ready:
+            self._refresh()
+
+    # ------------------------------------------------------------ data
+    def _scope(self) -> np.ndarray:
+        """Profile ids the node heights average over: the live ones, or A and B in diff mode."""
+        if self._ens is None:
+            return np.zeros(1, dtype=np.int64)
+        if self._diff is not None:
+            return np.union1d(self._diff[0], self._diff[1])
+        return np.flatnonzero(np.asarray(self._ens.live, dtype=bool))
+
+    def _graph(self) -> tuple[SankeyGraph, np.ndarray, np.ndarray]:
+        """(graph, per-profile values of the super nodes (nodes x scope), profile ids)."""
+        key = self.metric
+        if key not in self._graphs:
+            scope = self._scope()
+            data: Ensemble | Tree = self._tree
+            if self._ens is not None:
+                whole = np.array_equal(scope, np.flatnonzero(self._ens.live))
+                data = self._ens if whole else self._ens.select(scope)
+            g = module_graph(data, self._group_by, self.metric or None)
+            if g.per_profile is not None:
+                per = g.per_profile.to_numpy(dtype=np.float64)
+                local = np.asarray(g.per_profile.columns, dtype=np.int64)
+                pids = local if data is self._ens else scope[local]
+            else:
+                per = g.nodes["value"].to_numpy(dtype=np.float64)[:, None]
+                pids = np.zeros(1, dtype=np.int64)
+            self._graphs[key] = (g, per, pids)
+        return self._graphs[key]
+
+    def _brushable(self, node: int) -> tuple[np.ndarray, np.ndarray]:
+        """(values, profile ids) a brush on ``node`` ranges over: its values per
+        profile, or in diff mode B's differences from A's mean."""
+        g, per, pids = self._graph()
+        if not 0 <= node < len(g.nodes):
+            raise traitlets.TraitError(f"brush: no super node {node}")
+        row = per[node]
+        if self._diff is None:
+            return row, pids
+        a, b = self._diff[0], self._diff[1]
+        in_a, in_b = np.isin(pids, a), np.isin(pids, b)
+        return row[in_b] - row[in_a].mean(), pids[in_b]
+
+    def _refresh(self) -> None:
+        self._data = self._payload()
+
+    def _payload(self) -> dict[str, Any]:
+        g, per, pids = self._graph()
+        nodes, links = g.nodes, g.links
+        n = len(nodes)
+        d = distribution(per)
+        argmax = np.where(d["argmax"] >= 0, pids[np.maximum(d["argmax"], 0)], -1)
+        rows, cols, more = outliers(per, d["q1"], d["q3"], d["median"])
+        groups = nodes["group"].astype(str).tolist()
+        occ = nodes["occurrence"].to_numpy()
+        label = [short_label(s) + (f" ({k + 1})" if k else "") for s, k in zip(groups, occ)]
+        column = nodes["column"].to_numpy(dtype=np.int64)
+        ends = np.concatenate([links["source"].to_numpy(), links["target"].to_numpy()])
+        n_dummy = max(int(ends.max(initial=n - 1)) + 1 - n, 0)
+        dummy_col = np.zeros(n_dummy, dtype=np.int64)
+        if n_dummy:
+            # a dummy sits one column after its link's source (a chain advances a column per link)
+            src_col = np.concatenate([column, dummy_col])
+            for s, t in zip(links["source"].tolist(), links["target"].tolist()):
+                if t >= n:
+                    src_col[t] = src_col[s] + 1
+            dummy_col = src_col[n:]
+        fwd = g.edges[~g.edges["back"]].reset_index(drop=True)
+        edge_key = {(s, t): k for k, (s, t) in enumerate(zip(fwd["source"], fwd["target"]))}
+        link_edge = [edge_key[(s, t)] for s, t in zip(links["edge_source"], links["edge_target"])]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            imbalance = np.where(d["mean"] > 0, d["max"] / d["mean"], np.nan)
+        cost = d["max"] - d["mean"]
+        metric = self.metric
+        unit = self._src.unit(metric)
+        total = float(np.nansum(d["mean"][column == 0])) if n else 0.0
+        sel = np.asarray(self.selected_profiles, dtype=np.int64)
+        labelled = np.unique(np.concatenate([argmax[argmax >= 0], pids[cols], sel]))
+        live = self._ens.live if self._ens is not None else np.ones(1, dtype=bool)
+        out: dict[str, Any] = {
+            "n": n,
+            "n_dummy": n_dummy,
+            "columns": int(column.max(initial=-1) + 1),
+            "bins": BINS,
+            "group": groups,
+            "label": label,
+            "column": _i32(column),
+            "value": _f32(d["mean"]),
+            "members": _i32(nodes["members"].to_numpy()),
+            "cost": _f32(cost),
+            "imbalance": _f32(imbalance),
+            "argmax": _i32(argmax),
+            "hist": _i32(d["hist"].ravel()),
+            "outlier_node": _i32(rows),
+            "outlier_profile": _i32(pids[cols]),
+            "outlier_value": _f32(per[rows, cols]),
+            "outlier_more": _i32(more),
+            "link_source": _i32(links["source"].to_numpy()),
+            "link_target": _i32(links["target"].to_numpy()),
+            "link_value": _f32(links["value"].to_numpy()),
+            "link_edge": _i32(np.asarray(link_edge, dtype=np.int64)),
+            "edge_source": _i32(fwd["source"].to_numpy()),
+            "edge_target": _i32(fwd["target"].to_numpy()),
+            "dummy_column": _i32(dummy_col),
+            "back_edges": int(g.edges["back"].sum()),
+            "metric": metric,
+            "unit": unit,
+            "rule": "sum",
+            "profiles": int(per.shape[1]),
+            "failed": int((~np.asarray(live, dtype=bool)).sum()),
+            "profiles_total": self._ens.n_profiles if self._ens is not None else 1,
+            "labels": self._src.profile_labels(labelled),
+            "cost_threshold": CUE_SHARE * total if total > 0 else None,
+            "sites": [self._sites(k) for k in self.expanded if k < n],
+            "diff": self._diff_payload(per, pids) if self._diff is not None else None,
+            "tree_size": len(self._tree),
+        }
+        for k in ("min", "max", "std", "q1", "median", "q3", "whisker_lo", "whisker_hi"):
+            out[k] = _f32(d[k])
+        if sel.size:
+            in_sel = np.isin(pids, sel)
+            out["hist_sel"] = _i32(histogram(per[:, in_sel], d["min"], d["max"]).ravel())
+            with np.errstate(invalid="ignore"):
+                sm = per[:, in_sel].mean(axis=1) if in_sel.any() else np.full(n, np.nan)
+            out["sel_mean"] = _f32(sm)
+        return out
+
+    def _diff_payload(self, per: np.ndarray, pids: np.ndarray) -> dict[str, Any]:
+        assert self._diff is not None
+        a, b, la, lb = self._diff
+        in_a, in_b = np.isin(pids, a), np.isin(pids, b)
+        mean_a = per[:, in_a].mean(axis=1)
+        mean_b = per[:, in_b].mean(axis=1)
+        delta = mean_b - mean_a
+        diffs = per[:, in_b] - mean_a[:, None]
+        lo, hi = diffs.min(axis=1), diffs.max(axis=1)
+        bound = float(np.nanmax(np.abs(delta))) if delta.size else 0.0
+        return {
+            "a_label": la,
+            "b_label": lb,
+            "a_profiles": int(in_a.sum()),
+            "b_profiles": int(in_b.sum()),
+            "mean_a": _f32(mean_a),
+            "mean_b": _f32(mean_b),
+            "delta": _f32(delta),
+            "delta_domain": [-bound, bound],
+            "dhist": _i32(histogram(diffs, lo, hi).ravel()),
+            "dhist_lo": _f32(lo),
+            "dhist_hi": _f32(hi),
+        }
+
+    def _sites(self, k: int) -> dict[str, Any]:
+        """The call sites of super node ``k`` for its icicle: the heaviest
+        :data:`SITES`, closed under ancestors within the node, in pre-order."""
+        g, _, _ = self._graph()
+        t = self._tree
+        ids = np.flatnonzero(g.members == k)
+        value = self._site_values()[ids]
+        if ids.size > SITES:
+            keep = ids[np.argsort(-value, kind="stable")[:SITES]]
+            parent = np.asarray(t.parent)
+            while True:  # close under ancestors inside the node
+                p = parent[keep]
+                add = p[(p >= 0) & (g.members[np.maximum(p, 0)] == k)]
+                new = np.setdiff1d(add, keep)
+                if not new.size:
+                    break
+                keep = np.union1d(keep, new)
+            ids = np.sort(keep)
+            value = self._site_values()[ids]
+        parent = np.asarray(t.parent)[ids]
+        pos = np.searchsorted(ids, parent)
+        pos = np.minimum(pos, max(ids.size - 1, 0))
+        inside = (parent >= 0) & (ids[pos] == parent) if ids.size else np.zeros(0, dtype=bool)
+        prow = np.where(inside, pos, -1)
+        depth = np.zeros(ids.size, dtype=np.int64)
+        for i in range(ids.size):  # pre-order: a parent's depth is known first
+            if prow[i] >= 0:
+                depth[i] = depth[prow[i]] + 1
+        names = [str(x) for x in t.names[ids]]
+        return {
+            "node": int(k),
+            "n": int(ids.size),
+            "id": ids.tolist(),
+            "parent": prow.tolist(),
+            "depth": depth.tolist(),
+            "value": [float(v) for v in np.nan_to_num(value)],
+            "label": names,
+        }
+
+    def _site_values(self) -> np.ndarray:
+        """Mean inclusive value of every tree node over the profiles in scope."""
+        m = self.metric
+        if m not in self._node_means:
+            if self._ens is None:
+                v = self._tree.metrics[m].to_numpy(dtype=np.float64)
+            else:
+                v = np.nan_to_num(self._ens.values(m)[:, self._scope()]).mean(axis=1)
+            self._node_means[m] = v
+        return self._node_means[m]
