@@ -53,7 +53,70 @@ def _cmd_info(a: argparse.Namespace) -> int:
 FIGURE_FORMATS = ("svg", "pdf", "png", "html")
 
 
+def _group_by(text: str) -> Any:
+    """``--group-by``: a call-path depth (a number), ``nn.Module`` or
+    ``nn.Module:K`` (K module path segments), or a node attribute."""
+    if text.isdigit():
+        return int(text)
+    if text.startswith("nn.Module:") and text.split(":", 1)[1].isdigit():
+        return ("nn.Module", int(text.split(":", 1)[1]))
+    return text
+
+
+def _diff(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``--diff COLUMN=A,B``: the profiles whose COLUMN is A against those where it is B."""
+    col, sep, values = text.partition("=")
+    parts = values.split(",")
+    if not sep or not col or len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(
+            f"expected COLUMN=A,B (e.g. world_size=8,64), got {text!r}"
+        )
+
+    def value(v: str) -> Any:
+        try:
+            return int(v)
+        except ValueError:
+            try:
+                return float(v)
+            except ValueError:
+                return v
+
+    return {col: value(parts[0])}, {col: value(parts[1])}
+
+
+def _make_sankey(obj: Any, a: argparse.Namespace) -> Any:
+    """A SankeyView of ``obj`` as ``--group-by``, ``--metric``, ``--diff``, ``--query`` ask."""
+    import traitlets
+
+    from .errors import CCTVizError
+    from .views.sankey import SankeyView
+
+    try:
+        view = SankeyView(
+            obj,
+            group_by=None if a.group_by is None else _group_by(a.group_by),
+            metric=a.color,
+            diff=a.diff,
+        )
+        if a.query:
+            view.selection = a.query
+    except (traitlets.TraitError, KeyError, ValueError) as e:
+        raise CCTVizError(_message(e)) from None
+    return view
+
+
 def _make_view(obj: Any, a: argparse.Namespace) -> Any:
+    """A view of ``obj`` (``--view``) in the state the view options of ``a`` ask for."""
+    from .errors import CCTVizError
+
+    if getattr(a, "view", "cct") == "sankey":
+        return _make_sankey(obj, a)
+    if a.group_by is not None or a.diff is not None:
+        raise CCTVizError("--group-by and --diff go with --view sankey")
+    return _make_cct(obj, a)
+
+
+def _make_cct(obj: Any, a: argparse.Namespace) -> Any:
     """A CCTView of ``obj`` in the state the view options of ``a`` ask for."""
     import numpy as np
     import traitlets
@@ -176,6 +239,8 @@ def _cmd_export(a: argparse.Namespace) -> int:
     from .export import save
     from .readers import progress_bar, read
 
+    if a.view == "sankey" and len(a.profiles) > 1:
+        return _export_ensemble(a)
     fmt, pairs = _outputs(a)
     opts = _figure_options(a, fmt)
     if len(pairs) > 1:
@@ -191,6 +256,25 @@ def _cmd_export(a: argparse.Namespace) -> int:
             print(f"cctviz: {_message(e)}", file=sys.stderr)
             failed += 1
     return 2 if failed else 0
+
+
+def _export_ensemble(a: argparse.Namespace) -> int:
+    """``cctviz export --view sankey A B C -o fig.svg``: one figure of the profiles as an ensemble."""
+    from .errors import CCTVizError
+    from .export import FORMATS, save
+    from .readers import read_ensemble
+
+    out = Path(a.output)
+    fmt = a.format.lower().lstrip(".") if a.format else FORMATS.get(out.suffix.lower())
+    if fmt not in FIGURE_FORMATS:
+        raise CCTVizError(
+            f"-o {a.output}: with --view sankey, several profiles make one figure: end the"
+            f" name in {', '.join(FORMATS)} or give --format"
+        )
+    opts = _figure_options(a, fmt)
+    view = _make_view(read_ensemble(a.profiles, format=a.input_format), a)
+    save(view, out, format=fmt, **opts)
+    return 0
 
 
 def _cmd_view(a: argparse.Namespace) -> int:
@@ -216,10 +300,32 @@ def _message(e: BaseException) -> str:
 def _add_view_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what the view shows")
     g.add_argument(
+        "--view",
+        choices=("cct", "sankey"),
+        default="cct",
+        help="the calling-context tree (default) or the ensemble Sankey: modules and"
+        " how each spreads over the profiles (several PROFILEs make one ensemble)",
+    )
+    g.add_argument(
+        "--group-by",
+        metavar="G",
+        help="--view sankey: how call sites group into modules: a node attribute"
+        " (module, file, name), a call-path depth (2), nn.Module or nn.Module:K"
+        " (default: by what the profile holds)",
+    )
+    g.add_argument(
+        "--diff",
+        type=_diff,
+        metavar="COLUMN=A,B",
+        help="--view sankey: compare the profiles whose COLUMN is A with those where it"
+        " is B, e.g. file=run-8.json,run-64.json",
+    )
+    g.add_argument(
         "--color",
         "-c",
         metavar="METRIC",
-        help="colour metric, e.g. 'time (inc)' (default: inclusive time)",
+        help="colour metric, e.g. 'time (inc)' (default: inclusive time); with --view"
+        " sankey, the metric sizing the nodes",
     )
     g.add_argument(
         "--color2",
