@@ -28,7 +28,7 @@ import pandas as pd
 from ..errors import ProfileError
 from . import units as _units
 from ._algo import accumulate_up, combine_rows, level_order, sorted_unique
-from .tree import Tree, check_aggregation, inc_name
+from .tree import Tree, base_metric, check_aggregation, inc_name
 from .unify import unify_structures
 
 #: ``stats(missing=...)`` choices
@@ -314,11 +314,33 @@ class Ensemble:
         ``"sum"`` metric, NaN otherwise.
 
         Meant for small ensembles and plots; statistics use :meth:`stats`.
+        An inclusive sum is accumulated up the tree on the dense matrix
+        (level by level, without building the long inclusive table); the
+        result is cached, so do not write into it.
         """
-        col = self.data[metric].to_numpy()
+        base, inclusive = base_metric(metric)
         fill = 0.0 if self._tree.rule(metric) == "sum" else np.nan
-        out = np.full((len(self._tree), self.n_profiles), fill)
-        out[self._rows["node"].to_numpy(), self._rows["profile"].to_numpy()] = col
+        cache = self._cache.setdefault("values", {})
+        if metric in cache:
+            return cache[metric]
+        node = self._rows["node"].to_numpy()
+        prof = self._rows["profile"].to_numpy()
+        if inclusive and base in self._rows.columns and self.aggregation.get(base) == "sum":
+            out = np.zeros((len(self._tree), self.n_profiles))
+            out[node, prof] = self._rows[base].to_numpy(dtype=np.float64)
+            parent = self._tree.parent
+            for lv in reversed(self._tree.levels[1:]):
+                lv = np.asarray(lv)
+                p = parent[lv]
+                order = np.argsort(p, kind="stable")
+                lv, p = lv[order], p[order]
+                first = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
+                out[p[first]] += np.add.reduceat(out[lv], first, axis=0)
+        else:
+            out = np.full((len(self._tree), self.n_profiles), fill)
+            out[node, prof] = self.data[metric].to_numpy()
+        out.setflags(write=False)
+        cache[metric] = out
         return out
 
     # ------------------------------------------------------------- statistics

@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,18 @@ from ..model.tree import Tree
 from . import register
 
 
+#: what a damaged ZIP raises: an unsupported version or compression
+#: (NotImplementedError), an encrypted member (RuntimeError), bad deflate data
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, zlib.error)
+
+
 def _sniff(path: Path, head: bytes) -> bool:
     if head[:2] != b"PK":
         return False
     try:
         with zipfile.ZipFile(path) as z:
             return "header.json" in z.namelist()
-    except (zipfile.BadZipFile, OSError):
+    except _ZIP_ERRORS:
         return path.suffix == EXTENSION
 
 
@@ -75,7 +81,7 @@ def _table(z: zipfile.ZipFile, path: Path, name: str) -> pd.DataFrame:
         data = z.read(name)
     except KeyError:
         raise ProfileError(path, f"the {name} table is missing", where=name) from None
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except _ZIP_ERRORS as e:
         raise ProfileError(path, f"the {name} table is damaged ({e})", where=name) from None
     try:
         return pd.read_parquet(io.BytesIO(data))
@@ -90,7 +96,7 @@ def read_native(path: Path) -> Tree | Ensemble:
     """Read a ``.cctviz`` file written by :func:`cctviz.write`."""
     try:
         z = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except _ZIP_ERRORS as e:
         raise ProfileError(path, f"not a readable .cctviz (ZIP) file: {e}") from None
     with z:
         try:
@@ -99,13 +105,7 @@ def read_native(path: Path) -> Tree | Ensemble:
             raise ProfileError(
                 path, "no header.json: not a cctviz file", where="header.json"
             ) from None
-        except (
-            json.JSONDecodeError,
-            UnicodeDecodeError,
-            zipfile.BadZipFile,
-            OSError,
-            EOFError,
-        ) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, *_ZIP_ERRORS) as e:
             raise ProfileError(path, f"damaged header ({e})", where="header.json") from None
         if not isinstance(header, dict) or header.get("format") != MAGIC:
             raise ProfileError(path, "header does not say format 'cctviz'", where="header.json")

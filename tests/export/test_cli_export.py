@@ -233,3 +233,40 @@ def test_the_command_runs_and_exits(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert "foo" in svg_texts(out.read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------- --view sankey
+LULESH_RUNS = sorted((DATA / "hatchet-tutorial" / "lulesh-scaling").glob("*.json"))
+KRIPKE_DB = DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696"
+
+
+def test_export_sankey_of_a_multi_rank_database(tmp_path, capsys):
+    out = tmp_path / "sankey.svg"
+    args = ["export", str(KRIPKE_DB), "-o", str(out), "--view", "sankey", "--width", "7in"]
+    assert main(args) == 0
+    svg = out.read_text(encoding="utf-8")
+    assert svg_pt(svg)[0] == pytest.approx(504, abs=0.01)
+    texts = " ".join(svg_texts(svg))
+    assert "libmpi.so.12.1.1" in texts and "/usr/tce" not in texts  # basenames of load modules
+    assert main(args) == 0 and out.read_text(encoding="utf-8") == svg  # deterministic
+    assert capsys.readouterr().err == ""
+
+
+def test_export_sankey_diff_of_several_files_as_one_ensemble(tmp_path):
+    out = tmp_path / "diff.pdf"
+    eight = next(p for p in LULESH_RUNS if p.name.endswith("-8cores.json"))
+    big = next(p for p in LULESH_RUNS if p.name.endswith("-64cores.json"))
+    args = ["export", str(eight), str(big), "-o", str(out), "--view", "sankey"]
+    assert main([*args, "--diff", f"file={eight},{big}", "--group-by", "name"]) == 0
+    assert out.read_bytes().startswith(b"%PDF") and all(f["emb"] == "yes" for f in pdf_fonts(out))
+
+
+def test_sankey_options_are_checked(tmp_path, capsys):
+    out = str(tmp_path / "x.svg")
+    assert main(["export", str(KRIPKE_DB), "-o", out, "--group-by", "module"]) != 0
+    assert "--view sankey" in one_error_line(capsys)
+    assert main(["export", str(KRIPKE_DB), "-o", out, "--view", "sankey", "--group-by", "lib"]) != 0
+    assert "no such node attribute" in one_error_line(capsys)
+    with pytest.raises(SystemExit):
+        main(["export", str(KRIPKE_DB), "-o", out, "--view", "sankey", "--diff", "rank=1"])
+    assert "COLUMN=A,B" in capsys.readouterr().err
