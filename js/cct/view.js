@@ -10,6 +10,7 @@ import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { createZoom } from "../chrome/zoom.js";
+import { givenHeight, watchResize } from "../chrome/size.js";
 import { zoomIdentity } from "d3-zoom";
 import { FLAG_MATCH, decodeData, isCollapsed, isExpandable, isOther, otherParentId } from "./data.js";
 import { buildPrim, drawCCT } from "./draw.js";
@@ -441,13 +442,7 @@ export function renderCCT({ model, el }) {
   }
 
   // ---- render ------------------------------------------------------------------------
-  /** The height the notebook gave the widget (`view.layout.height`), or 0 when it follows the content. */
-  function fixedHeight() {
-    const hs = el.style && el.style.height;
-    if (!hs || hs === "auto") return 0;
-    const above = tb.element.offsetHeight + pathLine.offsetHeight;
-    return Math.max(120, Math.round(el.clientHeight - above - 2));
-  }
+  const fixedHeight = () => givenHeight(el, [tb.element, pathLine]);
 
   function render() {
     const hadFocus = state.svg ? state.svg.contains(doc.activeElement) : false;
@@ -576,27 +571,22 @@ export function renderCCT({ model, el }) {
 
   // A new width (or a new notebook-given height) re-renders; the svg's own size
   // never feeds back: it is 100% of the holder, whose border is outside it.
-  let resizeObserver = null;
-  if (typeof win.ResizeObserver === "function") {
-    let lastH = 0;
-    resizeObserver = new win.ResizeObserver(() => {
-      const w = Math.round(holder.clientWidth);
-      const fh = fixedHeight();
-      if ((w > 0 && Math.abs(Math.max(320, w) - state.width) > 1) || (fh && Math.abs(fh - lastH) > 1)) {
-        lastH = fh;
-        render();
-      }
-    });
-    resizeObserver.observe(holder);
-    resizeObserver.observe(el);
-  }
+  let lastH = 0;
+  const resize = watchResize(win, [holder, el], () => {
+    const w = Math.round(holder.clientWidth);
+    const fh = fixedHeight();
+    if ((w > 0 && Math.abs(Math.max(320, w) - state.width) > 1) || (fh && Math.abs(fh - lastH) > 1)) {
+      lastH = fh;
+      render();
+    }
+  });
 
   render();
 
   return () => {
     for (const [ev, cb] of listeners) model.off(ev, cb);
     win.clearTimeout(state.searchTimer);
-    if (resizeObserver) resizeObserver.disconnect();
+    resize.destroy();
     zoom.destroy();
     if (state.brush) state.brush.destroy();
     keys.destroy();
