@@ -9,6 +9,7 @@ import { attachBrush } from "../chrome/brush.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
+import { traitHelpers } from "../chrome/traits.js";
 import { createZoom } from "../chrome/zoom.js";
 import { givenHeight, watchResize } from "../chrome/size.js";
 import { zoomIdentity } from "d3-zoom";
@@ -102,11 +103,7 @@ export function renderCCT({ model, el }) {
   });
   const fitBtn = tb.button("Fit", { class: "cctviz-btn cctviz-fit", title: "Show the whole tree, fitted to the width (0)" });
   const saveBtn = tb.button("SVG", { class: "cctviz-btn cctviz-download", title: "Download the figure as SVG (the same file as view.save)" });
-  const status = h(doc, "span", { class: "cctviz-status", role: "status", "aria-live": "polite" });
-  const info = h(doc, "span", { class: "cctviz-info" });
-  const counts = h(doc, "span", { class: "cctviz-counts" });
-  counts.append(info, status);
-  tb.append(counts);
+  const { info, status } = tb.counts();
 
   const pathLine = h(doc, "div", { class: "cctviz-path" });
   root.appendChild(pathLine);
@@ -115,11 +112,7 @@ export function renderCCT({ model, el }) {
   const tooltip = createTooltip(root);
 
   // ---- trait helpers -----------------------------------------------------
-  const getIds = (name) => (Array.isArray(model.get(name)) ? model.get(name).map(Number) : []);
-  const commit = (changes) => {
-    for (const [k, v] of Object.entries(changes)) model.set(k, v);
-    model.save_changes();
-  };
+  const { getIds, commit } = traitHelpers(model);
   const select1 = (ids) => commit({ selection: [...new Set(ids)].sort((a, b) => a - b) });
 
   function expandId(id) {

@@ -11,6 +11,7 @@ import { attachKeys } from "../chrome/keyboard.js";
 import { givenHeight, watchResize } from "../chrome/size.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
+import { traitHelpers } from "../chrome/traits.js";
 import { createZoom } from "../chrome/zoom.js";
 import { THEME_PALETTE } from "../cct/style.js";
 import { decodeSankey } from "./data.js";
@@ -58,20 +59,13 @@ export function renderSankey({ model, el }) {
   const metricSel = tb.select("Metric", { class: "cctviz-metric", "aria-label": "Metric that sizes the nodes" });
   const fitBtn = tb.button("Fit", { class: "cctviz-btn cctviz-fit", title: "Show the whole graph (0)" });
   const saveBtn = tb.button("SVG", { class: "cctviz-btn cctviz-download", title: "Download the figure as SVG (the same file as view.save)" });
-  const info = h(doc, "span", { class: "cctviz-info" });
-  const status = h(doc, "span", { class: "cctviz-status", role: "status", "aria-live": "polite" });
-  const counts = h(doc, "span", { class: "cctviz-counts" });
-  counts.append(info, status);
-  tb.append(counts);
+  const { info, status } = tb.counts();
   const holder = h(doc, "div", { class: "cctviz-holder" });
   root.appendChild(holder);
   const tooltip = createTooltip(root);
 
-  const getIds = (name) => (Array.isArray(model.get(name)) ? model.get(name).map(Number) : []);
-  const commit = (changes) => {
-    for (const [k, v] of Object.entries(changes)) model.set(k, v);
-    model.save_changes();
-  };
+  // ---- trait helpers -----------------------------------------------------
+  const { getIds, commit } = traitHelpers(model);
 
   // ---- zoom --------------------------------------------------------------
   const zoom = createZoom({
