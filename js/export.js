@@ -3,8 +3,10 @@
 // V8 (mini-racer). No window, no document: figure.js draws into shim.js.
 
 import { cctSVG } from "./cct/figure.js";
+import { sankeySVG } from "./sankey/figure.js";
 
-const FIGURES = { cct: cctSVG };
+/** Figures by view kind. */
+export const FIGURES = { cct: cctSVG, sankey: sankeySVG };
 
 /**
  * Render a payload (JSON text: {kind, data, state, options}) to SVG text.

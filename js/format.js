@@ -308,3 +308,29 @@ export function readColumn(dataView, dtype, length) {
   for (let i = 0; i < n; i++) out[i] = dv[get](i * spec.size, true);
   return out;
 }
+
+const TYPED = { float32: Float32Array, int32: Int32Array, uint8: Uint8Array };
+
+/**
+ * Read an optional column of `_data`: a binary buffer (with {@link readColumn})
+ * or a plain array (JSON; `null` reads as NaN); when absent, `n` times `fill`,
+ * or null when `fill` is null.
+ *
+ * @param {DataView|ArrayBuffer|ArrayBufferView|number[]|undefined|null} buf
+ * @param {"float32"|"int32"|"uint8"} dtype
+ * @param {number} n
+ * @param {number|null} [fill]
+ */
+export function column(buf, dtype, n, fill = null) {
+  if (buf instanceof ArrayBuffer || ArrayBuffer.isView(buf)) return readColumn(buf, dtype, n);
+  if (Array.isArray(buf)) return TYPED[dtype].from(buf.slice(0, n), (v) => (v === null ? NaN : v));
+  if (fill === null) return null;
+  return new TYPED[dtype](n).fill(fill);
+}
+
+/** Number of entries of a column that has a length of its own (not one per row): bytes / `size`, or the array's length. */
+export function columnLength(buf, size) {
+  if (Array.isArray(buf)) return buf.length;
+  if (buf instanceof ArrayBuffer || ArrayBuffer.isView(buf)) return Math.floor(buf.byteLength / size);
+  return 0;
+}

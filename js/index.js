@@ -7,6 +7,7 @@
 // widget's `_kind` trait (see cctviz/views/CONTRACT.md).
 
 import { renderCCT } from "./cct/view.js";
+import { renderSankey } from "./sankey/view.js";
 
 export {
   MISSING,
@@ -19,9 +20,10 @@ export {
   unitLabel,
 } from "./format.js";
 export { renderCCT } from "./cct/view.js";
+export { renderSankey } from "./sankey/view.js";
 
 /** Views by `_kind`. */
-export const VIEWS = { cct: renderCCT };
+export const VIEWS = { cct: renderCCT, sankey: renderSankey };
 
 /**
  * anywidget entry: render the view named by `model.get("_kind")` into `el`.

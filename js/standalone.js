@@ -1,15 +1,54 @@
 // Entry of cctviz/static/cctviz-standalone.js (an IIFE bundle, global
 // `cctvizStandalone`): the interactive view in a standalone HTML page, with
 // no kernel. A local model stands in for the widget's: the same render code
-// runs, and collapse/expand/focus/search act on the exported rows (local.js).
+// runs. A tree's collapse/expand/focus/search act on the exported rows
+// (local.js); a Sankey's selections are local (tooltips, clicks), and
+// nothing new can be expanded.
 
 import { decodeData } from "./cct/data.js";
 import { localData } from "./cct/local.js";
 import { renderCCT } from "./cct/view.js";
+import { renderSankey } from "./sankey/view.js";
 
 const LOCAL_TRAITS = new Set(["collapsed", "expanded", "focus", "search"]);
 
-/** A model with the anywidget API (get/set/save_changes/on/off) over plain values. */
+/**
+ * A model with the anywidget API (get/set/save_changes/on/off) over plain
+ * values. `after(changed)` may update values after a save and returns more
+ * changed names (fired too).
+ */
+export function plainModel(values, after = () => [], frozen = new Set()) {
+  const handlers = new Map();
+  let pending = {};
+  const fire = (name) => {
+    for (const cb of handlers.get(`change:${name}`) || []) cb();
+  };
+  return {
+    get: (k) => values[k],
+    set: (k, v) => {
+      if (!frozen.has(k)) pending[k] = v;
+    },
+    save_changes() {
+      const changes = pending;
+      pending = {};
+      const changed = Object.keys(changes).filter((k) => JSON.stringify(values[k]) !== JSON.stringify(changes[k]));
+      for (const k of changed) values[k] = changes[k];
+      changed.push(...after(changed));
+      for (const k of changed) fire(k);
+    },
+    on(ev, cb) {
+      if (!handlers.has(ev)) handlers.set(ev, []);
+      handlers.get(ev).push(cb);
+    },
+    off(ev, cb) {
+      const list = handlers.get(ev) || [];
+      const at = list.indexOf(cb);
+      if (at >= 0) list.splice(at, 1);
+    },
+  };
+}
+
+/** The local model of a tree's page. */
 export function localModel(payload) {
   const full = decodeData(payload.data);
   const st = payload.state || {};
@@ -26,37 +65,30 @@ export function localModel(payload) {
     metrics: [...new Set([...(Array.isArray(st.color) ? st.color : [st.color]), st.size].filter(Boolean))],
   };
   values._data = localData(full, payload.data, values);
-  const handlers = new Map();
-  let pending = {};
-  const fire = (name) => {
-    for (const cb of handlers.get(`change:${name}`) || []) cb();
+  return plainModel(values, (changed) => {
+    if (!changed.some((k) => LOCAL_TRAITS.has(k))) return [];
+    values._data = localData(full, payload.data, values);
+    return ["_data"];
+  });
+}
+
+/** The local model of a Sankey's page: selections and the brush are local; the data never change. */
+export function localSankeyModel(payload) {
+  const st = payload.state || {};
+  const list = (v) => (Array.isArray(v) ? v : []);
+  const values = {
+    _kind: "sankey",
+    _data: payload.data,
+    metric: st.metric ?? "",
+    metrics: st.metric ? [st.metric] : [],
+    group_by: st.group_by ?? "",
+    selection: list(st.selection),
+    selected_groups: list(st.selected_groups),
+    selected_profiles: list(st.selected_profiles),
+    brush: st.brush && typeof st.brush === "object" ? st.brush : {},
+    expanded: list(st.expanded),
   };
-  return {
-    get: (k) => values[k],
-    set: (k, v) => {
-      pending[k] = v;
-    },
-    save_changes() {
-      const changes = pending;
-      pending = {};
-      const changed = Object.keys(changes).filter((k) => JSON.stringify(values[k]) !== JSON.stringify(changes[k]));
-      for (const k of changed) values[k] = changes[k];
-      if (changed.some((k) => LOCAL_TRAITS.has(k))) {
-        values._data = localData(full, payload.data, values);
-        changed.push("_data");
-      }
-      for (const k of changed) fire(k);
-    },
-    on(ev, cb) {
-      if (!handlers.has(ev)) handlers.set(ev, []);
-      handlers.get(ev).push(cb);
-    },
-    off(ev, cb) {
-      const list = handlers.get(ev) || [];
-      const at = list.indexOf(cb);
-      if (at >= 0) list.splice(at, 1);
-    },
-  };
+  return plainModel(values, () => [], new Set(["expanded", "metric", "_data"]));
 }
 
 /**
@@ -67,6 +99,6 @@ export function localModel(payload) {
  * @returns {() => void} cleanup
  */
 export function mount(el, payload) {
-  const model = localModel(payload);
-  return renderCCT({ model, el });
+  if (payload.kind === "sankey") return renderSankey({ model: localSankeyModel(payload), el });
+  return renderCCT({ model: localModel(payload), el });
 }

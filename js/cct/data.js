@@ -1,7 +1,7 @@
 // Decoding of the CCT view's `_data` trait (see cctviz/views/CONTRACT.md).
 // Pure functions: no DOM, no d3.
 
-import { formatRatio, formatValue, readColumn, unitLabel } from "../format.js";
+import { column, columnLength, formatRatio, formatValue, unitLabel } from "../format.js";
 
 /** Flag bits of `_data.flags`. */
 export const FLAG_HAS_CHILDREN = 1;
@@ -51,23 +51,6 @@ function bytesOf(buf) {
   if (buf instanceof ArrayBuffer) return new Uint8Array(buf);
   if (ArrayBuffer.isView(buf)) return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
   return new Uint8Array(0);
-}
-
-/** True when `buf` is a binary buffer that readColumn accepts. */
-function isBuffer(buf) {
-  return buf instanceof ArrayBuffer || ArrayBuffer.isView(buf);
-}
-
-/** Read an optional column; `fill` (or null) when absent. */
-function column(buf, dtype, n, fill = null) {
-  if (isBuffer(buf)) return readColumn(buf, dtype, n);
-  if (Array.isArray(buf)) {
-    const Ctor = { float32: Float32Array, int32: Int32Array, uint8: Uint8Array }[dtype];
-    return Ctor.from(buf.slice(0, n), (v) => (v === null ? NaN : v));
-  }
-  if (fill === null) return null;
-  const Ctor = { float32: Float32Array, int32: Int32Array, uint8: Uint8Array }[dtype];
-  return new Ctor(n).fill(fill);
 }
 
 /**
@@ -123,15 +106,6 @@ function aggregationOf(d) {
     for (const [m, r] of Object.entries(d.aggregation)) out[m] = RULES.has(r) ? r : "none";
   }
   return out;
-}
-
-/** Number of entries of `match_ids` (its own length: it is not a per-row column). */
-function matchCount(d) {
-  const m = d.match_ids;
-  if (Array.isArray(m)) return m.length;
-  if (m instanceof ArrayBuffer) return m.byteLength >> 2;
-  if (m && ArrayBuffer.isView(m)) return m.byteLength >> 2;
-  return 0;
 }
 
 /**
@@ -247,7 +221,7 @@ export function decodeData(raw) {
     colorTotal: Number.isFinite(d.color_total) ? d.color_total : null,
     focusPath: Array.isArray(d.focus_path) ? d.focus_path.map(String) : [],
     matchTotal: Number.isFinite(d.match_total) ? d.match_total : 0,
-    matchIds: d.match_ids !== undefined && d.match_ids !== null ? Array.from(column(d.match_ids, "int32", matchCount(d))) : [],
+    matchIds: d.match_ids !== undefined && d.match_ids !== null ? Array.from(column(d.match_ids, "int32", columnLength(d.match_ids, 4))) : [],
     spread,
     children,
     roots,

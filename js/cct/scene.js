@@ -35,6 +35,7 @@ import {
   metricName,
 } from "./data.js";
 import { icicleLayout, treeLayout } from "./layout.js";
+import { P, colorBar, frameSize, frameTop, legendKit, typesetter } from "../scene-kit.js";
 
 const TRIANGLE = "\u25b2";
 const ELLIPSIS = "\u2026";
@@ -69,14 +70,6 @@ export function colorMetrics(value) {
   return typeof value === "string" && value !== "" ? [value] : [];
 }
 
-
-/** A prim: an SVG element as data. */
-function P(tag, attrs, text, children) {
-  const p = { tag, attrs };
-  if (text !== undefined && text !== null) p.text = text;
-  if (children) p.children = children;
-  return p;
-}
 
 /** Sizes of the figure, all proportional to the font size (12 on screen). */
 function metrics(fontSize, labelEm = 20) {
@@ -404,24 +397,15 @@ function breaksText(d, metric, breaks, domain) {
 function legendItems(d, enc, m, measure, settings, geom) {
   const items = [];
   if (d.n === 0) return items;
-  const S = m.small;
   const u = m.u;
-  const tw = (t, weight = 400) => measure.text(t, S, weight);
-  const title = (text) => P("text", { class: "cctviz-legend-title", x: 0, y: 0, dy: "0.8em" }, text);
-  const text = (x, y, t, extra = {}) => P("text", { class: "cctviz-legend-text", x: r2(x), y: r2(y), ...extra }, t);
-  const cut = (t, chars) => measure.truncate(t, chars * S * 0.55, S, 700) || ELLIPSIS;
+  const { tw, title, text, cut } = legendKit(m, measure);
   if (enc.kind === "sequential") {
     const sc = enc.scale;
     const t = cut(`Colour: ${metricLabel(d, enc.metrics[0])}${sc.log ? " (log scale)" : ""}${enc.note ? ` (${enc.note})` : ""}`, 96);
     const W = 180 * u;
-    const steps = 60;
-    const kids = [title(t)];
     const y0 = 17 * u;
     const bh = 10 * u;
-    for (let k = 0; k < steps; k++) {
-      kids.push(P("rect", { x: r2((k * W) / steps), y: r2(y0), width: r2(W / steps + 0.4), height: r2(bh), fill: sc.interpolator((k + 0.5) / steps) }));
-    }
-    kids.push(P("rect", { class: "cctviz-legend-frame", x: 0, y: r2(y0), width: r2(W), height: r2(bh) }));
+    const kids = [title(t), ...colorBar(sc.interpolator, W, y0, bh)];
     if (sc.domain) {
       const single = sc.domain[0] === sc.domain[1];
       for (const tt of single ? [0] : [0, 0.5, 1]) {
@@ -506,42 +490,11 @@ function legendItems(d, enc, m, measure, settings, geom) {
   return items;
 }
 
-/** Place legend items left to right, wrapping at `width`; returns {prims, height, width}. */
-function flowLegends(items, width, m) {
-  const prims = [];
-  let x = m.margin;
-  let y = 8 * m.u;
-  let rowH = 0;
-  let right = 0;
-  for (const [g, w, hgt] of items) {
-    if (x > m.margin && x + w > width - m.margin) {
-      x = m.margin;
-      y += rowH + 8 * m.u;
-      rowH = 0;
-    }
-    g.attrs.transform = `translate(${r2(x)},${r2(y)})`;
-    prims.push(g);
-    right = Math.max(right, x + w + m.margin);
-    x += w + 28 * m.u;
-    rowH = Math.max(rowH, hgt);
-  }
-  return { prims, height: items.length ? y + rowH + 8 * m.u : 0, width: right };
-}
-
-/** Font size and weight of a text prim by its class (attributes, so several figures on one page never share them). */
-function typeset(prim, m) {
-  if (prim.tag === "text" || prim.tag === "tspan") {
-    const cls = ` ${prim.attrs.class || ""} `;
-    const bold = /\s(cctviz-legend-title|cctviz-imbalance|cctviz-title)\s/.test(cls);
-    let size = m.font;
-    if (cls.includes(" cctviz-title ")) size = r2(m.font * 1.2);
-    else if (/\s(cctviz-value|cctviz-more|cctviz-imbalance|cctviz-legend-title|cctviz-legend-text)\s/.test(cls)) size = m.small;
-    if (prim.tag === "text" || size !== m.font) prim.attrs["font-size"] = size;
-    if (bold) prim.attrs["font-weight"] = "700";
-  }
-  if (prim.children) for (const c of prim.children) typeset(c, m);
-  return prim;
-}
+/** Font size and weight of a text prim by its class. */
+const typeset = typesetter({
+  bold: ["cctviz-legend-title", "cctviz-imbalance"],
+  small: ["cctviz-value", "cctviz-more", "cctviz-imbalance", "cctviz-legend-title", "cctviz-legend-text"],
+});
 
 /**
  * Build the scene of a CCT view.
@@ -572,36 +525,15 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
     st.chart === "tree" ? treeContent(d, enc, m, measure, labels, more, cue, sel) : icicleContent(d, enc, m, measure, cue, sel, st);
 
   const naturalW = body.width + 2 * m.margin;
-  // export: shrink to the asked width (the legends flow at the figure's own width)
-  let scale = 1;
-  if (st.fit && st.width && naturalW > st.width) scale = st.width / naturalW;
-  const flowW = st.fit ? Math.max(naturalW, st.width ? st.width / scale : 0) : st.width || Math.max(naturalW, 480 * m.u);
-  const legends = st.legends ? flowLegends(legendItems(d, enc, m, measure, st, body.geom), flowW, m) : { prims: [], height: 0, width: 0 };
-
-  let top = 0;
-  let title = null;
-  if (st.title) {
-    const tt = measure.truncate(String(st.title), flowW - 2 * m.margin, m.font * 1.2, 700);
-    title = P("text", { class: "cctviz-title", x: r2(m.margin), y: r2(m.margin), dy: "0.8em" }, tt);
-    top = m.margin + m.font * 1.2 + 4 * m.u;
-  }
-  const band = legends.height;
-  const content = { x: m.margin, y: top + band + m.margin };
-  const width = Math.max(flowW, legends.width, naturalW);
-  const height = content.y + body.height + m.margin;
+  const items = st.legends ? legendItems(d, enc, m, measure, st, body.geom) : [];
+  const top = frameTop(st, m, measure, naturalW, items);
+  const { content, width, height, scale, frame } = frameSize(st, m, top, naturalW, body.height);
+  const title = top.title;
   const empty = d.n
     ? null
     : P("text", { class: "cctviz-empty", x: r2(m.margin), y: r2(content.y + 12 * m.u) }, "No nodes to show");
 
-  if (st.fit && st.height && height * scale > st.height) scale = st.height / height;
-  const outW = st.fit && st.width ? st.width : width * scale;
-  const outH = st.fit && st.height ? st.height : height * scale;
-  const frame = {
-    width: `${r2(outW)}pt`,
-    height: `${r2(outH)}pt`,
-    viewBox: `0 0 ${r2(outW / scale)} ${r2(outH / scale)}`,
-  };
-  for (const list of [body.nodes, legends.prims]) for (const p of list) typeset(p, m);
+  for (const list of [body.nodes, top.legends]) for (const p of list) typeset(p, m);
   if (title) typeset(title, m);
   if (empty) typeset(empty, m);
   return {
@@ -616,9 +548,9 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
     style: st.style || "",
     background: st.background,
     title,
-    titleHeight: top,
-    legends: legends.prims,
-    band,
+    titleHeight: top.titleHeight,
+    legends: top.legends,
+    band: top.band,
     content,
     links: body.links,
     nodes: body.nodes,

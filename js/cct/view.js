@@ -9,7 +9,9 @@ import { attachBrush } from "../chrome/brush.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
+import { traitHelpers } from "../chrome/traits.js";
 import { createZoom } from "../chrome/zoom.js";
+import { givenHeight, watchResize } from "../chrome/size.js";
 import { zoomIdentity } from "d3-zoom";
 import { FLAG_MATCH, decodeData, isCollapsed, isExpandable, isOther, otherParentId } from "./data.js";
 import { buildPrim, drawCCT } from "./draw.js";
@@ -101,11 +103,7 @@ export function renderCCT({ model, el }) {
   });
   const fitBtn = tb.button("Fit", { class: "cctviz-btn cctviz-fit", title: "Show the whole tree, fitted to the width (0)" });
   const saveBtn = tb.button("SVG", { class: "cctviz-btn cctviz-download", title: "Download the figure as SVG (the same file as view.save)" });
-  const status = h(doc, "span", { class: "cctviz-status", role: "status", "aria-live": "polite" });
-  const info = h(doc, "span", { class: "cctviz-info" });
-  const counts = h(doc, "span", { class: "cctviz-counts" });
-  counts.append(info, status);
-  tb.append(counts);
+  const { info, status } = tb.counts();
 
   const pathLine = h(doc, "div", { class: "cctviz-path" });
   root.appendChild(pathLine);
@@ -114,11 +112,7 @@ export function renderCCT({ model, el }) {
   const tooltip = createTooltip(root);
 
   // ---- trait helpers -----------------------------------------------------
-  const getIds = (name) => (Array.isArray(model.get(name)) ? model.get(name).map(Number) : []);
-  const commit = (changes) => {
-    for (const [k, v] of Object.entries(changes)) model.set(k, v);
-    model.save_changes();
-  };
+  const { getIds, commit } = traitHelpers(model);
   const select1 = (ids) => commit({ selection: [...new Set(ids)].sort((a, b) => a - b) });
 
   function expandId(id) {
@@ -441,13 +435,7 @@ export function renderCCT({ model, el }) {
   }
 
   // ---- render ------------------------------------------------------------------------
-  /** The height the notebook gave the widget (`view.layout.height`), or 0 when it follows the content. */
-  function fixedHeight() {
-    const hs = el.style && el.style.height;
-    if (!hs || hs === "auto") return 0;
-    const above = tb.element.offsetHeight + pathLine.offsetHeight;
-    return Math.max(120, Math.round(el.clientHeight - above - 2));
-  }
+  const fixedHeight = () => givenHeight(el, [tb.element, pathLine]);
 
   function render() {
     const hadFocus = state.svg ? state.svg.contains(doc.activeElement) : false;
@@ -576,27 +564,22 @@ export function renderCCT({ model, el }) {
 
   // A new width (or a new notebook-given height) re-renders; the svg's own size
   // never feeds back: it is 100% of the holder, whose border is outside it.
-  let resizeObserver = null;
-  if (typeof win.ResizeObserver === "function") {
-    let lastH = 0;
-    resizeObserver = new win.ResizeObserver(() => {
-      const w = Math.round(holder.clientWidth);
-      const fh = fixedHeight();
-      if ((w > 0 && Math.abs(Math.max(320, w) - state.width) > 1) || (fh && Math.abs(fh - lastH) > 1)) {
-        lastH = fh;
-        render();
-      }
-    });
-    resizeObserver.observe(holder);
-    resizeObserver.observe(el);
-  }
+  let lastH = 0;
+  const resize = watchResize(win, [holder, el], () => {
+    const w = Math.round(holder.clientWidth);
+    const fh = fixedHeight();
+    if ((w > 0 && Math.abs(Math.max(320, w) - state.width) > 1) || (fh && Math.abs(fh - lastH) > 1)) {
+      lastH = fh;
+      render();
+    }
+  });
 
   render();
 
   return () => {
     for (const [ev, cb] of listeners) model.off(ev, cb);
     win.clearTimeout(state.searchTimer);
-    if (resizeObserver) resizeObserver.disconnect();
+    resize.destroy();
     zoom.destroy();
     if (state.brush) state.brush.destroy();
     keys.destroy();

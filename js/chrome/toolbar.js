@@ -35,6 +35,15 @@ export function createToolbar(doc, label) {
       el.appendChild(lab);
       return sel;
     },
+    /** The right-hand counts: an info text and a status (live region). */
+    counts() {
+      const info = h(doc, "span", { class: "cctviz-info" });
+      const status = h(doc, "span", { class: "cctviz-status", role: "status", "aria-live": "polite" });
+      const box = h(doc, "span", { class: "cctviz-counts" });
+      box.append(info, status);
+      el.appendChild(box);
+      return { info, status };
+    },
     append(...nodes) {
       el.append(...nodes);
     },

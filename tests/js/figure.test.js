@@ -3,6 +3,8 @@
 // payloads of real profiles made by scripts/js_fixtures.py (checked against
 // Python in tests/test_js_fixtures.py); *.svg next to them are the expected
 // figures. Set UPDATE_GOLDEN=1 to rewrite the SVGs after an intended change.
+// Each payload names its view's `kind` ("cct" when absent, "sankey"...):
+// renderSVG dispatches on it, so a Sankey fixture needs nothing more here.
 
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
@@ -161,7 +163,9 @@ describe("draw: only parent.ownerDocument", () => {
   });
 
   it("uses no window, global document, measuring, listeners, timers or transitions", () => {
-    for (const f of ["cct/draw.js", "cct/scene.js", "cct/figure.js", "cct/style.js", "dom.js", "shim.js", "measure.js"]) {
+    const files = ["cct/draw.js", "cct/scene.js", "cct/figure.js", "cct/style.js", "dom.js", "shim.js", "measure.js", "scene-kit.js", "paper.js"];
+    files.push(...["layout.js", "scene.js", "draw.js", "figure.js", "style.js", "data.js"].map((f) => `sankey/${f}`));
+    for (const f of files) {
       const src = readFileSync(join(JS, f), "utf8").replace(/\/\/.*$/gm, "").replace(/\/\*[\s\S]*?\*\//g, "");
       for (const bad of ["window", "document.", "getBBox", "getComputedTextLength", "addEventListener", "setTimeout", "requestAnimationFrame", "transition(", "Math.random", "Date.now"]) {
         assert.ok(!src.includes(bad), `${f} uses ${bad}`);

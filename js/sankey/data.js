@@ -1,0 +1,179 @@
+// Decoding of the Sankey view's `_data` trait (cctviz/views/CONTRACT.md,
+// "SankeyView"). Pure: no DOM. Binary buffers (DataViews) and plain arrays
+// are both accepted wherever a numeric column is expected.
+
+import { column, columnLength, formatValue } from "../format.js";
+
+const strings = (a, n) => Array.from({ length: n }, (_, i) => (Array.isArray(a) && a[i] !== undefined && a[i] !== null ? String(a[i]) : ""));
+const int = (v, dflt = 0) => (Number.isFinite(Number(v)) ? Math.trunc(Number(v)) : dflt);
+const numOrNull = (v) => (v !== null && v !== undefined && Number.isFinite(Number(v)) ? Number(v) : null);
+
+/** A `[lo, hi]` pair of finite numbers, or null. */
+function pair(v) {
+  if (!Array.isArray(v) || v.length !== 2) return null;
+  const a = Number(v[0]);
+  const b = Number(v[1]);
+  return Number.isFinite(a) && Number.isFinite(b) ? [a, b] : null;
+}
+
+/** One expanded super node's call sites (plain JSON arrays), checked. */
+function decodeSites(s, n) {
+  if (!s || typeof s !== "object") return null;
+  const node = int(s.node, -1);
+  if (node < 0 || node >= n) return null;
+  const len = Array.isArray(s.id) ? s.id.length : 0;
+  const k = Math.min(len, Number.isInteger(s.n) ? s.n : len);
+  const arr = (a, dflt) => Array.from({ length: k }, (_, i) => (Array.isArray(a) && Number.isFinite(Number(a[i])) ? Number(a[i]) : dflt));
+  const parent = arr(s.parent, -1).map((p, i) => (p >= 0 && p < i ? p : -1));
+  const depth = parent.map(() => 0);
+  for (let i = 0; i < k; i++) depth[i] = parent[i] < 0 ? 0 : depth[parent[i]] + 1;
+  return { node, n: k, id: arr(s.id, -1), parent, depth, value: arr(s.value, 0), label: strings(s.label, k) };
+}
+
+/** The diff object, decoded; null outside diff mode. */
+function decodeDiff(df, n, B) {
+  if (!df || typeof df !== "object") return null;
+  return {
+    aLabel: String(df.a_label ?? "A"),
+    bLabel: String(df.b_label ?? "B"),
+    aProfiles: int(df.a_profiles),
+    bProfiles: int(df.b_profiles),
+    meanA: column(df.mean_a, "float32", n, NaN),
+    meanB: column(df.mean_b, "float32", n, NaN),
+    delta: column(df.delta, "float32", n, NaN),
+    domain: pair(df.delta_domain),
+    dhist: column(df.dhist, "int32", n * B, 0),
+    dhistLo: column(df.dhist_lo, "float32", n, NaN),
+    dhistHi: column(df.dhist_hi, "float32", n, NaN),
+  };
+}
+
+/**
+ * @typedef {object} SankeyData
+ * @property {number} n super nodes
+ * @property {number} nDummy dummy nodes
+ * @property {number} m links
+ * @property {number} B bins
+ * @property {string[]} group full group names
+ * @property {string[]} label short names
+ * @property {object|null} diff
+ * @property {object[]} sites one per expanded super node
+ */
+
+/**
+ * Decode the `_data` trait. A missing or empty `_data` gives `n = 0`.
+ *
+ * @param {object|null|undefined} raw
+ * @returns {SankeyData}
+ */
+export function decodeSankey(raw) {
+  const d = raw && typeof raw === "object" ? raw : {};
+  const n = Math.max(0, int(d.n));
+  const nDummy = Math.max(0, int(d.n_dummy));
+  const B = Math.max(0, int(d.bins));
+  const f32 = (k, fill = NaN) => column(d[k], "float32", n, fill);
+  const i32 = (k, fill = 0) => column(d[k], "int32", n, fill);
+  const m = Math.min(columnLength(d.link_source, 4), columnLength(d.link_target, 4), columnLength(d.link_value, 4));
+  const k = Math.min(columnLength(d.outlier_node, 4), columnLength(d.outlier_profile, 4), columnLength(d.outlier_value, 4));
+  const e = Math.min(columnLength(d.edge_source, 4), columnLength(d.edge_target, 4));
+  const sites = [];
+  if (Array.isArray(d.sites)) {
+    const seen = new Set();
+    for (const s of d.sites) {
+      const t = decodeSites(s, n);
+      if (t && !seen.has(t.node)) {
+        seen.add(t.node);
+        sites.push(t);
+      }
+    }
+  }
+  const out = {
+    n,
+    nDummy,
+    columns: Math.max(0, int(d.columns)),
+    B,
+    group: strings(d.group, n),
+    label: strings(d.label, n),
+    column: i32("column"),
+    value: f32("value", 0),
+    members: i32("members"),
+    min: f32("min"),
+    max: f32("max"),
+    mean: null,
+    std: f32("std"),
+    q1: f32("q1"),
+    median: f32("median"),
+    q3: f32("q3"),
+    whiskerLo: f32("whisker_lo"),
+    whiskerHi: f32("whisker_hi"),
+    cost: f32("cost"),
+    imbalance: f32("imbalance"),
+    argmax: i32("argmax", -1),
+    hist: column(d.hist, "int32", n * B, 0),
+    histSel: d.hist_sel ? column(d.hist_sel, "int32", n * B, 0) : null,
+    selMean: d.sel_mean ? column(d.sel_mean, "float32", n, NaN) : null,
+    outlierNode: column(d.outlier_node, "int32", k, 0),
+    outlierProfile: column(d.outlier_profile, "int32", k, 0),
+    outlierValue: column(d.outlier_value, "float32", k, 0),
+    outlierMore: i32("outlier_more"),
+    m,
+    linkSource: column(d.link_source, "int32", m, 0),
+    linkTarget: column(d.link_target, "int32", m, 0),
+    linkValue: column(d.link_value, "float32", m, 0),
+    linkEdge: columnLength(d.link_edge, 4) >= m ? column(d.link_edge, "int32", m, 0) : null,
+    edgeSource: column(d.edge_source, "int32", e, 0),
+    edgeTarget: column(d.edge_target, "int32", e, 0),
+    dummyColumn: column(d.dummy_column, "int32", nDummy, 0),
+    backEdges: Math.max(0, int(d.back_edges)),
+    metric: typeof d.metric === "string" ? d.metric : "",
+    unit: typeof d.unit === "string" && d.unit ? d.unit : null,
+    rule: typeof d.rule === "string" ? d.rule : "sum",
+    profiles: Math.max(0, int(d.profiles)),
+    failed: Math.max(0, int(d.failed)),
+    profilesTotal: Math.max(0, int(d.profiles_total)),
+    labels: d.labels && typeof d.labels === "object" ? d.labels : {},
+    costThreshold: numOrNull(d.cost_threshold),
+    sites,
+    diff: decodeDiff(d.diff, n, B),
+    treeSize: Math.max(0, int(d.tree_size)),
+  };
+  // the mean is the node's value (over the profiles in scope)
+  out.mean = out.value;
+  out.outliersOf = Array.from({ length: n }, () => []);
+  for (let j = 0; j < k; j++) {
+    const v = out.outlierNode[j];
+    if (v >= 0 && v < n) out.outliersOf[v].push(j);
+  }
+  out.sitesOf = new Map(sites.map((s) => [s.node, s]));
+  return out;
+}
+
+/** A value in the metric's unit: "1.32 s". */
+export function fmt(d, v) {
+  return formatValue(v, d.unit);
+}
+
+/** The label of profile p ("rank 3"), or "profile p". */
+export function profileLabel(d, p) {
+  const s = d.labels[String(p)];
+  return typeof s === "string" && s ? s : `profile ${p}`;
+}
+
+/** Whether node k gets the imbalance cue (`cost >= cost_threshold`, > 0). */
+export function hasCue(d, k) {
+  if (d.costThreshold === null || d.diff) return false;
+  const c = d.cost[k];
+  return Number.isFinite(c) && c > 0 && c >= d.costThreshold;
+}
+
+/** The range of node k's distribution as drawn: [min, max], or the differences' range in diff mode. */
+export function distRange(d, k) {
+  if (d.diff) return [d.diff.dhistLo[k], d.diff.dhistHi[k]];
+  return [d.min[k], d.max[k]];
+}
+
+/** The counts drawn on node k (B bins): `hist`, or `dhist` in diff mode. */
+export function binsOf(d, k) {
+  const src = d.diff ? d.diff.dhist : d.hist;
+  return src.subarray(k * d.B, (k + 1) * d.B);
+}
