@@ -111,7 +111,7 @@ def _make_view(obj: Any, a: argparse.Namespace) -> Any:
 
     if getattr(a, "view", "cct") == "sankey":
         return _make_sankey(obj, a)
-    if a.group_by is not None or a.diff is not None:
+    if getattr(a, "group_by", None) is not None or getattr(a, "diff", None) is not None:
         raise CCTVizError("--group-by and --diff go with --view sankey")
     return _make_cct(obj, a)
 
