@@ -3,8 +3,10 @@
 // V8 (mini-racer). No window, no document: figure.js draws into shim.js.
 
 import { cctSVG } from "./cct/figure.js";
+import { profilesSVG } from "./profiles/figure.js";
 
 const FIGURES = { cct: cctSVG };
+FIGURES.profiles = profilesSVG;
 
 /**
  * Render a payload (JSON text: {kind, data, state, options}) to SVG text.

@@ -7,6 +7,7 @@
 // widget's `_kind` trait (see cctviz/views/CONTRACT.md).
 
 import { renderCCT } from "./cct/view.js";
+import { renderProfiles } from "./profiles/view.js";
 
 export {
   MISSING,
@@ -22,6 +23,7 @@ export { renderCCT } from "./cct/view.js";
 
 /** Views by `_kind`. */
 export const VIEWS = { cct: renderCCT };
+VIEWS.profiles = renderProfiles;
 
 /**
  * anywidget entry: render the view named by `model.get("_kind")` into `el`.

@@ -6,6 +6,7 @@
 import { decodeData } from "./cct/data.js";
 import { localData } from "./cct/local.js";
 import { renderCCT } from "./cct/view.js";
+import { mountProfiles } from "./profiles/local.js";
 
 const LOCAL_TRAITS = new Set(["collapsed", "expanded", "focus", "search"]);
 
@@ -67,6 +68,7 @@ export function localModel(payload) {
  * @returns {() => void} cleanup
  */
 export function mount(el, payload) {
+  if (payload && payload.kind === "profiles") return mountProfiles(el, payload);
   const model = localModel(payload);
   return renderCCT({ model, el });
 }
