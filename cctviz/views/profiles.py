@@ -295,30 +295,20 @@ class ProfilesView(anywidget.AnyWidget):
         return save(self, path, **options)
 
     # ------------------------------------------------------------ validation
-    def _choices(self, numeric_only: bool) -> list[str]:
-        if numeric_only:
-            return [c for c, k in self._kinds.items() if k == "numeric"]
-        return list(self.columns)
+    def _numeric_columns(self) -> list[str]:
+        """What ``x`` and ``y`` may name."""
+        return [c for c, k in self._kinds.items() if k == "numeric"]
 
-    @traitlets.validate("x", "y")
-    def _v_axis(self, proposal: dict) -> str:
-        v = proposal["value"] or ""
-        if v and (v not in self._kinds or self._kinds[v] != "numeric"):
-            choices = self._choices(True)
-            raise traitlets.TraitError(
-                f'{proposal["trait"].name}: no numeric column {v!r}; choose "" (the '
-                f"projection) or one of {choices}"
-            )
-        return v
-
-    @traitlets.validate("color_by")
-    def _v_color_by(self, proposal: dict) -> str:
-        v = proposal["value"] or ""
-        if v and v not in self.columns:
-            raise traitlets.TraitError(
-                f'color_by: no column {v!r}; choose "", {CLUSTER!r} or one of '
-                f"{[c for c in self.columns if c != CLUSTER]}"
-            )
+    @traitlets.validate("x", "y", "color_by")
+    def _v_column(self, proposal: dict) -> str:
+        v, name = proposal["value"] or "", proposal["trait"].name
+        axis = name in ("x", "y")
+        allowed = self._numeric_columns() if axis else list(self.columns)
+        if v and v not in allowed:
+            what = "numeric column" if axis else "column"
+            first = '"" (the projection)' if axis else f'"" (none), {CLUSTER!r}'
+            rest = [c for c in allowed if c != CLUSTER]
+            raise traitlets.TraitError(f"{name}: no {what} {v!r}; choose {first} or one of {rest}")
         return v
 
     @traitlets.validate("clusters")
@@ -413,7 +403,7 @@ class ProfilesView(anywidget.AnyWidget):
             "profiles_total": self._ens.n_profiles,
             "dead": [labels[i] for i in np.flatnonzero(~self._ens.live)],
             "explained": None,
-            "numeric": self._choices(True),
+            "numeric": self._numeric_columns(),
         }
         for key, a in (("x", ax), ("y", ay)):
             data[f"{key}_label"] = a["label"]

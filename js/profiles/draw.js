@@ -3,13 +3,7 @@
 // timers; the notebook and the exporter run this same function.
 
 import { buildPrim } from "../cct/draw.js";
-import { SVG_NS, h } from "../dom.js";
-
-function group(doc, attrs, prims) {
-  const g = h(doc, "svg:g", attrs);
-  for (const p of prims) g.appendChild(buildPrim(doc, p));
-  return g;
-}
+import { P } from "../prims.js";
 
 /**
  * Append the SVG of `scene` to `parent` and return it. Structure (the
@@ -22,28 +16,18 @@ function group(doc, attrs, prims) {
  * @returns {SVGSVGElement}
  */
 export function drawProfiles(parent, scene) {
-  const doc = parent.ownerDocument;
-  const svg = doc.createElementNS(SVG_NS, "svg");
-  const attrs = {
-    class: "cctviz-fig",
-    width: scene.frame.width,
-    height: scene.frame.height,
-    viewBox: scene.frame.viewBox,
-    "font-family": scene.fontFamily,
-    "font-size": scene.fontSize,
-  };
-  for (const [k, v] of Object.entries(attrs)) svg.setAttribute(k, String(v));
-  if (scene.style) svg.appendChild(h(doc, "svg:style", {}, scene.style));
-  if (scene.background) {
-    svg.appendChild(h(doc, "svg:rect", { class: "cctviz-bg", x: 0, y: 0, width: "100%", height: "100%", fill: scene.background }));
-  }
-  svg.appendChild(group(doc, { class: "cctviz-grid-lines", "aria-hidden": "true" }, scene.grid));
-  svg.appendChild(group(doc, { class: "cctviz-axes", "aria-hidden": "true" }, scene.axes));
-  svg.appendChild(group(doc, { class: "cctviz-dots", role: "listbox", "aria-label": "Profiles", "aria-multiselectable": "true" }, scene.dots));
-  if (scene.legend) svg.appendChild(buildPrim(doc, scene.legend));
-  if (scene.title) svg.appendChild(buildPrim(doc, scene.title));
-  svg.appendChild(group(doc, { class: "cctviz-notes" }, scene.notes));
-  if (scene.empty) svg.appendChild(buildPrim(doc, scene.empty));
+  const parts = [];
+  if (scene.style) parts.push(P("style", {}, scene.style));
+  if (scene.background) parts.push(P("rect", { class: "cctviz-bg", x: 0, y: 0, width: "100%", height: "100%", fill: scene.background }));
+  parts.push(P("g", { class: "cctviz-grid-lines", "aria-hidden": "true" }, null, scene.grid));
+  parts.push(P("g", { class: "cctviz-axes", "aria-hidden": "true" }, null, scene.axes));
+  parts.push(P("g", { class: "cctviz-dots", role: "listbox", "aria-label": "Profiles", "aria-multiselectable": "true" }, null, scene.dots));
+  for (const p of [scene.legend, scene.title]) if (p) parts.push(p);
+  parts.push(P("g", { class: "cctviz-notes" }, null, scene.notes));
+  if (scene.empty) parts.push(scene.empty);
+  const { width, height, viewBox } = scene.frame;
+  const attrs = { class: "cctviz-fig", width, height, viewBox, "font-family": scene.fontFamily, "font-size": scene.fontSize };
+  const svg = buildPrim(parent.ownerDocument, P("svg", attrs, null, parts));
   parent.appendChild(svg);
   return svg;
 }

@@ -2,6 +2,7 @@
 // anywidget's API over the exported payload. Selection (click, brush) works;
 // the menus that need Python (axes, projection, colour) are hidden.
 
+import { listeners } from "../events.js";
 import { renderProfiles } from "./view.js";
 
 /** A model with get/set/save_changes/on/off over the payload's data and state. */
@@ -17,7 +18,7 @@ export function profilesLocalModel(payload) {
     columns: [],
     selected_profiles: Array.isArray(st.selected_profiles) ? st.selected_profiles.map(Number) : [],
   };
-  const handlers = new Map();
+  const events = listeners();
   let pending = {};
   return {
     get: (k) => values[k],
@@ -30,18 +31,11 @@ export function profilesLocalModel(payload) {
       for (const [k, v] of Object.entries(changes)) {
         if (JSON.stringify(values[k]) === JSON.stringify(v)) continue;
         values[k] = v;
-        for (const cb of handlers.get(`change:${k}`) || []) cb();
+        events.fire(`change:${k}`);
       }
     },
-    on(ev, cb) {
-      if (!handlers.has(ev)) handlers.set(ev, []);
-      handlers.get(ev).push(cb);
-    },
-    off(ev, cb) {
-      const list = handlers.get(ev) || [];
-      const at = list.indexOf(cb);
-      if (at >= 0) list.splice(at, 1);
-    },
+    on: events.on,
+    off: events.off,
   };
 }
 

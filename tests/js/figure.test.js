@@ -162,7 +162,7 @@ describe("draw: only parent.ownerDocument", () => {
 
   it("uses no window, global document, measuring, listeners, timers or transitions", () => {
     const files = ["cct/draw.js", "cct/scene.js", "cct/figure.js", "cct/style.js", "dom.js", "shim.js", "measure.js"];
-    files.push("profiles/data.js", "profiles/scene.js", "profiles/draw.js", "profiles/figure.js", "profiles/style.js", "axis.js", "prims.js");
+    files.push("profiles/data.js", "profiles/scene.js", "profiles/draw.js", "profiles/figure.js", "profiles/style.js", "axis.js", "prims.js", "events.js");
     for (const f of files) {
       const src = readFileSync(join(JS, f), "utf8").replace(/\/\/.*$/gm, "").replace(/\/\*[\s\S]*?\*\//g, "");
       for (const bad of ["window", "document.", "getBBox", "getComputedTextLength", "addEventListener", "setTimeout", "requestAnimationFrame", "transition(", "Math.random", "Date.now"]) {
