@@ -3,10 +3,11 @@
 // V8 (mini-racer). No window, no document: figure.js draws into shim.js.
 
 import { cctSVG } from "./cct/figure.js";
+import { profilesSVG } from "./profiles/figure.js";
 import { sankeySVG } from "./sankey/figure.js";
 
 /** Figures by view kind. */
-export const FIGURES = { cct: cctSVG, sankey: sankeySVG };
+export const FIGURES = { cct: cctSVG, sankey: sankeySVG, profiles: profilesSVG };
 
 /**
  * Render a payload (JSON text: {kind, data, state, options}) to SVG text.

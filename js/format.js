@@ -10,9 +10,9 @@
 export const MISSING = "n/a";
 
 /** Seconds per unit of time. */
-const TIME = { s: 1.0, ms: 1e-3, us: 1e-6, ns: 1e-9 };
+export const TIME = { s: 1.0, ms: 1e-3, us: 1e-6, ns: 1e-9 };
 /** Bytes per unit of size (decimal prefixes). */
-const BYTES = { B: 1.0, kB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12 };
+export const BYTES = { B: 1.0, kB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12 };
 /** Other spellings of units (matched as given, then lower-cased). */
 const ALIASES = {
   sec: "s",

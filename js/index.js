@@ -7,6 +7,7 @@
 // widget's `_kind` trait (see cctviz/views/CONTRACT.md).
 
 import { renderCCT } from "./cct/view.js";
+import { renderProfiles } from "./profiles/view.js";
 import { renderSankey } from "./sankey/view.js";
 
 export {
@@ -20,10 +21,11 @@ export {
   unitLabel,
 } from "./format.js";
 export { renderCCT } from "./cct/view.js";
+export { renderProfiles } from "./profiles/view.js";
 export { renderSankey } from "./sankey/view.js";
 
 /** Views by `_kind`. */
-export const VIEWS = { cct: renderCCT, sankey: renderSankey };
+export const VIEWS = { cct: renderCCT, sankey: renderSankey, profiles: renderProfiles };
 
 /**
  * anywidget entry: render the view named by `model.get("_kind")` into `el`.

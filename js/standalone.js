@@ -8,6 +8,7 @@
 import { decodeData } from "./cct/data.js";
 import { localData } from "./cct/local.js";
 import { renderCCT } from "./cct/view.js";
+import { mountProfiles } from "./profiles/local.js";
 import { renderSankey } from "./sankey/view.js";
 
 const LOCAL_TRAITS = new Set(["collapsed", "expanded", "focus", "search"]);
@@ -99,6 +100,7 @@ export function localSankeyModel(payload) {
  * @returns {() => void} cleanup
  */
 export function mount(el, payload) {
-  if (payload.kind === "sankey") return renderSankey({ model: localSankeyModel(payload), el });
+  if (payload && payload.kind === "profiles") return mountProfiles(el, payload);
+  if (payload && payload.kind === "sankey") return renderSankey({ model: localSankeyModel(payload), el });
   return renderCCT({ model: localModel(payload), el });
 }
