@@ -37,7 +37,6 @@ from ..model.formats import EXTENSION, MAGIC, VERSION
 from ..model.tree import Tree
 from . import register
 
-
 #: what a damaged ZIP raises: an unsupported version or compression
 #: (NotImplementedError), an encrypted member (RuntimeError), bad deflate data
 _ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, zlib.error)

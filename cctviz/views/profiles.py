@@ -234,6 +234,12 @@ class ProfilesView(anywidget.AnyWidget):
     # ------------------------------------------------------------ public API
     @property
     def ensemble(self) -> Ensemble:
+        """The Ensemble whose profiles the dots are."""
+        return self._ens
+
+    @property
+    def data(self) -> Ensemble:
+        """The Ensemble shown (as ``CCTView.data``; :func:`cctviz.link` compares them)."""
         return self._ens
 
     @property

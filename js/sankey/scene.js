@@ -213,7 +213,8 @@ function distPrims(d, k, box, m, measure, paint, st, selProfiles) {
   const ink = paint.cls;
   const { x0, x1 } = box;
   const [lo, hi] = distRange(d, k);
-  const kids = [];
+  // the whole band takes the pointer (a drag may start between two bars); draws nothing
+  const kids = [P("rect", { class: "cctviz-dist-hit", x: r2(x0), y: r2(box.y0), width: r2(Math.max(0, x1 - x0)), height: r2(Math.max(0, box.y1 - box.y0)), fill: "none", "pointer-events": "all" })];
   const span = hi - lo;
   const X = (v) => (Number.isFinite(v) ? (span > 0 ? x0 + ((Math.max(lo, Math.min(hi, v)) - lo) / span) * (x1 - x0) : x1) : NaN);
   let yHist0 = box.y0;

@@ -72,10 +72,15 @@ export function renderSankey({ model, el }) {
     blocked: (ev) => ev.type === "mousedown" && Boolean(ev.target.closest && ev.target.closest(".cctviz-dist")),
     onZoom: () => tooltip.hide(),
   });
+  // scale the content to the view, keeping it below the legend band (which does not scale)
   function fitTransform() {
     const s = state.scene;
-    const k = Math.max(0.2, Math.min(1, state.width / s.width, state.height / s.height));
-    return zoomIdentity.scale(k);
+    const ox = s.content ? s.content.x : 0;
+    const oy = s.content ? s.content.y : 0;
+    const kw = (state.width - ox) / Math.max(s.width - ox, 1);
+    const kh = (state.height - oy) / Math.max(s.height - oy, 1);
+    const k = Math.max(0.2, Math.min(1, kw, kh));
+    return zoomIdentity.translate(ox * (1 - k), oy * (1 - k)).scale(k);
   }
   const fit = () => zoom.set(fitTransform());
 

@@ -292,7 +292,7 @@ describe("sankey figure", () => {
   it("draws the brushed range on its node", () => {
     const k = 1;
     const svg = sankeySVG(SMALL, { brush: { node: k, lo: SMALL.min[k], hi: SMALL.median[k] } });
-    assert.match(svg, new RegExp(`<g class="cctviz-dist" data-node="${k}"><rect class="cctviz-brush-range"`));
+    assert.match(svg, new RegExp(`<g class="cctviz-dist" data-node="${k}"><rect class="cctviz-dist-hit"[^>]*/><rect class="cctviz-brush-range"`));
   });
 
   it("lays out to an asked width and height", () => {

@@ -94,6 +94,8 @@ def test_many_small_files_print_no_progress_bar(tmp_path, capsys, monkeypatch):
         p = tmp_path / f"p{k:02d}.folded"
         p.write_text(f"main;solve {k + 1}\nmain;io 3\n")
         files.append(p)
+    # no timing here: under load 50 reads may take a second; the bar must wait for the delay
+    monkeypatch.setattr(cctviz.readers, "PROGRESS_DELAY", 3600.0)
     ens = cctviz.read_ensemble(files)
     assert ens.n_profiles == 50
     assert cctviz.read(tmp_path).n_profiles == 50
