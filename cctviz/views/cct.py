@@ -64,6 +64,16 @@ def _static(name: str) -> pathlib.Path:
     return path
 
 
+def _share_space(widget: Any) -> None:
+    """Views side by side in an ``HBox`` share its width (each would otherwise
+    keep its content's width and squeeze the next one to a sliver); a layout
+    the user gave wins."""
+    if not widget.layout.flex:
+        widget.layout.flex = "1 1 0%"
+    if not widget.layout.min_width:
+        widget.layout.min_width = "0"
+
+
 def _f32(a: np.ndarray) -> memoryview:
     return memoryview(np.ascontiguousarray(a, dtype="<f4"))
 
@@ -185,6 +195,7 @@ class CCTView(anywidget.AnyWidget):
         super().__init__(
             color=color, size=size, chart=chart, max_nodes=max_nodes, _data={}, **kwargs
         )
+        _share_space(self)
         self.set_trait("metrics", list(self._src.metrics))
         if self.selection is None:
             self.selection = NodeSet(self.tree)

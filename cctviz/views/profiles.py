@@ -39,7 +39,7 @@ import traitlets
 from ..model import units as _units
 from ..model.ensemble import Ensemble
 from ..ops.projection import kmeans, mds, pca, profile_matrix
-from .cct import _f32, _i32, _static
+from .cct import _f32, _i32, _share_space, _static
 from .source import MetricSource
 
 #: colour options that are no column: k-means clusters, or none
@@ -153,6 +153,7 @@ class ProfilesView(anywidget.AnyWidget):
             _data={},
             **traits,
         )
+        _share_space(self)
         self._ready = True
         self._refresh()
 

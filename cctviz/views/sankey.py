@@ -42,7 +42,7 @@ from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
 from ..model.tree import Tree
 from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
-from .cct import CUE_SHARE, _f32, _i32, _ids_json, _static
+from .cct import CUE_SHARE, _f32, _i32, _ids_json, _share_space, _static
 from .source import MetricSource
 
 #: histogram bins per node
@@ -309,6 +309,7 @@ class SankeyView(anywidget.AnyWidget):
             )
         self._ready = False
         super().__init__(metric=metric, _data={}, **kwargs)
+        _share_space(self)
         self.set_trait("metrics", offered)
         self.set_trait("group_by", describe_group_by(self._group_by))
         if self.selection is None:

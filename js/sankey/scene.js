@@ -395,15 +395,17 @@ function legendItems(d, colors, m, measure, st) {
       kids.push(P("text", { class: "cctviz-cue", x: r2(W + 8 * u), y: r2(y + 22 * u), dy: "0.35em" }, TRIANGLE));
       kids.push(text(W + 22 * u, y + 22 * u, t2, { dy: "0.35em" }));
       w = Math.max(w, W + 22 * u + tw(t2));
+      hgt = y + 30 * u; // the cue's row ends below the box plot's
     }
     const sel = (st.selectedProfiles || []).map(Number);
     if (sel.length) {
       const names = sel.slice(0, 4).map((p) => profileLabel(d, p)).join(", ") + (sel.length > 4 ? `, ${ELLIPSIS}` : "");
       const t3 = cut(`selected: ${sel.length} profile${sel.length === 1 ? "" : "s"} (${names})`, 80);
-      kids.push(P("rect", { class: "cctviz-hist-sel", x: 0, y: r2(hgt - 4 * u), width: r2(10 * u), height: r2(8 * u) }));
-      kids.push(text(14 * u, hgt, t3, { dy: "0.35em" }));
+      const ys = hgt + 6 * u; // a row of its own, clear of the rows above
+      kids.push(P("rect", { class: "cctviz-hist-sel", x: 0, y: r2(ys - 4 * u), width: r2(10 * u), height: r2(8 * u) }));
+      kids.push(text(14 * u, ys, t3, { dy: "0.35em" }));
       w = Math.max(w, 14 * u + tw(t3));
-      hgt += 10 * u;
+      hgt = ys + 8 * u;
     }
     items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(w, tw(t, 700)), hgt]);
   }

@@ -11,6 +11,7 @@ import cctviz
 from cctviz.views.profiles import ProfilesView
 from cctviz.views.sankey import SankeyView
 from tests.conftest import DATA
+from tests.ui.test_view_fixes import shoot
 
 KRIPKE = DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696"
 LULESH64 = DATA / "hatchet-tutorial" / "lulesh-scaling" / "lulesh-annotation-profile-64cores.json"
@@ -231,3 +232,50 @@ def test_brushing_the_profiles_view_rescopes_the_sankey_and_tree(widget_page, lu
     assert tree._data["spread"]["profiles"] == len(picked)
     sel = np.asarray(sankey._data["hist_sel"]).reshape(sankey._data["n"], -1)
     assert (sel.sum(axis=1) == len(picked)).all()
+
+
+def test_lab_linked_trio_end_to_end(lab):
+    """A real JupyterLab and kernel: the Sankey, a tree and the profiles view,
+    linked; a click on a Sankey node and a brush in the profiles view reach
+    Python and the other views, and Python's choice shows in all three."""
+    cells = [
+        f"import cctviz, ipywidgets as w\nens = cctviz.read({str(LULESH64)!r})",
+        "s, t, p = cctviz.SankeyView(ens), cctviz.CCTView(ens), cctviz.ProfilesView(ens)\n"
+        "link = cctviz.link(s, t, p)\nw.VBox([s, w.HBox([t, p])])",
+    ]
+    with lab.open_notebook(cells) as nb:
+        nb.run_all()
+        page = nb.page
+        page.set_viewport_size({"width": 1400, "height": 1800})
+        nodes = page.locator(f".cctviz-sankey {SNODE}")
+        nodes.first.wait_for()
+        k = 1  # lulesh.cycle, a tall node
+        mark = page.locator(f'.cctviz-sankey {SNODE}[data-node="{k}"] rect').first
+        b = box_of(mark)
+        page.mouse.click(b["x"] + b["width"] / 2, b["y"] + b["height"] - 3)
+        want = nb.kernel_wait("print(s.selected_groups)", f"[{k}]")
+        assert want == f"[{k}]"
+        assert (
+            nb.kernel_eval("print(t.selection == s.selection and len(t.selection.ids) > 0)").strip()
+            == "True"
+        )
+        page.locator('.cctviz-cct [role="treeitem"][aria-selected="true"]').first.wait_for()
+        # brush the profiles view: the ranks arrive in all three views
+        frame = box_of(page.locator(".cctviz-profiles rect.cctviz-plot-frame"))
+        page.mouse.move(frame["x"] + 2, frame["y"] + 2)
+        page.mouse.down()
+        page.mouse.move(frame["x"] + frame["width"] - 2, frame["y"] + frame["height"] / 2, steps=8)
+        page.mouse.up()
+        nb.kernel_wait("print(len(p.selected_profiles) > 0)", "True")
+        shoot(page, "lab-sankey-trio")
+        assert (
+            nb.kernel_eval(
+                "print(s.selected_profiles == t.selected_profiles == p.selected_profiles"
+                " and t._data['spread']['profiles'] == len(p.selected_profiles))"
+            ).strip()
+            == "True"
+        )
+        # Python picks ranks: the profiles view marks them
+        nb.kernel_eval("s.selected_profiles = [3, 5]")
+        page.locator('.cctviz-profiles circle.cctviz-dot[aria-selected="true"]').nth(1).wait_for()
+        assert page.locator('.cctviz-profiles circle.cctviz-dot[aria-selected="true"]').count() == 2
