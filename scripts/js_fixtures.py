@@ -43,6 +43,26 @@ def fixtures() -> dict[str, dict]:
     view = cctviz.CCTView(ens, max_nodes=25)
     out["lulesh-ensemble"] = payload(view, scheme="dark")
     out["lulesh-ensemble"]["expect_labels"] = [str(view.tree.names[0])]
+
+    # the ensemble Sankey: 64 ranks by load module, a module selected, a brushed range
+    kripke = cctviz.read(DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696")
+    view = cctviz.SankeyView(kripke, selected_groups=[1])
+    view.brush = {"node": 1, "lo": float(view.per_profile.loc[1].median()), "hi": 1e30}
+    out["kripke-sankey"] = payload(view, width="7in")
+    out["kripke-sankey"]["expect_labels"] = ["kripke"]
+    # diff mode: LULESH on 8 against 64 cores
+    scaling = sorted((DATA / "hatchet-tutorial" / "lulesh-scaling").glob("*.json"))
+    two = [f for f in scaling if f.name.endswith(("-8cores.json", "-64cores.json"))]
+    runs = cctviz.read_ensemble(two)
+    view = cctviz.SankeyView(
+        runs, diff=({"run": 0}, {"run": 1}), diff_labels=("8 cores", "64 cores")
+    )
+    out["lulesh-sankey-diff"] = payload(view, scheme="dark")
+    out["lulesh-sankey-diff"]["expect_labels"] = ["main", "lulesh.cycle"]
+    # the profiles view of those runs
+    view = cctviz.ProfilesView(runs)
+    out["lulesh-profiles"] = payload(view, width="4in")
+    out["lulesh-profiles"]["expect_labels"] = ["run"]
     return out
 
 

@@ -77,10 +77,15 @@ export function nodeColors(d) {
     const scale = sequentialScale(dom, { interpolator: (t) => interpolateRdBu(1 - t), log: false });
     return { kind: "diff", scale, fill: (k) => scale.color(d.diff.delta[k]) };
   }
+  // a ratio on a node worth less than the cue's threshold (1% of the run) is
+  // noise (64x of a microsecond): such nodes neither stretch the scale nor
+  // take its hot end; they are drawn as balanced (the tooltip has the ratio)
+  const thr = Number.isFinite(d.costThreshold) ? d.costThreshold : 0;
+  const counts = (k) => Number.isFinite(d.imbalance[k]) && !(d.value[k] < thr);
   let hi = 2;
-  for (let k = 0; k < d.n; k++) if (Number.isFinite(d.imbalance[k])) hi = Math.max(hi, d.imbalance[k]);
+  for (let k = 0; k < d.n; k++) if (counts(k)) hi = Math.max(hi, d.imbalance[k]);
   const scale = sequentialScale([1, hi], { log: true });
-  return { kind: "imbalance", scale, fill: (k) => scale.color(d.imbalance[k]) };
+  return { kind: "imbalance", scale, fill: (k) => scale.color(counts(k) ? d.imbalance[k] : Number.isFinite(d.imbalance[k]) ? 1 : NaN) };
 }
 
 /** The imbalance cue's text: what the imbalance costs ("▲ 3.14 s"). */
