@@ -112,3 +112,42 @@ def test_kernels_missing_from_some_runs_are_not_zeros(both):
         check_names=False,
         rtol=1e-12,
     )
+
+
+def test_sankey_box_plots_equal_thickets(both):
+    """The quartiles, fences and 1.5 IQR outliers the Sankey draws on a node
+    (``cctviz.views.sankey.distribution`` / ``outliers``) equal Thicket's
+    ``calc_boxplot_statistics`` on the same values: for every node all 18
+    runs have (Thicket's NaN for a missing kernel makes its quartiles NaN)."""
+    from cctviz.views.sankey import distribution, outliers
+
+    ens, tk, _, counts = both
+    import thicket
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cols = thicket.stats.calc_boxplot_statistics(tk, columns=["Total time"])
+    sf = tk.statsframe.dataframe.reset_index()
+    sf.index = sf["node"].map(lambda n: "/".join(x.frame["name"] for x in n.path()))
+    col = {c.split("_")[1].split("(")[0]: c for c in cols}
+    have = counts["Total time"].notna().groupby(level=0).sum()
+    full = [p for p, k in have.items() if k == 18]
+    assert len(full) == 64  # the ten kernels some runs lack are left out
+    rows = ens.tree.callpaths.reset_index(drop=True)
+    ids = np.array([rows[rows == p].index[0] for p in full])
+    values = ens.values("Total time (inc)")[ids]
+    d = distribution(values)
+    q = sf.loc[full]
+    for ours, theirs in (("q1", "q1"), ("median", "q2"), ("q3", "q3")):
+        np.testing.assert_allclose(d[ours], q[col[theirs]].astype(float), rtol=1e-12)
+    iqr = d["q3"] - d["q1"]
+    np.testing.assert_allclose(d["q1"] - 1.5 * iqr, q[col["lowerfence"]].astype(float), rtol=1e-12)
+    # outliers: the same runs (Thicket names them by profile hash, we by id)
+    file_of = {h: str(f) for h, f in tk.profile_mapping.items()}
+    pid = {f: i for i, f in enumerate(ens.profiles["file"])}
+    r, c, more = outliers(values, d["q1"], d["q3"], d["median"], per_node=18)
+    assert not more.any()
+    for k, path in enumerate(full):
+        theirs = sorted(pid[file_of[h]] for h in q[col["outliers"]].iloc[k])
+        assert sorted(c[r == k].tolist()) == theirs, path
+    assert c.size > 0  # some nodes have outliers
