@@ -274,3 +274,38 @@ def test_runtime_and_kineto_profiles_compose_in_one_unit(ddp_run):
     bw_us = bandwidth(kin)["algbw"].to_numpy()[kin.roots]
     bw_ns = bandwidth(back)["algbw"].to_numpy()[back.roots]
     np.testing.assert_allclose(np.sort(bw_ns), np.sort(bw_us), rtol=1e-12)
+
+
+# ------------------------------------------------------------------- Sankey
+def test_sankey_groups_runtime_profiles_by_module_path(fsdp_run, ddp_run):
+    """The runtime's own output in the ensemble Sankey: call sites grouped by
+    nn.Module path (two segments), FSDP2's collectives counted in the module
+    that issued them, and DDP against FSDP2 in diff mode."""
+    from cctviz.views.sankey import SankeyView
+
+    ens = read_quiet(fsdp_run[0])
+    view = SankeyView(ens)
+    assert view.group_by == "nn.Module"
+    nodes = view.nodes.set_index("group")
+    blocks = [f"GPT.blocks.{k}" for k in range(4)]
+    assert set(blocks) <= set(nodes.index) and {"forward", "backward", "GPT"} <= set(nodes.index)
+    # a module's time per rank: its module contexts' inclusive time, summed (forward and, for
+    # FSDP2's re-gathers, wherever the block runs again)
+    tree = ens.tree
+    paths = tree.callpaths.to_numpy()
+    per = view.per_profile
+    values = ens.values("time (inc)")
+    for b in blocks:
+        k = int(np.flatnonzero(view.graph.nodes["group"] == b)[0])
+        idx = [i for i in range(len(tree)) if paths[i].endswith("/GPT/" + b.split(".", 1)[1])]
+        assert idx and np.allclose(per.loc[k], values[idx].sum(axis=0), rtol=1e-9)
+    # FSDP2 gathers each block's parameters inside it: the bytes flow through the blocks,
+    # the same bytes on every rank (no imbalance)
+    comm = SankeyView(ens, metric="comm_bytes (inc)").nodes.set_index("group")
+    assert (comm.loc[blocks, "mean"] > 0).all()
+    assert np.allclose(comm.loc[blocks, "max"], comm.loc[blocks, "min"])
+    # DDP against FSDP2: a diff by strategy over one ensemble of both runs
+    both = cctviz.read_ensemble([ddp_run[0], fsdp_run[0]])
+    diff = SankeyView(both, diff=({"strategy": "DDP"}, {"strategy": "FSDP2"}))
+    d = diff._data["diff"]
+    assert (d["a_profiles"], d["b_profiles"]) == (2, 2) and d["a_label"] == "strategy=DDP"
