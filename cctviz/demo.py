@@ -122,6 +122,7 @@ def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dic
         "comm_fsdp": out / "comm-fsdp.csv",
     }
     files.update(write_figures(ddp, step, out))
+    files.update(write_sankeys(both, out))
     both.save(files["runs"])
     files["tree"].write_text(ddp.render("time (inc)", max_nodes=None, threshold=0) + "\n")
     tables["ddp"].to_csv(files["comm_ddp"], index=False)
@@ -144,6 +145,24 @@ def write_figures(ens: Ensemble, step: Ensemble, out: Path) -> dict[str, Path]:
         "figure_svg": tree.save(out / "tree-ddp.svg", width="7in", font_size=8, title=title),
         "figure_pdf": tree.save(out / "tree-ddp.pdf", width="7in", font_size=8, title=title),
         "figure_comm": comm.save(out / "comm-ddp.svg", width="7in", font_size=8),
+    }
+
+
+def write_sankeys(both: Ensemble, out: Path) -> dict[str, Path]:
+    """The ensemble Sankeys of the training step, modules by nn.Module path: the
+    DDP run's ranks, and DDP against FSDP2 (diff mode: FSDP2 - DDP per module)."""
+    from .views.sankey import SankeyView
+
+    step = both.focus(both.tree.query('MATCH (".", a) WHERE a."name" = "step"'))
+    ddp = step.select(step.profiles["strategy"] == "DDP")
+    diff = SankeyView(
+        step,
+        diff=({"strategy": "DDP"}, {"strategy": "FSDP2"}),
+        diff_labels=("DDP", "FSDP2"),
+    )
+    return {
+        "figure_sankey": SankeyView(ddp).save(out / "sankey-ddp.svg", width="7in", font_size=8),
+        "figure_sankey_diff": diff.save(out / "sankey-fsdp-vs-ddp.svg", width="7in", font_size=8),
     }
 
 

@@ -152,6 +152,11 @@ def test_demo_profiles_the_example_training(tmp_path):
     assert "step" in texts and "forward" in texts and svg.get("width") == "504pt"
     assert (tmp_path / "tree-ddp.pdf").read_bytes().startswith(b"%PDF-")
     assert "comm_time (inc)" in (tmp_path / "comm-ddp.svg").read_text()
+    # the ensemble Sankeys of the step: modules by nn.Module path, and FSDP2 against DDP
+    sankey = (tmp_path / "sankey-ddp.svg").read_text()
+    assert 'aria-label="GPT.blocks.0' in sankey and "mean over 2 profiles" in sankey
+    diff = ET.parse(tmp_path / "sankey-fsdp-vs-ddp.svg").getroot()
+    assert "cctviz-diff" in diff.get("class") and diff.get("width") == "504pt"
     # what the demo and `cctviz tree` print of its run: times with units, never raw ns
     tree = subprocess.run(
         [sys.executable, "-m", "cctviz.cli", "tree", str(tmp_path / "run-ddp")],
