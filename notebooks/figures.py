@@ -19,19 +19,28 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 
 
-#: (file, profile under ../shared/data, view arguments, title): the README's figures
+#: (file, profile under ../shared/data, view, view arguments, title): the README's figures
 FIGURES = [
     (
         "lulesh-tree.svg",
         "hatchet-tutorial/lulesh-scaling/lulesh-annotation-profile-64cores.json",
+        "CCTView",
         {"max_nodes": 80},
         "LULESH, 64 ranks (Caliper): mean time per rank",
     ),
     (
         "kripke-icicle.svg",
         "hatchet-tutorial/hpctoolkit-kripke-database-2589696",
+        "CCTView",
         {"chart": "icicle", "max_nodes": 60},
         "Kripke, 64 ranks (HPCToolkit): time and its spread over ranks",
+    ),
+    (
+        "lulesh-sankey.svg",
+        "hatchet-tutorial/lulesh-scaling/lulesh-annotation-profile-64cores.json",
+        "SankeyView",
+        {},
+        "LULESH, 64 ranks: where the time flows, and how it spreads over the ranks",
     ),
 ]
 
@@ -42,10 +51,10 @@ def data_figures(out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     return [
-        cctviz.CCTView(cctviz.read(DATA / src), **kw).save(
+        getattr(cctviz, view)(cctviz.read(DATA / src), **kw).save(
             out / name, width="7in", font_size=8, title=title
         )
-        for name, src, kw, title in FIGURES
+        for name, src, view, kw, title in FIGURES
     ]
 
 

@@ -56,3 +56,15 @@ def test_readme_starts_with_the_two_commands():
         "bash scripts/test.sh",
     ]
     assert os.access(ROOT / ".ci" / "run", os.X_OK)
+
+
+def test_readme_sankey_block_runs(monkeypatch):
+    """The ensemble Sankey block: the slow ranks of the costliest module, linked, diffed."""
+    monkeypatch.chdir(ROOT)
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    sk: dict = {}
+    exec(compile(blocks[5], "README.md", "exec"), sk)  # noqa: S102 - our own README
+    slow = sk["slow"]
+    assert 0 < len(slow) < 64 and sk["tree"].selected_profiles == slow
+    assert sk["tree"]._data["spread"]["profiles"] == len(slow)
+    assert sk["diff"]._data["diff"]["b_profiles"] == len(slow)

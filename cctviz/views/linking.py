@@ -7,7 +7,8 @@ between views of different trees by call path (each view's validator maps
 it); profile ids pass only between views of one Ensemble, since ids of
 another mean other profiles. Changes made by the link itself are not sent
 on again, so there is no echo loop; :meth:`Link.unlink` restores
-independence.
+independence. At link time, the first view that already holds a selection
+shares it with the others.
 
 Example:
     >>> import cctviz
@@ -38,6 +39,11 @@ from ..model.ensemble import Ensemble
 SHARED = ("selection", "selected_profiles")
 
 
+def _size(value: Any) -> int:
+    ids = getattr(value, "ids", value)
+    return 0 if ids is None else len(ids)
+
+
 def _profile_space(view: Any) -> Ensemble | None:
     data = getattr(view, "data", None)
     return data if isinstance(data, Ensemble) else None
@@ -65,6 +71,12 @@ class Link:
                     handler = self._make_handler(v, name)
                     v.observe(handler, names=name)
                     self._handlers.append((v, handler, name))
+        # what is selected already is shared now: the first view holding a selection wins
+        for name in SHARED:
+            for v in self.views:
+                if v.has_trait(name) and _size(getattr(v, name)):
+                    self._make_handler(v, name)({"new": getattr(v, name)})
+                    break
 
     def _make_handler(self, source: Any, name: str):
         def handler(change: dict) -> None:

@@ -503,14 +503,20 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
       let label = measure.truncate(d.label[k], w - 8 * u - cueW, m.font) || "";
       // a cut label and room for a second row: the cue goes there
       let cueY = m.row / 2;
-      if (cue && label !== d.label[k] && hgt >= 2 * m.row + m.box) {
+      let showCue = Boolean(cue);
+      // the name cut by the cue: the cue takes a second row where there is one;
+      // else the name wins the row once the cue would leave less than 4 letters
+      // of it (the node keeps its "imbalanced" class, the tooltip the cost)
+      const squeezed = cue && label !== d.label[k] && [...label].length < Math.min(5, [...d.label[k]].length);
+      if (cue && label !== d.label[k] && (hgt >= 2 * m.row + m.box || squeezed)) {
         label = measure.truncate(d.label[k], w - 8 * u, m.font) || "";
         cueY = m.row * 1.5;
-        head = 2 * m.row;
+        showCue = hgt >= 2 * m.row;
+        if (showCue) head = 2 * m.row;
       }
       if (label) {
         kids.push(P("text", { class: `cctviz-label ${ink}`, x: r2(4 * u), y: r2(m.row / 2), dy: "0.35em" }, label));
-        if (cue) kids.push(P("text", { class: `cctviz-cue ${ink}`, x: r2(w - 4 * u), y: r2(cueY), dy: "0.35em", "text-anchor": "end" }, cue));
+        if (showCue) kids.push(P("text", { class: `cctviz-cue ${ink}`, x: r2(w - 4 * u), y: r2(cueY), dy: "0.35em", "text-anchor": "end" }, cue));
       } else {
         // no room for the name inside: it goes outside, with the cue
         inside = false;

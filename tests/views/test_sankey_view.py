@@ -390,3 +390,12 @@ def test_grouping_a_runtime_profile_by_module_paths():
     deep = SankeyView(t, group_by=("nn.Module", 3)).graph.nodes["group"].tolist()
     assert "GPT.blocks.0.attn" in deep
     pd.testing.assert_series_equal(view.nodes["mean"], view.graph.nodes["value"], check_names=False)
+
+
+def test_linking_shares_what_is_already_selected(kripke):
+    sankey = SankeyView(kripke, selected_profiles=[2, 9])
+    tree = cctviz.CCTView(kripke, selection=[5])
+    cctviz.link(tree, sankey)
+    # the tree's node selection and the Sankey's ranks: each held by one view, now by both
+    assert sankey.selection.ids.tolist() == [5] and tree.selected_profiles == [2, 9]
+    assert tree._data["spread"]["profiles"] == 2
