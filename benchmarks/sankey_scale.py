@@ -93,16 +93,6 @@ def data_bytes(view) -> int:
     return len(text.encode()) + sum(memoryview(b).nbytes for b in buffers)
 
 
-RERENDER_JS = """async (id) => {
-  const m = window.__harness.models.get(id);
-  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
-  const t0 = performance.now();
-  m._emit("change:_data", m.proxy, m.get("_data"));
-  await frame(); await frame();
-  return performance.now() - t0;
-}"""
-
-
 def scale_rows(sizes: list[int], n_nodes: int) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
@@ -123,7 +113,7 @@ def scale_rows(sizes: list[int], n_nodes: int) -> list[dict]:
                 t0 = time.perf_counter()
                 wp.show(view)
                 show = time.perf_counter() - t0
-                renders = [wp.eval(RERENDER_JS, view.model_id) for _ in range(3)]
+                renders = [wp.rerender_ms(view) for _ in range(3)]
                 d = view._data
                 out.append(
                     {

@@ -61,15 +61,6 @@ def make_tree(n, seed=0):
 """
 exec(MAKE_TREE)  # the same generator runs in the lab kernel
 
-RERENDER_JS = """async (id) => {
-  const m = window.__harness.models.get(id);
-  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
-  const t0 = performance.now();
-  m._emit("change:_data", m.proxy, m.get("_data"));
-  await frame(); await frame();
-  return performance.now() - t0;
-}"""
-
 CLICK_JS = """(node) => {
   const el = document.querySelector(`[role="treeitem"][data-id="${node}"]`);
   const t = Date.now() + (performance.now() % 1);
@@ -101,7 +92,7 @@ def measure_harness(page: WidgetPage, n: int) -> dict:
     nbytes = page.bytes_sent
     state, _, buffers = _remove_buffers({"_data": view._data})
     data_bytes = len(json.dumps(state)) + sum(memoryview(b).nbytes for b in buffers)
-    renders = [page.eval(RERENDER_JS, view.model_id) for _ in range(5)]
+    renders = [page.rerender_ms(view) for _ in range(5)]
     clicks = []
     seen: list[float] = []
     view.observe(lambda ch: seen.append(time.time() * 1e3), names="selection")

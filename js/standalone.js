@@ -6,6 +6,7 @@
 // nothing new can be expanded.
 
 import { decodeData } from "./cct/data.js";
+import { listeners } from "./events.js";
 import { localData } from "./cct/local.js";
 import { renderCCT } from "./cct/view.js";
 import { mountProfiles } from "./profiles/local.js";
@@ -19,11 +20,9 @@ const LOCAL_TRAITS = new Set(["collapsed", "expanded", "focus", "search"]);
  * changed names (fired too).
  */
 export function plainModel(values, after = () => [], frozen = new Set()) {
-  const handlers = new Map();
+  const events = listeners();
   let pending = {};
-  const fire = (name) => {
-    for (const cb of handlers.get(`change:${name}`) || []) cb();
-  };
+  const fire = (name) => events.fire(`change:${name}`);
   return {
     get: (k) => values[k],
     set: (k, v) => {
@@ -37,15 +36,8 @@ export function plainModel(values, after = () => [], frozen = new Set()) {
       changed.push(...after(changed));
       for (const k of changed) fire(k);
     },
-    on(ev, cb) {
-      if (!handlers.has(ev)) handlers.set(ev, []);
-      handlers.get(ev).push(cb);
-    },
-    off(ev, cb) {
-      const list = handlers.get(ev) || [];
-      const at = list.indexOf(cb);
-      if (at >= 0) list.splice(at, 1);
-    },
+    on: events.on,
+    off: events.off,
   };
 }
 

@@ -34,6 +34,7 @@ from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
 from ..model.tree import Tree, base_metric
 from ..ops.transform import OTHER
+from .figure import SavesFigure
 from .lod import HAS_CHILDREN, LevelOfDetail, ancestors_closure, level_of_detail, other_values
 from .source import MetricSource, split_metric
 
@@ -97,7 +98,7 @@ def _color_from_json(value: Any, widget: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-class CCTView(anywidget.AnyWidget):
+class CCTView(SavesFigure, anywidget.AnyWidget):
     """A calling-context tree view of a Tree or an Ensemble.
 
     End a notebook cell with it to display it. Click, shift-click or brush
@@ -274,26 +275,6 @@ class CCTView(anywidget.AnyWidget):
         out = {k: getattr(self, k) for k in self.STATE}
         out["selection"] = self.selection.ids.tolist()
         return out
-
-    def save(self, path: str | pathlib.Path, **options: Any) -> pathlib.Path:
-        """Write the view as a figure: ``.svg``, ``.pdf``, ``.png`` or ``.html``
-        (from the suffix), from its current state (selection, collapsed,
-        focus, metrics, chart) with no browser; works for a view never
-        displayed. Options: ``width``/``height`` (pt, or "3.5in", "89mm"),
-        ``font_size`` (pt), ``title``, ``legends``, ``highlight``,
-        ``background`` ("white" or "transparent"), ``scheme`` ("light" or
-        "dark"), ``scale`` (PNG). See :func:`cctviz.export.save`.
-
-        Example:
-            >>> import cctviz, tempfile, pathlib
-            >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "solve"], {"time": [1.0, 2.0]})
-            >>> out = pathlib.Path(tempfile.mkdtemp()) / "fig.svg"
-            >>> cctviz.CCTView(t).save(out, width="3.5in").read_text().count("<text")  > 2
-            True
-        """
-        from ..export import save
-
-        return save(self, path, **options)
 
     # ------------------------------------------------------------ validation
     def _coerce_ids(self, value: Any, what: str) -> np.ndarray:

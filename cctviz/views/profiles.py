@@ -40,6 +40,7 @@ from ..model import units as _units
 from ..model.ensemble import Ensemble
 from ..ops.projection import kmeans, mds, pca, profile_matrix
 from .cct import _f32, _i32, _share_space, _static
+from .figure import SavesFigure
 from .source import MetricSource
 
 #: colour options that are no column: k-means clusters, or none
@@ -75,7 +76,7 @@ def _numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
-class ProfilesView(anywidget.AnyWidget):
+class ProfilesView(SavesFigure, anywidget.AnyWidget):
     """Profiles of an Ensemble as dots: a projection or two columns, coloured.
 
     Args:
@@ -290,16 +291,6 @@ class ProfilesView(anywidget.AnyWidget):
         st["selected_profiles"] = [int(i) for i in st["selected_profiles"]]
         st["metric"] = self._metric
         return st
-
-    def save(self, path: str | pathlib.Path, **options: Any) -> pathlib.Path:
-        """Write the view as a figure: ``.svg``, ``.pdf``, ``.png`` or ``.html``
-        (from the suffix), from its current state with no browser. Options as
-        :meth:`cctviz.CCTView.save` (``width``, ``height``, ``font_size``,
-        ``title``, ``legends``, ``highlight``, ``background``, ``scheme``, PNG
-        ``scale``). See :func:`cctviz.export.save`."""
-        from ..export import save
-
-        return save(self, path, **options)
 
     # ------------------------------------------------------------ validation
     def _numeric_columns(self) -> list[str]:

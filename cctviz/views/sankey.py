@@ -28,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import os
-import pathlib
 from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -43,6 +42,7 @@ from ..model.nodeset import NodeSet
 from ..model.tree import Tree
 from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
 from .cct import CUE_SHARE, _f32, _i32, _ids_json, _share_space, _static
+from .figure import SavesFigure
 from .source import MetricSource
 
 #: histogram bins per node
@@ -220,7 +220,7 @@ def _label_of(which: Any, fallback: str) -> str:
     return fallback
 
 
-class SankeyView(anywidget.AnyWidget):
+class SankeyView(SavesFigure, anywidget.AnyWidget):
     """The ensemble Sankey of an Ensemble (or a Tree): how an inclusive metric
     flows through the program's modules, and on every module how it spreads
     over the profiles (ranks, runs).
@@ -370,23 +370,6 @@ class SankeyView(anywidget.AnyWidget):
         out = {k: getattr(self, k) for k in self.STATE}
         out["selection"] = self.selection.ids.tolist()
         return out
-
-    def save(self, path: str | pathlib.Path, **options: Any) -> pathlib.Path:
-        """Write the Sankey as a figure (``.svg``, ``.pdf``, ``.png``, ``.html``)
-        from its current state, with no browser; options as
-        :meth:`cctviz.CCTView.save` (``width``, ``height``, ``font_size``,
-        ``title``, ``legends``, ``highlight``, ``background``, ``scheme``, ``scale``).
-
-        Example:
-            >>> import cctviz, tempfile, pathlib
-            >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "solve"], {"time": [1.0, 2.0]})
-            >>> out = pathlib.Path(tempfile.mkdtemp()) / "sankey.svg"
-            >>> "solve" in cctviz.SankeyView(t).save(out, width="7in").read_text()
-            True
-        """
-        from ..export import save
-
-        return save(self, path, **options)
 
     def _figure_state(self) -> dict[str, Any]:
         st = self.state

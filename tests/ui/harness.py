@@ -54,6 +54,15 @@ except ImportError:  # pragma: no cover
         return json.dumps(obj, ensure_ascii=False, allow_nan=False).encode()
 
 
+_RERENDER_JS = """async (id) => {
+  const m = window.__harness.models.get(id);
+  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+  const t0 = performance.now();
+  m._emit("change:_data", m.proxy, m.get("_data"));
+  await frame(); await frame();
+  return performance.now() - t0;
+}"""
+
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -584,6 +593,12 @@ class WidgetPage:
     def eval(self, js: str, arg: Any = None) -> Any:
         """`page.evaluate(js, arg)`; `window.__harness.model(model_id)` is a model."""
         return self.page.evaluate(js, arg)
+
+    def rerender_ms(self, widget: Any) -> float:
+        """Browser time of one full re-render of ``widget``'s current ``_data``:
+        ``change:_data`` fired in the page, until two animation frames later
+        (layout and paint included). For the benchmarks."""
+        return float(self.page.evaluate(_RERENDER_JS, widget.model_id))
 
     def js_get(self, widget: Any, key: str) -> Any:
         """A trait as the front end sees it (DataViews become {'DataView': [bytes]})."""
