@@ -279,3 +279,34 @@ def test_lab_linked_trio_end_to_end(lab):
         nb.kernel_eval("s.selected_profiles = [3, 5]")
         page.locator('.cctviz-profiles circle.cctviz-dot[aria-selected="true"]').nth(1).wait_for()
         assert page.locator('.cctviz-profiles circle.cctviz-dot[aria-selected="true"]').count() == 2
+
+
+def test_exports_png_and_an_offline_html_page(browser, tmp_path, lulesh):
+    """SankeyView.save: a PNG of the asked size, and a standalone page that opens
+    from file:// with no network, draws every node and selects locally."""
+    from tests.export.checks import png_size
+
+    view = SankeyView(lulesh, selected_groups=[2])
+    png = view.save(tmp_path / "sankey.png", width=400, scale=1)
+    assert png_size(png.read_bytes())[0] == round(400 * 4 / 3)
+    page_file = view.save(tmp_path / "sankey.html", title="LULESH Sankey")
+    context = browser.new_context(viewport={"width": 1300, "height": 1000}, offline=True)
+    requests: list[str] = []
+    errors: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(page_file.as_uri())
+        page.wait_for_selector(".cctviz-sankey[data-rendered]")
+        assert page.locator(SNODE).count() == view._data["n"]
+        assert page.locator(f'{SNODE}[aria-selected="true"]').get_attribute("data-node") == "2"
+        mark = page.locator(f'{SNODE}[data-node="0"] rect').first
+        b = box_of(mark)
+        page.mouse.click(b["x"] + b["width"] / 2, b["y"] + b["height"] - 3)
+        page.locator(f'{SNODE}[data-node="0"][aria-selected="true"]').wait_for()
+        assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
+        assert errors == []
+    finally:
+        context.close()
