@@ -310,3 +310,45 @@ def test_exports_png_and_an_offline_html_page(browser, tmp_path, lulesh):
         assert errors == []
     finally:
         context.close()
+
+
+def test_lab_dark_theme_sankey_and_profiles_readable(lab):
+    """In JupyterLab's dark theme the Sankey and the profiles view follow the
+    theme: dark drawing, light legend text with enough contrast."""
+    from tests.ui.test_view_fixes import contrast, luminance
+
+    cells = [
+        f"import cctviz, ipywidgets as w\nens = cctviz.read({str(LULESH64)!r})",
+        "w.VBox([cctviz.SankeyView(ens), cctviz.ProfilesView(ens)])",
+    ]
+    with lab.open_notebook(cells) as nb:
+        try:
+            nb.set_theme("JupyterLab Dark")
+            nb.run_all()
+            page = nb.page
+            page.set_viewport_size({"width": 1400, "height": 1600})
+            page.locator(f".cctviz-sankey {SNODE}").first.wait_for()
+            page.locator(".cctviz-profiles circle.cctviz-dot").first.wait_for()
+            shoot(page, "dark-theme-sankey-profiles")
+            colours = page.evaluate(
+                """() => {
+                  const cs = (e, p) => getComputedStyle(e)[p];
+                  const bg = (root) => {
+                    for (let e = root.querySelector("svg"); e; e = e.parentElement) {
+                      const c = cs(e, "backgroundColor");
+                      if (c && c !== "rgba(0, 0, 0, 0)" && c !== "transparent") return c;
+                    }
+                    return cs(document.body, "backgroundColor");
+                  };
+                  const s = document.querySelector(".cctviz-sankey");
+                  const p = document.querySelector(".cctviz-profiles");
+                  return {sbg: bg(s), pbg: bg(p),
+                          slegend: cs(s.querySelector(".cctviz-legend-text"), "fill"),
+                          plegend: cs(p.querySelector("svg text"), "fill")};
+                }"""
+            )
+            assert luminance(colours["sbg"]) < 0.1 and luminance(colours["pbg"]) < 0.1, colours
+            assert contrast(colours["slegend"], colours["sbg"]) >= 4.5, colours
+            assert contrast(colours["plegend"], colours["pbg"]) >= 4.5, colours
+        finally:
+            nb.set_theme("JupyterLab Light")
