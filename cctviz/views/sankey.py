@@ -237,7 +237,9 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         diff: compare two groups of profiles: ``(A, B)``, each profile ids, a
             boolean mask, ``{column: value}`` or a callable on
             ``ensemble.profiles``, or two Ensembles (their profiles are then
-            joined into one ensemble). Nodes are coloured by mean(B) - mean(A)
+            joined into one ensemble; ``data`` may be left out:
+            ``SankeyView(diff=(groups[8], groups[64]))`` with
+            ``groups = ens.groupby("world_size")``). Nodes are coloured by mean(B) - mean(A)
             on a diverging scale and show the per-profile differences of B.
         diff_labels: names of A and B in the legend.
         **kwargs: traits (``selection``, ``selected_groups``,
@@ -269,7 +271,7 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
 
     def __init__(
         self,
-        data: Ensemble | Tree,
+        data: Ensemble | Tree | None = None,
         group_by: GroupBy | None = None,
         metric: str | None = None,
         diff: tuple[Any, Any] | None = None,
@@ -372,8 +374,9 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         return out
 
     def _figure_state(self) -> dict[str, Any]:
+        """The export payload's ``state`` (trait names; see CONTRACT.md)."""
         st = self.state
-        return {k: st[k] for k in self.STATE}
+        return {**{k: st[k] for k in self.STATE}, "group_by": self.group_by}
 
     # ------------------------------------------------------------ diff
     def _parse_diff(

@@ -295,7 +295,7 @@ def test_diff_of_two_runs(lulesh):
 def test_diff_of_two_ensembles_from_groupby(lulesh):
     groups = lulesh.groupby("file")
     keys = sorted(groups)[:2]
-    view = SankeyView(None, diff=(groups[keys[0]], groups[keys[1]]), diff_labels=tuple(keys))
+    view = SankeyView(diff=(groups[keys[0]], groups[keys[1]]), diff_labels=tuple(keys))
     df = view._data["diff"]
     assert (df["a_profiles"], df["b_profiles"]) == (
         groups[keys[0]].n_profiles,
