@@ -108,6 +108,7 @@ class JupyterLab:
             "--ServerApp.password=",
             "--ServerApp.disable_check_xsrf=True",
             "--LabApp.expose_app_in_browser=True",
+            "--JupyterNotebookApp.expose_app_in_browser=True",  # Notebook 7's pages
             f"--ServerApp.root_dir={self.root}",
         ]
         self.log_path = self._tmp / "lab.log"
@@ -139,11 +140,15 @@ class JupyterLab:
         path.write_text(text)
         return path
 
-    def open_notebook(self, path_or_cells: str | Path | list, timeout: float = 90_000):
+    def open_notebook(
+        self, path_or_cells: str | Path | list, timeout: float = 90_000, ui: str = "lab"
+    ):
         """Open a notebook in a fresh page and wait for its kernel to be ready.
 
         `path_or_cells`: a path of a notebook in the root (relative), a notebook
         anywhere (copied into the root), or a list of cell sources/nbformat cells.
+        `ui`: "lab" (JupyterLab) or "notebook" (Notebook 7's one-notebook page,
+        served by the same server).
         """
         n = next(self._names)
         if isinstance(path_or_cells, (list, tuple)):
@@ -171,7 +176,10 @@ class JupyterLab:
         notebook = LabNotebook(self, page, rel)
         self._open.append(notebook)
         # A fresh workspace per page: nothing restored from earlier tests.
-        page.goto(f"{self.url}/lab/workspaces/w{n}/tree/{rel}")
+        if ui == "notebook":
+            page.goto(f"{self.url}/notebooks/{rel}")
+        else:
+            page.goto(f"{self.url}/lab/workspaces/w{n}/tree/{rel}")
         page.wait_for_function("() => window.jupyterapp !== undefined", timeout=timeout)
         page.evaluate(
             """async (path) => {"""

@@ -352,3 +352,26 @@ def test_lab_dark_theme_sankey_and_profiles_readable(lab):
             assert contrast(colours["plegend"], colours["pbg"]) >= 4.5, colours
         finally:
             nb.set_theme("JupyterLab Light")
+
+
+def test_notebook7_linked_views(lab):
+    """Notebook 7 (the classic-looking one-notebook page of the same server): the
+    Sankey and a tree render and a click on a module reaches Python and the tree."""
+    cells = [
+        f"import cctviz, ipywidgets as w\nens = cctviz.read({str(LULESH64)!r})",
+        "s, t = cctviz.SankeyView(ens), cctviz.CCTView(ens)\nlink = cctviz.link(s, t)\n"
+        "w.VBox([s, t])",
+    ]
+    with lab.open_notebook(cells, ui="notebook") as nb:
+        nb.run_all()
+        page = nb.page
+        page.set_viewport_size({"width": 1300, "height": 1400})
+        page.locator(f".cctviz-sankey {SNODE}").first.wait_for()
+        page.locator('.cctviz-cct [role="treeitem"]').first.wait_for()
+        shoot(page, "notebook7-sankey-tree")
+        mark = page.locator(f'.cctviz-sankey {SNODE}[data-node="1"] rect').first
+        b = box_of(mark)
+        page.mouse.click(b["x"] + b["width"] / 2, b["y"] + b["height"] - 3)
+        assert nb.kernel_wait("print(s.selected_groups)", "[1]") == "[1]"
+        assert nb.kernel_eval("print(t.selection == s.selection)").strip() == "True"
+        page.locator('.cctviz-cct [role="treeitem"][aria-selected="true"]').first.wait_for()
