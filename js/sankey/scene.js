@@ -228,7 +228,7 @@ function distPrims(d, k, box, m, measure, paint, st, selProfiles) {
   const yHist1 = box.y1 - box.rangeH - (showBox ? box.boxH : 0);
   // brushed range
   const b = st.brush;
-  if (b && Number(b.node) === k && Number.isFinite(Number(b.lo)) && Number.isFinite(Number(b.hi)) && box.histH > 0) {
+  if (b && Number(b.node) === k && Number.isFinite(Number(b.lo)) && Number.isFinite(Number(b.hi)) && box.histH + box.boxH > 0) {
     const a = X(Math.min(Number(b.lo), Number(b.hi)));
     const z = X(Math.max(Number(b.lo), Number(b.hi)));
     if (Number.isFinite(a) && Number.isFinite(z)) {
@@ -503,20 +503,23 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
       let label = measure.truncate(d.label[k], w - 8 * u - cueW, m.font) || "";
       // a cut label and room for a second row: the cue goes there
       let cueY = m.row / 2;
-      let showCue = Boolean(cue);
-      // the name cut by the cue: the cue takes a second row where there is one;
-      // else the name wins the row once the cue would leave less than 4 letters
-      // of it (the node keeps its "imbalanced" class, the tooltip the cost)
+      let cueText_ = cue;
+      // the name cut by the cue: the cue takes a second row where the node has
+      // room for it and for the box plot (the histogram may go); else, once the
+      // cue would leave less than 4 letters of the name, the cue shrinks to its
+      // triangle (the tooltip has the cost)
       const squeezed = cue && label !== d.label[k] && [...label].length < Math.min(5, [...d.label[k]].length);
-      if (cue && label !== d.label[k] && (hgt >= 2 * m.row + m.box || squeezed)) {
+      if (cue && label !== d.label[k] && hgt >= 2 * m.row + m.box + 2 * u) {
         label = measure.truncate(d.label[k], w - 8 * u, m.font) || "";
         cueY = m.row * 1.5;
-        showCue = hgt >= 2 * m.row;
-        if (showCue) head = 2 * m.row;
+        head = 2 * m.row;
+      } else if (squeezed) {
+        cueText_ = TRIANGLE;
+        label = measure.truncate(d.label[k], w - 10 * u - measure.text(TRIANGLE, m.small, 700), m.font) || "";
       }
       if (label) {
         kids.push(P("text", { class: `cctviz-label ${ink}`, x: r2(4 * u), y: r2(m.row / 2), dy: "0.35em" }, label));
-        if (showCue) kids.push(P("text", { class: `cctviz-cue ${ink}`, x: r2(w - 4 * u), y: r2(cueY), dy: "0.35em", "text-anchor": "end" }, cue));
+        if (cueText_) kids.push(P("text", { class: `cctviz-cue ${ink}`, x: r2(w - 4 * u), y: r2(cueY), dy: "0.35em", "text-anchor": "end" }, cueText_));
       } else {
         // no room for the name inside: it goes outside, with the cue
         inside = false;
