@@ -627,3 +627,22 @@ class WidgetPage:
         if self.errors:
             errors, self.errors = self.errors, []
             raise HarnessError("browser/widget errors:\n" + "\n".join(errors))
+
+
+@contextlib.contextmanager
+def offline_page(browser: Any, path: Any, viewport: dict | None = None):
+    """A page of ``browser`` opened on the file ``path`` with the network off;
+    yields ``(page, requests, errors)``: every URL requested and every console
+    error or page error, for the caller to assert on. Closes its context."""
+    context = browser.new_context(viewport=viewport or {"width": 1100, "height": 800}, offline=True)
+    requests: list[str] = []
+    errors: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri())
+        yield page, requests, errors
+    finally:
+        context.close()

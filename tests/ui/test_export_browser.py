@@ -9,6 +9,7 @@ import pytest
 
 import cctviz
 from tests.conftest import DATA
+from tests.ui.harness import offline_page
 
 ITEM = '[role="treeitem"]'
 
@@ -50,15 +51,7 @@ def test_download_svg_equals_save(widget_page, tmp_path, lulesh, chart):
 def test_standalone_page_offline(browser, tmp_path, lulesh):
     view = cctviz.CCTView(lulesh, max_nodes=80)
     page_file = view.save(tmp_path / "view.html", title="LULESH")
-    context = browser.new_context(viewport={"width": 1100, "height": 800}, offline=True)
-    requests: list[str] = []
-    errors: list[str] = []
-    try:
-        page = context.new_page()
-        page.on("request", lambda r: requests.append(r.url))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(page_file.as_uri())
+    with offline_page(browser, page_file) as (page, requests, errors):
         page.wait_for_selector(".cctviz-cct[data-rendered]")
         items = page.locator(ITEM)
         assert items.count() == len(view.visible)
@@ -80,5 +73,3 @@ def test_standalone_page_offline(browser, tmp_path, lulesh):
         assert "main \u203a lulesh.cycle" in tip.text_content()
         assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
         assert errors == []
-    finally:
-        context.close()

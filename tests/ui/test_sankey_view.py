@@ -11,6 +11,7 @@ import cctviz
 from cctviz.views.profiles import ProfilesView
 from cctviz.views.sankey import SankeyView
 from tests.conftest import DATA
+from tests.ui.harness import offline_page
 from tests.ui.test_view_fixes import shoot
 
 KRIPKE = DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696"
@@ -294,15 +295,11 @@ def test_exports_png_and_an_offline_html_page(browser, tmp_path, lulesh):
     png = view.save(tmp_path / "sankey.png", width=400, scale=1)
     assert png_size(png.read_bytes())[0] == round(400 * 4 / 3)
     page_file = view.save(tmp_path / "sankey.html", title="LULESH Sankey")
-    context = browser.new_context(viewport={"width": 1300, "height": 1000}, offline=True)
-    requests: list[str] = []
-    errors: list[str] = []
-    try:
-        page = context.new_page()
-        page.on("request", lambda r: requests.append(r.url))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(page_file.as_uri())
+    with offline_page(browser, page_file, {"width": 1300, "height": 1000}) as (
+        page,
+        requests,
+        errors,
+    ):
         page.wait_for_selector(".cctviz-sankey[data-rendered]")
         assert page.locator(SNODE).count() == view._data["n"]
         assert page.locator(f'{SNODE}[aria-selected="true"]').get_attribute("data-node") == "2"
@@ -312,8 +309,6 @@ def test_exports_png_and_an_offline_html_page(browser, tmp_path, lulesh):
         page.locator(f'{SNODE}[data-node="0"][aria-selected="true"]').wait_for()
         assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
         assert errors == []
-    finally:
-        context.close()
 
 
 def test_lab_dark_theme_sankey_and_profiles_readable(lab):
