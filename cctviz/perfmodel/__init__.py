@@ -1,0 +1,14 @@
+"""Performance models: what should have happened, beside what was measured.
+
+- :mod:`.analytic`: communication volumes per rank per step by parallel
+  strategy (DDP, ZeRO-1/2/3, FSDP, tensor and pipeline parallel), alpha-beta
+  times with nccl-tests' bus-bandwidth factors, memory per rank (model states,
+  activations);
+- :mod:`.scaling`: empirical scaling models across runs in Extra-P's
+  performance-model normal form, fitted per node, vectorised;
+- :mod:`.compare`: predicted metrics on a runtime profile's tree
+  (``annotate``), and measured collective time split into transfer and wait.
+
+Pure numpy/pandas over the model: no torch (a module is read duck-typed,
+``.named_parameters()``), no views.
+"""
