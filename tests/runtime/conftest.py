@@ -106,3 +106,26 @@ def collectives_run(tmp_path_factory):
         ]
     )
     return out
+
+
+#: the late-rank job: rank LATE sleeps SLEEP_MS before each all-reduce of region "exchange"
+LATE, SLEEP_MS, LATE_STEPS = 2, 60, 3
+
+
+@pytest.fixture(scope="session")
+def late_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("late") / "late-run"
+    run_job(
+        [
+            *TORCHRUN,
+            "--standalone",
+            "--nproc-per-node",
+            "3",
+            str(SCRIPTS / "late_rank.py"),
+            str(out),
+            str(LATE_STEPS),
+            str(LATE),
+            str(SLEEP_MS),
+        ]
+    )
+    return out

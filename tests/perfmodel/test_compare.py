@@ -1,0 +1,66 @@
+"""wait_transfer on hand-made ensembles: sub-groups, several runs, a predicted transfer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cctviz
+from cctviz.perfmodel.compare import wait_transfer
+
+
+def rank(times: dict[str, float], calls: dict[str, float]) -> cctviz.Tree:
+    names = ["step", *times]
+    t = cctviz.Tree.from_parents(
+        [-1] + [0] * len(times),
+        names,
+        {
+            "time": [0.0, *times.values()],
+            "comm_time": [0.0, *times.values()],
+            "calls": [1.0, *calls.values()],
+        },
+        meta={"units": {"time": "ms", "comm_time": "ms"}},
+    )
+    t.nodes["kind"] = ["step"] + ["comm"] * len(times)
+    return t
+
+
+def test_sub_groups_runs_and_a_predicted_transfer():
+    # run a: ranks 0-2; the "pair" all-reduce is ranks 0 and 1 only. run b: 2 ranks.
+    a = [
+        rank({"all_reduce": 9.0, "pair": 4.0}, {"all_reduce": 1, "pair": 1}),
+        rank({"all_reduce": 7.0, "pair": 3.0}, {"all_reduce": 1, "pair": 1}),
+        rank({"all_reduce": 2.0, "pair": 0.0}, {"all_reduce": 1, "pair": 0}),
+    ]
+    b = [rank({"all_reduce": 5.0}, {"all_reduce": 1}), rank({"all_reduce": 6.0}, {"all_reduce": 1})]
+    ens = cctviz.Ensemble.from_trees(
+        a + b, profiles=pd.DataFrame({"rank": [0, 1, 2, 0, 1], "run": ["a"] * 3 + ["b"] * 2})
+    )
+    wt = wait_transfer(ens)
+    t = wt.table.set_index(["run", "context"])
+    assert t.loc[("a", "step/all_reduce"), "late_rank"] == "rank 2"
+    assert t.loc[("a", "step/all_reduce"), "transfer"] == 2.0
+    # rank 2 is not in the pair: it is neither the fastest nor waiting there
+    assert t.loc[("a", "step/pair"), "ranks"] == 2 and t.loc[("a", "step/pair"), "transfer"] == 3.0
+    assert t.loc[("a", "step/pair"), "late_rank"] == "rank 1"
+    pair = int(t.loc[("a", "step/pair"), "node"])
+    assert wt.ensemble.values("comm_wait")[pair].tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
+    # each run on its own: run b's fastest is its own rank 0
+    assert t.loc[("b", "step/all_reduce"), "transfer"] == 5.0
+    assert t.loc[("b", "step/all_reduce"), "late_rank"] == "rank 0"
+    # a model that says 1.5 ms: the fastest rank waited 0.5 ms too
+    node = int(t.loc[("a", "step/all_reduce"), "node"])
+    pred = np.zeros(len(ens.tree))
+    pred[node] = 1.5
+    wp = wait_transfer(ens, transfer=pred)
+    assert wp.ensemble.values("comm_wait")[node, :3].tolist() == [7.5, 5.5, 0.5]
+    assert wp.ensemble.tree.unit("comm_wait") == "ms"
+
+
+def test_bad_input_is_refused():
+    ens = cctviz.Ensemble.from_trees([rank({"x": 1.0}, {"x": 1})])
+    with pytest.raises(KeyError, match="comm_bytes"):
+        wait_transfer(ens, metric="comm_bytes")
+    with pytest.raises(ValueError, match="3 values for 2 nodes"):
+        wait_transfer(ens, transfer=[1.0, 2.0, 3.0])

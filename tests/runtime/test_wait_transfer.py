@@ -1,0 +1,40 @@
+"""Wait versus transfer on a real gloo job in which one rank arrives late at an
+all-reduce: the others wait for it, and the split names it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import cctviz
+from cctviz.perfmodel.compare import LATE as LATE_METRIC
+from cctviz.perfmodel.compare import WAIT, wait_transfer
+
+from .conftest import LATE, LATE_STEPS, SLEEP_MS
+
+
+def test_waiting_shows_on_the_others_and_the_skew_names_the_late_rank(late_run):
+    ens = cctviz.read_ensemble(late_run)
+    assert ens.n_profiles == 3
+    wt = wait_transfer(ens)
+    table = wt.table.set_index("context")
+    exchange = table.loc["late/step/exchange/all_reduce"]
+    assert exchange["late_rank"] == f"rank {LATE}" and exchange["ranks"] == 3
+    # the others waited for the sleeps (at least most of them: a sleep is a lower bound)
+    slept = LATE_STEPS * SLEEP_MS * 1e6  # ns
+    waits = wt.ensemble.values(WAIT)[int(exchange["node"])]
+    others = [r for r in range(3) if r != LATE]
+    assert (waits[others] > 0.8 * slept).all()
+    assert waits[LATE] == 0  # the late rank is the fastest: it waited least
+    assert exchange["wait_share"] > 0.5  # most of the all-reduce's time is waiting
+    # the late rank is the one the tree's statistics point at, as a metric per node
+    late = wt.ensemble.stats(LATE_METRIC)
+    node = int(exchange["node"])
+    assert int(late.loc[node, "argmax"]) == LATE and late.loc[node, "max"] > 0.8 * slept
+    # where nobody sleeps, the waiting is a small part of the collective
+    quiet = table.loc["late/step/quiet/all_reduce"]
+    assert quiet["wait_share"] < exchange["wait_share"]
+    # the metrics carry the time's unit, and transfer + wait = the measured time
+    assert wt.ensemble.tree.unit(WAIT) == ens.tree.unit("comm_time") == "ns"
+    t = ens.values("comm_time")[node]
+    xfer = wt.ensemble.values("comm_transfer")[node]
+    assert np.allclose(xfer + waits, t)
