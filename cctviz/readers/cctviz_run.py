@@ -41,7 +41,11 @@ _PROFILE_META = (
     "strategy",
     "mode",
     "steps",
+    "bucket_bytes",
 )
+#: what the runtime records of the model, the same on every rank: kept in the
+#: ensemble's meta for the performance models (cctviz.perfmodel)
+_MODEL_META = ("modules", "params", "model", "bucket_bytes")
 
 
 def _sniff(path: Path, head: bytes) -> bool:
@@ -79,6 +83,7 @@ def read_run(path: Path) -> Ensemble:
     trees: list[Tree] = []
     rank_of_tree: list[int] = []
     rows: list[dict] = []
+    model_meta: dict = {}
     for r in range(world):
         row: dict = {"rank": r, "file": str(rank_file(path, r))}
         f = files.get(r)
@@ -102,6 +107,9 @@ def read_run(path: Path) -> Ensemble:
                     row["step_ns"] = [int(x) for x in step_ns]
                     trees.append(t)
                     rank_of_tree.append(r)
+                    for k in _MODEL_META:
+                        if k in t.meta:
+                            model_meta.setdefault(k, t.meta[k])
         rows.append(row)
     if not trees:
         problems = "; ".join(f"rank {x['rank']}: {x['problem']}" for x in rows[:4])
@@ -119,6 +127,7 @@ def read_run(path: Path) -> Ensemble:
     r["profile"] = np.asarray(rank_of_tree, dtype=np.int64)[r["profile"].to_numpy()]
     meta = {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))}
     meta.update(units=part.tree.units, flagged_ranks=[int(x) for x in bad["rank"]])
+    meta.update(model_meta)
     rules = {m: r for m, r in part.aggregation.items() if r != "sum"}
     if rules:  # the ranks' peaks stay maxima (the rows alone would make them sums)
         meta["aggregation"] = rules
