@@ -158,6 +158,15 @@ def same_terms(ours: list, theirs: list) -> bool:
     return a == b
 
 
+def coef_diff(ours: np.ndarray, theirs: dict) -> float:
+    """Largest relative difference of the coefficients (c0, then the terms in order)."""
+    b = np.array([theirs["c0"]] + [c for _, _, c in theirs["terms"]])
+    a = np.asarray(ours, dtype=float)[: b.size]
+    if a.size != b.size:
+        return np.nan
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300)))
+
+
 def compare(title: str, table: pd.DataFrame, labels: list[str], names: list[str], py: Path,
             show: bool = True) -> dict:  # fmt: skip
     models, t_ours = time_cctviz(table)
@@ -175,10 +184,12 @@ def compare(title: str, table: pd.DataFrame, labels: list[str], names: list[str]
                 "Extra-P model": e["model"] if e else "(not modelled)",
                 "Extra-P smape": e["smape"] if e else np.nan,
                 "same terms": same_terms(models.terms(k), e["terms"]) if e else False,
+                "coef rel diff": coef_diff(models.coefficients[k], e) if e else np.nan,
             }
         )
     df = pd.DataFrame(rows)
     agree = int(df["same terms"].sum())
+    worst = float(df.loc[df["same terms"], "coef rel diff"].max())
     print(f"\n## {title}: {len(table)} nodes x {table.shape[1]} scales {list(table.columns)}")
     if show:
         with pd.option_context("display.width", 250, "display.max_colwidth", 60,
@@ -186,11 +197,18 @@ def compare(title: str, table: pd.DataFrame, labels: list[str], names: list[str]
             print(df.to_string(index=False))
     t_ext = ext["seconds"]
     print(
-        f"same hypothesis on {agree} of {len(df)} nodes; "
+        f"same hypothesis on {agree} of {len(df)} nodes (coefficients within {worst:.1e}); "
         f"time: cctviz {t_ours * 1e3:.1f} ms, Extra-P {ext['version']} {t_ext * 1e3:.1f} ms "
         f"(Extra-P / cctviz = {t_ext / max(t_ours, 1e-9):.0f}x)"
     )
-    return {"agree": agree, "n": len(df), "t_ours": t_ours, "t_ext": t_ext, "table": df}
+    return {
+        "agree": agree,
+        "worst": worst,
+        "n": len(df),
+        "t_ours": t_ours,
+        "t_ext": t_ext,
+        "table": df,
+    }
 
 
 def lulesh():
@@ -247,11 +265,13 @@ def main(argv=None) -> None:
         labels = [f"node{k}" for k in range(len(table))]
         r = compare(f"synthetic, {args.synthetic} nodes", table, labels, labels, py, show=False)
         summary.append((f"synthetic {args.synthetic}", r))
-    print("\n| data | nodes | same hypothesis | cctviz | Extra-P | Extra-P / cctviz |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "\n| data | nodes | same hypothesis | coef. rel. diff | cctviz | Extra-P | Extra-P / cctviz |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, r in summary:
         print(
-            f"| {name} | {r['n']} | {r['agree']} | {r['t_ours'] * 1e3:.1f} ms | "
+            f"| {name} | {r['n']} | {r['agree']} | {r['worst']:.0e} | {r['t_ours'] * 1e3:.1f} ms | "
             f"{r['t_ext'] * 1e3:.0f} ms | {r['t_ext'] / max(r['t_ours'], 1e-9):.0f}x |"
         )
 
