@@ -355,6 +355,27 @@ class ParallelSpec:
         if self.world_size % (self.tp * self.pp) != 0:
             raise ValueError(f"world_size {self.world_size} is not a multiple of tp*pp")
 
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any], **kw: Any) -> ParallelSpec:
+        """From a runtime run's metadata (``world_size``, ``strategy`` as the
+        runtime names it: ``DDP``, ``FSDP`` (FSDP1), ``FSDP2``, ``none``;
+        ``bucket_bytes``/``fsdp_units`` when recorded); ``kw`` overrides.
+
+        >>> ParallelSpec.from_meta({"world_size": 2, "strategy": "FSDP2"}).strategy
+        'fsdp'
+        """
+        names = {"DDP": "ddp", "FSDP": "fsdp1", "FSDP2": "fsdp", "none": "none"}
+        fields: dict[str, Any] = {
+            "world_size": int(meta.get("world_size") or 1),
+            "strategy": names.get(str(meta.get("strategy", "none")), "none"),
+        }
+        if meta.get("bucket_bytes"):
+            fields["bucket_bytes"] = int(meta["bucket_bytes"])
+        if meta.get("fsdp_units") is not None:
+            fields["fsdp_units"] = tuple(meta["fsdp_units"])
+        fields.update(kw)
+        return cls(**fields)
+
     @property
     def dp(self) -> int:
         return self.dp_size or self.world_size // (self.tp * self.pp)

@@ -337,3 +337,10 @@ def test_fit_alpha_beta_is_non_negative_and_needs_two_sizes():
     # times that would give a negative alpha: alpha is clamped to 0
     net = fit_alpha_beta([1e6, 2e6, 3e6], [0.9e-3, 2e-3, 3.1e-3], "send", 2)
     assert net.alpha == 0 and net.bandwidth > 0
+
+
+def test_parallel_spec_from_runtime_metadata():
+    meta = {"world_size": 4, "strategy": "DDP", "params": 10}
+    assert ParallelSpec.from_meta(meta) == ParallelSpec(4, "ddp")
+    assert ParallelSpec.from_meta({"world_size": 2, "strategy": "FSDP"}).strategy == "fsdp1"
+    assert ParallelSpec.from_meta({}, micro_batches=2) == ParallelSpec(1, "none", micro_batches=2)
