@@ -715,10 +715,12 @@ INTERCONNECTS: dict[str, Interconnect] = {
         ),
         Interconnect(
             "gloo-loopback",
-            alpha=100e-6,
+            alpha=1e-3,
             bandwidth=2e9,
-            source="gloo on CPU processes of one host (TCP loopback): ~2 GB/s busbw and "
-            "~100 us per call assumed; varies a lot with the host: fit it (fit_alpha_beta). Rough.",
+            source="gloo on CPU processes of one host (TCP loopback): ~2 GB/s busbw; per-call "
+            "times of 0.5-2 MB collectives were 2-7 ms on a 16-core VM (2 ranks, examples/train.py), "
+            "much of it ranks waiting for each other, so alpha ~1 ms here. Varies a lot with "
+            "the host: fit it (fit_alpha_beta). Rough.",
         ),
     )
 }
