@@ -112,11 +112,11 @@ def test_function_level_allowance_covers_functions_only(tmp_path):
 
 def test_contract_breaks_on_an_unplaced_subpackage(tmp_path):
     where = copy_tree(tmp_path)
-    (where / "cctviz" / "perfmodel").mkdir()
-    (where / "cctviz" / "perfmodel" / "__init__.py").write_text('"""Analytical models."""\n')
+    (where / "cctviz" / "unplaced").mkdir()
+    (where / "cctviz" / "unplaced" / "__init__.py").write_text('"""Not in any layer."""\n')
     p = lint(where)
     assert p.returncode != 0
-    assert "not listed as layers" in p.stdout and "cctviz.perfmodel" in p.stdout, p.stdout
+    assert "not listed as layers" in p.stdout and "cctviz.unplaced" in p.stdout, p.stdout
 
 
 def test_contract_breaks_on_a_stale_function_level_entry(tmp_path):

@@ -101,38 +101,16 @@ def relative_names(parent: Any) -> dict[int, str]:
     return out
 
 
-def describe_modules(root: Any) -> dict[str, dict[str, Any]]:
-    """What the performance models need of a model (``cctviz.perfmodel``), per
-    module path below ``root`` (wrapper segments left out, as the tree names
-    module contexts; ``""`` is the model itself): the element count and bytes
-    of the module's own parameters, unsharded (FSDP2's DTensors count their
-    global size, FSDP1's flat parameters their unpadded size), their dtypes, and
-    whether the module is an FSDP2 unit (``fully_shard``). Modules with neither
-    parameters nor sharding are left out."""
-    names = relative_names(root)
-    out: dict[str, dict[str, Any]] = {}
-    seen: set[int] = set()
-    for mod in root.modules():
-        path = names.get(id(mod), "")
-        numel = nbytes = 0
-        dtypes: set[str] = set()
-        for prm in mod._parameters.values():
-            if prm is None or id(prm) in seen:
-                continue
-            seen.add(id(prm))
-            full = getattr(prm, "_unpadded_unsharded_size", None)
-            n = int(full.numel()) if full is not None else int(prm.numel())
-            numel += n
-            nbytes += n * int(prm.element_size())
-            dtypes.add(str(prm.dtype).removeprefix("torch."))
-        unit = any(b.__name__ == "FSDPModule" for b in type(mod).__mro__)
-        if numel or unit:
-            entry = out.setdefault(path, {"numel": 0, "bytes": 0, "dtypes": [], "fsdp": False})
-            entry["numel"] += numel
-            entry["bytes"] += nbytes
-            entry["dtypes"] = sorted(set(entry["dtypes"]) | dtypes)
-            entry["fsdp"] = entry["fsdp"] or unit
-    return out
+def _model_spec(module: Any) -> dict[str, Any] | None:
+    """What the performance models need of the model (``cctviz.perfmodel``):
+    parameter shapes, dtypes and module paths, FSDP2 units, as JSON."""
+    from ..perfmodel.analytic import ModelSpec
+
+    try:
+        return ModelSpec.from_module(module).to_dict()
+    except Exception as e:  # noqa: BLE001 - a model the description cannot read
+        log.warning("cctviz: no model description for the performance models: %s", e)
+        return None
 
 
 def strategy_of(m: Any) -> str | None:
@@ -303,7 +281,7 @@ class TorchHooks:
         if "params" not in self.facts or s is not None:
             self.facts["params"] = count_parameters(module)
             self.facts["model"] = module_class_name(module)
-            self.facts["modules"] = describe_modules(module)
+            self.facts["model_spec"] = _model_spec(module)
         if s == "DDP":
             self._ddp_comm_hook(module)
             cap = getattr(module, "bucket_bytes_cap", None)

@@ -290,7 +290,7 @@ class Profiler:
             "pid": os.getpid(),
             "strategy": facts.get("strategy", "none"),
         }
-        for k in ("params", "model", "ddp_comm_hook", "modules", "bucket_bytes"):
+        for k in ("params", "model", "ddp_comm_hook", "model_spec", "bucket_bytes"):
             if k in facts:
                 info[k] = facts[k]
         import torch

@@ -312,21 +312,18 @@ def test_sankey_groups_runtime_profiles_by_module_path(fsdp_run, ddp_run):
 
 
 def test_runs_record_the_model_for_the_performance_models(ddp_run, fsdp_run):
-    """Per module path: own parameters (unsharded) and FSDP2 units; DDP's bucket size."""
+    """The model's parameters (shapes, dtypes, module paths), FSDP2 units, DDP's bucket."""
+    from cctviz.perfmodel.analytic import ModelSpec
+
     ddp, fsdp = read_quiet(ddp_run[0]), read_quiet(fsdp_run[0])
     for ens in (ddp, fsdp):
-        mods = ens.meta["modules"]
-        assert sum(m["numel"] for m in mods.values()) == ens.meta["params"]
-        assert {"blocks.0.attn.c_attn", "wte", "lm_head"} <= set(mods)
-        assert all(m["dtypes"] in ([], ["float32"]) for m in mods.values())
-        assert all(m["bytes"] == 4 * m["numel"] for m in mods.values())
+        spec = ModelSpec.from_dict(ens.meta["model_spec"])
+        assert (
+            spec.params == ens.meta["params"] == sum(int(np.prod(p.shape)) for p in spec.parameters)
+        )
+        assert {p.module for p in spec.parameters} >= {"blocks.0.attn.c_attn", "wte", "lm_head"}
+        assert spec.weight_bytes == spec.grad_bytes == 4  # fp32 weights and gradients, per element
     assert ddp.meta["bucket_bytes"] == 25 * 2**20  # DDP's default bucket_cap_mb
-    units = sorted(p for p, m in fsdp.meta["modules"].items() if m["fsdp"])
-    assert units == [
-        "",
-        "blocks.0",
-        "blocks.1",
-        "blocks.2",
-        "blocks.3",
-    ]  # fully_shard per block + root
-    assert not any(m["fsdp"] for m in ddp.meta["modules"].values())
+    units = ModelSpec.from_dict(fsdp.meta["model_spec"]).fsdp_units
+    assert sorted(units) == ["", "blocks.0", "blocks.1", "blocks.2", "blocks.3"]  # per block + root
+    assert not ModelSpec.from_dict(ddp.meta["model_spec"]).fsdp_units
