@@ -34,6 +34,10 @@ def __getattr__(name: str):
         from .views.profiles import ProfilesView
 
         return ProfilesView
+    if name == "perfmodel":
+        from . import perfmodel
+
+        return perfmodel
     if name in ("link", "Link"):
         from .views import linking
 

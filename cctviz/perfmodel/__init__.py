@@ -12,3 +12,30 @@
 Pure numpy/pandas over the model: no torch (a module is read duck-typed,
 ``.named_parameters()``), no views.
 """
+
+from .analytic import (
+    INTERCONNECTS,
+    Interconnect,
+    ModelSpec,
+    ParallelSpec,
+    collective_time,
+    communication,
+    fit_alpha_beta,
+    memory,
+)
+from .compare import annotate, wait_transfer
+from .scaling import fit_scaling
+
+__all__ = [
+    "INTERCONNECTS",
+    "Interconnect",
+    "ModelSpec",
+    "ParallelSpec",
+    "annotate",
+    "collective_time",
+    "communication",
+    "fit_alpha_beta",
+    "fit_scaling",
+    "memory",
+    "wait_transfer",
+]

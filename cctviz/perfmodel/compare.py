@@ -47,6 +47,28 @@ from ..model.tree import Tree
 
 #: the metrics :func:`wait_transfer` adds (exclusive, per rank, the unit of the time metric)
 WAIT, TRANSFER, LATE = "comm_wait", "comm_transfer", "comm_late"
+#: the metrics :func:`annotate` adds (exclusive, per rank, summed over the profiled steps)
+BYTES_PRED, TIME_PRED, CALLS_PRED = "comm_bytes_pred", "comm_time_pred", "calls_pred"
+#: the runtime's context of the profiled steps (warm-up and outside steps are not predicted)
+STEP = "step"
+
+
+@dataclass(frozen=True)
+class Annotated:
+    """What :func:`annotate` gives: ``ensemble`` (the run with predicted
+    metrics ``comm_bytes_pred``, ``comm_time_pred`` and ``calls_pred`` on
+    the collective contexts of the profiled steps, in the units of
+    ``comm_bytes`` and ``comm_time``), ``table`` (one row per context and
+    collective kind: measured and predicted calls, bytes and time per step,
+    the relative error of the bytes), ``memory`` (predicted memory per rank:
+    parameters, gradients, optimizer states, activations when the model's
+    dimensions are known) and the ``model`` and ``parallel`` descriptions used."""
+
+    ensemble: Ensemble
+    table: pd.DataFrame
+    memory: pd.DataFrame
+    model: Any
+    parallel: Any
 
 
 @dataclass(frozen=True)
@@ -205,3 +227,133 @@ def _with_metrics(ens: Ensemble, like: str, dense: dict[str, np.ndarray]) -> Ens
         meta["units"] = {**meta.get("units", {}), **dict.fromkeys(dense, unit)}
     structure = Tree(ens.tree.nodes.copy(), None, {**ens.tree.meta, **meta}, _trusted=True)
     return Ensemble(structure, rows, ens.profiles, meta)
+
+
+def annotate(
+    run: Any,
+    *,
+    model: Any = None,
+    parallel: Any = None,
+    interconnect: Any = "gloo-loopback",
+    optimizer: str = "adam",
+    precision: str = "fp32",
+) -> Annotated:
+    """Predicted communication beside the measured on a runtime profile's tree.
+
+    ``run``: a ``cctviz run`` folder (path) or the Ensemble ``cctviz.read``
+    gives of one. Everything the models need is in the run's metadata (the
+    model's parameters and FSDP units, the strategy, world size and DDP bucket
+    size, recorded by the runtime); ``model`` (a
+    :class:`~cctviz.perfmodel.analytic.ModelSpec`) and ``parallel`` (a
+    :class:`~cctviz.perfmodel.analytic.ParallelSpec`) override them, e.g. to
+    give the transformer's dimensions for activation memory or a tensor
+    parallel layout. ``interconnect``: a name of
+    :data:`~cctviz.perfmodel.analytic.INTERCONNECTS` or an ``Interconnect``
+    (alpha-beta times). ``optimizer``/``precision``: for the memory of the
+    model states (the runtime does not record the optimizer).
+
+    The predictions are per step (:func:`~cctviz.perfmodel.analytic.communication`),
+    put on the collective nodes of the profiled steps (``.../step/<context>/<kind>``)
+    times the rank's number of profiled steps, so they sum like the measured
+    metrics: colour a CCTView by ``("comm_bytes", "comm_bytes_pred")`` to see
+    where they part.
+
+    Raises:
+        ProfileError: the run has no model description and none is given.
+    """
+    from ..errors import ProfileError
+    from .analytic import ModelSpec, ParallelSpec, collective_time, communication, memory
+
+    if not isinstance(run, Ensemble):
+        from ..readers import read
+
+        source = run
+        run = read(run)
+        if not isinstance(run, Ensemble):
+            raise ProfileError(
+                source, "not a run of ranks (an Ensemble): read a `cctviz run` folder"
+            )
+    ens = run
+    meta = ens.meta
+    if model is None:
+        if not meta.get("model_spec"):
+            raise ProfileError(
+                meta.get("source", "the run"),
+                "no model description in the run's metadata (runs recorded before cctviz 0.1"
+                " lack it): pass model=ModelSpec.from_module(your_model)",
+            )
+        model = ModelSpec.from_dict(meta["model_spec"])
+    if parallel is None:
+        units = list(model.fsdp_units) if model.fsdp_units else None
+        parallel = ParallelSpec.from_meta({**meta, **({"fsdp_units": units} if units else {})})
+    pred = communication(model, parallel).copy()
+    pred["time"] = collective_time(pred, interconnect)  # seconds
+    per_step = pred.groupby(["context", "kind"], sort=False)[["calls", "bytes", "time"]].sum()
+
+    tree = ens.tree
+    paths = [tree.path(i) for i in range(len(tree))]
+    kinds = tree.nodes["kind"].astype(str).to_numpy() if "kind" in tree.nodes.columns else None
+    steps = (
+        pd.to_numeric(ens.profiles["steps"], errors="coerce").fillna(0).to_numpy(dtype=np.float64)
+        if "steps" in ens.profiles.columns
+        else np.ones(ens.n_profiles)
+    )
+    unit_t = ens.tree.unit("comm_time") or "s"
+    to_unit = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}.get(unit_t, 1.0)
+    n = len(tree)
+    node_pred = {k: np.zeros(n) for k in ("calls", "bytes", "time")}
+    matched: dict[tuple[str, str], list[int]] = {}
+    for i, path in enumerate(paths):
+        if kinds is not None and kinds[i] != "comm":
+            continue
+        if len(path) < 3 or path[1] != STEP:
+            continue
+        key = ("/".join(path[2:-1]), path[-1])
+        matched.setdefault(key, []).append(i)
+        if key in per_step.index:
+            row = per_step.loc[key]
+            node_pred["calls"][i] = row["calls"]
+            node_pred["bytes"][i] = row["bytes"]
+            node_pred["time"][i] = row["time"] * to_unit
+    dense = {
+        CALLS_PRED: node_pred["calls"][:, None] * steps[None, :],
+        BYTES_PRED: node_pred["bytes"][:, None] * steps[None, :],
+        TIME_PRED: node_pred["time"][:, None] * steps[None, :],
+    }
+    annotated = _with_metrics(ens, "comm_time", {TIME_PRED: dense[TIME_PRED]})
+    annotated = _with_metrics(annotated, "comm_bytes", {BYTES_PRED: dense[BYTES_PRED]})
+    annotated = _with_metrics(annotated, "calls", {CALLS_PRED: dense[CALLS_PRED]})
+
+    # the table: measured per step (mean over the live ranks) beside predicted
+    live = np.asarray(ens.live, dtype=bool) & (steps > 0)
+
+    def per_rank_step(metric: str, ids: list[int]) -> float:
+        if metric not in ens.exc_metrics or not live.any():
+            return float("nan")
+        v = ens.values(metric)[ids][:, live].sum(axis=0) / steps[live]
+        return float(v.mean())
+
+    rows = []
+    for key in dict.fromkeys([*matched, *per_step.index]):
+        ids = matched.get(key, [])
+        p = per_step.loc[key] if key in per_step.index else None
+        mb = per_rank_step("comm_bytes", ids) if ids else 0.0
+        pb = float(p["bytes"]) if p is not None else 0.0
+        rows.append(
+            {
+                "context": key[0],
+                "kind": key[1],
+                "calls": per_rank_step("calls", ids) if ids else 0.0,
+                "calls_pred": float(p["calls"]) if p is not None else 0.0,
+                "bytes": mb,
+                "bytes_pred": pb,
+                "bytes_error": (mb - pb) / pb
+                if pb
+                else (float("nan") if mb == 0 else float("inf")),
+                "time": per_rank_step("comm_time", ids) / to_unit if ids else 0.0,
+                "time_pred": float(p["time"]) if p is not None else 0.0,
+            }
+        )
+    table = pd.DataFrame(rows)
+    mem = memory(model, parallel, optimizer=optimizer, precision=precision).frame()
+    return Annotated(annotated, table, mem, model, parallel)

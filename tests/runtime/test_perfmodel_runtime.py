@@ -92,3 +92,33 @@ def test_fsdp_predicted_gathers_and_scatters_equal_measured(fixture, request):
         # and the unit sizes train.py reads from the sharded parameters
         fwd = df[df.context.str.startswith("forward")]
         assert sorted(fwd.bytes) == sorted(u["unsharded_bytes"] for u in timings[r]["shard_units"])
+
+
+@pytest.mark.parametrize("fixture", ["ddp_run", "fsdp_run"])
+def test_annotate_a_run_folder_with_no_extra_input(fixture, request):
+    """annotate(folder): predicted bytes per step equal the measured ones for every
+    collective context of the profiled steps, as a table and as metrics on the tree."""
+    import numpy as np
+
+    from cctviz.perfmodel.compare import BYTES_PRED, annotate
+
+    out, _ = request.getfixturevalue(fixture)
+    a = annotate(out)
+    t = a.table
+    assert len(t) and (t["bytes_error"] == 0).all() and (t["calls"] == t["calls_pred"]).all()
+    kinds = set(t["kind"])
+    assert kinds == ({"all_reduce"} if fixture == "ddp_run" else {"all_gather", "reduce_scatter"})
+    ens = a.ensemble
+    tree = ens.tree
+    on_steps = [i for i in range(len(tree)) if tree.path(i)[1:2] == ("step",)]
+    comm = [i for i in on_steps if tree.nodes["kind"].iat[i] == "comm"]
+    assert comm and np.array_equal(ens.values("comm_bytes")[comm], ens.values(BYTES_PRED)[comm])
+    assert tree.unit(BYTES_PRED) == "B" and tree.unit("comm_time_pred") == tree.unit("comm_time")
+    # the bivariate view of measured against predicted builds on it
+    view = cctviz.CCTView(ens, color=("comm_bytes (inc)", "comm_bytes_pred (inc)"))
+    assert view._data["n"] > 0
+    # memory of the model states per rank: fp32 parameters and gradients, Adam's two states
+    params = ens.meta["params"]
+    shard = 1 if fixture == "ddp_run" else ens.meta["world_size"]
+    mem = a.memory["bytes"]
+    assert mem["params"] == mem["grads"] == pytest.approx(4 * params / shard, rel=1e-3)
