@@ -34,10 +34,10 @@ def __getattr__(name: str):
         from .views.profiles import ProfilesView
 
         return ProfilesView
-    if name == "perfmodel":
-        from . import perfmodel
+    if name == "perfmodel":  # a submodule: import_module, not `from . import` (it asks here)
+        import importlib
 
-        return perfmodel
+        return importlib.import_module(".perfmodel", __name__)
     if name in ("link", "Link"):
         from .views import linking
 

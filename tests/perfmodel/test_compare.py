@@ -64,3 +64,11 @@ def test_bad_input_is_refused():
         wait_transfer(ens, metric="comm_bytes")
     with pytest.raises(ValueError, match="3 values for 2 nodes"):
         wait_transfer(ens, transfer=[1.0, 2.0, 3.0])
+
+
+def test_the_package_exposes_the_models():
+    import importlib
+
+    pm = importlib.import_module("cctviz").perfmodel  # lazily, as cctviz.perfmodel
+    assert pm.annotate is importlib.import_module("cctviz.perfmodel.compare").annotate
+    assert callable(pm.fit_scaling) and callable(pm.wait_transfer) and callable(pm.memory)
