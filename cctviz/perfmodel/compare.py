@@ -49,6 +49,9 @@ from ..model.tree import Tree
 WAIT, TRANSFER, LATE = "comm_wait", "comm_transfer", "comm_late"
 #: the metrics :func:`annotate` adds (exclusive, per rank, summed over the profiled steps)
 BYTES_PRED, TIME_PRED, CALLS_PRED = "comm_bytes_pred", "comm_time_pred", "calls_pred"
+#: predicted memory per rank (model states, and activations when known), on the step
+#: contexts: a peak, so its rule is "max" (as the runtime's mem_peak)
+MEM_PRED = "mem_pred"
 #: the runtime's context of the profiled steps (warm-up and outside steps are not predicted)
 STEP = "step"
 
@@ -58,7 +61,8 @@ class Annotated:
     """What :func:`annotate` gives: ``ensemble`` (the run with predicted
     metrics ``comm_bytes_pred``, ``comm_time_pred`` and ``calls_pred`` on
     the collective contexts of the profiled steps, in the units of
-    ``comm_bytes`` and ``comm_time``), ``table`` (one row per context and
+    ``comm_bytes`` and ``comm_time``, and ``mem_pred``, the predicted memory
+    per rank, on the step context: beside the runtime's ``mem_peak`` on CUDA), ``table`` (one row per context and
     collective kind: measured and predicted calls, bytes and time per step,
     the relative error of the bytes), ``memory`` (predicted memory per rank:
     parameters, gradients, optimizer states, activations when the model's
@@ -214,17 +218,26 @@ def wait_transfer(
     )
 
 
-def _with_metrics(ens: Ensemble, like: str, dense: dict[str, np.ndarray]) -> Ensemble:
-    """``ens`` with more exclusive metrics (dense nodes x profiles; the unit of ``like``)."""
+def _with_metrics(
+    ens: Ensemble,
+    like: str | None,
+    dense: dict[str, np.ndarray],
+    rule: str = "sum",
+    unit: str | None = None,
+) -> Ensemble:
+    """``ens`` with more exclusive metrics (dense nodes x profiles) in the unit of
+    ``like`` (or ``unit``), combined by ``rule``."""
     rows = ens.rows.copy()
     node = rows["node"].to_numpy()
     prof = rows["profile"].to_numpy()
     for name, values in dense.items():
         rows[name] = values[node, prof]
     meta = dict(ens.meta)
-    unit = ens.tree.unit(like)
+    unit = unit or (ens.tree.unit(like) if like else None)
     if unit:
         meta["units"] = {**meta.get("units", {}), **dict.fromkeys(dense, unit)}
+    if rule != "sum":
+        meta["aggregation"] = {**meta.get("aggregation", {}), **dict.fromkeys(dense, rule)}
     structure = Tree(ens.tree.nodes.copy(), None, {**ens.tree.meta, **meta}, _trusted=True)
     return Ensemble(structure, rows, ens.profiles, meta)
 
@@ -324,6 +337,11 @@ def annotate(
     annotated = _with_metrics(annotated, "comm_bytes", {BYTES_PRED: dense[BYTES_PRED]})
     annotated = _with_metrics(annotated, "calls", {CALLS_PRED: dense[CALLS_PRED]})
 
+    mem = memory(model, parallel, optimizer=optimizer, precision=precision)
+    on_step = np.array([len(p) == 2 and p[1] == STEP for p in paths])
+    mem_dense = np.where(on_step[:, None], float(mem.total), np.nan) * np.ones((1, ens.n_profiles))
+    annotated = _with_metrics(annotated, None, {MEM_PRED: mem_dense}, rule="max", unit="B")
+
     # the table: measured per step (mean over the live ranks) beside predicted
     live = np.asarray(ens.live, dtype=bool) & (steps > 0)
 
@@ -355,5 +373,4 @@ def annotate(
             }
         )
     table = pd.DataFrame(rows)
-    mem = memory(model, parallel, optimizer=optimizer, precision=precision).frame()
-    return Annotated(annotated, table, mem, model, parallel)
+    return Annotated(annotated, table, mem.frame(), model, parallel)

@@ -94,7 +94,21 @@ def test_fsdp_predicted_gathers_and_scatters_equal_measured(fixture, request):
         assert sorted(fwd.bytes) == sorted(u["unsharded_bytes"] for u in timings[r]["shard_units"])
 
 
-@pytest.mark.parametrize("fixture", ["ddp_run", "fsdp_run"])
+@pytest.fixture(scope="module")
+def ddp4_run(tmp_path_factory):
+    return example_run(
+        tmp_path_factory.mktemp("ddp4") / "ddp4-run", "ddp", nproc=4, steps=3, warmup=1
+    )
+
+
+@pytest.fixture(scope="module")
+def fsdp4_run(tmp_path_factory):
+    return example_run(
+        tmp_path_factory.mktemp("fsdp4") / "fsdp4-run", "fsdp", nproc=4, steps=3, warmup=1
+    )
+
+
+@pytest.mark.parametrize("fixture", ["ddp_run", "fsdp_run", "ddp4_run", "fsdp4_run"])
 def test_annotate_a_run_folder_with_no_extra_input(fixture, request):
     """annotate(folder): predicted bytes per step equal the measured ones for every
     collective context of the profiled steps, as a table and as metrics on the tree."""
@@ -107,7 +121,8 @@ def test_annotate_a_run_folder_with_no_extra_input(fixture, request):
     t = a.table
     assert len(t) and (t["bytes_error"] == 0).all() and (t["calls"] == t["calls_pred"]).all()
     kinds = set(t["kind"])
-    assert kinds == ({"all_reduce"} if fixture == "ddp_run" else {"all_gather", "reduce_scatter"})
+    ddp = fixture.startswith("ddp")
+    assert kinds == ({"all_reduce"} if ddp else {"all_gather", "reduce_scatter"})
     ens = a.ensemble
     tree = ens.tree
     on_steps = [i for i in range(len(tree)) if tree.path(i)[1:2] == ("step",)]
@@ -119,6 +134,10 @@ def test_annotate_a_run_folder_with_no_extra_input(fixture, request):
     assert view._data["n"] > 0
     # memory of the model states per rank: fp32 parameters and gradients, Adam's two states
     params = ens.meta["params"]
-    shard = 1 if fixture == "ddp_run" else ens.meta["world_size"]
+    shard = 1 if ddp else ens.meta["world_size"]
     mem = a.memory["bytes"]
     assert mem["params"] == mem["grads"] == pytest.approx(4 * params / shard, rel=1e-3)
+    # and on the tree: the step context's predicted peak, in bytes, a maximum
+    step = next(i for i in range(len(tree)) if tree.path(i)[1:] == ("step",))
+    assert (ens.values("mem_pred")[step] == mem["total"]).all() and tree.unit("mem_pred") == "B"
+    assert tree.rule("mem_pred") == "max"
