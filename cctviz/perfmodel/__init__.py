@@ -23,7 +23,7 @@ from .analytic import (
     fit_alpha_beta,
     memory,
 )
-from .compare import annotate, wait_transfer
+from .compare import annotate, fit_interconnect, wait_transfer
 from .scaling import fit_scaling
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "collective_time",
     "communication",
     "fit_alpha_beta",
+    "fit_interconnect",
     "fit_scaling",
     "memory",
     "wait_transfer",

@@ -374,3 +374,37 @@ def annotate(
         )
     table = pd.DataFrame(rows)
     return Annotated(annotated, table, mem.frame(), model, parallel)
+
+
+def fit_interconnect(ens: Ensemble, *, name: str = "fitted") -> Any:
+    """Alpha-beta figures of the machine a run ran on, fitted to its own
+    collectives (:func:`~cctviz.perfmodel.analytic.fit_alpha_beta`) after the
+    waiting is taken out (:func:`wait_transfer`): fitted to the raw times, the
+    latency would absorb the time ranks spent waiting for each other. Each
+    collective context of each run is one measurement: the transfer time of
+    all its calls, its bytes per rank (mean over the ranks), its calls.
+
+    Raises:
+        ValueError: fewer than 2 distinct message sizes (see ``fit_alpha_beta``).
+    """
+    from .analytic import fit_alpha_beta
+
+    wt = wait_transfer(ens)
+    t = wt.table
+    if t.empty:
+        raise ValueError("fit_interconnect: the run has no collectives")
+    unit = ens.tree.unit("comm_time") or "s"
+    to_s = 1.0 / {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}.get(unit, 1.0)
+    nodes = t["node"].to_numpy(dtype=np.int64)
+    live = np.asarray(ens.live, dtype=bool)
+    size = np.nanmean(np.where(live, ens.values("comm_bytes"), np.nan)[nodes], axis=1)
+    calls = np.nanmean(np.where(live, ens.values("calls"), np.nan)[nodes], axis=1)
+    per_call = np.divide(size, calls, out=np.zeros_like(size), where=calls > 0)
+    return fit_alpha_beta(
+        per_call * calls,
+        t["transfer"].to_numpy(dtype=np.float64) * to_s,
+        list(t["kind"]),
+        [int(x) for x in t["ranks"]],
+        calls=calls,
+        name=name,
+    )

@@ -72,3 +72,49 @@ def test_the_package_exposes_the_models():
     pm = importlib.import_module("cctviz").perfmodel  # lazily, as cctviz.perfmodel
     assert pm.annotate is importlib.import_module("cctviz.perfmodel.compare").annotate
     assert callable(pm.fit_scaling) and callable(pm.wait_transfer) and callable(pm.memory)
+
+
+def test_fit_interconnect_takes_the_waiting_out_first():
+    """Three all-reduce contexts of known sizes on 3 ranks; rank 2 is late at each,
+    so the others wait 5 ms on top of the alpha-beta transfer. The fit on the
+    transfer recovers alpha and the bus bandwidth; a fit on the raw times would not."""
+    from cctviz.model.collectives import bus_factor
+    from cctviz.perfmodel.analytic import fit_alpha_beta
+    from cctviz.perfmodel.compare import fit_interconnect
+
+    alpha, bw, late_ms = 20e-6, 2e9, 5.0
+    sizes = {"small": 1e3, "mid": 1e5, "big": 4e6}  # bytes per call, 2 calls each
+    f = bus_factor("all_reduce", 3)
+    xfer = {k: 2 * (alpha + f * s / bw) * 1e3 for k, s in sizes.items()}  # ms
+
+    def one(r):
+        # step > region (one per size) > all_reduce
+        t = cctviz.Tree.from_parents(
+            [-1, 0, 0, 0, 1, 2, 3],
+            ["step", *sizes, "all_reduce", "all_reduce", "all_reduce"],
+            {
+                "time": [0.0] * 7,
+                "comm_time": [0.0] * 4 + [xfer[k] + (0 if r == 2 else late_ms) for k in sizes],
+                "comm_bytes": [0.0] * 4 + [2 * s for s in sizes.values()],
+                "calls": [1.0] * 4 + [2.0, 2.0, 2.0],
+            },
+            meta={"units": {"time": "ms", "comm_time": "ms", "comm_bytes": "B"}},
+        )
+        # from_parents numbers nodes in pre-order: kinds by name
+        kind = {"step": "step", "all_reduce": "comm"}
+        t.nodes["kind"] = [kind.get(str(n), "region") for n in t.names]
+        return t
+
+    ens = cctviz.Ensemble.from_trees([one(r) for r in range(3)], profiles={"rank": [0, 1, 2]})
+    net = fit_interconnect(ens)
+    assert net.alpha == pytest.approx(alpha, rel=1e-6) and net.bandwidth == pytest.approx(
+        bw, rel=1e-6
+    )
+    raw = fit_alpha_beta(
+        [2 * s for s in sizes.values()],
+        [(xfer[k] + late_ms) / 1e3 for k in sizes],
+        "all_reduce",
+        3,
+        calls=[2, 2, 2],
+    )
+    assert raw.alpha > 100 * alpha  # the waiting passes for latency
