@@ -5,7 +5,6 @@ with, and the real LULESH and mpi_scaling_cali runs."""
 from __future__ import annotations
 
 import re
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -236,19 +235,26 @@ def test_zero_and_constant_nodes():
     assert (m.smape == 0).all() and (m.r2 == 1).all()
 
 
-def test_speed_10k_nodes():
+def test_ten_thousand_nodes_at_once_with_missing_points():
+    """10,000 nodes in one call (speed is benchmarks/scaling_models.py's business):
+    every node fitted, the p^(1/2) log2(p) term found on nodes where it matters."""
     rng = np.random.default_rng(0)
     n = 10_000
-    y = rng.uniform(1, 100, (n, 1)) * (1 + rng.uniform(0, 1, (n, 1)) * _f(P, F(1, 2), 1))
+    strength = rng.uniform(0, 1, (n, 1))
+    y = rng.uniform(1, 100, (n, 1)) * (1 + strength * _f(P, F(1, 2), 1))
     y = y * (1 + 0.01 * rng.standard_normal((n, P.size)))
     y[::7, 3] = np.nan
-    table = _table(y)
-    fit_scaling(table)
-    t = time.perf_counter()
-    m = fit_scaling(table)
-    took = time.perf_counter() - t
+    m = fit_scaling(_table(y))
     assert (m.choice != UNFITTED).all()
-    assert took < 2.0, took  # about 0.15 s on a 2-core CI box
+    strong = np.flatnonzero(strength[:, 0] > 0.5)
+    found = [m.terms(int(k)) == [(F(1, 2), 1)] for k in strong]
+    # with 1% noise on 8 points a neighbouring exponent (p^(2/3), p^(1/2) log2(p)^2...)
+    # sometimes fits as well (87% exact here); the fits themselves are all close
+    assert np.mean(found) > 0.8
+    fit = np.asarray(m.predict(P))
+    # (least squares in absolute terms, as Extra-P: relative to the node's largest value)
+    err = np.nanmax(np.abs(fit - y), axis=1) / np.nanmax(np.abs(y), axis=1)
+    assert (err[strong] < 0.05).mean() > 0.99
 
 
 # ------------------------------------------------------------ ensembles
