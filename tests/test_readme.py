@@ -68,3 +68,13 @@ def test_readme_sankey_block_runs(monkeypatch):
     assert 0 < len(slow) < 64 and sk["tree"].selected_profiles == slow
     assert sk["tree"]._data["spread"]["profiles"] == len(slow)
     assert sk["diff"]._data["diff"]["b_profiles"] == len(slow)
+
+
+def test_readme_perfmodel_block_runs(monkeypatch):
+    """The predicted-against-measured block: scaling models of the bundled runs, ZeRO-3."""
+    monkeypatch.chdir(ROOT)
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    pm: dict = {}
+    exec(compile(blocks[6], "README.md", "exec"), pm)  # noqa: S102 - our own README
+    assert pm["top"].index[0] == 0  # main: the most time at 512 cores too
+    assert round(pm["zero"].total / 1e9, 1) == 1.9  # the ZeRO paper's 7.5B example, 64 GPUs
