@@ -48,6 +48,15 @@ ensure_chromium() {
 }
 
 # poppler-utils (pdffonts, pdfinfo): the export tests check the PDFs' fonts and page size.
+ensure_otf2_tools() {
+  if command -v otf2-print >/dev/null; then return 0; fi
+  echo "== installing Debian's otf2-tools (otf2-print reads the traces cctviz writes, in a test)"
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq otf2-tools >/dev/null
+}
+
 ensure_poppler() {
   if command -v pdffonts >/dev/null && command -v pdfinfo >/dev/null; then return 0; fi
   echo "== installing Debian's poppler-utils (PDF export tests)"

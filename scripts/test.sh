@@ -8,6 +8,7 @@ source scripts/setup.sh
 setup_env test
 ensure_chromium
 ensure_poppler
+ensure_otf2_tools
 
 echo "== lint"
 .venv/bin/ruff check cctviz tests benchmarks examples
