@@ -376,6 +376,7 @@ DETECTION_ORDER = (
     "speedscope",
     "cprofile",
     "cali",
+    "cube",
     "hpctoolkit",
     "tau",
     "gprof_dot",
