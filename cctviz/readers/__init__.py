@@ -376,6 +376,7 @@ DETECTION_ORDER = (
     "speedscope",
     "cprofile",
     "cali",
+    "otf2",
     "hpctoolkit",
     "tau",
     "gprof_dot",
