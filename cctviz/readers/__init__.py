@@ -377,6 +377,7 @@ DETECTION_ORDER = (
     "cprofile",
     "cali",
     "cube",
+    "otf2",
     "hpctoolkit",
     "tau",
     "gprof_dot",

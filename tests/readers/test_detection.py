@@ -36,6 +36,8 @@ SAMPLES = {
     "hatchet-tutorial/hpctoolkit-kripke-database-2589696": "hpctoolkit",
     "hatchet/gprof2dot-cpi/callgrind.dot.64042.0.1": "gprof-dot",
     "hatchet/tau-cpi-mpi": "tau",
+    "pipit/ping-pong-otf2": "otf2",
+    "pipit/ping-pong-otf2-papi/traces.otf2": "otf2",
     "hatchet/timemory/wall.tree.json": "timemory",
     "thicket/example-json/user_ensemble.json": "thicket-json",
     "kineto/hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz": "kineto",

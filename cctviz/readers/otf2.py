@@ -1,0 +1,823 @@
+"""OTF2 trace archives (Score-P, the runtime's ``--trace``): one calling-context
+tree per location, an :class:`~cctviz.Ensemble` of locations.
+
+:func:`read_otf2` takes the archive's anchor file (``traces.otf2``) or the
+folder holding it. It needs the ``otf2`` package (``pip install
+'cctviz[scorep]'``).
+
+Format facts (OTF2 3.x, as the ``otf2`` package exposes them):
+
+- The anchor names the archive; global definitions (``traces.def``) define
+  regions, locations (threads) in location groups (processes), communicators
+  with their groups, metric classes and members, and the clock
+  (``timer_resolution`` ticks per second, ``global_offset``). Each location
+  has its events in ``traces/<id>.evt`` (and local definitions, mapping
+  tables, in ``traces/<id>.def``).
+- Events per location in time order: ``Enter``/``Leave`` (region),
+  ``MpiSend``/``MpiRecv`` (peer, communicator, tag, bytes), ``MpiIsend`` +
+  ``MpiIsendComplete`` and ``MpiIrecvRequest`` + ``MpiIrecv`` (matched by
+  request id), ``MpiCollectiveBegin`` + ``MpiCollectiveEnd`` (operation,
+  communicator, root, bytes sent and received), ``Metric`` (a metric class's
+  values; Score-P writes PAPI counters right before each Enter and Leave),
+  ``ProgramBegin``/``ProgramEnd``.
+
+How the tree is built (the choices):
+
+- One tree per location, under a root (kind ``"root"``) named after the
+  program (the first ``ProgramBegin``'s name, base name, for every location,
+  threads included; the anchor's stem without one), so that the ranks of one job unify by call path. Regions are nodes
+  named by their region name (kind ``"function"`` for functions, ``"region"``
+  for other region roles; node columns ``paradigm`` and ``role``), merged by
+  call path.
+- The root's inclusive time is ``ProgramEnd - ProgramBegin`` on a location
+  that has both, else the span from the location's first to its last
+  Enter/Leave; its exclusive time is what the top-level regions leave. A
+  region still open at the end of the events is closed there (counted in
+  ``meta["otf2"]["unclosed"]``); a Leave without an Enter is a
+  :class:`~cctviz.ProfileError`.
+- Communication events become leaves (kind ``"comm"``) under the region that
+  issued them, named as the runtime and the Kineto reader name them: the
+  kind (``send``, ``recv``, ``all_reduce``, ``broadcast``...; see
+  :mod:`cctviz.model.collectives`), with ``" (N ranks)"`` where the
+  communicator is smaller than the job. Node columns: ``collective`` (the
+  kind), ``group_size``, ``communicator``. Metrics on the leaves:
+  ``comm_bytes`` (the message's bytes; a collective's by the nccl-tests rule
+  from its bytes sent and received), ``bus_bytes`` (bytes x the nccl-tests bus
+  factor of the communicator size), ``comm_time`` (a collective's
+  Begin..End; a blocking send or receive: the MPI call around it; an
+  ``MpiIsend``/``MpiIrecvRequest`` up to its completion). A non-blocking
+  receive is attributed where it was posted (``MpiIrecvRequest``), with the
+  bytes its completion reports. Collective operations that are not data
+  movement (``scan``, ``exscan``, window handles) keep OTF2's name in lower
+  case.
+- Metric members (PAPI counters) become metrics named as the member, unit
+  from the member (``#`` -> ``count``). Accumulated values
+  (``ACCUMULATED_START``/``_POINT``, counted from the start of measurement)
+  are differenced: what a counter grew between two samples goes to the
+  context that was running in between (the first sample's value to the
+  context at that sample, the root before any Enter), so a location's total
+  is its last sample. ``*_LAST`` relative or accumulated values go as they are
+  to the context before the sample, ``*_NEXT`` ones to the context after it.
+  Absolute values (gauges) are ``"max"`` metrics: the largest value seen in a
+  context.
+
+Metrics (``meta["units"]``): ``time`` exclusive time in ``ns`` (ticks x
+1e9 / timer resolution), ``calls`` (Enter counts: Score-P's visits;
+comm events on the leaves), the comm metrics above and the counters.
+Profiles (``ens.profiles``): ``rank`` (the location's position in MPI's
+location group, else its location group's), ``thread`` (its position in its
+location group), ``location`` (the OTF2 id), ``location_name``, ``process``
+(the location group's name), ``host``.
+
+Streaming: events are read location by location with the ``otf2`` library's
+event reader and small callbacks that append to :mod:`array` columns (region
+ids, timestamps, comm sizes); no event objects are kept. The tree is built
+from those columns with numpy (nesting by depth, call paths level by level),
+and a location's columns are dropped once its tree is built.
+
+>>> import cctviz
+>>> ens = cctviz.read("../shared/data/pipit/ping-pong-otf2")
+>>> ens.n_profiles, ens.profiles["rank"].tolist()
+(2, [0, 1])
+>>> t = ens.tree
+>>> sorted(set(t.nodes["name"][t.nodes["kind"] == "comm"]))
+['recv', 'send']
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ..model.collectives import bus_factor, nccl_tests_elements
+from ..model.ensemble import Ensemble
+from ..model.tree import Tree
+from ..model.units import canonical
+from . import progress_bar, register
+
+ANCHOR = "traces.otf2"
+ROOT = "(program)"  # the roots' name until the program's name is known
+MAGIC = b"OTF2"
+BATCH = 1 << 16  # events per ReadEvents call
+METRICS_UNITS = {
+    "time": "ns",
+    "comm_time": "ns",
+    "comm_bytes": "B",
+    "bus_bytes": "B",
+    "calls": "count",
+}
+#: OTF2 collective operation -> the kind in cctviz.model.collectives
+COLLECTIVE_OPS = {
+    "BARRIER": "barrier",
+    "BCAST": "broadcast",
+    "GATHER": "gather",
+    "GATHERV": "gather",
+    "SCATTER": "scatter",
+    "SCATTERV": "scatter",
+    "ALLGATHER": "all_gather",
+    "ALLGATHERV": "all_gather",
+    "ALLTOALL": "all_to_all",
+    "ALLTOALLV": "all_to_all",
+    "ALLTOALLW": "all_to_all",
+    "ALLREDUCE": "all_reduce",
+    "REDUCE": "reduce",
+    "REDUCE_SCATTER": "reduce_scatter",
+    "REDUCE_SCATTER_BLOCK": "reduce_scatter",
+}
+
+
+def _import_otf2() -> tuple[Any, Any]:
+    try:
+        import _otf2
+        import otf2
+    except ImportError as e:  # pragma: no cover - the extra is installed in tests
+        raise ImportError(
+            "reading OTF2 traces needs the otf2 package: pip install 'cctviz[scorep]'"
+        ) from e
+    return otf2, _otf2
+
+
+def _anchor(path: Path) -> Path:
+    """The anchor file of the archive at ``path`` (the file or its folder)."""
+    if path.is_dir():
+        a = path / ANCHOR
+        if a.is_file():
+            return a
+        found = sorted(path.glob("*.otf2"))
+        if not found:
+            raise ProfileError(path, "the folder holds no OTF2 anchor file (traces.otf2)")
+        return found[0]
+    return path
+
+
+def _is_anchor(h: bytes) -> bool:
+    return len(h) >= 6 and h[2:6] == MAGIC
+
+
+def _sniff(path: Path, h: bytes) -> bool:
+    if path.is_dir():
+        a = path / ANCHOR
+        if not a.is_file():
+            return False
+        with open(a, "rb") as f:
+            h = f.read(16)
+        return _is_anchor(h)
+    return path.suffix == ".otf2" and _is_anchor(h)
+
+
+# ---------------------------------------------------------------- reading
+class _Location:
+    """Columns of one location's events, filled by the event callbacks."""
+
+    def __init__(self) -> None:
+        self.el_region = array("q")  # region id of Enter, -1 - region of Leave
+        self.el_time = array("q")
+        # comm events: position (E/L events before), name code, bytes, bus bytes,
+        # start/end ticks of comm_time (-1: the region around it), group size code
+        self.c_pos = array("q")
+        self.c_name = array("q")
+        self.c_bytes = array("d")
+        self.c_bus = array("d")
+        self.c_t0 = array("q")
+        self.c_t1 = array("q")
+        # metric samples: position, member index, value, timing (0 last/point, 1 next)
+        self.m_pos = array("q")
+        self.m_member = array("q")
+        self.m_value = array("d")
+        self.program: list[int | None] = [None, None]
+        self.program_name: str | None = None
+        self.isend: dict[int, int] = {}  # request -> comm row
+        self.irecv: dict[int, tuple[int, int]] = {}  # request -> (position, ticks)
+        self.coll_begin: int | None = None
+        self.coll_begin_pos = 0
+        self.errors: list[str] = []
+
+
+class _Archive:
+    """Definitions of an archive as lookup tables."""
+
+    def __init__(self, defs: Any, otf2: Any) -> None:
+        regions = list(defs.regions)
+        self.n_regions = (max(r._ref for r in regions) + 1) if regions else 0
+        self.region_name = np.full(self.n_regions, "", dtype=object)
+        self.region_kind = np.full(self.n_regions, "region", dtype=object)
+        self.region_paradigm = np.full(self.n_regions, "", dtype=object)
+        self.region_role = np.full(self.n_regions, "", dtype=object)
+        fn = otf2.RegionRole.FUNCTION
+        for r in regions:
+            self.region_name[r._ref] = r.name
+            self.region_kind[r._ref] = "function" if r.region_role == fn else "region"
+            self.region_paradigm[r._ref] = _ename(r.paradigm)
+            self.region_role[r._ref] = _ename(r.region_role)
+        self.comm_size: dict[int, int] = {}
+        self.comm_name: dict[int, str] = {}
+        for c in defs.comms:
+            g = c.group
+            n = len(g.members) if g is not None else 0
+            if g is not None and _ename(g.group_type) == "COMM_SELF":
+                n = 1
+            self.comm_size[c._ref] = n
+            self.comm_name[c._ref] = c.name
+        self.strings = defs.strings
+        # MPI ranks: positions in the MPI COMM_LOCATIONS group
+        self.mpi_rank: dict[int, int] = {}
+        for g in defs.groups:
+            if _ename(g.group_type) == "COMM_LOCATIONS" and _ename(g.paradigm) == "MPI":
+                for k, loc in enumerate(g.members):
+                    self.mpi_rank.setdefault(loc._ref, k)
+        world = [n for r, n in self.comm_size.items() if self.comm_name[r] == "MPI_COMM_WORLD"]
+        self.world_size = world[0] if world else (len(self.mpi_rank) or None)
+        # metric members: index per (metric ref) -> member indices
+        self.members: list[Any] = []
+        member_index: dict[int, int] = {}
+        self.metric_members: dict[int, list[int]] = {}
+        self.metrics = {m._ref: m for m in defs.metrics}
+        for m in defs.metrics:
+            idx = []
+            for mem in m.members:
+                if mem._ref not in member_index:
+                    member_index[mem._ref] = len(self.members)
+                    self.members.append(mem)
+                idx.append(member_index[mem._ref])
+            self.metric_members[m._ref] = idx
+
+
+def _ename(x: Any) -> str:
+    """The name of an ``otf2`` enum value (``MetricMode.ACCUMULATED_START`` ->
+    ``"ACCUMULATED_START"``)."""
+    return str(x).rpartition(".")[2]
+
+
+def _op_names() -> dict[int, str]:
+    """OTF2 collective operation codes -> names."""
+    from otf2.enums import CollectiveOp
+
+    out = {}
+    for n in dir(CollectiveOp):
+        v = getattr(CollectiveOp, n)
+        if n.isupper() and hasattr(v, "value"):
+            out[int(v.value)] = n
+    return out
+
+
+def _mode(member: Any) -> tuple[str, str]:
+    """(value, timing) of a metric member's mode: ("ACCUMULATED", "START")..."""
+    name = _ename(member.metric_mode)
+    value, _, timing = name.partition("_")
+    return value, timing
+
+
+def _unit(member: Any) -> str | None:
+    u = str(member.unit or "").strip()
+    if u in ("#", "", "count", "counts"):
+        return "count" if u != "" else None
+    return canonical(u)
+
+
+def _callbacks(st: _Location, arc: _Archive, names: dict[str, int]) -> dict[str, Callable]:
+    """The event callbacks of one location, appending to ``st``'s columns."""
+    el_region, el_time = st.el_region, st.el_time
+    c_pos, c_name, c_bytes, c_bus = st.c_pos, st.c_name, st.c_bytes, st.c_bus
+    c_t0, c_t1 = st.c_t0, st.c_t1
+    add_r, add_t = el_region.append, el_time.append
+    comm_size, world = arc.comm_size, arc.world_size
+    op_names = _op_names()
+
+    def name_code(kind: str, n: int) -> int:
+        nm = (
+            kind
+            if (world is None or n == world or kind in ("send", "recv"))
+            else f"{kind} ({n} ranks)"
+        )
+        code = names.get(nm)
+        if code is None:
+            code = names[nm] = len(names)
+        return code
+
+    def comm(pos: int, kind: str, comm_ref: int, nbytes: float, t0: int, t1: int) -> int:
+        n = comm_size.get(comm_ref, 0)
+        c_pos.append(pos)
+        c_name.append(name_code(kind, n) * 4096 + min(n, 4095))
+        c_bytes.append(nbytes)
+        c_bus.append(nbytes * bus_factor(kind, n) if kind in ("send", "recv") or n else 0.0)
+        c_t0.append(t0)
+        c_t1.append(t1)
+        return len(c_pos) - 1
+
+    def enter(loc, time, pos, ud, attrs, region):
+        add_r(region)
+        add_t(time)
+
+    def leave(loc, time, pos, ud, attrs, region):
+        add_r(-1 - region)
+        add_t(time)
+
+    def send(loc, time, pos, ud, attrs, peer, comm_ref, tag, length):
+        comm(len(el_time), "send", comm_ref, float(length), -1, -1)
+
+    def recv(loc, time, pos, ud, attrs, peer, comm_ref, tag, length):
+        comm(len(el_time), "recv", comm_ref, float(length), -1, -1)
+
+    def isend(loc, time, pos, ud, attrs, peer, comm_ref, tag, length, request):
+        st.isend[request] = comm(len(el_time), "send", comm_ref, float(length), time, time)
+
+    def isend_complete(loc, time, pos, ud, attrs, request):
+        row = st.isend.pop(request, None)
+        if row is not None:
+            c_t1[row] = time
+
+    def irecv_request(loc, time, pos, ud, attrs, request):
+        st.irecv[request] = (len(el_time), time)
+
+    def irecv(loc, time, pos, ud, attrs, peer, comm_ref, tag, length, request):
+        p, t0 = st.irecv.pop(request, (len(el_time), time))
+        comm(p, "recv", comm_ref, float(length), t0, time)
+
+    def coll_begin(loc, time, pos, ud, attrs):
+        st.coll_begin = time
+        st.coll_begin_pos = len(el_time)
+
+    def coll_end(loc, time, pos, ud, attrs, op, comm_ref, root, sent, received):
+        code = int(getattr(op, "value", op))
+        opname = op_names.get(code, f"collective {code}")
+        kind = COLLECTIVE_OPS.get(opname, opname.lower())
+        n = comm_size.get(comm_ref, 0)
+        nbytes = float(nccl_tests_elements(kind, int(sent), int(received), n or None))
+        if kind == "barrier":
+            nbytes = 0.0
+        t0 = st.coll_begin if st.coll_begin is not None else time
+        p = st.coll_begin_pos if st.coll_begin is not None else len(el_time)
+        st.coll_begin = None
+        comm(p, kind, comm_ref, nbytes, t0, time)
+
+    strings = arc.strings
+    members = arc.metric_members
+    metrics = arc.metrics
+    m_pos, m_member, m_value = st.m_pos, st.m_member, st.m_value
+
+    def metric(loc, time, pos, ud, attrs, metric_ref, type_ids, values):
+        m = metrics.get(metric_ref)
+        if m is None:
+            return
+        vals = m._convert_unions(values)
+        p = len(el_time)
+        for k, v in zip(members[metric_ref], vals):
+            m_pos.append(p)
+            m_member.append(k)
+            m_value.append(float(v))
+
+    def program_begin(loc, time, pos, ud, attrs, name, args):
+        st.program[0] = time
+        try:
+            st.program_name = str(strings[name])
+        except Exception:  # noqa: BLE001 - a name is a nicety
+            st.program_name = None
+
+    def program_end(loc, time, pos, ud, attrs, status):
+        st.program[1] = time
+
+    return {
+        "Enter": enter,
+        "Leave": leave,
+        "MpiSend": send,
+        "MpiRecv": recv,
+        "MpiIsend": isend,
+        "MpiIsendComplete": isend_complete,
+        "MpiIrecvRequest": irecv_request,
+        "MpiIrecv": irecv,
+        "MpiCollectiveBegin": coll_begin,
+        "MpiCollectiveEnd": coll_end,
+        "Metric": metric,
+        "ProgramBegin": program_begin,
+        "ProgramEnd": program_end,
+    }
+
+
+def _read_events(_otf2: Any, handle: Any, loc_ref: int, cbs: dict[str, Callable]) -> int:
+    """Stream the events of one location through ``cbs``; the number of events read."""
+    evt = _otf2.Reader_GetEvtReader(handle, loc_ref)
+    callbacks = _otf2.EvtReaderCallbacks_New()
+    try:
+        for ev, fn in cbs.items():
+            getattr(_otf2, f"EvtReaderCallbacks_Set{ev}Callback")(callbacks, fn)
+        _otf2.EvtReader_SetCallbacks(evt, callbacks, None)
+    finally:
+        _otf2.EvtReaderCallbacks_Delete(callbacks)
+    total = 0
+    try:
+        while True:
+            n = _otf2.EvtReader_ReadEvents(evt, BATCH)
+            total += n
+            if n < BATCH:
+                break
+    finally:
+        _otf2.Reader_CloseEvtReader(handle, evt)
+    return total
+
+
+# ---------------------------------------------------------------- building
+def _nest(path: Path, where: str, region: np.ndarray, ticks: np.ndarray, end: int) -> dict:
+    """Pair the Enter/Leave events of one location and give each Enter its
+    call path (a context id; 0 is the root).
+
+    Returns the Enter positions, their context, parent context, inclusive
+    ticks and, for every E/L position, the context running after it.
+    """
+    n = region.shape[0]
+    is_enter = region >= 0
+    step = np.where(is_enter, 1, -1)
+    depth_after = np.cumsum(step)
+    if n and depth_after.min() < 0:
+        k = int(np.argmax(depth_after < 0))
+        raise ProfileError(
+            path,
+            "a Leave event without a matching Enter",
+            where=f"{where}, Enter/Leave event {k}",
+        )
+    unclosed = int(depth_after[-1]) if n else 0
+    level = np.where(is_enter, depth_after, depth_after + 1)  # 1-based frame level
+    enters = np.flatnonzero(is_enter)
+    e_level = level[enters]
+    # the Leave of each Enter: within one level, events alternate E, L, E, L...
+    order = np.lexsort((np.arange(n), level))
+    lv_sorted = level[order]
+    pos_in = np.empty(n, dtype=np.int64)
+    pos_in[order] = np.arange(n)
+    nxt = pos_in[enters] + 1
+    ok = nxt < n
+    ok[ok] = (lv_sorted[nxt[ok]] == e_level[ok]) & ~is_enter[order[nxt[ok]]]
+    leave_of = np.full(enters.shape[0], -1, dtype=np.int64)
+    leave_of[ok] = order[nxt[ok]]
+    if n:
+        lr = region[leave_of[ok]]
+        bad = np.flatnonzero(-1 - lr != region[enters[ok]])
+        if bad.size:
+            k = int(leave_of[ok][bad[0]])
+            raise ProfileError(
+                path,
+                f"a Leave of region {-1 - int(region[k])} closes region "
+                f"{int(region[enters[ok][bad[0]]])}",
+                where=f"{where}, Enter/Leave event {k}",
+            )
+    t_leave = np.where(leave_of >= 0, ticks[np.maximum(leave_of, 0)], end)
+    inc = t_leave - ticks[enters]
+    # parents and contexts, level by level
+    n_e = enters.shape[0]
+    ctx = np.zeros(n_e, dtype=np.int64)
+    parent_ctx = np.zeros(n_e, dtype=np.int64)
+    parent_enter = np.full(n_e, -1, dtype=np.int64)
+    ctx_parent: list[np.ndarray] = [np.asarray([-1], dtype=np.int64)]
+    ctx_region: list[np.ndarray] = [np.asarray([-1], dtype=np.int64)]
+    n_ctx = 1
+    max_level = int(e_level.max()) if n_e else 0
+    by_level = np.argsort(e_level, kind="stable")
+    bounds = np.searchsorted(e_level[by_level], np.arange(1, max_level + 2))
+    prev_idx = np.zeros(0, dtype=np.int64)
+    for lv in range(1, max_level + 1):
+        idx = by_level[bounds[lv - 1] : bounds[lv]]  # Enter indices at this level, in order
+        if lv > 1:
+            k = np.searchsorted(enters[prev_idx], enters[idx]) - 1
+            parent_enter[idx] = prev_idx[k]
+            parent_ctx[idx] = ctx[prev_idx[k]]
+        regs = region[enters[idx]]
+        key = parent_ctx[idx] * (int(region.max()) + 1) + regs
+        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        ctx[idx] = n_ctx + inv
+        ctx_parent.append(parent_ctx[idx][first])
+        ctx_region.append(regs[first])
+        n_ctx += uniq.shape[0]
+        prev_idx = idx
+    # the context (and the Enter) running after each E/L event
+    after = np.zeros(n, dtype=np.int64)
+    after[enters] = ctx
+    open_after = np.full(n, -1, dtype=np.int64)
+    open_after[enters] = np.arange(n_e)
+    if n_e:
+        ok_l = leave_of >= 0
+        after[leave_of[ok_l]] = parent_ctx[ok_l]
+        open_after[leave_of[ok_l]] = parent_enter[ok_l]
+    return {
+        "enters": enters,
+        "ctx": ctx,
+        "parent_ctx": parent_ctx,
+        "inc": inc,
+        "after": after,
+        "open_after": open_after,
+        "leave_of": leave_of,
+        "ctx_parent": np.concatenate(ctx_parent),
+        "ctx_region": np.concatenate(ctx_region),
+        "unclosed": unclosed,
+    }
+
+
+def _at(after: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The context running before E/L position ``pos`` (after event pos - 1)."""
+    out = np.zeros(pos.shape[0], dtype=np.int64)
+    m = pos > 0
+    out[m] = after[pos[m] - 1]
+    return out
+
+
+def _location_tree(
+    path: Path,
+    where: str,
+    st: _Location,
+    arc: _Archive,
+    names: list[str],
+    root_name: str,
+    ns_per_tick: float,
+) -> tuple[Tree, dict[str, int]]:
+    region = (
+        np.frombuffer(st.el_region, dtype=np.int64) if len(st.el_region) else np.zeros(0, np.int64)
+    )
+    ticks = np.frombuffer(st.el_time, dtype=np.int64) if len(st.el_time) else np.zeros(0, np.int64)
+    if region.size and region.max() >= arc.n_regions:
+        k = int(np.argmax(region >= arc.n_regions))
+        raise ProfileError(
+            path, f"an Enter of undefined region {int(region[k])}", where=f"{where}, event {k}"
+        )
+    first = [t for t in (st.program[0], int(ticks[0]) if ticks.size else None) if t is not None]
+    last = [t for t in (st.program[1], int(ticks[-1]) if ticks.size else None) if t is not None]
+    t_begin = min(first) if first else 0
+    t_end = max(last) if last else t_begin
+    if st.program[0] is not None and st.program[1] is not None:
+        t_begin, t_end = st.program[0], st.program[1]
+    nest = _nest(path, where, region, ticks, t_end)
+    ctx, inc, enters = nest["ctx"], nest["inc"], nest["enters"]
+    n_ctx = nest["ctx_parent"].shape[0]
+    incl = np.bincount(ctx, weights=inc, minlength=n_ctx).astype(np.float64)
+    child = np.bincount(nest["parent_ctx"], weights=inc, minlength=n_ctx)
+    top_inc = float(inc[nest["parent_ctx"] == 0].sum()) if enters.size else 0.0
+    incl[0] = float(t_end - t_begin)
+    # comm leaves
+    c_pos = np.frombuffer(st.c_pos, dtype=np.int64) if len(st.c_pos) else np.zeros(0, np.int64)
+    n_c = c_pos.shape[0]
+    parents = [nest["ctx_parent"]]
+    node_name = np.concatenate(
+        [[root_name], arc.region_name[np.maximum(nest["ctx_region"][1:], 0)]]
+    )
+    node_kind = np.concatenate([["root"], arc.region_kind[np.maximum(nest["ctx_region"][1:], 0)]])
+    paradigm = np.concatenate([[""], arc.region_paradigm[np.maximum(nest["ctx_region"][1:], 0)]])
+    role = np.concatenate([[""], arc.region_role[np.maximum(nest["ctx_region"][1:], 0)]])
+    metrics: dict[str, np.ndarray] = {}
+    n_leaf = 0
+    comm_cols: dict[str, np.ndarray] = {}
+    if n_c:
+        at = _at(nest["after"], c_pos)
+        code = np.frombuffer(st.c_name, dtype=np.int64)
+        key = at * (int(code.max()) + 1) + code
+        uniq, first_i, leaf = np.unique(key, return_index=True, return_inverse=True)
+        n_leaf = uniq.shape[0]
+        leaf_id = n_ctx + leaf
+        parents.append(at[first_i])
+        ucode = code[first_i]
+        node_name = np.concatenate([node_name, np.asarray(names, dtype=object)[ucode // 4096]])
+        node_kind = np.concatenate([node_kind, np.full(n_leaf, "comm", dtype=object)])
+        paradigm = np.concatenate([paradigm, np.full(n_leaf, "MPI", dtype=object)])
+        role = np.concatenate([role, np.full(n_leaf, "", dtype=object)])
+        total = n_ctx + n_leaf
+        cb = np.frombuffer(st.c_bytes, dtype=np.float64)
+        cbus = np.frombuffer(st.c_bus, dtype=np.float64)
+        t0 = np.frombuffer(st.c_t0, dtype=np.int64)
+        t1 = np.frombuffer(st.c_t1, dtype=np.int64)
+        # blocking point-to-point: the region around it (its Enter's visit)
+        dur = (t1 - t0).astype(np.float64)
+        blocking = t0 < 0
+        if blocking.any():
+            # the innermost open Enter at the event: the Enter whose context runs there
+            open_enter = _open_enter(nest, c_pos[blocking])
+            d = np.where(open_enter >= 0, inc[np.maximum(open_enter, 0)], 0)
+            dur[blocking] = d
+        metrics["comm_bytes"] = np.bincount(leaf_id, weights=cb, minlength=total)
+        metrics["bus_bytes"] = np.bincount(leaf_id, weights=cbus, minlength=total)
+        metrics["comm_time"] = np.bincount(leaf_id, weights=dur, minlength=total) * ns_per_tick
+        calls_leaf = np.bincount(leaf_id, minlength=total).astype(np.float64)
+        kinds = np.asarray([names[c].split(" (")[0] for c in range(len(names))], dtype=object)
+        comm_cols = {
+            "collective": np.concatenate(
+                [np.full(n_ctx, None, dtype=object), kinds[ucode // 4096]]
+            ),
+            "group_size": np.concatenate(
+                [np.full(n_ctx, np.nan), (ucode % 4096).astype(np.float64)]
+            ),
+        }
+    total = n_ctx + n_leaf
+    excl = np.zeros(total)
+    excl[:n_ctx] = incl - child
+    excl[0] = incl[0] - top_inc
+    metrics["time"] = excl * ns_per_tick
+    calls = np.zeros(total)
+    calls[:n_ctx] = np.bincount(ctx, minlength=n_ctx)
+    if n_leaf:
+        calls += calls_leaf
+    metrics["calls"] = calls
+    extra_meta: dict[str, Any] = {"units": {}, "aggregation": {}}
+    # metric samples
+    if len(st.m_pos):
+        mp = np.frombuffer(st.m_pos, dtype=np.int64)
+        mm = np.frombuffer(st.m_member, dtype=np.int64)
+        mv = np.frombuffer(st.m_value, dtype=np.float64)
+        for k in np.unique(mm).tolist():
+            mem = arc.members[k]
+            sel = mm == k
+            pos, val = mp[sel], mv[sel]
+            value_mode, timing = _mode(mem)
+            col = np.zeros(total)
+            if timing == "NEXT":
+                where_ctx = _at_next(nest["after"], pos)
+            else:
+                where_ctx = _at(nest["after"], pos)
+            if value_mode == "ABSOLUTE":
+                col[:] = np.nan
+                np.fmax.at(col, where_ctx, val)
+                extra_meta["aggregation"][mem.name] = "max"
+            else:
+                if value_mode == "ACCUMULATED" and timing in ("START", "POINT"):
+                    val = np.diff(val, prepend=0.0)
+                col[:n_ctx] = np.bincount(where_ctx, weights=val, minlength=n_ctx)[:n_ctx]
+            metrics[mem.name] = col
+            u = _unit(mem)
+            if u:
+                extra_meta["units"][mem.name] = u
+    columns = {"paradigm": paradigm, "role": role, **comm_cols}
+    tree = Tree.from_parents(
+        np.concatenate(parents),
+        node_name,
+        metrics,
+        kind=node_kind,
+        columns=columns,
+        meta={
+            "units": {**METRICS_UNITS, **extra_meta["units"]},
+            "aggregation": extra_meta["aggregation"],
+        },
+    )
+    return tree, {"unclosed": nest["unclosed"], "events": int(region.shape[0])}
+
+
+def _rename_root(tree: Tree, name: str) -> Tree:
+    """``tree`` with its root named ``name``."""
+    nodes = tree.nodes.copy()
+    nodes.loc[0, "name"] = name
+    return Tree(nodes, tree.metrics[tree.exc_metrics].copy(), tree.meta, _trusted=True)
+
+
+def _at_next(after: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The context running after E/L position ``pos`` (a ``*_NEXT`` sample's interval)."""
+    out = np.zeros(pos.shape[0], dtype=np.int64)
+    m = pos < after.shape[0]
+    out[m] = after[pos[m]]
+    out[~m] = after[-1] if after.shape[0] else 0
+    return out
+
+
+def _open_enter(nest: dict, pos: np.ndarray) -> np.ndarray:
+    """Index (into the Enters) of the innermost region open before E/L
+    position ``pos``; -1 where none is."""
+    out = np.full(pos.shape[0], -1, dtype=np.int64)
+    m = pos > 0
+    out[m] = nest["open_after"][pos[m] - 1]
+    return out
+
+
+@register("otf2", _sniff, "OTF2 trace archive (Score-P; traces.otf2 or its folder)", folder=True)
+def read_otf2(path: Path, progress: bool | None = None) -> Ensemble:
+    """Read an OTF2 archive into an Ensemble, one profile per location.
+
+    Args:
+        path: the anchor file (``traces.otf2``) or the folder holding it.
+        progress: a progress bar over the locations (``None``: only if slow).
+
+    Example:
+        >>> import cctviz
+        >>> ens = cctviz.read("../shared/data/pipit/ping-pong-otf2-papi/traces.otf2")
+        >>> ens.tree.units["PAPI_TOT_CYC"], ens.tree.units["time"]
+        ('count', 'ns')
+    """
+    otf2, _otf2 = _import_otf2()
+    anchor = _anchor(Path(path))
+    if not anchor.is_file():
+        raise ProfileError(anchor, "no such OTF2 anchor file")
+    with open(anchor, "rb") as f:
+        if not _is_anchor(f.read(16)):
+            raise ProfileError(anchor, "not an OTF2 anchor file (no OTF2 signature)")
+    try:
+        reader = otf2.reader.Reader(str(anchor))
+    except Exception as e:  # noqa: BLE001 - the library's errors are not ours
+        raise ProfileError(
+            anchor,
+            f"the OTF2 library cannot open the archive or its definitions "
+            f"({anchor.stem}.def): {type(e).__name__}: {e}",
+        ) from e
+    try:
+        return _read(anchor, reader, otf2, _otf2, progress)
+    finally:
+        try:
+            reader.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _read(anchor: Path, reader: Any, otf2: Any, _otf2: Any, progress: bool | None) -> Ensemble:
+    defs = reader.definitions
+    arc = _Archive(defs, otf2)
+    clock = defs.clock_properties
+    res = int(clock.timer_resolution)
+    if res <= 0:
+        raise ProfileError(
+            anchor, f"timer resolution {res} is not positive", where="ClockProperties"
+        )
+    ns_per_tick = 1e9 / res
+    locations = list(reader._locations)
+    if not locations:
+        raise ProfileError(anchor, "the archive defines no location")
+    handle = reader._handle
+    for loc in locations:
+        _otf2.Reader_SelectLocation(handle, loc._ref)
+    try:
+        _otf2.Reader_OpenDefFiles(handle)
+        def_files = True
+    except Exception:  # noqa: BLE001 - an archive may have no local definitions
+        def_files = False
+    try:
+        _otf2.Reader_OpenEvtFiles(handle)
+    except Exception as e:  # noqa: BLE001
+        raise ProfileError(anchor, f"cannot open the event files: {e}") from e
+    names: dict[str, int] = {}
+    trees: list[Tree] = []
+    rows: list[dict[str, Any]] = []
+    unclosed = 0
+    n_events = 0
+    program: str | None = None
+    thread_in_group: dict[int, int] = {}
+    group_index = {g._ref: k for k, g in enumerate(defs.location_groups)}
+    try:
+        for loc in progress_bar(locations, progress, desc="reading locations", unit="location"):
+            evt_file = f"{anchor.stem}/{loc._ref}.evt"
+            where = f"location {loc._ref} ({evt_file})"
+            if def_files:
+                try:
+                    dr = _otf2.Reader_GetDefReader(handle, loc._ref)
+                    if dr:
+                        _otf2.Reader_ReadAllLocalDefinitions(handle, dr)
+                        _otf2.Reader_CloseDefReader(handle, dr)
+                except Exception as e:  # noqa: BLE001
+                    raise ProfileError(
+                        anchor,
+                        f"cannot read the local definitions ({anchor.stem}/{loc._ref}.def): {e}",
+                        where=where,
+                    ) from e
+            st = _Location()
+            cbs = _callbacks(st, arc, names)
+            try:
+                n_events += _read_events(_otf2, handle, loc._ref, cbs)
+            except ProfileError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                raise ProfileError(
+                    anchor,
+                    f"cannot read the events ({evt_file}): {type(e).__name__}: {e}",
+                    where=where,
+                ) from e
+            if st.program_name and program is None:
+                program = Path(st.program_name).name
+            tree, info = _location_tree(anchor, where, st, arc, list(names), ROOT, ns_per_tick)
+            del st
+            unclosed += info["unclosed"]
+            trees.append(tree)
+            g = loc.group
+            gref = g._ref if g is not None else -1
+            th = thread_in_group.get(gref, 0)
+            thread_in_group[gref] = th + 1
+            host = getattr(getattr(g, "system_tree_parent", None), "name", None)
+            rows.append(
+                {
+                    "rank": arc.mpi_rank.get(loc._ref, group_index.get(gref, 0)),
+                    "thread": th,
+                    "location": int(loc._ref),
+                    "location_name": loc.name,
+                    "process": g.name if g is not None else None,
+                    "host": host,
+                }
+            )
+    finally:
+        try:
+            _otf2.Reader_CloseEvtFiles(handle)
+        except Exception:  # noqa: BLE001
+            pass
+    root = program or anchor.stem
+    trees = [_rename_root(t, root) for t in trees]
+    meta: dict[str, Any] = {
+        "otf2": {"events": n_events, "unclosed": unclosed, "timer_resolution": res},
+        "world_size": arc.world_size,
+    }
+    ens = Ensemble.from_trees(trees, profiles=pd.DataFrame(rows), meta=meta)
+    return ens
+
+
+__all__ = ["read_otf2"]
