@@ -377,6 +377,7 @@ DETECTION_ORDER = (
     "cprofile",
     "cali",
     "hpctoolkit",
+    "hpctoolkit_db",
     "tau",
     "gprof_dot",
     "folded",
