@@ -379,6 +379,7 @@ DETECTION_ORDER = (
     "cube",
     "otf2",
     "hpctoolkit",
+    "hpctoolkit_db",
     "tau",
     "gprof_dot",
     "folded",

@@ -427,7 +427,11 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
     folder = _folder(path)
     xml = folder / XML
     if not xml.is_file():
-        raise ProfileError(folder, f"no {XML} in the database folder")
+        newer = " (meta.db is there: the 2022+ form, format='hpctoolkit-db')"
+        raise ProfileError(
+            folder,
+            f"no {XML} in the database folder" + (newer if (folder / "meta.db").is_file() else ""),
+        )
     x = _parse_xml(xml)
     # --- metric columns
     dbs = x["metricdbs"]

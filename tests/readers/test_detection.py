@@ -34,6 +34,7 @@ SAMPLES = {
     "hatchet/hpctoolkit-cpi-database": "hpctoolkit",
     "hatchet/hpctoolkit-allgather-database": "hpctoolkit",
     "hatchet-tutorial/hpctoolkit-kripke-database-2589696": "hpctoolkit",
+    "pipit/ping-pong-hpctoolkit": "hpctoolkit-db",
     "hatchet/gprof2dot-cpi/callgrind.dot.64042.0.1": "gprof-dot",
     "hatchet/tau-cpi-mpi": "tau",
     "pipit/ping-pong-otf2": "otf2",
