@@ -315,3 +315,25 @@ def test_trace_option_of_cctviz_run():
         ["--nproc-per-node", "2", "--trace", "tr", "train.py", "--trace", "x"]
     )
     assert ours["trace"] == "tr" and script == "train.py" and args == ["--trace", "x"]
+
+
+def test_batches_on_disk_make_one_archive(monkeypatch, tmp_path):
+    """Many small batches appended to the raw file; one rank completes the set and merges."""
+    import cctviz.runtime.trace as trace_mod
+
+    monkeypatch.setattr(trace_mod, "_FLUSH_AT", 3 * 5)  # a batch every 5 events
+    rec = TracingRecorder("job", trace_dir=tmp_path)
+    for _ in range(50):
+        rec.enter_phase("forward")
+        d = rec.push("GPT", "module")
+        rec.pop(d)
+        rec.end_step()
+    rec.finish()
+    rec.close_trace({"rank": 0, "world_size": 1, "hostname": "here"})
+    assert trace_mod.merge_when_complete(tmp_path) == tmp_path / "traces.otf2"
+    t = rebuild(tmp_path / "traces.otf2")
+    paths = t["rank 0"]["paths"]
+    assert paths[("job", "step", "forward", "GPT")]["calls"] == 50
+    assert paths[("job", "(outside steps)")]["calls"] == rec.calls[rec.outside] == 51
+    assert t["_locations"] == [("rank 0", "rank 0")]
+    assert trace_mod.merge_when_complete(tmp_path) is None  # written once
