@@ -2,12 +2,14 @@
 
     python benchmarks/runtime_overhead.py [--reps 5] [--steps 40] [--nproc 2] [--strategy ddp]
 
-Runs examples/train.py on CPU processes (gloo) in five configurations,
+Runs examples/train.py on CPU processes (gloo) in six configurations,
 alternating them in every repetition so that drifts of the machine hit all
 alike:
 
 - unprofiled (torchrun);
 - ``cctviz run --mode light`` and ``--mode detailed``;
+- ``cctviz run --mode light --trace DIR`` (an OTF2 trace as well; the
+  archive is written after the training loop, so it is not in steps/s);
 - torch.profiler with its default activities, and with ``with_stack=True``.
 
 Speed is the steps/s of the training loop as the script itself measures it
@@ -40,6 +42,11 @@ def configs(nproc: int) -> dict[str, list[str]]:
         "unprofiled": [*run, str(EXAMPLE)],
         "cctviz light": [*cctviz, "--mode", "light", "--out", "{out}", str(EXAMPLE)],
         "cctviz detailed": [*cctviz, "--mode", "detailed", "--out", "{out}", str(EXAMPLE)],
+        "cctviz light+trace": [
+            *cctviz,
+            *("--mode", "light", "--out", "{out}", "--trace", "{out}/trace"),
+            str(EXAMPLE),
+        ],
         "torch.profiler": [*run, str(EXAMPLE), "--torch-profiler", "default"],
         "torch.profiler stack": [*run, str(EXAMPLE), "--torch-profiler", "stack"],
     }
@@ -95,6 +102,10 @@ def main() -> None:
     light = [a / b for a, b in zip(results["cctviz light"], results["unprofiled"])]
     print(f"\ncctviz light / unprofiled per repetition: {', '.join(f'{x:.3f}' for x in light)}")
     print(f"median overhead of light mode: {(1 - statistics.median(light)) * 100:+.1f}%")
+    traced = [a / b for a, b in zip(results["cctviz light+trace"], results["unprofiled"])]
+    print(
+        f"median overhead of light mode with --trace: {(1 - statistics.median(traced)) * 100:+.1f}%"
+    )
 
 
 if __name__ == "__main__":

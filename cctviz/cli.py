@@ -404,7 +404,8 @@ def _cmd_run(rest: Sequence[str]) -> int:
         from .runtime import launch
 
         print("usage: cctviz run [torchrun options] [--out DIR] [--mode light|detailed]")
-        print("                  [--warmup N] [--per-step] [--python-frames] script.py [args]")
+        print("                  [--warmup N] [--per-step] [--python-frames] [--trace DIR]")
+        print("                  script.py [args]")
         print(launch.__doc__)
         return 0
     try:

@@ -43,6 +43,19 @@ log = logging.getLogger("cctviz.runtime")
 #: attribute segments that name a wrapper, not a part of the model
 _WRAPPER_SEGMENTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod"})
 _PENDING_MAX = 4096
+#: tracing: where the root (rooted collectives) or the peer (point-to-point) is
+#: among the arguments: (position, keyword); ``group_<keyword>`` gives it as a group rank
+_ROOT_ARG = {
+    "broadcast": (1, "src"),
+    "_broadcast_coalesced": (3, "src"),
+    "reduce": (1, "dst"),
+    "gather": (2, "dst"),
+    "scatter": (2, "src"),
+    "send": (1, "dst"),
+    "isend": (1, "dst"),
+    "recv": (1, "src"),
+    "irecv": (1, "src"),
+}
 
 
 def _unwrap(m: Any) -> Any:
@@ -181,6 +194,7 @@ class TorchHooks:
         self._names: dict[int, dict[int, str]] = {}
         self._keep: dict[int, Any] = {}  # modules whose ids are cached
         self._group_size: dict[int, int] = {}
+        self._trace_comms: dict[int, tuple[int, list[int]]] = {}
         self._pending: dict[int, tuple[int, int]] = {}
         self._async_pos: dict[str, int | None] = {}
         self._frames: list[tuple[Any, int, int]] = []
@@ -435,7 +449,9 @@ class TorchHooks:
         if work is not None:
             self._patch(work, "wait", self._wait_wrapper(work.wait))
 
-    def _group_n(self, args: tuple, kwargs: dict) -> int:
+    @staticmethod
+    def _group_arg(args: tuple, kwargs: dict) -> Any:
+        """The process group a collective is called on (None: the default group)."""
         import torch.distributed as dist
 
         g = kwargs.get("group", kwargs.get("process_group"))
@@ -444,6 +460,12 @@ class TorchHooks:
                 if isinstance(a, dist.ProcessGroup):
                     g = a
                     break
+        return g
+
+    def _group_n(self, args: tuple, kwargs: dict) -> int:
+        import torch.distributed as dist
+
+        g = self._group_arg(args, kwargs)
         key = id(g)
         n = self._group_size.get(key)
         if n is None:
@@ -491,6 +513,8 @@ class TorchHooks:
                     depth, ctx = None, rec.leaf_here(leaf, K_COMM)
                 rec.add(ctx, "comm_bytes", nbytes)
                 rec.add(ctx, "bus_bytes", nbytes * bus_factor(kind, n))
+                if rec.tracing:
+                    self._trace_comm(ctx, fn_name, kind, nbytes, n, args, kwargs)
             except Exception as e:  # noqa: BLE001
                 self.fail(e)
                 return fn(*args, **kwargs)
@@ -517,6 +541,45 @@ class TorchHooks:
 
         collective.__cctviz_wrapped__ = fn  # type: ignore[attr-defined]
         return collective
+
+    def _trace_comm(
+        self, ctx: int, fn_name: str, kind: str, nbytes: int, n: int, args: tuple, kwargs: dict
+    ) -> None:
+        """Tracing only: the call's communicator, root or peer (ranks in the group) and tag."""
+        import torch.distributed as dist
+
+        g = self._group_arg(args, kwargs)
+        known = self._trace_comms.get(id(g))
+        if known is None:
+            world = g is None or g is dist.group.WORLD
+            pg = dist.group.WORLD if g is None else g
+            members = [int(r) for r in dist.get_process_group_ranks(pg)]
+            gname = str(getattr(pg, "group_name", "") or len(self._trace_comms))
+            backend = str(dist.get_backend(pg))
+            name = "WORLD" if world else f"group {gname}"
+            known = (self.rec.comm_group(f"{name} ({backend})", gname, members), members)
+            self._trace_comms[id(g)] = known
+            self._keep[id(g)] = g
+        comm, members = known
+        where = -1
+        spec = _ROOT_ARG.get(fn_name)
+        if spec is not None:
+            pos, key = spec
+            local = kwargs.get(f"group_{key}")
+            if local is not None:
+                where = int(local)
+            else:
+                v = args[pos] if len(args) > pos else kwargs.get(key)
+                if v is not None:
+                    v = int(v)
+                    where = members.index(v) if v in members else v
+                elif kind not in ("send", "recv"):
+                    where = 0  # torch's default root
+        tag = 0
+        if kind in ("send", "recv"):
+            t = args[3] if len(args) > 3 else kwargs.get("tag", 0)
+            tag = int(t or 0)
+        self.rec.comm_record(ctx, kind, nbytes, n, comm, where, tag)
 
     def _wait_wrapper(self, wait: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(wait)
@@ -606,13 +669,7 @@ class TorchHooks:
                     break
             else:
                 return
-            rec.tick()
-            del st[k + 1 :]
-            c = st[k]
-            for nm in names:
-                c = rec.child(c, nm, "module")
-                st.append(c)
-            rec.calls[c] += 1
+            rec.enter_path(k, names)
         except Exception as e:  # noqa: BLE001
             self.fail(e)
 

@@ -5,8 +5,13 @@ hands the torchrun options to ``torch.distributed.run`` unchanged (one node
 or many, static or elastic rendezvous) and starts each worker as
 ``python -m cctviz.runtime.worker [cctviz options] script.py [args]``, which
 profiles the script in-process and writes its rank file. The cctviz options
-(``--out``, ``--mode``, ``--warmup``, ``--per-step``, ``--python-frames``)
-may appear anywhere before the script.
+(``--out``, ``--mode``, ``--warmup``, ``--per-step``, ``--python-frames``,
+``--trace``) may appear anywhere before the script.
+
+``--trace DIR`` also writes an OTF2 trace of the job into ``DIR`` (needs
+``cctviz[scorep]``): each rank logs its transitions, the last rank to stop
+writes the archive, and the launcher writes it after the job if no rank
+did (a rank died); see :mod:`cctviz.runtime.trace`.
 
 On several nodes give ``--out`` a folder every node can write (a shared
 file system): each rank writes its own file there.
@@ -31,6 +36,7 @@ OPTIONS = {
     "--warmup": True,
     "--per-step": False,
     "--python-frames": False,
+    "--trace": True,
 }
 
 
@@ -109,6 +115,11 @@ def _opt(tokens: list[str], *names: str) -> str | None:
     return None
 
 
+def node_rank_of(tokens: list[str]) -> str:
+    """The ``--node-rank`` among torchrun's options (``"0"`` when not given)."""
+    return _opt(tokens, "--node-rank", "--node_rank") or "0"
+
+
 def run(argv: Sequence[str]) -> int:
     """Run ``cctviz run`` with ``argv`` (everything after ``run``); returns the exit code."""
     import torch
@@ -127,17 +138,32 @@ def run(argv: Sequence[str]) -> int:
         raise LaunchError(f"--warmup needs an integer, not {ours['warmup']!r}") from None
     if not module and not Path(script).is_file():
         raise LaunchError(f"{script}: no such script")
+    trace = Path(ours["trace"]) if ours.get("trace") else None
+    if trace is not None:
+        from .trace import ARCHIVE, RAW_DIR, require_otf2
+
+        try:
+            require_otf2()
+        except ImportError as e:
+            raise LaunchError(f"--trace: {e}") from None
+        if (trace / f"{ARCHIVE}.otf2").exists():
+            raise LaunchError(f"--trace: {trace} holds an OTF2 archive already; give a new folder")
+        if node_rank_of(tokens) == "0" and (trace / RAW_DIR).is_dir():
+            import shutil
+
+            shutil.rmtree(trace / RAW_DIR)  # what a crashed run left
     stem = script.rsplit(".", 1)[-1] if module else Path(script).stem
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(ours.get("out") or f"cctviz-run-{stem}-{stamp}")
     nnodes = _opt(tokens, "--nnodes") or "1"
     nproc = _opt(tokens, "--nproc-per-node", "--nproc_per_node") or "1"
-    node_rank = _opt(tokens, "--node-rank", "--node_rank") or "0"
+    node_rank = node_rank_of(tokens)
     worker = ["-m", "cctviz.runtime.worker", "--out", str(out), "--mode", mode]
     worker += ["--warmup", str(warmup)]
     worker += ["--per-step"] if ours.get("per_step") else []
     worker += ["--python-frames"] if ours.get("python_frames") else []
     worker += ["--module"] if module else []
+    worker += ["--trace", str(trace)] if trace is not None else []
     args = torchrun.parse_args([*tokens, *worker, script, *script_args])
     out.mkdir(parents=True, exist_ok=True)
     if node_rank == "0":
@@ -151,6 +177,8 @@ def run(argv: Sequence[str]) -> int:
             "torch_version": torch.__version__,
             "launched": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         }
+        if trace is not None:
+            facts["trace"] = str(trace)
         if nnodes.isdigit() and nproc.isdigit():
             facts["expected_world_size"] = int(nnodes) * int(nproc)
         update_run_file(out, facts)
@@ -161,6 +189,15 @@ def run(argv: Sequence[str]) -> int:
     except ChildFailedError as e:
         print(f"cctviz: the job failed: {e}", file=sys.stderr)
         code = 1
+    if trace is not None:
+        from .trace import ARCHIVE, merge_when_complete
+
+        try:
+            merge_when_complete(trace, force=True)
+        except Exception as e:  # noqa: BLE001 - the profiles are written; say what failed
+            print(f"cctviz: could not write the OTF2 trace: {e!r}", file=sys.stderr)
+        if (trace / f"{ARCHIVE}.otf2").exists():
+            print(f"cctviz: OTF2 trace in {trace}/{ARCHIVE}.otf2", file=sys.stderr)
     n = len(list(out.glob(RANK_GLOB)))
     print(
         f"cctviz: {n} rank file(s) in {out}/; look at them with `cctviz tree {out}`",
@@ -182,6 +219,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--per-step", action="store_true")
     p.add_argument("--python-frames", action="store_true")
     p.add_argument("--module", action="store_true")
+    p.add_argument("--trace", default=None)
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
@@ -196,6 +234,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
         per_step=a.per_step,
         python_frames=a.python_frames,
         root=root,
+        trace=a.trace,
     )
     with prof:
         if a.module:

@@ -90,6 +90,9 @@ class Profiler:
         root: name of the root node (default: the script's file name).
         cuda: time with CUDA events and record allocator peaks (default: when
             CUDA is initialised at start).
+        trace: also write an OTF2 trace of the job into this folder
+            (:mod:`cctviz.runtime.trace`; needs ``cctviz[scorep]``). Every rank
+            gives the same folder; the last rank to stop writes the archive.
         meta: extra metadata stored with the profile.
 
     Example:
@@ -109,6 +112,7 @@ class Profiler:
         root: str | None = None,
         cuda: bool | None = None,
         meta: Mapping[str, Any] | None = None,
+        trace: str | os.PathLike | None = None,
     ) -> None:
         if mode not in ("light", "detailed"):
             raise ValueError(f"mode must be 'light' or 'detailed', not {mode!r}")
@@ -122,6 +126,15 @@ class Profiler:
         self.root = root or (os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "main")
         self.cuda = cuda
         self.meta = dict(meta or {})
+        self.trace = Path(trace) if trace is not None else None
+        #: the OTF2 archive's anchor file, once this rank wrote it
+        self.trace_archive: Path | None = None
+        if self.trace is not None:
+            from .trace import ARCHIVE, require_otf2
+
+            require_otf2()
+            if (self.trace / f"{ARCHIVE}.otf2").exists():
+                raise ValueError(f"{self.trace} holds an OTF2 archive already: give a new folder")
         self.rec: Recorder | None = None
         self.hooks: Any = None
         self.gpu: Any = None
@@ -149,7 +162,14 @@ class Profiler:
         if use_cuda and not torch.cuda.is_available():
             raise ValueError("cuda=True but CUDA is not available")
         self._started_wall = _dt.datetime.now(_dt.timezone.utc).isoformat()
-        self.rec = Recorder(self.root, warmup=self.warmup, per_step=self.per_step)
+        if self.trace is not None:
+            from .trace import TracingRecorder
+
+            self.rec = TracingRecorder(
+                self.root, trace_dir=self.trace, warmup=self.warmup, per_step=self.per_step
+            )
+        else:
+            self.rec = Recorder(self.root, warmup=self.warmup, per_step=self.per_step)
         on_phase = on_step_end = None
         if use_cuda:
             from .gpu import CudaTimer
@@ -211,15 +231,21 @@ class Profiler:
             status = status.strip().split("\n", 1)[0][:300]
             self.status = status if failed is None else f"{status}; profiler failed: {failed!r}"
             try:
-                self.rec.finish()
-                if self.gpu is not None:
-                    self.gpu.resolve()
-                self.path = self._write()
-            except Exception:  # noqa: BLE001 - never kill the job
-                log.exception("cctviz: could not write the profile")
-                self.path = None
+                try:
+                    self.rec.finish()
+                    if self.gpu is not None:
+                        self.gpu.resolve()
+                    self.path = self._write()
+                except Exception:  # noqa: BLE001 - never kill the job
+                    log.exception("cctviz: could not write the profile")
+                    self.path = None
+                if self.trace is not None:
+                    try:
+                        self._finish_trace()
+                    except Exception:  # noqa: BLE001 - never kill the job
+                        log.exception("cctviz: could not write the trace")
             finally:
-                # only now: a SIGTERM that arrived while writing waited for the file
+                # only now: a SIGTERM that arrived while writing waited for the files
                 self._restore_signals()
             if self._deferred_signal is not None:
                 sig, self._deferred_signal = self._deferred_signal, None
@@ -340,6 +366,12 @@ class Profiler:
             finished = _dt.datetime.now(_dt.timezone.utc).isoformat()
             update_run_file(self.out, rank0_facts(meta, finished), keep=LAUNCHER_KEEPS)
         return path
+
+    def _finish_trace(self) -> None:
+        from .trace import merge_when_complete
+
+        self.rec.close_trace(self.rank_info())
+        self.trace_archive = merge_when_complete(self.trace)
 
 
 def profile(out: str | os.PathLike = "cctviz-run", **kw: Any) -> Profiler:

@@ -76,6 +76,9 @@ class Recorder:
         ('train', 'step', 'forward', 'GPT')
     """
 
+    #: whether transitions are also logged as a trace (:class:`cctviz.runtime.trace.TracingRecorder`)
+    tracing = False
+
     def __init__(
         self,
         root: str = "main",
@@ -159,6 +162,21 @@ class Recorder:
         if depth < len(self.stack) and depth >= _PHASE_LEVEL:
             self.tick()
             del self.stack[depth:]
+
+    def enter_path(self, k: int, names: tuple[str, ...], kind: str = K_MODULE) -> None:
+        """Keep the stack up to position ``k`` and push the chain ``names`` below it.
+
+        Only the last context of the chain is counted as called (the others
+        are its enclosing modules, already counted when backward reached
+        them): detailed mode's module attribution inside backward.
+        """
+        self.tick()
+        del self.stack[k + 1 :]
+        c = self.stack[k]
+        for nm in names:
+            c = self.child(c, nm, kind)
+            self.stack.append(c)
+        self.calls[c] += 1
 
     def add(self, ctx: int, metric: str, value: float) -> None:
         """Add ``value`` to an event metric of ``ctx``."""

@@ -1,6 +1,8 @@
 """Every kind of collective in a known place, profiled in-process (runtime tests).
 
-    python -m torch.distributed.run --nproc-per-node 4 collectives.py OUT STEPS
+    python -m torch.distributed.run --nproc-per-node 4 collectives.py OUT STEPS [TRACE_DIR]
+
+With TRACE_DIR, the profiler also writes an OTF2 trace there.
 
 Per step, on every rank:
 - forward of Net: its ``reducer`` submodule all-reduces N float32 elements;
@@ -22,6 +24,7 @@ import cctviz
 
 N, M, K = 1000, 300, 50
 out, steps = sys.argv[1], int(sys.argv[2])
+trace = sys.argv[3] if len(sys.argv) > 3 else None
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 pair = dist.new_group([0, 1])
@@ -43,7 +46,7 @@ class Net(nn.Module):
 
 
 net = Net()
-with cctviz.profile(out=out, root="collectives") as prof:
+with cctviz.profile(out=out, root="collectives", trace=trace) as prof:
     for _ in range(steps):
         net(torch.ones(N))
         with prof.region("gather"):

@@ -1,0 +1,632 @@
+"""OTF2 traces of a profiled job: ``cctviz run --trace DIR`` and ``cctviz.profile(trace=DIR)``.
+
+How a trace is made
+-------------------
+1. While training runs, each rank's :class:`TracingRecorder` (a
+   :class:`~cctviz.runtime.recorder.Recorder` that also logs its
+   transitions) appends three integers per transition to a flat list,
+   ``(time, depth, context)``: "cut the stack to ``depth``, then push the
+   path down to ``context``" (``context = -1``: only cut; ``depth = -1``: a
+   call seen from another thread, entered and left at once). Contexts are
+   the recorder's own interned ids, so the path of a context is known from
+   the tree and one event stands for any number of Enters and Leaves. Each
+   collective adds one row to a second list (its communicator, root or peer,
+   tag and bytes). Every ``BATCH`` events the lists are appended to the
+   rank's raw files ``DIR/.cctviz-trace/<host>-<pid>.events`` and
+   ``.comms`` (little-endian int64) and emptied: the hot path is a list
+   extend, no OTF2 call.
+2. When the profiler stops, the rank writes ``<host>-<pid>.json`` (its
+   contexts: parent, name, kind; its communicators; rank, world size, host,
+   clocks) beside them, atomically: the rank is complete.
+3. The rank that completes the set (as many ``.json`` files as the world
+   size) takes ``merge.lock`` and writes the archive with the ``otf2``
+   package (:func:`write_archive`): one writer, one set of global
+   definitions unified over the ranks, one location per rank. ``cctviz run``
+   also merges after the job if no rank did (a rank died: what there is is
+   written). OTF2's own parallel writing (per-location event files plus
+   mapping tables merged by the measurement system, as Score-P does) would
+   need collective callbacks across the ranks; one writer after the job is
+   simpler and gives the same archive. The raw files are removed after the
+   archive is written.
+
+What the archive holds
+----------------------
+``DIR/traces.otf2`` (anchor), ``DIR/traces.def``, ``DIR/traces/<rank>.evt``:
+
+- clock: the profile's own clock (``time.perf_counter_ns``, the recorder's
+  ``time`` metric), 1e9 ticks per second, global offset the first event;
+  timestamps are the recorder's transition times to the nanosecond, so the
+  exclusive times of a tree rebuilt from the trace equal the profile's. On
+  several hosts (monotonic clocks not comparable), each host's timestamps
+  are moved by its wall-minus-monotonic offset, durations unchanged.
+- system tree: one node per host; a location group ``rank N`` (a process)
+  per rank, each with one location ``rank N`` (a CPU thread); location
+  ``N`` is rank ``N``.
+- regions: one per distinct (name, kind) of the profile's contexts. The
+  region's *name* is the profile node's name (``step``, ``forward``,
+  ``GPT``, ``blocks.0.attn``, ``all_reduce``, ``all_reduce (2 ranks)``...),
+  its *description* the node's ``kind`` (root, step, phase, module, comm,
+  op, region, function), its role FUNCTION, CODE, LOOP, ARTIFICIAL or the
+  collective's role. The profile's call path of a node is the nesting of
+  Enter/Leave: the root region encloses everything, a step or
+  ``(outside steps)`` region is at depth 1, a phase at depth 2.
+  ``ProgramBegin``/``ProgramEnd`` bracket each location.
+- collectives: inside their region, ``MpiCollectiveBegin`` right after the
+  Enter and ``MpiCollectiveEnd`` right before the Leave with the collective
+  op, the communicator, the root (rank in the communicator; NONE for
+  unrooted ones) and sizes sent/received per rank in MPI's sense (see
+  :func:`sent_received`), plus the attribute ``cctviz::comm_bytes`` (UINT64):
+  the profile's ``comm_bytes`` of that call, by the nccl-tests rules.
+  ``comm_bytes = max(sent, received)`` except for gather/scatter on ranks
+  other than the root; the attribute is exact everywhere. Point-to-point
+  calls are ``MpiSend``/``MpiRecv`` (peer rank, tag, length) before the
+  Leave. Asynchronous collectives are recorded at their issue; ``wait``
+  regions carry no record.
+- communicators: one per process group (``WORLD (gloo)``, ``group 1
+  (gloo)``), a COMM_GROUP of its global ranks within the COMM_LOCATIONS
+  group of all ranks. OTF2 has no paradigm for torch.distributed: the
+  groups use OTF2's MPI paradigm (the collective records are defined over
+  MPI-style communicators; Vampir and Scalasca look for those), named
+  ``torch.distributed`` by a PARADIGM definition.
+
+Round trip: per rank, the tree built from Enter/Leave (a context per
+region path) has the profile's nodes, its ``calls`` are the Enter counts,
+its exclusive times the time between transitions. Not in the trace:
+``comm_time`` (the async span to ``wait``), GPU times, memory peaks.
+Known gaps: a second optimizer right after the first re-opens the step;
+when nothing happened in between, the trace drops the step's end (the few
+microseconds between the two optimizer hooks count to the step's last phase, where the
+profile gives them to ``(outside steps)``); otherwise Enter counts of the
+step and ``(outside steps)`` exceed the profile's calls by one per
+re-opening. In detailed mode, a module that backward enters below an enclosing
+module whose own output was not reached first (no ``grad_fn``) puts that
+enclosing module on the stack without a call in the profile; the trace has
+an Enter for it. A collective reported from a thread other than the training
+thread while that thread is not in backward is a zero-length Enter/Leave
+if it nests, else left out of the trace.
+
+>>> r = TracingRecorder("demo", trace_dir=None, clock=iter(range(0, 10**6, 10)).__next__)
+>>> d = r.enter_phase("forward"); m = r.push("GPT", "module"); r.pop(m); r.end_step(); r.finish()
+>>> [(r.name[c], op) for op, c in replay(r.parent, r.event_array()) if op in "EL"][:5]
+[('demo', 'E'), ('(outside steps)', 'E'), ('(outside steps)', 'L'), ('step', 'E'), ('forward', 'E')]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .recorder import K_COMM, Recorder
+
+log = logging.getLogger("cctviz.runtime")
+
+#: events per batch written to the raw file
+BATCH = 1 << 16
+_FLUSH_AT = 3 * BATCH
+RAW_DIR = ".cctviz-trace"
+ARCHIVE = "traces"
+LOCK = "merge.lock"
+#: the attribute with the profile's bytes of a collective call
+BYTES_ATTRIBUTE = "cctviz::comm_bytes"
+#: comm kinds in the raw files
+COMM_KINDS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "send",
+    "recv",
+    "barrier",
+)
+_KIND_CODE = {k: i for i, k in enumerate(COMM_KINDS)}
+_COMM_COLS = 7  # event index, kind, comm, root/peer, tag, bytes, group size
+
+
+def require_otf2() -> None:
+    """Raise ImportError naming the extra when the ``otf2`` package is missing."""
+    try:
+        import otf2  # noqa: F401
+    except ImportError as e:
+        raise ImportError("OTF2 traces need the otf2 package: pip install 'cctviz[scorep]'") from e
+
+
+class TracingRecorder(Recorder):
+    """A :class:`Recorder` that also logs every transition for the OTF2 trace.
+
+    ``trace_dir`` is the archive's folder (None: keep the events in memory,
+    for tests). See the module's docstring for the event encoding.
+    """
+
+    tracing = True
+
+    def __init__(self, root: str = "main", *, trace_dir: str | os.PathLike | None, **kw: Any):
+        self._ev: list[int] = []
+        self._cm: list[int] = []
+        self._flushed = 0  # events already in the raw file
+        self._end_mark = -1
+        self._suppress = False
+        self.comms: list[dict[str, Any]] = []
+        self.trace_dir = Path(trace_dir) if trace_dir is not None else None
+        self._raw: Path | None = None
+        self._mem: list[np.ndarray] = []
+        self._mem_cm: list[np.ndarray] = []
+        if self.trace_dir is not None:
+            raw = self.trace_dir / RAW_DIR
+            raw.mkdir(parents=True, exist_ok=True)
+            self._raw = raw / f"{socket.gethostname()}-{os.getpid()}"
+            for ext in (".events", ".comms", ".json"):
+                self._raw.with_suffix(ext).unlink(missing_ok=True)
+        self.wall0_ns = time.time_ns()
+        super().__init__(root, **kw)
+        self.mono0_ns = self.started_ns
+        self._ev += (self.started_ns, 0, self.outside)
+
+    # ------------------------------------------------------------ logging
+    def _count(self) -> int:
+        return self._flushed + len(self._ev) // 3
+
+    def flush(self) -> None:
+        """Append the buffered events to the raw files (or the memory list)."""
+        ev, cm = self._ev, self._cm
+        self._ev, self._cm = [], []
+        a = array("q", ev)  # native int64: several times faster than numpy from a list
+        c = array("q", cm)
+        if sys.byteorder != "little":
+            a.byteswap()
+            c.byteswap()
+        self._flushed += len(a) // 3
+        if self._raw is None:
+            self._mem.append(np.frombuffer(a, dtype="<i8"))
+            self._mem_cm.append(np.frombuffer(c, dtype="<i8"))
+            return
+        with open(self._raw.with_suffix(".events"), "ab") as f:
+            a.tofile(f)
+        with open(self._raw.with_suffix(".comms"), "ab") as f:
+            c.tofile(f)
+
+    def event_array(self) -> np.ndarray:
+        """All events so far as an ``(n, 3)`` array (in-memory recorders only)."""
+        self.flush()
+        return np.concatenate(self._mem).astype(np.int64).reshape(-1, 3)
+
+    def comm_array(self) -> np.ndarray:
+        self.flush()
+        return np.concatenate(self._mem_cm).astype(np.int64).reshape(-1, _COMM_COLS)
+
+    # -------------------------------------------------------- transitions
+    def push(self, name: str, kind: str) -> int:
+        # Recorder.push and the log in one call: the hot path
+        stack = self.stack
+        depth = len(stack)
+        now = self.tick()
+        c = self.child(stack[-1], name, kind)
+        self.calls[c] += 1
+        stack.append(c)
+        ev = self._ev
+        ev += (now, depth, c)
+        if len(ev) >= _FLUSH_AT:
+            self.flush()
+        return depth
+
+    def pop(self, depth: int) -> None:
+        stack = self.stack
+        if depth < len(stack) and depth >= 2:  # as Recorder.pop
+            now = self.tick()
+            del stack[depth:]
+            self._ev += (now, depth, -1)
+
+    def start_step(self) -> None:
+        was = self.in_step
+        Recorder.start_step(self)
+        if not was and not self._suppress:
+            self._ev += (self._last, 1, self.stack[1])
+
+    def end_step(self, *, by_optimizer: bool = False) -> None:
+        was = self.in_step
+        Recorder.end_step(self, by_optimizer=by_optimizer)
+        if was:
+            self._ev += (self._last, 1, self.outside)
+            self._end_mark = self._count()
+
+    def _switch_phase(self, name: str, sticky: bool, kind: str = "phase") -> None:
+        Recorder._switch_phase(self, name, sticky, kind)
+        self._ev += (self._last, 2, self.stack[2])
+
+    def _reopen_step(self) -> None:
+        # nothing since the step's end (still buffered): the step goes on in
+        # the trace as in the profile's calls
+        if self._end_mark == self._count() and len(self._ev) >= 3:
+            del self._ev[-3:]
+            self._suppress = True
+        try:
+            Recorder._reopen_step(self)
+        finally:
+            self._suppress = False
+
+    def enter_path(self, k: int, names: tuple[str, ...], kind: str = "module") -> None:
+        old = self.stack[k + 1 :]
+        Recorder.enter_path(self, k, names, kind)
+        new = self.stack[k + 1 :]
+        if not new:
+            keep = k  # the phase itself counted again: left and entered
+        else:
+            keep = 0
+            while keep < len(new) - 1 and keep < len(old) and old[keep] == new[keep]:
+                keep += 1
+            keep += k + 1
+        self._ev += (self._last, keep, self.stack[-1])
+
+    def leaf_here(self, name: str, kind: str) -> int:
+        c = Recorder.leaf_here(self, name, kind)
+        self._ev += (self._last, -1, c)  # at the last transition: never out of order
+        return c
+
+    def finish(self) -> None:
+        Recorder.finish(self)
+        self._ev += (self._last, 0, -1)
+
+    # -------------------------------------------------------- collectives
+    def comm_group(self, name: str, key: str, members: Sequence[int]) -> int:
+        """Register a communicator (a process group); returns its index here."""
+        self.comms.append({"name": name, "key": key, "members": [int(m) for m in members]})
+        return len(self.comms) - 1
+
+    def comm_record(
+        self, ctx: int, kind: str, nbytes: int, n: int, comm: int, where: int, tag: int = 0
+    ) -> None:
+        """The collective just entered as ``ctx``: its communicator, root or peer, tag, bytes."""
+        self._cm += (self._count() - 1, _KIND_CODE.get(kind, -1), comm, where, tag, nbytes, n)
+
+    # ------------------------------------------------------------ closing
+    def close_trace(self, info: dict[str, Any]) -> Path | None:
+        """Write the rest of the events and this rank's description (call after :meth:`finish`)."""
+        self.flush()
+        if self._raw is None:
+            return None
+        desc = {
+            **{k: info[k] for k in ("rank", "world_size", "hostname", "backend") if k in info},
+            "root": self.name[0],
+            "parent": self.parent,
+            "name": self.name,
+            "kind": self.kind,
+            "comms": self.comms,
+            "mono0_ns": self.mono0_ns,
+            "wall0_ns": self.wall0_ns,
+            "events": self._flushed,
+            "program": sys.argv[0] if sys.argv else "",
+            "arguments": sys.argv[1:],
+        }
+        p = self._raw.with_suffix(".json")
+        tmp = p.with_name(f".{p.name}.tmp")
+        tmp.write_text(json.dumps(desc))
+        os.replace(tmp, p)
+        return p
+
+
+# --------------------------------------------------------------- replay
+def _paths(parent: Sequence[int]) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = []
+    for c, p in enumerate(parent):
+        out.append((c,) if p < 0 else out[p] + (c,))  # parents come first
+    return out
+
+
+def replay(parent: Sequence[int], events: np.ndarray) -> Iterator[tuple[str, int]]:
+    """Enter/Leave of the logged events: ``(op, context)`` with op ``"E"``/``"L"``,
+    or ``("t", time)`` before the ones of each event and ``("i", index)`` for its index."""
+    paths = _paths(parent)
+    stack: list[int] = []
+    for i, (t, d, c) in enumerate(events.tolist()):
+        yield "t", t
+        yield "i", i
+        if d < 0:  # entered and left at once, if it nests
+            if c >= 0 and stack and parent[c] == stack[-1]:
+                yield "E", c
+                yield "L", c
+            continue
+        target = paths[c] if c >= 0 else ()
+        keep = min(d, len(stack))
+        if c >= 0:
+            keep = min(keep, len(target) - 1)
+            while keep > 0 and stack[keep - 1] != target[keep - 1]:
+                keep -= 1  # never happens when the log is consistent
+        while len(stack) > keep:
+            yield "L", stack.pop()
+        if c >= 0:
+            for x in target[keep:]:
+                stack.append(x)
+                yield "E", x
+    while stack:
+        yield "L", stack.pop()
+
+
+def sent_received(kind: str, nbytes: int, n: int, is_root: bool) -> tuple[int, int]:
+    """Bytes sent and received by one rank in MPI's sense, from the profile's ``comm_bytes``.
+
+    >>> sent_received("all_gather", 8000, 4, False), sent_received("broadcast", 80, 4, True)
+    ((2000, 8000), (80, 0))
+    """
+    n = max(int(n), 1)
+    if kind in ("all_reduce", "all_to_all"):
+        return nbytes, nbytes
+    if kind == "all_gather":
+        return nbytes // n, nbytes
+    if kind == "reduce_scatter":
+        return nbytes, nbytes // n
+    if kind == "broadcast":
+        return (nbytes, 0) if is_root else (0, nbytes)
+    if kind == "reduce":
+        return nbytes, nbytes if is_root else 0
+    if kind == "gather":
+        return nbytes // n, nbytes if is_root else 0
+    if kind == "scatter":
+        return (nbytes if is_root else 0), nbytes // n
+    return 0, 0
+
+
+# --------------------------------------------------------------- merging
+def raw_descriptions(trace_dir: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
+    """The complete ranks' raw files: ``(stem, description)``, by rank."""
+    raw = Path(trace_dir) / RAW_DIR
+    out = []
+    for p in sorted(raw.glob("*.json")):
+        try:
+            out.append((p.with_suffix(""), json.loads(p.read_text())))
+        except (OSError, ValueError):
+            continue
+    out.sort(key=lambda x: int(x[1].get("rank", 0)))
+    return out
+
+
+def merge_when_complete(trace_dir: str | os.PathLike, *, force: bool = False) -> Path | None:
+    """Write the archive if every rank is done (or ``force``) and no one else does; returns it."""
+    trace_dir = Path(trace_dir)
+    anchor = trace_dir / f"{ARCHIVE}.otf2"
+    raw = trace_dir / RAW_DIR
+    if anchor.exists() or not raw.is_dir():
+        return None
+    ranks = raw_descriptions(trace_dir)
+    if not ranks:
+        return None
+    world = max(int(d.get("world_size", 1)) for _, d in ranks)
+    if len(ranks) < world and not force:
+        return None
+    try:
+        fd = os.open(raw / LOCK, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return None
+    os.close(fd)
+    if len(ranks) < world:
+        log.warning("cctviz: %d of %d ranks in the trace %s", len(ranks), world, trace_dir)
+    write_archive(trace_dir, ranks)
+    for stem, _ in ranks:
+        for ext in (".events", ".comms", ".json"):
+            stem.with_suffix(ext).unlink(missing_ok=True)
+    (raw / LOCK).unlink(missing_ok=True)
+    try:
+        raw.rmdir()
+    except OSError:
+        pass
+    return anchor
+
+
+_ROLE = {
+    "root": "ARTIFICIAL",
+    "step": "LOOP",
+    "phase": "CODE",
+    "region": "CODE",
+    "module": "FUNCTION",
+    "function": "FUNCTION",
+    "op": "FUNCTION",
+    "comm": "FUNCTION",
+}
+_COMM_ROLE = {
+    "all_reduce": "COLL_ALL2ALL",
+    "all_gather": "COLL_ALL2ALL",
+    "reduce_scatter": "COLL_ALL2ALL",
+    "all_to_all": "COLL_ALL2ALL",
+    "broadcast": "COLL_ONE2ALL",
+    "scatter": "COLL_ONE2ALL",
+    "reduce": "COLL_ALL2ONE",
+    "gather": "COLL_ALL2ONE",
+    "barrier": "BARRIER",
+    "send": "POINT2POINT",
+    "recv": "POINT2POINT",
+}
+_COLL_OP = {
+    "all_reduce": "ALLREDUCE",
+    "all_gather": "ALLGATHER",
+    "reduce_scatter": "REDUCE_SCATTER",
+    "all_to_all": "ALLTOALL",
+    "broadcast": "BCAST",
+    "reduce": "REDUCE",
+    "gather": "GATHER",
+    "scatter": "SCATTER",
+    "barrier": "BARRIER",
+}
+
+
+def _comm_kind_of(name: str) -> str | None:
+    base = name.split(" (", 1)[0]
+    return base if base in _COMM_ROLE else None
+
+
+def write_archive(
+    trace_dir: str | os.PathLike, ranks: list[tuple[Path, dict[str, Any]]] | None = None
+) -> Path:
+    """Write ``trace_dir/traces.otf2`` from the ranks' raw files (see the module's docstring)."""
+    require_otf2()
+    import _otf2
+    import otf2
+    from otf2.attribute_list import AttributeList
+    from otf2.enums import (
+        CollectiveOp,
+        GroupType,
+        LocationGroupType,
+        LocationType,
+        Paradigm,
+        ParadigmClass,
+        RegionRole,
+        Type,
+    )
+
+    trace_dir = Path(trace_dir)
+    ranks = raw_descriptions(trace_dir) if ranks is None else ranks
+    hosts = sorted({d.get("hostname", "") for _, d in ranks})
+    shift: dict[str, int] = {}
+    for _, d in ranks:  # several hosts: each host's monotonic clock moved to wall time
+        h = d.get("hostname", "")
+        if h not in shift:
+            shift[h] = int(d["wall0_ns"]) - int(d["mono0_ns"]) if len(hosts) > 1 else 0
+    undefined = 0xFFFFFFFF
+    with otf2.writer.open(str(trace_dir), archive_name=ARCHIVE, timer_resolution=10**9) as w:
+        defs = w.definitions
+        w.creator = "cctviz"
+        defs.paradigm(Paradigm.MPI, "torch.distributed", ParadigmClass.PROCESS)
+        nodes = {h: defs.system_tree_node(h or "localhost", class_name="node") for h in hosts}
+        locs = []
+        for _, d in ranks:
+            r = int(d.get("rank", 0))
+            g = defs.location_group(
+                f"rank {r}",
+                location_group_type=LocationGroupType.PROCESS,
+                system_tree_parent=nodes[d.get("hostname", "")],
+            )
+            locs.append(defs.location(f"rank {r}", type=LocationType.CPU_THREAD, group=g))
+        rank_ids = [int(d.get("rank", 0)) for _, d in ranks]
+        defs.group(  # all ranks: the COMM_LOCATIONS group the communicators index
+            "torch.distributed ranks",
+            group_type=GroupType.COMM_LOCATIONS,
+            paradigm=Paradigm.MPI,
+            members=tuple(locs),
+        )
+        index_of_rank = {r: i for i, r in enumerate(rank_ids)}
+        comms: dict[tuple[str, tuple[int, ...]], Any] = {}
+        bytes_attr = defs.attribute(
+            BYTES_ATTRIBUTE,
+            description="bytes of the call by the nccl-tests rules (cctviz comm_bytes)",
+            type=Type.UINT64,
+        )
+        regions: dict[tuple[str, str], Any] = {}
+
+        def region(name: str, kind: str) -> Any:
+            key = (name, kind)
+            reg = regions.get(key)
+            if reg is None:
+                ck = _comm_kind_of(name) if kind == K_COMM else None
+                role = _COMM_ROLE[ck] if ck else _ROLE.get(kind, "FUNCTION")
+                reg = regions[key] = defs.region(
+                    name,
+                    description=kind,
+                    region_role=getattr(RegionRole, role),
+                    paradigm=Paradigm.MPI if ck else Paradigm.USER,
+                )
+            return reg
+
+        first, last, real = None, None, None
+        for (stem, d), loc in zip(ranks, locs, strict=True):
+            off = shift[d.get("hostname", "")]
+            ev = np.fromfile(stem.with_suffix(".events"), dtype="<i8").reshape(-1, 3).copy()
+            ev[:, 0] = np.maximum.accumulate(ev[:, 0]) + off  # per location: never backwards
+            cm = np.fromfile(stem.with_suffix(".comms"), dtype="<i8").reshape(-1, _COMM_COLS)
+            by_event = {int(row[0]): row for row in cm.tolist()}
+            local_comms = []
+            for c in d.get("comms", []):
+                members = tuple(index_of_rank.get(m, m) for m in c["members"])
+                key = (str(c.get("key", "")), members)
+                if key not in comms:
+                    grp = defs.group(
+                        c["name"],
+                        group_type=GroupType.COMM_GROUP,
+                        paradigm=Paradigm.MPI,
+                        members=members,
+                    )
+                    comms[key] = defs.comm(c["name"], group=grp)
+                local_comms.append(comms[key])
+            parent, names, kinds = d["parent"], d["name"], d["kind"]
+            refs = [region(nm, k)._ref for nm, k in zip(names, kinds, strict=True)]
+            ew = w.event_writer_from_location(loc)
+            h = ew.handle
+            n_events = 0
+            t = int(ev[0, 0]) if len(ev) else off
+            program = str(d.get("program", "")) or str(d.get("root", ""))
+            ew.program_begin(t, program, [str(a) for a in d.get("arguments", [])])
+            open_comm: dict[int, list[Any]] = {}
+            pending = None
+            for op, x in replay(parent, ev):
+                if op == "t":
+                    t = x
+                    continue
+                if op == "i":
+                    pending = by_event.get(x)
+                    continue
+                if op == "E":
+                    _otf2.EvtWriter_Enter(h, None, t, refs[x])
+                    n_events += 1
+                    if pending is not None and kinds[x] == K_COMM:
+                        open_comm.setdefault(x, []).append(pending)
+                        kind = COMM_KINDS[pending[1]] if pending[1] >= 0 else ""
+                        if kind in _COLL_OP:
+                            _otf2.EvtWriter_MpiCollectiveBegin(h, None, t)
+                            n_events += 1
+                        pending = None
+                    continue
+                # leave
+                recs = open_comm.get(x)
+                if recs:
+                    _, code, ci, where, tag, nbytes, n = recs.pop()
+                    kind = COMM_KINDS[code] if code >= 0 else ""
+                    comm = local_comms[ci]
+                    if kind in _COLL_OP:
+                        rooted = kind in ("broadcast", "reduce", "gather", "scatter")
+                        me = comm.group.members.index(loc) if loc in comm.group.members else -1
+                        sent, recv = sent_received(kind, nbytes, n, rooted and where == me)
+                        al = AttributeList(defs, {bytes_attr: int(nbytes)})
+                        _otf2.EvtWriter_MpiCollectiveEnd(
+                            h,
+                            al._handle,
+                            t,
+                            getattr(CollectiveOp, _COLL_OP[kind]),
+                            comm._ref,
+                            where if rooted and where >= 0 else undefined,
+                            sent,
+                            recv,
+                        )
+                        al.close()
+                        n_events += 1
+                    elif kind in ("send", "recv"):
+                        peer = where if where >= 0 else undefined
+                        writer = (
+                            _otf2.EvtWriter_MpiSend if kind == "send" else _otf2.EvtWriter_MpiRecv
+                        )
+                        writer(h, None, t, peer, comm._ref, tag, int(nbytes))
+                        n_events += 1
+                _otf2.EvtWriter_Leave(h, None, t, refs[x])
+                n_events += 1
+            ew.program_end(t, 0)
+            loc._number_of_events_written += n_events
+            if len(ev):
+                lo, hi = int(ev[0, 0]), int(ev[-1, 0])
+                if first is None or lo < first:
+                    first = lo
+                    real = (lo - off + int(d["wall0_ns"]) - int(d["mono0_ns"])) / 1e9
+                last = hi if last is None else max(last, hi)
+        if first is not None:
+            w._update_timestamps(first)
+            w._update_timestamps(last)
+            w._realtime_timestamp = real
+    return trace_dir / f"{ARCHIVE}.otf2"
