@@ -103,6 +103,10 @@ from . import progress_bar, register
 
 ANCHOR = "traces.otf2"
 ROOT = "(program)"  # the roots' name until the program's name is known
+#: the context kinds `cctviz run --trace` writes as region descriptions
+#: (cctviz/runtime/trace.py): a "comm" region is the collective itself, a
+#: "root" region the program's own root
+RUNTIME_KINDS = frozenset({"root", "step", "phase", "module", "comm", "op", "region", "function"})
 MAGIC = b"OTF2"
 BATCH = 1 << 16  # events per ReadEvents call
 METRICS_UNITS = {
@@ -213,6 +217,9 @@ class _Archive:
         for r in regions:
             self.region_name[r._ref] = r.name
             self.region_kind[r._ref] = "function" if r.region_role == fn else "region"
+            # a trace `cctviz run --trace` wrote: the description is the context's kind
+            if getattr(r, "description", None) in RUNTIME_KINDS:
+                self.region_kind[r._ref] = r.description
             self.region_paradigm[r._ref] = _ename(r.paradigm)
             self.region_role[r._ref] = _ename(r.region_role)
         self.comm_size: dict[int, int] = {}
@@ -568,6 +575,30 @@ def _location_tree(
     metrics: dict[str, np.ndarray] = {}
     n_leaf = 0
     comm_cols: dict[str, np.ndarray] = {}
+    absorbed = np.zeros(0, dtype=bool)
+    pre: dict[str, np.ndarray] = {}  # comm metrics of the collective regions themselves
+    if n_c:
+        at_all = _at(nest["after"], c_pos)
+        # in a region that is the collective itself (a cctviz trace's "comm" context),
+        # the record's bytes and time are that region's: no leaf below it
+        absorbed = node_kind[at_all] == "comm"
+    if n_c and absorbed.any():
+        a_at = at_all[absorbed]
+        for col, src in (("comm_bytes", st.c_bytes), ("bus_bytes", st.c_bus)):
+            v = np.frombuffer(src, dtype=np.float64)[absorbed]
+            pre[col] = np.bincount(a_at, weights=v, minlength=n_ctx).astype(np.float64)
+        t0a = np.frombuffer(st.c_t0, dtype=np.int64)[absorbed]
+        t1a = np.frombuffer(st.c_t1, dtype=np.int64)[absorbed]
+        da = np.where(t0a >= 0, (t1a - t0a).astype(np.float64), 0.0)
+        pre["comm_time"] = np.bincount(a_at, weights=da, minlength=n_ctx) * ns_per_tick
+        keep = ~absorbed
+        c_pos = c_pos[keep]
+        n_c = c_pos.shape[0]
+        st.c_name = np.frombuffer(st.c_name, dtype=np.int64)[keep].tobytes()
+        st.c_bytes = np.frombuffer(st.c_bytes, dtype=np.float64)[keep].tobytes()
+        st.c_bus = np.frombuffer(st.c_bus, dtype=np.float64)[keep].tobytes()
+        st.c_t0 = np.frombuffer(st.c_t0, dtype=np.int64)[keep].tobytes()
+        st.c_t1 = np.frombuffer(st.c_t1, dtype=np.int64)[keep].tobytes()
     if n_c:
         at = _at(nest["after"], c_pos)
         code = np.frombuffer(st.c_name, dtype=np.int64)
@@ -608,6 +639,11 @@ def _location_tree(
             ),
         }
     total = n_ctx + n_leaf
+    for col, v in pre.items():
+        if col in metrics:
+            metrics[col][:n_ctx] += v
+        else:
+            metrics[col] = np.concatenate([v, np.zeros(n_leaf)])
     excl = np.zeros(total)
     excl[:n_ctx] = incl - child
     excl[0] = incl[0] - top_inc
@@ -658,6 +694,21 @@ def _location_tree(
         },
     )
     return tree, {"unclosed": nest["unclosed"], "events": int(region.shape[0])}
+
+
+def _own_root(tree: Tree) -> Tree | None:
+    """A location whose events sit in one region of kind "root" (a cctviz
+    trace: the profile's own root context) gets that region as its root,
+    not one more above it; None otherwise."""
+    parent = np.asarray(tree.parent)
+    top = np.flatnonzero(parent == 0)
+    if (
+        top.size != 1
+        or "kind" not in tree.nodes.columns
+        or tree.nodes["kind"].iat[top[0]] != "root"
+    ):
+        return None
+    return tree.focus(int(top[0]))
 
 
 def _rename_root(tree: Tree, name: str) -> Tree:
@@ -811,7 +862,7 @@ def _read(anchor: Path, reader: Any, otf2: Any, _otf2: Any, progress: bool | Non
         except Exception:  # noqa: BLE001
             pass
     root = program or anchor.stem
-    trees = [_rename_root(t, root) for t in trees]
+    trees = [_own_root(t) or _rename_root(t, root) for t in trees]
     meta: dict[str, Any] = {
         "otf2": {"events": n_events, "unclosed": unclosed, "timer_resolution": res},
         "world_size": arc.world_size,

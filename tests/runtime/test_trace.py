@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -337,3 +338,27 @@ def test_batches_on_disk_make_one_archive(monkeypatch, tmp_path):
     assert paths[("job", "(outside steps)")]["calls"] == rec.calls[rec.outside] == 51
     assert t["_locations"] == [("rank 0", "rank 0")]
     assert trace_mod.merge_when_complete(tmp_path) is None  # written once
+
+
+@pytest.mark.parametrize("fixture", ["traced_ddp", "traced_collectives"])
+def test_round_trip_through_the_otf2_reader(fixture, request):
+    """cctviz.read(the trace) gives the profile's tree back: the same call paths,
+    and per rank the same calls, bytes and exclusive times (the trace keeps the
+    profile's own clock at 1 ns: equal, within the timer's resolution)."""
+    import numpy as np
+    import pandas as pd
+
+    out, trace = request.getfixturevalue(fixture)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prof = cctviz.read(out)
+        tr = cctviz.read(trace, format="otf2")
+    assert tr.n_profiles == prof.n_profiles and tr.meta["otf2"]["timer_resolution"] == 1e9
+    a = pd.Series(np.arange(len(tr.tree)), index=tr.tree.callpaths.to_numpy())
+    b = pd.Series(np.arange(len(prof.tree)), index=prof.tree.callpaths.to_numpy())
+    assert set(a.index) == set(b.index)
+    ia, ib = a[b.index].to_numpy(), b.to_numpy()
+    assert (tr.tree.nodes["kind"].to_numpy()[ia] == prof.tree.nodes["kind"].to_numpy()[ib]).all()
+    for metric in ("calls", "comm_bytes"):
+        assert np.array_equal(tr.values(metric)[ia], prof.values(metric)[ib]), metric
+    assert np.abs(tr.values("time")[ia] - prof.values("time")[ib]).max() <= 1.0  # ns
