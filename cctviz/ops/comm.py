@@ -72,3 +72,49 @@ def bandwidth(
 
 
 __all__ = ["bandwidth"]
+
+
+def by_context(data: Tree | Ensemble) -> pd.DataFrame:
+    """Communication by code context: one row per communication leaf (``kind``
+    "comm": a collective or a point-to-point call) of any profile that has them
+    (the runtime's, Kineto traces, OTF2 traces), with the context that issued it
+    (its call path above the leaf), the operation, calls, MB (1e6 bytes) and ms,
+    and the bandwidths; for an Ensemble, means over its profiles.
+
+    >>> import cctviz
+    >>> t = cctviz.Tree.from_parents([-1, 0, 1], ["main", "solve", "send"],
+    ...     {"calls": [1, 1, 4], "comm_bytes": [0, 0, 4e6], "bus_bytes": [0, 0, 4e6],
+    ...      "comm_time": [0, 0, 2e6]},
+    ...     meta={"units": {"comm_bytes": "B", "bus_bytes": "B", "comm_time": "ns"}})
+    >>> t.nodes["kind"] = ["function", "function", "comm"]
+    >>> by_context(t)[["context", "operation", "calls", "MB", "ms"]].to_dict("records")
+    [{'context': 'main/solve', 'operation': 'send', 'calls': 4.0, 'MB': 4.0, 'ms': 2.0}]
+    """
+    tree = data.tree if isinstance(data, Ensemble) else data
+    cols = ["context", "operation", "calls", "MB", "ms", "algbw GB/s", "busbw GB/s"]
+    if "kind" not in tree.nodes.columns or "comm_bytes" not in tree.metrics.columns:
+        return pd.DataFrame(columns=cols)
+    ids = np.flatnonzero(tree.nodes["kind"].astype(str).to_numpy() == "comm")
+    units = tree.units
+    m = tree.metrics
+    to_mb = U.factor(units.get("comm_bytes", "B"), "MB")
+    has_time = "comm_time" in m.columns and U.dimension(units.get("comm_time")) == "time"
+    bw = bandwidth(tree, inclusive=False) if has_time else None
+    paths = tree.callpaths.to_numpy()
+    out = pd.DataFrame(
+        {
+            "context": [p.rsplit("/", 1)[0] for p in paths[ids]],
+            "operation": np.asarray(tree.names, dtype=object)[ids],
+            "calls": m["calls"].to_numpy(dtype=float)[ids] if "calls" in m.columns else np.nan,
+            "MB": m["comm_bytes"].to_numpy(dtype=float)[ids] * to_mb,
+            "ms": (
+                m["comm_time"].to_numpy(dtype=float)[ids] * U.factor(units["comm_time"], "ms")
+                if has_time
+                else np.nan
+            ),
+            "algbw GB/s": bw["algbw"].to_numpy()[ids] if bw is not None else np.nan,
+            "busbw GB/s": bw["busbw"].to_numpy()[ids] if bw is not None else np.nan,
+        },
+        index=pd.Index(ids, name="node"),
+    )
+    return out[cols]

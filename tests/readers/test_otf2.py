@@ -263,3 +263,15 @@ def test_other_formats_are_refused():
         PP / "traces.def",
     ):
         assert_wrong_format_rejected(other, "otf2")
+
+
+def test_communication_by_context_of_the_score_p_trace():
+    """cctviz.ops.comm.by_context on the ping-pong: 8 sends and 8 receives of
+    4,177,920 B per rank in all, under MPI_Send and MPI_Recv of main."""
+    from cctviz.ops.comm import by_context
+
+    t = by_context(cctviz.read(DATA / "pipit" / "ping-pong-otf2")).set_index("operation")
+    assert t.loc["send", "context"].endswith("/MPI_Send") and t.loc["recv", "context"].endswith(
+        "/MPI_Recv"
+    )
+    assert (t["calls"] == 8).all() and np.allclose(t["MB"], 4.17792)
