@@ -106,6 +106,7 @@ from typing import Any
 
 import numpy as np
 
+from ..model.collectives import KINDS
 from .recorder import K_COMM, Recorder
 
 log = logging.getLogger("cctviz.runtime")
@@ -118,20 +119,8 @@ ARCHIVE = "traces"
 LOCK = "merge.lock"
 #: the attribute with the profile's bytes of a collective call
 BYTES_ATTRIBUTE = "cctviz::comm_bytes"
-#: comm kinds in the raw files
-COMM_KINDS = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-    "broadcast",
-    "reduce",
-    "gather",
-    "scatter",
-    "send",
-    "recv",
-    "barrier",
-)
+#: comm kinds in the raw files (their codes: positions in the model's list)
+COMM_KINDS = KINDS
 _KIND_CODE = {k: i for i, k in enumerate(COMM_KINDS)}
 _COMM_COLS = 7  # event index, kind, comm, root/peer, tag, bytes, group size
 
