@@ -22,7 +22,7 @@ import pandas as pd
 
 from .model import units
 from .model.ensemble import Ensemble
-from .ops.comm import bandwidth
+from .ops.comm import by_context
 from .ops.text import short_path
 from .readers import read, read_ensemble
 
@@ -64,29 +64,13 @@ def comm_by_module(ens: Ensemble) -> pd.DataFrame:
     """
     tree = ens.tree
     steps = float(ens.profiles["steps"].fillna(0).mean()) or 1.0
-    f = tree.frame
-    comm = f.index[(f["kind"] == "comm").to_numpy()]
-    to_ms = units.factor(tree.units["comm_time"], "ms")
-    to_mb = units.factor(tree.units.get("comm_bytes", "B"), "MB")
-    bw = bandwidth(tree, inclusive=False)
-    rows = []
-    for i in comm:
-        path = tree.path(int(i))
-        if path[1] != "step":
-            continue
-        m = tree.metrics.loc[i]
-        rows.append(
-            {
-                "context": "/".join(path[2:-1]),
-                "kind": path[-1],
-                "calls": m["calls"] / steps,
-                "MB": m["comm_bytes"] / steps * to_mb,
-                "ms": m["comm_time"] / steps * to_ms,
-                "algbw GB/s": bw.loc[i, "algbw"],
-                "busbw GB/s": bw.loc[i, "busbw"],
-            }
-        )
-    return pd.DataFrame(rows)
+    t = by_context(ens)  # per profiled run: sums over the steps
+    paths = [tree.path(int(i)) for i in t.index]
+    keep = [p[1] == "step" for p in paths]
+    t = t[keep].rename(columns={"operation": "kind"})
+    t["context"] = ["/".join(p[2:-1]) for p, k in zip(paths, keep) if k]
+    t[["calls", "MB", "ms"]] = t[["calls", "MB", "ms"]] / steps
+    return t.reset_index(drop=True)
 
 
 def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dict[str, Path]:

@@ -326,3 +326,19 @@ def sorted_unique(a: np.ndarray, return_inverse: bool = False):
     inv = np.empty(a.size, dtype=np.int64)
     inv[order] = np.cumsum(first) - 1
     return uniq, inv
+
+
+def own_from_inclusive(parent: np.ndarray, inclusive: np.ndarray) -> np.ndarray:
+    """Own (exclusive) values of an additive metric from its inclusive ones: each
+    row minus its children's rows (``parent`` indexes rows; -1 for a root).
+    ``inclusive`` may be 2-D (nodes x profiles).
+
+    >>> own_from_inclusive(np.array([-1, 0, 0]), np.array([10.0, 3.0, 4.0])).tolist()
+    [3.0, 3.0, 4.0]
+    """
+    inclusive = np.asarray(inclusive, dtype=np.float64)
+    parent = np.asarray(parent)
+    nonroot = parent >= 0
+    child_sum = np.zeros_like(inclusive)
+    np.add.at(child_sum, parent[nonroot], inclusive[nonroot])
+    return inclusive - child_sum

@@ -25,7 +25,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ._algo import AGGREGATIONS, accumulate_up, combine_at, level_order, preorder_permutation
+from ._algo import (
+    AGGREGATIONS,
+    accumulate_up,
+    level_order,
+    own_from_inclusive,
+    preorder_permutation,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .nodeset import NodeSet
@@ -519,11 +525,7 @@ class Tree:
         inclusive = np.asarray(inclusive, dtype=np.float64)
         if rule != "sum":
             return inclusive.copy()
-        child_sum = np.zeros_like(inclusive)
-        par = self.parent
-        nonroot = par >= 0
-        combine_at(child_sum, par[nonroot], inclusive[nonroot])
-        return inclusive - child_sum
+        return own_from_inclusive(self.parent, inclusive)
 
     def _with_exclusive(self, name: str, values: np.ndarray) -> Tree:
         exc = self._exc.copy()

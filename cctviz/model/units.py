@@ -29,6 +29,11 @@ TIME: dict[str, float] = {u: 10.0**e for u, e in _TIME_EXP.items()}
 BYTES: dict[str, float] = {u: 10.0**e for u, e in _BYTES_EXP.items()}
 
 _ALIASES: dict[str, str] = {
+    # counts, as profilers spell them (CUBE's "occ", OTF2/PAPI's "#")
+    "#": "count",
+    "occ": "count",
+    "counts": "count",
+    "occurrences": "count",
     "sec": "s",
     "secs": "s",
     "second": "s",

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..model import units as _units
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 
@@ -214,30 +215,35 @@ def wait_transfer(
         )
     )
     return WaitTransfer(
-        table=table, ensemble=_with_metrics(ens, metric, {WAIT: wait, TRANSFER: xfer, LATE: late})
+        table=table,
+        ensemble=_with_metrics(
+            ens,
+            {
+                m: (v, ens.tree.unit(metric), "sum")
+                for m, v in ((WAIT, wait), (TRANSFER, xfer), (LATE, late))
+            },
+        ),
     )
 
 
-def _with_metrics(
-    ens: Ensemble,
-    like: str | None,
-    dense: dict[str, np.ndarray],
-    rule: str = "sum",
-    unit: str | None = None,
-) -> Ensemble:
-    """``ens`` with more exclusive metrics (dense nodes x profiles) in the unit of
-    ``like`` (or ``unit``), combined by ``rule``."""
+def _with_metrics(ens: Ensemble, new: dict[str, tuple[np.ndarray, str | None, str]]) -> Ensemble:
+    """``ens`` with more exclusive metrics, built once: ``{name: (dense nodes x
+    profiles values, unit or None, aggregation rule)}``."""
     rows = ens.rows.copy()
     node = rows["node"].to_numpy()
     prof = rows["profile"].to_numpy()
-    for name, values in dense.items():
-        rows[name] = values[node, prof]
     meta = dict(ens.meta)
-    unit = unit or (ens.tree.unit(like) if like else None)
-    if unit:
-        meta["units"] = {**meta.get("units", {}), **dict.fromkeys(dense, unit)}
-    if rule != "sum":
-        meta["aggregation"] = {**meta.get("aggregation", {}), **dict.fromkeys(dense, rule)}
+    units = dict(meta.get("units", {}))
+    rules = dict(meta.get("aggregation", {}))
+    for name, (values, unit, rule) in new.items():
+        rows[name] = values[node, prof]
+        if unit:
+            units[name] = unit
+        if rule != "sum":
+            rules[name] = rule
+    meta["units"] = units
+    if rules:
+        meta["aggregation"] = rules
     structure = Tree(ens.tree.nodes.copy(), None, {**ens.tree.meta, **meta}, _trusted=True)
     return Ensemble(structure, rows, ens.profiles, meta)
 
@@ -312,7 +318,7 @@ def annotate(
         else np.ones(ens.n_profiles)
     )
     unit_t = ens.tree.unit("comm_time") or "s"
-    to_unit = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}.get(unit_t, 1.0)
+    to_unit = _units.factor("s", unit_t)
     n = len(tree)
     node_pred = {k: np.zeros(n) for k in ("calls", "bytes", "time")}
     matched: dict[tuple[str, str], list[int]] = {}
@@ -328,19 +334,22 @@ def annotate(
             node_pred["calls"][i] = row["calls"]
             node_pred["bytes"][i] = row["bytes"]
             node_pred["time"][i] = row["time"] * to_unit
-    dense = {
-        CALLS_PRED: node_pred["calls"][:, None] * steps[None, :],
-        BYTES_PRED: node_pred["bytes"][:, None] * steps[None, :],
-        TIME_PRED: node_pred["time"][:, None] * steps[None, :],
-    }
-    annotated = _with_metrics(ens, "comm_time", {TIME_PRED: dense[TIME_PRED]})
-    annotated = _with_metrics(annotated, "comm_bytes", {BYTES_PRED: dense[BYTES_PRED]})
-    annotated = _with_metrics(annotated, "calls", {CALLS_PRED: dense[CALLS_PRED]})
-
     mem = memory(model, parallel, optimizer=optimizer, precision=precision)
     on_step = np.array([len(p) == 2 and p[1] == STEP for p in paths])
-    mem_dense = np.where(on_step[:, None], float(mem.total), np.nan) * np.ones((1, ens.n_profiles))
-    annotated = _with_metrics(annotated, None, {MEM_PRED: mem_dense}, rule="max", unit="B")
+    per_rank = steps[None, :]
+    annotated = _with_metrics(
+        ens,
+        {
+            TIME_PRED: (node_pred["time"][:, None] * per_rank, unit_t, "sum"),
+            BYTES_PRED: (node_pred["bytes"][:, None] * per_rank, tree.unit("comm_bytes"), "sum"),
+            CALLS_PRED: (node_pred["calls"][:, None] * per_rank, tree.unit("calls"), "sum"),
+            MEM_PRED: (
+                np.where(on_step[:, None], float(mem.total), np.nan) * np.ones_like(per_rank),
+                "B",
+                "max",
+            ),
+        },
+    )
 
     # the table: measured per step (mean over the live ranks) beside predicted
     live = np.asarray(ens.live, dtype=bool) & (steps > 0)
@@ -393,8 +402,7 @@ def fit_interconnect(ens: Ensemble, *, name: str = "fitted") -> Any:
     t = wt.table
     if t.empty:
         raise ValueError("fit_interconnect: the run has no collectives")
-    unit = ens.tree.unit("comm_time") or "s"
-    to_s = 1.0 / {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}.get(unit, 1.0)
+    to_s = _units.factor(ens.tree.unit("comm_time") or "s", "s")
     nodes = t["node"].to_numpy(dtype=np.int64)
     live = np.asarray(ens.live, dtype=bool)
     size = np.nanmean(np.where(live, ens.values("comm_bytes"), np.nan)[nodes], axis=1)

@@ -41,7 +41,6 @@ _PROFILE_META = (
     "strategy",
     "mode",
     "steps",
-    "bucket_bytes",
 )
 #: what the runtime records of the model, the same on every rank: kept in the
 #: ensemble's meta for the performance models (cctviz.perfmodel)

@@ -89,6 +89,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
+from ..model._algo import own_from_inclusive
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from ..model.units import canonical
@@ -124,7 +125,6 @@ _SCALAR = {
     "UNSIGNED SHORT INT",
 }
 _RULE = {"MINDOUBLE": "min", "MAXDOUBLE": "max"}
-_UNITS = {"sec": "s", "bytes": "B", "occ": "count", "#": "count"}
 _COMM_ROLES = {
     "point2point",
     "all2all",
@@ -340,13 +340,6 @@ def _dense(path: Path, cube: Any, metric: Any, pos: np.ndarray, n_loc: int) -> n
     return out
 
 
-def _child_sum(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(values)
-    nonroot = parent >= 0
-    np.add.at(out, parent[nonroot], values[nonroot])
-    return out
-
-
 @register("cube", _sniff, "CUBE4 profile (.cubex) from Score-P or Scalasca")
 def read_cube(path: Path) -> Ensemble:
     """Read a CUBE4 ``.cubex`` profile into an Ensemble (one profile per location).
@@ -420,7 +413,7 @@ def _read(path: Path, cube: Any) -> Ensemble:
         rule = _RULE.get(dtype, "sum")
         rules[m.name] = rule
         u = (m.units or "").strip()
-        unit = _UNITS.get(u, canonical(u))
+        unit = canonical(u)
         if unit:
             units[m.name] = unit
         info[m.name] = {
@@ -437,7 +430,7 @@ def _read(path: Path, cube: Any) -> Ensemble:
         else:
             d = d[np.argsort(order)]  # rows in tree position order
             if m.metric_type == "INCLUSIVE" and rule == "sum":
-                d = d - _child_sum(parent, d)
+                d = own_from_inclusive(parent, d)
         values[m.name] = d
     if skipped:
         warnings.warn(

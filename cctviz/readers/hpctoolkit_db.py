@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
+from ..model._algo import own_from_inclusive
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
@@ -164,6 +165,7 @@ def read_hpctoolkit_db(path: Path) -> Ensemble:
     rows_v: list[np.ndarray] = []
     prof_rows: list[dict[str, Any]] = []
     n_nodes = ids.size
+    is_root = parent < 0
     summary: dict[str, dict[str, float]] = {}
     for k in range(len(prof_db.info)):
         where = f"profile {k}"
@@ -185,14 +187,14 @@ def read_hpctoolkit_db(path: Path) -> Ensemble:
         node = np.where(listed, order[np.minimum(pos, sorted_ids.size - 1)], -1)
         vals = np.zeros((n_nodes, len(specs)))
         for j, (col, metric_id, inclusive, point) in enumerate(specs):
-            sel = (mid == metric_id) & listed
-            np.add.at(vals[:, j], node[sel], v[sel])
-            total = float(v[(mid == metric_id) & (c == 0)].sum())
+            of_metric = mid == metric_id
+            sel = of_metric & listed
+            vals[:, j] = np.bincount(node[sel], weights=v[sel], minlength=n_nodes)
+            total = float(v[of_metric & (c == 0)].sum())
             if inclusive:
                 inc = vals[:, j].copy()
-                has_parent = parent >= 0
-                np.subtract.at(vals[:, j], parent[has_parent], inc[has_parent])
-                roots_total = float(inc[parent < 0].sum())
+                vals[:, j] = own_from_inclusive(parent, inc)
+                roots_total = float(inc[is_root].sum())
                 _agree(
                     prof_db,
                     roots_total,

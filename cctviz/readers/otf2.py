@@ -232,6 +232,7 @@ class _Archive:
             self.comm_size[c._ref] = n
             self.comm_name[c._ref] = c.name
         self.strings = defs.strings
+        self.op_names = _op_names()
         # MPI ranks: positions in the MPI COMM_LOCATIONS group
         self.mpi_rank: dict[int, int] = {}
         for g in defs.groups:
@@ -281,38 +282,38 @@ def _mode(member: Any) -> tuple[str, str]:
 
 
 def _unit(member: Any) -> str | None:
-    u = str(member.unit or "").strip()
-    if u in ("#", "", "count", "counts"):
-        return "count" if u != "" else None
-    return canonical(u)
+    return canonical(member.unit or "")
 
 
-def _callbacks(st: _Location, arc: _Archive, names: dict[str, int]) -> dict[str, Callable]:
+def _callbacks(
+    st: _Location, arc: _Archive, names: dict[tuple[str, str, int], int]
+) -> dict[str, Callable]:
     """The event callbacks of one location, appending to ``st``'s columns."""
     el_region, el_time = st.el_region, st.el_time
     c_pos, c_name, c_bytes, c_bus = st.c_pos, st.c_name, st.c_bytes, st.c_bus
     c_t0, c_t1 = st.c_t0, st.c_t1
     add_r, add_t = el_region.append, el_time.append
     comm_size, world = arc.comm_size, arc.world_size
-    op_names = _op_names()
+    op_names = arc.op_names
 
-    def name_code(kind: str, n: int) -> int:
+    def leaf_code(kind: str, n: int) -> int:
         nm = (
             kind
             if (world is None or n == world or kind in ("send", "recv"))
             else f"{kind} ({n} ranks)"
         )
-        code = names.get(nm)
+        key = (nm, kind, n)
+        code = names.get(key)
         if code is None:
-            code = names[nm] = len(names)
+            code = names[key] = len(names)
         return code
 
     def comm(pos: int, kind: str, comm_ref: int, nbytes: float, t0: int, t1: int) -> int:
         n = comm_size.get(comm_ref, 0)
         c_pos.append(pos)
-        c_name.append(name_code(kind, n) * 4096 + min(n, 4095))
+        c_name.append(leaf_code(kind, n))
         c_bytes.append(nbytes)
-        c_bus.append(nbytes * bus_factor(kind, n) if kind in ("send", "recv") or n else 0.0)
+        c_bus.append(nbytes * bus_factor(kind, n))
         c_t0.append(t0)
         c_t1.append(t1)
         return len(c_pos) - 1
@@ -536,7 +537,7 @@ def _location_tree(
     where: str,
     st: _Location,
     arc: _Archive,
-    names: list[str],
+    names: list[tuple[str, str, int]],
     root_name: str,
     ns_per_tick: float,
 ) -> tuple[Tree, dict[str, int]]:
@@ -575,48 +576,46 @@ def _location_tree(
     metrics: dict[str, np.ndarray] = {}
     n_leaf = 0
     comm_cols: dict[str, np.ndarray] = {}
-    absorbed = np.zeros(0, dtype=bool)
     pre: dict[str, np.ndarray] = {}  # comm metrics of the collective regions themselves
+
+    def column(buf: Any, dtype: Any) -> np.ndarray:
+        return np.frombuffer(buf, dtype=dtype) if len(buf) else np.zeros(0, dtype)
+
+    code, cb, cbus = (
+        column(st.c_name, np.int64),
+        column(st.c_bytes, np.float64),
+        column(st.c_bus, np.float64),
+    )
+    t0, t1 = column(st.c_t0, np.int64), column(st.c_t1, np.int64)
     if n_c:
         at_all = _at(nest["after"], c_pos)
         # in a region that is the collective itself (a cctviz trace's "comm" context),
         # the record's bytes and time are that region's: no leaf below it
         absorbed = node_kind[at_all] == "comm"
-    if n_c and absorbed.any():
-        a_at = at_all[absorbed]
-        for col, src in (("comm_bytes", st.c_bytes), ("bus_bytes", st.c_bus)):
-            v = np.frombuffer(src, dtype=np.float64)[absorbed]
-            pre[col] = np.bincount(a_at, weights=v, minlength=n_ctx).astype(np.float64)
-        t0a = np.frombuffer(st.c_t0, dtype=np.int64)[absorbed]
-        t1a = np.frombuffer(st.c_t1, dtype=np.int64)[absorbed]
-        da = np.where(t0a >= 0, (t1a - t0a).astype(np.float64), 0.0)
-        pre["comm_time"] = np.bincount(a_at, weights=da, minlength=n_ctx) * ns_per_tick
-        keep = ~absorbed
-        c_pos = c_pos[keep]
-        n_c = c_pos.shape[0]
-        st.c_name = np.frombuffer(st.c_name, dtype=np.int64)[keep].tobytes()
-        st.c_bytes = np.frombuffer(st.c_bytes, dtype=np.float64)[keep].tobytes()
-        st.c_bus = np.frombuffer(st.c_bus, dtype=np.float64)[keep].tobytes()
-        st.c_t0 = np.frombuffer(st.c_t0, dtype=np.int64)[keep].tobytes()
-        st.c_t1 = np.frombuffer(st.c_t1, dtype=np.int64)[keep].tobytes()
+        if absorbed.any():
+            a_at = at_all[absorbed]
+            pre["comm_bytes"] = np.bincount(a_at, weights=cb[absorbed], minlength=n_ctx)
+            pre["bus_bytes"] = np.bincount(a_at, weights=cbus[absorbed], minlength=n_ctx)
+            ta, tb = t0[absorbed], t1[absorbed]
+            da = np.where(ta >= 0, (tb - ta).astype(np.float64), 0.0)
+            pre["comm_time"] = np.bincount(a_at, weights=da, minlength=n_ctx) * ns_per_tick
+            keep = ~absorbed
+            c_pos, code, cb, cbus, t0, t1 = (x[keep] for x in (c_pos, code, cb, cbus, t0, t1))
+            n_c = c_pos.shape[0]
     if n_c:
         at = _at(nest["after"], c_pos)
-        code = np.frombuffer(st.c_name, dtype=np.int64)
         key = at * (int(code.max()) + 1) + code
         uniq, first_i, leaf = np.unique(key, return_index=True, return_inverse=True)
         n_leaf = uniq.shape[0]
         leaf_id = n_ctx + leaf
         parents.append(at[first_i])
         ucode = code[first_i]
-        node_name = np.concatenate([node_name, np.asarray(names, dtype=object)[ucode // 4096]])
+        leaf_name, leaf_kind, leaf_n = (np.asarray(x, dtype=object) for x in zip(*names))
+        node_name = np.concatenate([node_name, leaf_name[ucode]])
         node_kind = np.concatenate([node_kind, np.full(n_leaf, "comm", dtype=object)])
         paradigm = np.concatenate([paradigm, np.full(n_leaf, "MPI", dtype=object)])
         role = np.concatenate([role, np.full(n_leaf, "", dtype=object)])
         total = n_ctx + n_leaf
-        cb = np.frombuffer(st.c_bytes, dtype=np.float64)
-        cbus = np.frombuffer(st.c_bus, dtype=np.float64)
-        t0 = np.frombuffer(st.c_t0, dtype=np.int64)
-        t1 = np.frombuffer(st.c_t1, dtype=np.int64)
         # blocking point-to-point: the region around it (its Enter's visit)
         dur = (t1 - t0).astype(np.float64)
         blocking = t0 < 0
@@ -629,13 +628,10 @@ def _location_tree(
         metrics["bus_bytes"] = np.bincount(leaf_id, weights=cbus, minlength=total)
         metrics["comm_time"] = np.bincount(leaf_id, weights=dur, minlength=total) * ns_per_tick
         calls_leaf = np.bincount(leaf_id, minlength=total).astype(np.float64)
-        kinds = np.asarray([names[c].split(" (")[0] for c in range(len(names))], dtype=object)
         comm_cols = {
-            "collective": np.concatenate(
-                [np.full(n_ctx, None, dtype=object), kinds[ucode // 4096]]
-            ),
+            "collective": np.concatenate([np.full(n_ctx, None, dtype=object), leaf_kind[ucode]]),
             "group_size": np.concatenate(
-                [np.full(n_ctx, np.nan), (ucode % 4096).astype(np.float64)]
+                [np.full(n_ctx, np.nan), leaf_n[ucode].astype(np.float64)]
             ),
         }
     total = n_ctx + n_leaf
@@ -799,7 +795,7 @@ def _read(anchor: Path, reader: Any, otf2: Any, _otf2: Any, progress: bool | Non
         _otf2.Reader_OpenEvtFiles(handle)
     except Exception as e:  # noqa: BLE001
         raise ProfileError(anchor, f"cannot open the event files: {e}") from e
-    names: dict[str, int] = {}
+    names: dict[tuple[str, str, int], int] = {}  # comm leaves: (name, kind, group size)
     trees: list[Tree] = []
     rows: list[dict[str, Any]] = []
     unclosed = 0

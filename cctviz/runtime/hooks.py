@@ -557,10 +557,11 @@ class TorchHooks:
             gname = str(getattr(pg, "group_name", "") or len(self._trace_comms))
             backend = str(dist.get_backend(pg))
             name = "WORLD" if world else f"group {gname}"
-            known = (self.rec.comm_group(f"{name} ({backend})", gname, members), members)
+            index = {r: k for k, r in enumerate(members)}  # global rank -> rank in the group
+            known = (self.rec.comm_group(f"{name} ({backend})", gname, members), index)
             self._trace_comms[id(g)] = known
             self._keep[id(g)] = g
-        comm, members = known
+        comm, index = known
         where = -1
         spec = _ROOT_ARG.get(fn_name)
         if spec is not None:
@@ -572,7 +573,7 @@ class TorchHooks:
                 v = args[pos] if len(args) > pos else kwargs.get(key)
                 if v is not None:
                     v = int(v)
-                    where = members.index(v) if v in members else v
+                    where = index.get(v, v)
                 elif kind not in ("send", "recv"):
                     where = 0  # torch's default root
         tag = 0

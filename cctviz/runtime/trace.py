@@ -119,9 +119,7 @@ ARCHIVE = "traces"
 LOCK = "merge.lock"
 #: the attribute with the profile's bytes of a collective call
 BYTES_ATTRIBUTE = "cctviz::comm_bytes"
-#: comm kinds in the raw files (their codes: positions in the model's list)
-COMM_KINDS = KINDS
-_KIND_CODE = {k: i for i, k in enumerate(COMM_KINDS)}
+_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 _COMM_COLS = 7  # event index, kind, comm, root/peer, tag, bytes, group size
 
 
@@ -546,6 +544,10 @@ def write_archive(
                     )
                     comms[key] = defs.comm(c["name"], group=grp)
                 local_comms.append(comms[key])
+            # this location's rank in each of its communicators (-1: not a member)
+            my_rank = [
+                c.group.members.index(loc) if loc in c.group.members else -1 for c in local_comms
+            ]
             parent, names, kinds = d["parent"], d["name"], d["kind"]
             refs = [region(nm, k)._ref for nm, k in zip(names, kinds, strict=True)]
             ew = w.event_writer_from_location(loc)
@@ -568,7 +570,7 @@ def write_archive(
                     n_events += 1
                     if pending is not None and kinds[x] == K_COMM:
                         open_comm.setdefault(x, []).append(pending)
-                        kind = COMM_KINDS[pending[1]] if pending[1] >= 0 else ""
+                        kind = KINDS[pending[1]] if pending[1] >= 0 else ""
                         if kind in _COLL_OP:
                             _otf2.EvtWriter_MpiCollectiveBegin(h, None, t)
                             n_events += 1
@@ -578,11 +580,11 @@ def write_archive(
                 recs = open_comm.get(x)
                 if recs:
                     _, code, ci, where, tag, nbytes, n = recs.pop()
-                    kind = COMM_KINDS[code] if code >= 0 else ""
+                    kind = KINDS[code] if code >= 0 else ""
                     comm = local_comms[ci]
                     if kind in _COLL_OP:
                         rooted = kind in ("broadcast", "reduce", "gather", "scatter")
-                        me = comm.group.members.index(loc) if loc in comm.group.members else -1
+                        me = my_rank[ci]
                         sent, recv = sent_received(kind, nbytes, n, rooted and where == me)
                         al = AttributeList(defs, {bytes_attr: int(nbytes)})
                         _otf2.EvtWriter_MpiCollectiveEnd(
