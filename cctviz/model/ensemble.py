@@ -326,16 +326,9 @@ class Ensemble:
         node = self._rows["node"].to_numpy()
         prof = self._rows["profile"].to_numpy()
         if inclusive and base in self._rows.columns and self.aggregation.get(base) == "sum":
-            out = np.zeros((len(self._tree), self.n_profiles))
-            out[node, prof] = self._rows[base].to_numpy(dtype=np.float64)
-            parent = self._tree.parent
-            for lv in reversed(self._tree.levels[1:]):
-                lv = np.asarray(lv)
-                p = parent[lv]
-                order = np.argsort(p, kind="stable")
-                lv, p = lv[order], p[order]
-                first = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
-                out[p[first]] += np.add.reduceat(out[lv], first, axis=0)
+            own = np.zeros((len(self._tree), self.n_profiles))
+            own[node, prof] = self._rows[base].to_numpy(dtype=np.float64)
+            out = accumulate_up(own, self._tree.parent, self._tree.levels)
         else:
             out = np.full((len(self._tree), self.n_profiles), fill)
             out[node, prof] = self.data[metric].to_numpy()

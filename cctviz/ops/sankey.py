@@ -196,14 +196,16 @@ class SankeyGraph:
     ``target``, ``value``; back edges marked ``back``), ``members`` (tree node
     -> super node, -1 for none), ``links`` (edges cut at every column they
     cross: ``source``, ``target`` as (super node or dummy) ids, with dummies
-    numbered after the nodes), ``per_profile`` (super nodes x profiles values,
-    an ensemble only)."""
+    numbered after the nodes; ``edge``: which forward edge), ``per_profile``
+    (super nodes x profiles values, an ensemble only), ``dummy_column`` (the
+    column of each dummy)."""
 
     nodes: pd.DataFrame
     edges: pd.DataFrame
     members: np.ndarray
     links: pd.DataFrame
     per_profile: pd.DataFrame | None
+    dummy_column: np.ndarray
 
 
 def _segments(tree: Tree, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -375,21 +377,37 @@ def module_graph(
             nodes["max"], value, out=np.full(n_super, np.nan), where=value > 0
         )
 
-    links = _links(n_super, edges, column)
+    links, dummy_column = _links(n_super, edges, column)
     return SankeyGraph(
-        nodes=nodes, edges=edges, members=members, links=links, per_profile=per_profile
+        nodes=nodes,
+        edges=edges,
+        members=members,
+        links=links,
+        per_profile=per_profile,
+        dummy_column=dummy_column,
     )
 
 
-def _links(n_super: int, edges: pd.DataFrame, column: np.ndarray) -> pd.DataFrame:
-    """Forward edges cut at every column they cross (dummy ids from ``n_super`` on)."""
+def _links(
+    n_super: int, edges: pd.DataFrame, column: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """Forward edges cut at every column they cross (dummy ids from ``n_super``
+    on; ``edge``: the forward edge's position among the forward edges), and the
+    column of every dummy."""
     fwd = edges[~edges["back"]]
     rows = []
+    dummy_column: list[int] = []
     nxt = n_super
-    for s, t, v in zip(fwd["source"].tolist(), fwd["target"].tolist(), fwd["value"].tolist()):
+    for k, (s, t, v) in enumerate(
+        zip(fwd["source"].tolist(), fwd["target"].tolist(), fwd["value"].tolist())
+    ):
         span = int(column[t] - column[s])
         chain = [s] + list(range(nxt, nxt + span - 1)) + [t]
+        dummy_column += range(int(column[s]) + 1, int(column[s]) + span)
         nxt += max(span - 1, 0)
         for a, b in zip(chain[:-1], chain[1:]):
-            rows.append((a, b, v, s, t))
-    return pd.DataFrame(rows, columns=["source", "target", "value", "edge_source", "edge_target"])
+            rows.append((a, b, v, s, t, k))
+    links = pd.DataFrame(
+        rows, columns=["source", "target", "value", "edge_source", "edge_target", "edge"]
+    )
+    return links, np.asarray(dummy_column, dtype=np.int64)

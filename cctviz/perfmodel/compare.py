@@ -64,8 +64,8 @@ class Annotated:
     the collective contexts of the profiled steps, in the units of
     ``comm_bytes`` and ``comm_time``, and ``mem_pred``, the predicted memory
     per rank, on the step context: beside the runtime's ``mem_peak`` on CUDA), ``table`` (one row per context and
-    collective kind: measured and predicted calls, bytes and time per step,
-    the relative error of the bytes), ``memory`` (predicted memory per rank:
+    collective kind: measured and predicted calls, bytes (B) and time (s) per
+    step, the relative error of the bytes; ``table.attrs["units"]`` says so), ``memory`` (predicted memory per rank:
     parameters, gradients, optimizer states, activations when the model's
     dimensions are known) and the ``model`` and ``parallel`` descriptions used."""
 
@@ -79,7 +79,8 @@ class Annotated:
 @dataclass(frozen=True)
 class WaitTransfer:
     """What :func:`wait_transfer` finds: ``table`` (one row per run and
-    collective context) and ``ensemble`` (the input with the exclusive metrics
+    collective context; times in the unit of the time metric, in
+    ``table.attrs["units"]``) and ``ensemble`` (the input with the exclusive metrics
     ``comm_wait``, ``comm_transfer`` and ``comm_late`` on the collective
     contexts, so views colour by them and ``stats`` names the late rank)."""
 
@@ -214,6 +215,10 @@ def wait_transfer(
             ]
         )
     )
+    t_unit = ens.tree.unit(metric)
+    table.attrs["units"] = dict.fromkeys(
+        ("time_mean", "transfer", "wait_mean", "wait_max", "late_by"), t_unit
+    )
     return WaitTransfer(
         table=table,
         ensemble=_with_metrics(
@@ -310,8 +315,11 @@ def annotate(
     per_step = pred.groupby(["context", "kind"], sort=False)[["calls", "bytes", "time"]].sum()
 
     tree = ens.tree
-    paths = [tree.path(i) for i in range(len(tree))]
     kinds = tree.nodes["kind"].astype(str).to_numpy() if "kind" in tree.nodes.columns else None
+    # the call paths of the collective leaves only (a path walk per node is slow on big trees)
+    leaves = np.flatnonzero(kinds == "comm") if kinds is not None else np.arange(len(tree))
+    depth = np.asarray(tree.depth)
+    names = np.asarray(tree.names, dtype=object)
     steps = (
         pd.to_numeric(ens.profiles["steps"], errors="coerce").fillna(0).to_numpy(dtype=np.float64)
         if "steps" in ens.profiles.columns
@@ -322,10 +330,9 @@ def annotate(
     n = len(tree)
     node_pred = {k: np.zeros(n) for k in ("calls", "bytes", "time")}
     matched: dict[tuple[str, str], list[int]] = {}
-    for i, path in enumerate(paths):
-        if kinds is not None and kinds[i] != "comm":
-            continue
-        if len(path) < 3 or path[1] != STEP:
+    for i in leaves[depth[leaves] >= 2].tolist():
+        path = tree.path(i)
+        if path[1] != STEP:
             continue
         key = ("/".join(path[2:-1]), path[-1])
         matched.setdefault(key, []).append(i)
@@ -335,7 +342,7 @@ def annotate(
             node_pred["bytes"][i] = row["bytes"]
             node_pred["time"][i] = row["time"] * to_unit
     mem = memory(model, parallel, optimizer=optimizer, precision=precision)
-    on_step = np.array([len(p) == 2 and p[1] == STEP for p in paths])
+    on_step = (depth == 1) & (names == STEP)
     per_rank = steps[None, :]
     annotated = _with_metrics(
         ens,
@@ -382,6 +389,7 @@ def annotate(
             }
         )
     table = pd.DataFrame(rows)
+    table.attrs["units"] = {"bytes": "B", "bytes_pred": "B", "time": "s", "time_pred": "s"}
     return Annotated(annotated, table, mem.frame(), model, parallel)
 
 

@@ -380,11 +380,15 @@ class ProfilesView(SavesFigure, anywidget.AnyWidget):
         return {"v": v, "name": name, "unit": unit, "note": note, "label": label}
 
     def _labels(self) -> list[str]:
-        """Labels of all profiles; duplicates (runs of one file name) get their id."""
+        """Labels of all profiles; duplicates (runs of one file name) get their id.
+        They never change: made once."""
+        if getattr(self, "_label_cache", None) is not None:
+            return self._label_cache
         lab = self._src.profile_labels(np.arange(self._ens.n_profiles))
         out = [lab.get(str(i), f"profile {i}") for i in range(self._ens.n_profiles)]
         counts = pd.Series(out).value_counts()
-        return [f"{s} #{i}" if counts[s] > 1 else s for i, s in enumerate(out)]
+        self._label_cache = [f"{s} #{i}" if counts[s] > 1 else s for i, s in enumerate(out)]
+        return self._label_cache
 
     def _refresh(self) -> None:
         live = self._live

@@ -294,6 +294,7 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         self._group_by = default_group_by(self._tree) if group_by is None else group_by
         self._graphs: dict[str, tuple[SankeyGraph, np.ndarray, np.ndarray]] = {}
         self._node_means: dict[str, np.ndarray] = {}
+        self._node_stats: dict[str, dict[str, Any]] = {}
         self._guard = False
         self._diff = self._parse_diff(diff, labels)
         offered = [m for m in self._src.metrics if self._src.is_additive(m)]
@@ -343,16 +344,11 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         """One row per super node: group, column, call sites, and the
         distribution over the profiles in scope (mean, min, max, std,
         quartiles, argmax profile id, imbalance = max/mean, cost = max - mean)."""
-        g, per, pids = self._graph()
-        d = distribution(per)
+        g = self._graph()[0]
+        d = self._stats()
         df = g.nodes[["group", "occurrence", "column", "members"]].copy()
-        for k in ("mean", "min", "max", "std", "q1", "median", "q3"):
+        for k in ("mean", "min", "max", "std", "q1", "median", "q3", "argmax", "imbalance", "cost"):
             df[k] = d[k]
-        df["argmax"] = np.where(d["argmax"] >= 0, pids[np.maximum(d["argmax"], 0)], -1)
-        df["imbalance"] = np.divide(
-            d["max"], d["mean"], out=np.full(len(df), np.nan), where=d["mean"] > 0
-        )
-        df["cost"] = d["max"] - d["mean"]
         return df
 
     @property
@@ -375,8 +371,7 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
 
     def _figure_state(self) -> dict[str, Any]:
         """The export payload's ``state`` (trait names; see CONTRACT.md)."""
-        st = self.state
-        return {**{k: st[k] for k in self.STATE}, "group_by": self.group_by}
+        return {**self.state, "group_by": self.group_by}
 
     # ------------------------------------------------------------ diff
     def _parse_diff(
@@ -491,9 +486,8 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
             return
         values, pids = self._brushable(b["node"])
         inside = (values >= b["lo"]) & (values <= b["hi"])
-        with self._guarded():
+        with self._guarded():  # its observer refreshes the data
             self.selected_profiles = np.sort(pids[inside]).tolist()
-        self._refresh()
 
     @traitlets.observe("selected_profiles")
     def _on_profiles(self, change: dict) -> None:
@@ -538,6 +532,22 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
             self._graphs[key] = (g, per, pids)
         return self._graphs[key]
 
+    def _stats(self) -> dict[str, Any]:
+        """The distribution of every super node over the profiles in scope
+        (:func:`distribution`), with the argmax as profile ids, imbalance,
+        cost and the outliers: once per metric."""
+        m = self.metric
+        if m not in self._node_stats:
+            _, per, pids = self._graph()
+            d = distribution(per)
+            d["argmax"] = np.where(d["argmax"] >= 0, pids[np.maximum(d["argmax"], 0)], -1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                d["imbalance"] = np.where(d["mean"] > 0, d["max"] / d["mean"], np.nan)
+            d["cost"] = d["max"] - d["mean"]
+            d["outliers"] = outliers(per, d["q1"], d["q3"], d["median"])
+            self._node_stats[m] = d
+        return self._node_stats[m]
+
     def _brushable(self, node: int) -> tuple[np.ndarray, np.ndarray]:
         """(values, profile ids) a brush on ``node`` ranges over: its values per
         profile, or in diff mode B's differences from A's mean."""
@@ -558,29 +568,17 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         g, per, pids = self._graph()
         nodes, links = g.nodes, g.links
         n = len(nodes)
-        d = distribution(per)
-        argmax = np.where(d["argmax"] >= 0, pids[np.maximum(d["argmax"], 0)], -1)
-        rows, cols, more = outliers(per, d["q1"], d["q3"], d["median"])
+        d = self._stats()
+        argmax = d["argmax"]
+        rows, cols, more = d["outliers"]
         groups = nodes["group"].astype(str).tolist()
         occ = nodes["occurrence"].to_numpy()
         label = [short_label(s) + (f" ({k + 1})" if k else "") for s, k in zip(groups, occ)]
         column = nodes["column"].to_numpy(dtype=np.int64)
-        ends = np.concatenate([links["source"].to_numpy(), links["target"].to_numpy()])
-        n_dummy = max(int(ends.max(initial=n - 1)) + 1 - n, 0)
-        dummy_col = np.zeros(n_dummy, dtype=np.int64)
-        if n_dummy:
-            # a dummy sits one column after its link's source (a chain advances a column per link)
-            src_col = np.concatenate([column, dummy_col])
-            for s, t in zip(links["source"].tolist(), links["target"].tolist()):
-                if t >= n:
-                    src_col[t] = src_col[s] + 1
-            dummy_col = src_col[n:]
+        dummy_col = g.dummy_column
+        n_dummy = int(dummy_col.size)
         fwd = g.edges[~g.edges["back"]].reset_index(drop=True)
-        edge_key = {(s, t): k for k, (s, t) in enumerate(zip(fwd["source"], fwd["target"]))}
-        link_edge = [edge_key[(s, t)] for s, t in zip(links["edge_source"], links["edge_target"])]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            imbalance = np.where(d["mean"] > 0, d["max"] / d["mean"], np.nan)
-        cost = d["max"] - d["mean"]
+        imbalance, cost = d["imbalance"], d["cost"]
         metric = self.metric
         unit = self._src.unit(metric)
         total = float(np.nansum(d["mean"][column == 0])) if n else 0.0
@@ -608,7 +606,7 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
             "link_source": _i32(links["source"].to_numpy()),
             "link_target": _i32(links["target"].to_numpy()),
             "link_value": _f32(links["value"].to_numpy()),
-            "link_edge": _i32(np.asarray(link_edge, dtype=np.int64)),
+            "link_edge": _i32(links["edge"].to_numpy()),
             "edge_source": _i32(fwd["source"].to_numpy()),
             "edge_target": _i32(fwd["target"].to_numpy()),
             "dummy_column": _i32(dummy_col),
