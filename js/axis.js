@@ -3,15 +3,14 @@
 // 500), so that tick labels never mix prefixes.
 
 import { ticks, tickStep } from "d3-array";
-import { BYTES, TIME, canonicalUnit, unitDimension } from "./format.js";
+import { canonicalUnit, displayUnit } from "./format.js";
 
-const TIME_STEPS = [["s", 1.0], ["ms", 1e-3], ["us", 1e-6], ["ns", 1e-9]];
 const SI = [["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
 
 /**
  * The unit an axis over values up to `maxAbs` (in `unit`) is labelled in, and
- * the factor that takes values to it: times pick s/ms/us/ns, bytes kB..TB, as
- * `formatValue` does for the largest value; other values of 10,000 and more an
+ * the factor that takes values to it: times pick s/ms/us/ns, bytes kB..TB and
+ * bandwidths B/s..TB/s as `formatValue` does for the largest value; other values of 10,000 and more an
  * SI prefix ("k", "M calls").
  *
  * @param {number} maxAbs
@@ -19,20 +18,10 @@ const SI = [["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
  * @returns {{factor: number, unit: string}} `unit` "" when there is none
  */
 export function axisUnit(maxAbs, unit) {
+  const measured = displayUnit(maxAbs, unit); // times, sizes, bandwidths: as formatValue
+  if (measured) return measured;
   const u = canonicalUnit(unit);
-  const dim = unitDimension(u);
   const a = Number.isFinite(maxAbs) ? Math.abs(maxAbs) : 0;
-  if (dim === "time") {
-    const secs = a * TIME[u];
-    for (const [name, scale] of TIME_STEPS) {
-      if (secs >= scale * 0.9995 || name === "ns") return { factor: TIME[u] / scale, unit: name };
-    }
-  }
-  if (dim === "bytes") {
-    const base = a * BYTES[u];
-    for (const [prefix, scale] of SI) if (base >= scale * 0.9995) return { factor: BYTES[u] / scale, unit: `${prefix}B` };
-    return { factor: BYTES[u], unit: "B" };
-  }
   if (a >= 1e4 * 0.9995) {
     for (const [prefix, scale] of SI) if (a >= scale * 0.9995) return { factor: 1 / scale, unit: u ? `${prefix} ${u}` : prefix };
   }

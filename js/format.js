@@ -137,6 +137,35 @@ function sigDigits(x, digits) {
 }
 
 /**
+ * The display unit of values up to `maxAbs` in `unit`, as {@link formatValue}
+ * picks it for a time (s..ns), a size (B..TB) or a bandwidth (B/s..TB/s), and
+ * the factor that takes the values there; null for other units (counts...).
+ *
+ * @param {number} maxAbs
+ * @param {string|null} unit
+ * @returns {{factor: number, unit: string}|null}
+ */
+export function displayUnit(maxAbs, unit) {
+  const u = canonicalUnit(unit);
+  const dim = unitDimension(u);
+  const a = Number.isFinite(maxAbs) ? Math.abs(maxAbs) : 0;
+  if (dim === "time") {
+    const secs = a * TIME[u];
+    for (const [name, scale] of TIME_STEPS) {
+      if (secs >= scale * 0.9995 || name === "ns") return { factor: TIME[u] / scale, unit: name };
+    }
+  }
+  if (dim === "bytes" || dim === "bandwidth") {
+    const k = u.indexOf("/");
+    const toBase = dim === "bandwidth" ? factor(u.slice(0, k), "B") / factor(u.slice(k + 1), "s") : BYTES[u];
+    const per = dim === "bandwidth" ? "/s" : "";
+    for (const [prefix, scale] of SI) if (a * toBase >= scale * 0.9995) return { factor: toBase / scale, unit: `${prefix}B${per}` };
+    return { factor: toBase, unit: `B${per}` };
+  }
+  return null;
+}
+
+/**
  * A value as a person reads it: scaled, with its unit (the same strings as
  * Python's `cctviz.model.units.format_value`).
  *

@@ -144,3 +144,6 @@ export function truncateToWidth(text, maxWidth, fontSize, weight = 400) {
   }
   return s.slice(0, end) + ELLIPSIS;
 }
+
+/** The text measure of the bundled font: the same in the notebook and in export (every view's scene default). */
+export const TABLE_MEASURE = { text: measureText, truncate: truncateToWidth };

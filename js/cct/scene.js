@@ -7,7 +7,7 @@
 
 import { r2 } from "../dom.js";
 import { formatPercent, formatRatio } from "../format.js";
-import { FONT_FAMILY, measureText, truncateToWidth } from "../measure.js";
+import { FONT_FAMILY, TABLE_MEASURE, measureText, truncateToWidth } from "../measure.js";
 import {
   BIVARIATE,
   MISSING_COLOR,
@@ -40,8 +40,6 @@ import { P, colorBar, frameSize, frameTop, legendKit, typesetter } from "../scen
 const TRIANGLE = "\u25b2";
 const ELLIPSIS = "\u2026";
 
-/** The text measure of the bundled font (measure.js): the same in the notebook and in export. */
-export const TABLE_MEASURE = { text: measureText, truncate: truncateToWidth };
 
 /**
  * Settings of a scene, all plain values (built from the widget's traits and,

@@ -2,17 +2,10 @@
 // Pure: no DOM. Columns arrive as DataViews (the widget) or plain arrays with
 // null for NaN (export and standalone payloads).
 
-import { readColumn } from "../format.js";
-
-const CTORS = { float32: Float32Array, int32: Int32Array };
+import { column } from "../format.js";
 
 /** A numeric column of length n from a binary buffer or a plain array; `fill` when absent. */
-export function numericColumn(buf, dtype, n, fill = NaN) {
-  if (buf instanceof ArrayBuffer || ArrayBuffer.isView(buf)) return readColumn(buf, dtype, n);
-  const out = new CTORS[dtype](n).fill(fill);
-  if (Array.isArray(buf)) for (let i = 0; i < n && i < buf.length; i++) out[i] = buf[i] === null ? NaN : Number(buf[i]);
-  return out;
-}
+const numericColumn = (buf, dtype, n, fill = NaN) => column(buf, dtype, n, fill);
 
 const str = (v, fallback = "") => (typeof v === "string" ? v : fallback);
 const unit = (v) => (typeof v === "string" && v ? v : null);

@@ -3,7 +3,7 @@
 // timers; the notebook and the exporter run this same function.
 
 import { buildPrim } from "../cct/draw.js";
-import { P } from "../prims.js";
+import { P } from "../scene-kit.js";
 
 /**
  * Append the SVG of `scene` to `parent` and return it. Structure (the

@@ -9,11 +9,10 @@ import { linearAxis } from "../axis.js";
 import { MISSING_COLOR, sequentialScale } from "../cct/color.js";
 import { r2 } from "../dom.js";
 import { formatValue } from "../format.js";
-import { FONT_FAMILY, measureText, truncateToWidth } from "../measure.js";
-import { P } from "../prims.js";
+import { FONT_FAMILY, TABLE_MEASURE } from "../measure.js";
+import { P } from "../scene-kit.js";
 
 /** The text measure of the bundled font: the same in the notebook and in export. */
-export const TABLE_MEASURE = { text: measureText, truncate: truncateToWidth };
 
 /**
  * Okabe & Ito's colour-blind-safe qualitative palette (black left out: it
@@ -235,9 +234,10 @@ export function profilesScene(d, settings, measure = TABLE_MEASURE) {
   const gutterL = 16 * u + 6 * u + yTickW + 6 * u; // rotated title, gap, ticks, tick marks
   const gutterB = 6 * u + m.small + 8 * u + font + 2 * u;
   const natural = 420 * u;
-  const avail = st.width && !st.fit ? st.width - 2 * m.margin - gutterL - legendW : natural;
+  // the plot fills the asked width (live or export); only a width too narrow for it shrinks the figure
+  const avail = st.width ? st.width - 2 * m.margin - gutterL - legendW : natural;
   const plotW = Math.max(160 * u, avail);
-  const plotH = st.width && !st.fit ? Math.max(200 * u, Math.min(440 * u, plotW * 0.62)) : plotH0;
+  const plotH = st.width ? Math.max(200 * u, Math.min(440 * u, plotW * 0.62)) : plotH0;
   const plot = { x: m.margin + gutterL, y: top + 4 * u, w: plotW, h: plotH };
 
   const xa = linearAxis(d.x, [plot.x, plot.x + plot.w], { unit: d.xAxis.unit, count: Math.max(3, Math.round(plotW / (80 * u))) });
@@ -314,7 +314,7 @@ export function profilesScene(d, settings, measure = TABLE_MEASURE) {
   const width = plot.x + plot.w + legendW + m.margin;
   const height = Math.max(bottom, plot.y + (leg ? leg.height : 0)) + m.margin;
   let scale = 1;
-  if (st.fit && st.width) scale = st.width / width;
+  if (st.fit && st.width && width > st.width) scale = st.width / width; // shrink, never enlarge the fonts
   if (st.fit && st.height && height * scale > st.height) scale = st.height / height;
   const outW = st.fit && st.width ? st.width : width * scale;
   const outH = st.fit && st.height ? st.height : height * scale;

@@ -7,10 +7,9 @@
 import { interpolateRdBu } from "d3-scale-chromatic";
 import { r2 } from "../dom.js";
 import { formatRatio, formatValue, unitLabel } from "../format.js";
-import { FONT_FAMILY } from "../measure.js";
+import { FONT_FAMILY, TABLE_MEASURE } from "../measure.js";
 import { P, colorBar, frameSize, frameTop, legendKit, typesetter } from "../scene-kit.js";
 import { MISSING_COLOR, sequentialScale, textColorOn, valueAt } from "../cct/color.js";
-import { TABLE_MEASURE } from "../cct/scene.js";
 import { binsOf, distRange, fmt, hasCue, profileLabel } from "./data.js";
 import { sankeyLayout } from "./layout.js";
 

@@ -49,7 +49,7 @@ const toggle = (list, x) => (list.includes(x) ? list.filter((y) => y !== x) : [.
 export function renderSankey({ model, el }) {
   const doc = el.ownerDocument;
   const win = doc.defaultView;
-  const state = { renders: 0, data: decodeSankey(null), scene: null, svg: null, nodesG: null, active: -1, width: 960, height: 400, justBrushed: false, drag: null };
+  const state = { fitKey: "", renders: 0, data: decodeSankey(null), scene: null, svg: null, nodesG: null, active: -1, width: 960, height: 400, justBrushed: false, drag: null };
 
   const root = h(doc, "div", { class: "cctviz cctviz-sankey" });
   el.appendChild(root);
@@ -302,7 +302,13 @@ export function renderSankey({ model, el }) {
     state.svg = svg;
     state.nodesG = svg.querySelector(".cctviz-nodes");
     zoom.attach(svg, svg.querySelector(".cctviz-viewport"), state.width, state.height);
-    fit();
+    // fit when the figure or the view changes size (first render, expand, resize),
+    // not when a brush or a selection brings new data: the user's zoom stays
+    const fitKey = `${state.width}x${state.height}:${r2(scene.width)}x${r2(scene.height)}`;
+    if (fitKey !== state.fitKey) {
+      state.fitKey = fitKey;
+      fit();
+    }
     for (const g of state.nodesG.children) g.setAttribute("tabindex", "-1");
     if (!(state.active >= 0 && state.active < d.n)) state.active = getIds("selected_groups").find((k) => k < d.n) ?? (d.n ? 0 : -1);
     if (state.active >= 0) itemOf(state.active)?.setAttribute("tabindex", "0");

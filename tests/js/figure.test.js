@@ -165,7 +165,7 @@ describe("draw: only parent.ownerDocument", () => {
   it("uses no window, global document, measuring, listeners, timers or transitions", () => {
     const files = ["cct/draw.js", "cct/scene.js", "cct/figure.js", "cct/style.js", "dom.js", "shim.js", "measure.js", "scene-kit.js", "paper.js"];
     files.push(...["layout.js", "scene.js", "draw.js", "figure.js", "style.js", "data.js"].map((f) => `sankey/${f}`));
-    files.push(...["data.js", "scene.js", "draw.js", "figure.js", "style.js"].map((f) => `profiles/${f}`), "axis.js", "prims.js");
+    files.push(...["data.js", "scene.js", "draw.js", "figure.js", "style.js"].map((f) => `profiles/${f}`), "axis.js");
     for (const f of files) {
       const src = readFileSync(join(JS, f), "utf8").replace(/\/\/.*$/gm, "").replace(/\/\*[\s\S]*?\*\//g, "");
       for (const bad of ["window", "document.", "getBBox", "getComputedTextLength", "addEventListener", "setTimeout", "requestAnimationFrame", "transition(", "Math.random", "Date.now"]) {
