@@ -117,29 +117,36 @@ def module_path(name: str, *, ddp: bool = False) -> str:
     return ".".join(s for s in segs if s not in WRAPPER_SEGMENTS)
 
 
-def _class_name(m: Any) -> str:
-    """The user's class name behind wrappers (FSDP2's ``FSDPGPT`` -> ``GPT``), as
-    ``runtime.hooks.module_class_name`` does."""
-    m = _unwrap_all(m)
-    cls = type(m)
+def unwrap_once(m: Any) -> Any:
+    """The module one DDP/FSDP1/torch.compile wrapper inside ``m`` (``m`` if none).
+    Duck-typed (no torch import); the runtime uses it too."""
+    name = type(m).__name__
+    if name in _DDP_NAMES and hasattr(m, "module"):
+        return m.module
+    if hasattr(m, "_fsdp_wrapped_module"):
+        return m._fsdp_wrapped_module
+    if name == "OptimizedModule" and hasattr(m, "_orig_mod"):
+        return m._orig_mod
+    return m
+
+
+def inner_module(m: Any) -> Any:
+    """The user's module behind DDP/FSDP1/torch.compile wrappers."""
+    for _ in range(8):
+        inner = unwrap_once(m)
+        if inner is m:
+            break
+        m = inner
+    return m
+
+
+def module_class_name(m: Any) -> str:
+    """Class name of the user's module (FSDP2's ``FSDPGPT`` -> ``GPT``)."""
+    cls = type(inner_module(m))
     bases = [b.__name__ for b in cls.__bases__]
     if "FSDPModule" in bases:
         return next(b for b in bases if b != "FSDPModule")
     return cls.__name__
-
-
-def _unwrap_all(m: Any) -> Any:
-    for _ in range(8):
-        name = type(m).__name__
-        if name in _DDP_NAMES and hasattr(m, "module"):
-            m = m.module
-        elif hasattr(m, "_fsdp_wrapped_module"):
-            m = m._fsdp_wrapped_module
-        elif name == "OptimizedModule" and hasattr(m, "_orig_mod"):
-            m = m._orig_mod
-        else:
-            break
-    return m
 
 
 def _is_fsdp_unit(m: Any) -> bool:
@@ -277,7 +284,7 @@ class ModelSpec:
             params=sum(p.numel for p in ps),
             weight_bytes=item,
             grad_bytes=item,
-            name=_class_name(module),
+            name=module_class_name(module),
             parameters=tuple(ps),
             fsdp_units=units,
         )

@@ -35,13 +35,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..perfmodel.analytic import WRAPPER_SEGMENTS, ModelSpec, module_class_name, unwrap_once
 from .comm import COLLECTIVES, bus_factor, collective_bytes
 from .recorder import K_COMM, K_FUNC, K_OP, K_REGION, Recorder
 
 log = logging.getLogger("cctviz.runtime")
 
-#: attribute segments that name a wrapper, not a part of the model
-_WRAPPER_SEGMENTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod"})
 _PENDING_MAX = 4096
 #: tracing: where the root (rooted collectives) or the peer (point-to-point) is
 #: among the arguments: (position, keyword); ``group_<keyword>`` gives it as a group rank
@@ -58,39 +57,6 @@ _ROOT_ARG = {
 }
 
 
-def _unwrap(m: Any) -> Any:
-    """The module one DDP/FSDP1/torch.compile wrapper inside ``m`` (``m`` if none)."""
-    name = type(m).__name__
-    if name in ("DistributedDataParallel", "DataParallel") and hasattr(m, "module"):
-        return m.module
-    if hasattr(m, "_fsdp_wrapped_module"):
-        return m._fsdp_wrapped_module
-    if name == "OptimizedModule" and hasattr(m, "_orig_mod"):
-        return m._orig_mod
-    return m
-
-
-def _inner_module(m: Any) -> Any:
-    """The user's module behind DDP/FSDP1/torch.compile wrappers."""
-    for _ in range(8):
-        inner = _unwrap(m)
-        if inner is m:
-            break
-        m = inner
-    return m
-
-
-def module_class_name(m: Any) -> str:
-    """Class name of the user's module (FSDP2's ``FSDPGPT`` -> ``GPT``)."""
-    m = _inner_module(m)
-    cls = type(m)
-    if any(b.__name__ == "FSDPModule" for b in cls.__bases__):
-        for b in cls.__bases__:
-            if b.__name__ != "FSDPModule":
-                return b.__name__
-    return cls.__name__
-
-
 def relative_names(parent: Any) -> dict[int, str]:
     """``id(submodule) -> path`` below ``parent``, wrapper segments left out.
 
@@ -105,7 +71,7 @@ def relative_names(parent: Any) -> dict[int, str]:
         for nm, ch in mod._modules.items():
             if ch is None or id(ch) in out:
                 continue
-            if nm in _WRAPPER_SEGMENTS or (ddp and nm == "module"):
+            if nm in WRAPPER_SEGMENTS or (ddp and nm == "module"):
                 p = path
             else:
                 p = f"{path}.{nm}" if path else nm
@@ -117,8 +83,6 @@ def relative_names(parent: Any) -> dict[int, str]:
 def _model_spec(module: Any) -> dict[str, Any] | None:
     """What the performance models need of the model (``cctviz.perfmodel``):
     parameter shapes, dtypes and module paths, FSDP2 units, as JSON."""
-    from ..perfmodel.analytic import ModelSpec
-
     try:
         return ModelSpec.from_module(module).to_dict()
     except Exception as e:  # noqa: BLE001 - a model the description cannot read
@@ -136,7 +100,7 @@ def strategy_of(m: Any) -> str | None:
             return "FSDP"
         if any(b.__name__ == "FSDPModule" for b in type(m).__mro__):
             return "FSDP2"
-        inner = _unwrap(m)  # one wrapper at a time: torch.compile(DDP(model))
+        inner = unwrap_once(m)  # one wrapper at a time: torch.compile(DDP(model))
         if inner is m:
             return None
         m = inner
