@@ -3,16 +3,23 @@
 ``cctviz/static/cctviz-export.js`` (built from ``js/`` with the widget's own
 drawing code and a small DOM shim) defines ``cctvizExport.renderSVG(json)``.
 It runs here in mini-racer, with no browser and no DOM: one V8 context per
-process, made on first use, with the bundle's text loaded once. Calls are
-serialised by a lock, so threads may share it.
+process, made on first use, with the bundle's text loaded once.
+
+Every call into V8 (initialising it, making, using and freeing a context) runs
+on one thread per process, :class:`V8Thread`, that lives until the process
+ends. mini-racer initialises V8 in the thread of its first call; a context made
+there and freed from another thread after that one ended crashes the process in
+``mr_free_context`` (SIGSEGV at exit, seen with mini-racer 0.12 to 0.14 once a
+drawing had used enough of V8). On its own thread V8 is also safe from the
+caller's asyncio loop (a Jupyter kernel's), which mini-racer would adopt.
 """
 
 from __future__ import annotations
 
 import atexit
-import concurrent.futures
 import json
 import os
+import queue
 import threading
 import weakref
 from collections.abc import Mapping
@@ -29,6 +36,8 @@ GLOBAL = "cctvizExport"
 ENTRY = "renderSVG"
 
 _lock = threading.Lock()
+_v8_lock = threading.Lock()  # guards _v8_thread (get_engine holds _lock meanwhile)
+_v8_thread: V8Thread | None = None
 _engines: dict[tuple[int, Path], Engine] = {}
 _alive: weakref.WeakSet[Engine] = weakref.WeakSet()  # closed at exit (see _close_all)
 
@@ -40,6 +49,69 @@ def _first_line(e: BaseException) -> str:
         if "Error" in ln:
             return ln.strip()
     return lines[0].strip() if lines else type(e).__name__
+
+
+class V8Thread:
+    """One daemon thread that runs every V8 call of this process, in order.
+
+    It lives until the process ends (daemon threads still run while ``atexit``
+    closes the engines), so V8 is initialised, used and torn down on one thread.
+    A forked child makes its own (see :func:`v8_thread`).
+
+    Example:
+        >>> v8_thread().run(sum, [1, 2])
+        3
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="cctviz-v8", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            fn, args, done, out = self._jobs.get()
+            try:
+                out.append((True, fn(*args)))
+            except BaseException as e:  # handed back to the caller
+                out.append((False, e))
+            done.set()
+
+    def run(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` on the V8 thread; its result, or its exception raised here."""
+        if threading.current_thread() is self._thread:
+            return fn(*args)
+        if not self._thread.is_alive():  # made by the parent of a forked process
+            raise ExportError("the V8 thread of this engine is gone (it was made before a fork)")
+        done, out = threading.Event(), []
+        self._jobs.put((fn, args, done, out))
+        done.wait()
+        ok, value = out[0]
+        if not ok:
+            raise value
+        return value
+
+
+def v8_thread() -> V8Thread:
+    """The process's :class:`V8Thread`, started on first use."""
+    global _v8_thread
+    with _v8_lock:
+        if _v8_thread is None:
+            _v8_thread = V8Thread()
+        return _v8_thread
+
+
+def _forget_after_fork() -> None:
+    # the child has none of the parent's threads: its V8 thread and engines are new
+    global _v8_thread, _lock, _v8_lock
+    _lock, _v8_lock = threading.Lock(), threading.Lock()
+    _v8_thread = None
+    _engines.clear()
+    _alive.clear()  # the parent's engines: their V8 lives in the parent
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 class Engine:
@@ -69,16 +141,13 @@ class Engine:
         from py_mini_racer import MiniRacer
 
         self._lock = threading.Lock()
-        # made in a thread of its own: MiniRacer adopts the caller's running
-        # asyncio loop when there is one (a Jupyter kernel's, Playwright's) and
-        # then waits on it from that loop's own thread, for ever; from a fresh
-        # thread it starts a loop of its own
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            self._ctx: Any = pool.submit(MiniRacer).result()
+        # made, used and freed on the V8 thread (see the module's docstring)
+        self._v8 = v8_thread()
+        self._ctx: Any = self._v8.run(MiniRacer)
         _alive.add(self)
         try:
-            self._ctx.eval(text)
-            kind = self._ctx.eval(f"typeof (globalThis.{GLOBAL} || {{}}).{ENTRY}")
+            self._v8.run(self._ctx.eval, text)
+            kind = self._v8.run(self._ctx.eval, f"typeof (globalThis.{GLOBAL} || {{}}).{ENTRY}")
         except Exception as e:  # JSEvalException, JSParseException, ...
             self.close()
             raise ExportError(
@@ -102,7 +171,7 @@ class Engine:
             if self._ctx is None:
                 raise ExportError(f"the engine of {self.bundle} was closed")
             try:
-                out = self._ctx.call(f"{GLOBAL}.{ENTRY}", text)
+                out = self._v8.run(self._ctx.call, f"{GLOBAL}.{ENTRY}", text)
             except Exception as e:
                 raise ExportError(
                     f"{self.bundle.name} ({self.bundle}): {GLOBAL}.{ENTRY} failed: {_first_line(e)}"
@@ -119,15 +188,14 @@ class Engine:
         with self._lock:
             ctx, self._ctx = self._ctx, None
         if ctx is not None:
-            ctx.close()
+            self._v8.run(ctx.close)
 
 
 @atexit.register
 def _close_all() -> None:
-    # mini-racer runs V8 callbacks on an event loop in a daemon thread; left to
-    # the garbage collector at interpreter exit, closing the context joins that
-    # thread after it was frozen, and the process hangs now and then. Close
-    # while every thread still runs.
+    # Left to the garbage collector at interpreter exit, a context would be
+    # freed after the daemon threads (the V8 thread, mini-racer's event loop)
+    # were frozen: the process hangs or crashes. Close while they still run.
     with _lock:
         engines = list(_alive)
         _engines.clear()
