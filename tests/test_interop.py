@@ -1,8 +1,6 @@
 """Hatchet GraphFrames and Thickets built from the real samples, read by duck typing."""
 
-import contextlib
 import glob
-import io
 import json
 import warnings
 
@@ -13,10 +11,10 @@ import pytest
 import cctviz
 from cctviz import Ensemble, Tree, from_hatchet, from_thicket
 from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
+from tests.peers import require
 
-hatchet = pytest.importorskip("hatchet")
-with contextlib.redirect_stdout(io.StringIO()):  # thicket prints a plotting notice
-    thicket = pytest.importorskip("thicket")
+hatchet = require("hatchet")
+thicket = require("thicket")  # the whole module compares with the peers
 
 
 def _quiet(fn, *a, **kw):

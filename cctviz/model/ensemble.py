@@ -28,6 +28,7 @@ import pandas as pd
 from ..errors import ProfileError
 from . import units as _units
 from ._algo import accumulate_up, combine_rows, level_order, sorted_unique
+from .text import text_as_object
 from .tree import Tree, base_metric, check_aggregation, inc_name
 from .unify import unify_structures
 
@@ -85,7 +86,7 @@ class Ensemble:
                 raise ValueError(
                     f"rows name profile {n_prof - 1} but only {len(profiles)} profiles are described"
                 )
-        self._profiles = profiles
+        self._profiles = text_as_object(profiles)
         self._meta = dict(meta or {})
         self._cache: dict[str, Any] = {}
         given = {**tree.meta.get("aggregation", {}), **self._meta.get("aggregation", {})}

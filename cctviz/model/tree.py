@@ -32,6 +32,7 @@ from ._algo import (
     own_from_inclusive,
     preorder_permutation,
 )
+from .text import text_as_object
 
 if TYPE_CHECKING:  # pragma: no cover
     from .nodeset import NodeSet
@@ -110,6 +111,7 @@ class Tree:
                 raise ValueError("nodes are not in pre-order; use Tree.from_parents")
         nodes["parent"] = parent
         nodes["depth"] = depth
+        text_as_object(nodes)
         cols = list(STRUCT_COLUMNS) + [c for c in nodes.columns if c not in STRUCT_COLUMNS]
         self._nodes = nodes[cols]
         self._cache["levels"] = levels
@@ -214,7 +216,9 @@ class Tree:
         inv = np.empty(n, dtype=np.int64)
         inv[perm] = np.arange(n)
         new_parent = np.where(parent[perm] >= 0, inv[np.maximum(parent[perm], 0)], -1)
-        nodes = pd.DataFrame({"name": names[perm], "parent": new_parent})
+        # names are any text a profile holds (lone surrogates too): object, never
+        # pandas 3's pyarrow-backed str dtype
+        nodes = pd.DataFrame({"name": pd.Series(names[perm], dtype=object), "parent": new_parent})
         if kind is None:
             nodes["kind"] = "function"
         elif isinstance(kind, str):

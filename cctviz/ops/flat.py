@@ -20,7 +20,7 @@ def outermost(tree: Tree) -> np.ndarray:
     first = np.ones(len(tree), dtype=bool)
     first[1:] = grp[1:] != grp[:-1]
     # running max of `end` over earlier same-name nodes, in pre-order
-    s = pd.Series(end).groupby(grp).cummax().shift(1).to_numpy()
+    s = pd.Series(end).groupby(grp).cummax().shift(1).to_numpy(dtype=np.float64, copy=True)
     s[first] = -1
     nested = ids[order] < s
     out = np.ones(len(tree), dtype=bool)

@@ -81,7 +81,8 @@ def group_labels(tree: Tree, group_by: GroupBy) -> np.ndarray:
         ['main', 'f', 'f']
     """
     n = len(tree)
-    names = pd.Series(tree.names, dtype=object).astype(str)
+    # object, not pandas 3's str dtype: Python's re (not RE2) and any name, lone surrogates too
+    names = pd.Series(np.asarray(tree.names, dtype=object).astype(str), dtype=object)
     if group_by == NN_MODULE:
         return _module_paths(tree, NN_MODULE_DEPTH)
     if (

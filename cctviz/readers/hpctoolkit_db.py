@@ -336,7 +336,9 @@ def _structure(m: MetaDb, own: np.ndarray) -> dict[str, Any]:
     names = pd.Series(np.full(n, "", dtype=object))
     kind = np.full(n, "statement", dtype=object)
     module = np.full(n, None, dtype=object)
-    base_file = pd.Series(file).map(lambda x: os.path.basename(x) if x else "<unknown file>")
+    base_file = pd.Series(file, dtype=object).map(
+        lambda x: os.path.basename(x) if x else "<unknown file>"
+    )
     line_s = pd.Series(line).astype(str)
     is_fn = (lex == FUNCTION) & ~entry
     has_fn = is_fn & (fn >= 0)

@@ -92,7 +92,7 @@ def test_query_errors_name_the_problem(hatchet_tree):
 
 
 # ---------------------------------------------------------------- vs Hatchet
-hatchet = pytest.importorskip("hatchet")  # installed by the test extra; CI always has it
+from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 
 
 def _hatchet_paths(gf, query):

@@ -14,9 +14,8 @@ from cctviz import Ensemble, ProfileError
 from cctviz.readers import detect
 from cctviz.readers.cali import _sniff
 from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
+from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
-
-hatchet = pytest.importorskip("hatchet")
 
 LULESH = DATA / "hatchet/caliper-lulesh-cali/lulesh-annotation-profile.cali"
 SW4 = DATA / "hatchet/caliper-sw4-cuda-activity-cali/caliper_cuda_activity_profile.cali"
@@ -117,7 +116,8 @@ def test_sw4_cuda_activity_matches_hatchet():
 
 
 def _thicket(files):
-    thicket = pytest.importorskip("thicket")
+    from tests.peers import thicket
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return thicket.Thicket.from_caliperreader([str(f) for f in files], disable_tqdm=True)

@@ -12,7 +12,7 @@ from cctviz import Ensemble
 from tests.conftest import CALIPER_JSON, DATA, LULESH_SCALING
 
 ALL = CALIPER_JSON + LULESH_SCALING
-hatchet = pytest.importorskip("hatchet")
+from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 
 
 def test_every_sample_is_found():

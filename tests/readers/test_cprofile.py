@@ -21,7 +21,7 @@ from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
 DIR = DATA / "hatchet/cprofile-hatchet-pstats"
 PY3 = DIR / "cprofile-cycle.pstats"
 PY2 = DIR / "cprofile-cycle-py2.pstats"
-hatchet = pytest.importorskip("hatchet")
+from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 
 
 def per_function(t, col):

@@ -13,7 +13,7 @@ from tests.conftest import DATA, HATCHET_JSON
 from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
 
 DOT = DATA / "hatchet/gprof2dot-cpi/callgrind.dot.64042.0.1"
-hatchet = pytest.importorskip("hatchet")
+from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 
 
 @pytest.fixture(scope="module")

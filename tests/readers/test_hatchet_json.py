@@ -10,9 +10,8 @@ from hypothesis import given, settings
 import cctviz
 from cctviz.writers.hatchet import to_hatchet_json, to_literal
 from tests.conftest import HATCHET_JSON
+from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 from tests.strategies import trees
-
-hatchet = pytest.importorskip("hatchet")
 
 
 def test_to_json_form_content(hatchet_tree):

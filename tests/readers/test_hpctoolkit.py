@@ -129,7 +129,7 @@ def test_the_bar_appears_once_reading_outlasts_the_delay(capsys, monkeypatch):
 
 
 # ---------------------------------------------------------------- Hatchet
-hatchet = pytest.importorskip("hatchet")
+from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 
 
 @pytest.fixture(scope="module", params=[CPI, ALLGATHER, KRIPKE], ids=lambda p: p.name)

@@ -14,7 +14,7 @@ from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
 from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
 
 SAMPLE = DATA / "hatchet/pyinstrument-hatchet-json/pyinstrument-hatchet-profile.json"
-hatchet = pytest.importorskip("hatchet")
+from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 
 
 def test_sample_content():

@@ -85,7 +85,7 @@ def test_file_path_reads_folder(ens):
 
 
 # ---------------------------------------------------------------- Hatchet
-hatchet = pytest.importorskip("hatchet")
+from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 
 
 def test_matches_hatchet(ens):

@@ -1,7 +1,5 @@
 """Thicket's ensemble JSON: profiles, metadata and values as Thicket.from_json reads them."""
 
-import contextlib
-import io
 import json
 
 import numpy as np
@@ -12,11 +10,11 @@ import cctviz
 from cctviz import Ensemble
 from cctviz.readers import detect
 from tests.conftest import DATA, HATCHET_JSON
+from tests.peers import require
 from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
 
 TK = DATA / "thicket/example-json/user_ensemble.json"
-with contextlib.redirect_stdout(io.StringIO()):  # thicket prints a plotting notice
-    thicket = pytest.importorskip("thicket")
+thicket = require("thicket")  # the whole module compares with the peers
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,6 @@ Caliper's aliases, with the values as recorded (inclusive); cctviz has them as
 constants.
 """
 
-import contextlib
-import io
 import warnings
 
 import numpy as np
@@ -21,6 +19,7 @@ import pytest
 
 import cctviz
 from tests.conftest import DATA
+from tests.peers import require
 
 RAJAPERF = DATA / "thicket/rajaperf"
 # Thicket's column -> ours
@@ -39,8 +38,7 @@ STATS = {"mean": "mean", "std": "std", "min": "minimum", "median": "median", "ma
 @pytest.fixture(scope="module")
 def both():
     ens = cctviz.read(RAJAPERF)
-    with contextlib.redirect_stdout(io.StringIO()):  # thicket prints a notice on import
-        import thicket
+    thicket = require("thicket")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tk = thicket.Thicket.from_caliperreader(list(ens.profiles["file"]), disable_tqdm=True)
@@ -122,7 +120,7 @@ def test_sankey_box_plots_equal_thickets(both):
     from cctviz.views.sankey import distribution, outliers
 
     ens, tk, _, counts = both
-    import thicket
+    thicket = require("thicket")
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
