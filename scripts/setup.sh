@@ -14,12 +14,42 @@ setup_env() {
   npm ci --silent --no-audit --no-fund
   echo "== torch (CPU wheel first, so nothing pulls the CUDA packages)"
   install_torch
-  echo "== pip packages"
+  echo "== pip packages (pinned by $CONSTRAINTS)"
   if [ -n "$extra" ]; then
-    .venv/bin/python -m pip install -q -e ".[$extra]"
+    .venv/bin/python -m pip install -q -c "$CONSTRAINTS" -e ".[$extra]"
   else
-    .venv/bin/python -m pip install -q -e .
+    .venv/bin/python -m pip install -q -c "$CONSTRAINTS" -e .
   fi
+}
+
+# The versions the test suite and the demo install: a release elsewhere cannot
+# change them. scripts/lock.sh remakes the file after a deliberate upgrade.
+CONSTRAINTS="requirements/test-constraints.txt"
+
+# A second virtualenv in $1, installed from requirements file $2 (pip
+# constraints; empty for the newest releases, as a user's `pip install` gets
+# them) with the core extras, not editable: what a user has. The JavaScript
+# bundles are those the main install built (cctviz/static).
+setup_side_env() {
+  local venv="$1" pins="${2:-}"
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/python" -m pip install -q --upgrade pip
+  local args=(--upgrade --upgrade-strategy eager ".[export,scorep,caliper]" pytest pytest-xdist hypothesis filelock build HolisticTraceAnalysis)
+  if [ -n "$pins" ]; then args=(-c "$pins" "${args[@]}"); fi
+  "$venv/bin/python" -m pip install -q "${args[@]}"
+}
+
+# The core suite (model, ops, readers, views, export; no browser, no torch, no
+# peers that cap pandas) with the Python of virtualenv $1.
+CORE_TESTS=(tests/model tests/ops tests/readers tests/views tests/export tests/test_writers_roundtrip.py
+  cctviz/model cctviz/ops cctviz/readers cctviz/views cctviz/export cctviz/writers)
+run_core_suite() {
+  local venv="$1"; shift
+  "$venv/bin/python" -c 'from importlib.metadata import version as v; print("   " + ", ".join(f"{p} {v(p)}" for p in ("numpy", "pandas", "pyarrow", "mini-racer", "anywidget")))'
+  "$venv/bin/python" -m pytest -n 2 -p no:cacheprovider -q "${CORE_TESTS[@]}" \
+    --ignore tests/readers/test_kineto_torch.py "$@"
 }
 
 # torch==2.13.0 from the CPU wheel on local disk when there is one, else from the

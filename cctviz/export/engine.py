@@ -183,6 +183,14 @@ class Engine:
             )
         return out
 
+    def __del__(self) -> None:
+        # an engine dropped without close(): free its context on the V8 thread, not
+        # in whichever thread the garbage collector runs (a crash, see above)
+        try:
+            self.close()
+        except Exception:  # the V8 thread is gone (interpreter exit, a fork)
+            pass
+
     def close(self) -> None:
         """Free the V8 context; the engine cannot draw afterwards."""
         with self._lock:

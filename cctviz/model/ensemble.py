@@ -28,12 +28,10 @@ import pandas as pd
 from ..errors import ProfileError
 from . import units as _units
 from ._algo import accumulate_up, combine_rows, level_order, sorted_unique
+from .stats import MISSING, node_stats
 from .text import text_as_object
 from .tree import Tree, base_metric, check_aggregation, inc_name
 from .unify import unify_structures
-
-#: ``stats(missing=...)`` choices
-MISSING = ("auto", "zero", "skip")
 
 
 class Ensemble:
@@ -382,27 +380,18 @@ class Ensemble:
         key = (metric, missing)
         cache = self._cache.setdefault("stats", {})
         if key not in cache:
-            all_node = self._rows["node"].to_numpy()
-            all_prof = self._rows["profile"].to_numpy()
-            all_vals = self.data[metric].to_numpy(dtype=np.float64)
-            live = self.live
-            keep = live[all_prof] & ~np.isnan(all_vals)
-            node, prof, vals = all_node[keep], all_prof[keep], all_vals[keep]
-            n = len(self._tree)
-            m = np.bincount(node, minlength=n).astype(np.int64)
-            if missing == "skip" or self._tree.rule(metric) != "sum":
-                count = m
-            elif missing == "zero":
-                count = np.full(n, int(live.sum()), dtype=np.int64)
-            else:
-                # a NaN is a value nobody measured: that profile is left out, not a zero
-                unknown = live[all_prof] & np.isnan(all_vals)
-                count = _counted_in_runs(
-                    node, prof, (all_node[unknown], all_prof[unknown]), self.run_ids, live, n
-                )
-            cache[key] = _stats(vals, node, prof, n, count)
+            cache[key] = node_stats(
+                self._rows["node"].to_numpy(),
+                self._rows["profile"].to_numpy(),
+                self.data[metric].to_numpy(dtype=np.float64),
+                len(self._tree),
+                live=self.live,
+                run=self.run_ids,
+                rule=self._tree.rule(metric),
+                missing=missing,
+            )
             cache[key].insert(0, "name", self._tree.names)
-        return cache[key]
+        return cache[key].copy()  # callers may edit theirs; the cache stays whole
 
     # ------------------------------------------------------------- profiles
     def select(self, which: Any) -> Ensemble:
@@ -609,30 +598,6 @@ def _node_means(
     return out
 
 
-def _counted_in_runs(
-    node: np.ndarray,
-    prof: np.ndarray,
-    unknown: np.ndarray,
-    run: np.ndarray,
-    live: np.ndarray,
-    n: int,
-) -> np.ndarray:
-    """Per node: the live profiles of the runs in which some profile recorded it,
-    less those whose value there is unknown (NaN: not measured).
-
-    ``node``/``prof`` are the live rows with a value; ``unknown`` is a
-    ``(node, profile)`` pair of arrays for the live rows with NaN; ``run`` and
-    ``live`` are per profile.
-    """
-    n_runs = int(run.max()) + 1 if run.size else 1
-    per_run = np.bincount(run[live], minlength=n_runs)
-    pairs = sorted_unique(node * n_runs + run[prof])
-    count = np.bincount(pairs // n_runs, weights=per_run[pairs % n_runs], minlength=n)
-    q_node, q_prof = unknown
-    in_counted = np.isin(q_node * n_runs + run[q_prof], pairs)
-    return (count - np.bincount(q_node[in_counted], minlength=n)).astype(np.int64)
-
-
 def _normalise_rows(
     tree: Tree, rows: pd.DataFrame, metrics: list[str], n_prof: int, rules: dict[str, str]
 ) -> pd.DataFrame:
@@ -675,77 +640,6 @@ def _normalise_rows(
                 stacklevel=4,
             )
     return out
-
-
-def _stats(
-    vals: np.ndarray, node: np.ndarray, prof: np.ndarray, n: int, count: np.ndarray
-) -> pd.DataFrame:
-    """Statistics per node over ``count[node]`` profiles: the rows given plus
-    ``count - rows`` implicit zeros."""
-    m = np.bincount(node, minlength=n).astype(np.int64)
-    z = np.maximum(np.asarray(count, dtype=np.int64) - m, 0)
-    N = m + z
-    with np.errstate(invalid="ignore", divide="ignore"):
-        total = np.bincount(node, weights=vals, minlength=n)
-        mean = total / N
-        dev = vals - mean[node]
-        ss = np.bincount(node, weights=dev * dev, minlength=n) + z * mean**2
-        std = np.sqrt(ss / (N - 1))
-        std[N < 2] = np.nan
-    # one sort of the long table: by node, then value
-    order = np.lexsort((vals, node))
-    sv = vals[order]
-    start = np.concatenate(([0], np.cumsum(m)[:-1]))
-    neg = np.bincount(node, weights=(vals < 0).astype(np.float64), minlength=n).astype(np.int64)
-
-    def at_rank(r: np.ndarray) -> np.ndarray:
-        r = np.asarray(r, dtype=np.int64)
-        idx = np.where(r < neg, r, r - z)
-        use_zero = (r >= neg) & (r < neg + z)
-        got = sv[np.clip(start + idx, 0, max(sv.size - 1, 0))] if sv.size else np.zeros(n)
-        return np.where(use_zero, 0.0, got)
-
-    def quantile(q: float) -> np.ndarray:
-        h = q * (N - 1)
-        lo = np.floor(h).astype(np.int64)
-        hi = np.minimum(lo + 1, N - 1)
-        vlo, vhi = at_rank(lo), at_rank(hi)
-        out = vlo + (h - lo) * (vhi - vlo)
-        out[N == 0] = np.nan
-        return out
-
-    mn, mx = quantile(0.0), quantile(1.0)
-    # argmax: the profile holding the largest present value (last in sort order)
-    last = start + m - 1
-    argmax = (
-        np.where(m > 0, prof[order][np.clip(last, 0, max(sv.size - 1, 0))], -1)
-        if sv.size
-        else np.full(n, -1)
-    )
-    present_max = np.where(
-        m > 0, sv[np.clip(last, 0, max(sv.size - 1, 0))] if sv.size else 0.0, -np.inf
-    )
-    argmax = np.where((z > 0) & (present_max < 0), -1, argmax)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        imb = np.where(mean != 0, mx / mean, np.nan)
-    df = pd.DataFrame(
-        {
-            "mean": mean,
-            "std": std,
-            "min": mn,
-            "q25": quantile(0.25),
-            "median": quantile(0.5),
-            "q75": quantile(0.75),
-            "max": mx,
-            "imbalance": imb,
-            "cost": mx - mean,
-            "argmax": argmax.astype(np.int64),
-            "count": m,
-            "n": N,
-        }
-    )
-    df.index.name = "node"
-    return df
 
 
 __all__ = ["Ensemble"]

@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.ensemble import Ensemble
+from ..model.stats import node_stats
 from ..model.tree import Tree
 
 #: the group of call sites no rule matches
@@ -192,13 +193,18 @@ def _module_paths(tree: Tree, keep: int) -> np.ndarray:
 @dataclass(frozen=True)
 class SankeyGraph:
     """A super graph: ``nodes`` (one row per super node: ``group``, ``occurrence``,
-    ``column``, ``value`` (the mean over profiles), ``first`` (its first tree
-    node), per-profile statistics for an ensemble), ``edges`` (``source``,
+    ``column``, ``value`` (the node's height: the mean over the profiles in
+    scope with absent = 0, so that flows add up), ``first`` (its first tree
+    node), and for an ensemble the model's statistics (:func:`cctviz.model.stats.node_stats`:
+    ``mean``, ``std``, ``min``, ``q25``, ``median``, ``q75``, ``max``,
+    ``imbalance``, ``cost``, ``argmax`` as a profile id, ``n`` profiles counted)
+    under the model's absence rule), ``edges`` (``source``,
     ``target``, ``value``; back edges marked ``back``), ``members`` (tree node
     -> super node, -1 for none), ``links`` (edges cut at every column they
     cross: ``source``, ``target`` as (super node or dummy) ids, with dummies
     numbered after the nodes; ``edge``: which forward edge), ``per_profile``
-    (super nodes x profiles values, an ensemble only), ``dummy_column`` (the
+    (super nodes x live profiles values, NaN where a profile recorded none of
+    the super node's call sites; an ensemble only), ``dummy_column`` (the
     column of each dummy)."""
 
     nodes: pd.DataFrame
@@ -338,6 +344,13 @@ def module_graph(
         live = np.asarray(ens.live, dtype=bool)
         per_prof = np.zeros((n_super, vals.shape[1]))
         np.add.at(per_prof, members[s_nodes], np.nan_to_num(vals[s_nodes]))
+        # a profile that recorded none of a super node's call sites has no value
+        # there (the model's absence rule decides whether it counts as 0)
+        recorded = np.zeros(vals.shape, dtype=np.int64)
+        recorded[ens.rows["node"].to_numpy(), ens.rows["profile"].to_numpy()] = 1
+        seen = np.zeros((n_super, vals.shape[1]), dtype=np.int64)
+        np.add.at(seen, members[s_nodes], recorded[s_nodes])
+        per_prof[seen == 0] = np.nan
         per_profile = pd.DataFrame(per_prof[:, live], columns=np.flatnonzero(live))
         seg_value = np.nan_to_num(vals[:, live]).mean(axis=1) if live.any() else np.zeros(len(tree))
     else:
@@ -368,15 +381,8 @@ def module_graph(
             "members": np.bincount(members, minlength=n_super),
         }
     )
-    if per_profile is not None and per_profile.shape[1]:
-        pp = per_profile.to_numpy()
-        nodes["min"] = pp.min(axis=1)
-        nodes["max"] = pp.max(axis=1)
-        nodes["std"] = pp.std(axis=1)
-        nodes["argmax"] = np.asarray(per_profile.columns)[pp.argmax(axis=1)]
-        nodes["imbalance"] = np.divide(
-            nodes["max"], value, out=np.full(n_super, np.nan), where=value > 0
-        )
+    if ens is not None:
+        nodes = nodes.join(_super_stats(ens, per_profile))
 
     links, dummy_column = _links(n_super, edges, column)
     return SankeyGraph(
@@ -387,6 +393,23 @@ def module_graph(
         per_profile=per_profile,
         dummy_column=dummy_column,
     )
+
+
+def _super_stats(ens: Ensemble, per_profile: pd.DataFrame) -> pd.DataFrame:
+    """The model's statistics of each super node over the profiles of ``per_profile``."""
+    pids = np.asarray(per_profile.columns, dtype=np.int64)
+    v = per_profile.to_numpy(dtype=np.float64)
+    node, col = np.nonzero(~np.isnan(v))
+    st = node_stats(
+        node,
+        col,
+        v[node, col],
+        v.shape[0],
+        live=np.ones(pids.size, dtype=bool),
+        run=ens.run_ids[pids],
+    )
+    st["argmax"] = np.where(st["argmax"] >= 0, pids[np.maximum(st["argmax"], 0)], -1)
+    return st.drop(columns=["count"])
 
 
 def _links(

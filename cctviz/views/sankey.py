@@ -39,16 +39,13 @@ import traitlets
 
 from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
+from ..model.stats import BINS, box_plots, counted_matrix, histogram, node_stats
 from ..model.tree import Tree
 from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
 from .cct import CUE_SHARE, _f32, _i32, _ids_json, _share_space, _static
 from .figure import SavesFigure
 from .source import MetricSource
 
-#: histogram bins per node
-BINS = 16
-#: outliers sent per node (the most extreme first)
-OUTLIERS = 8
 #: call sites drawn in an expanded super node
 SITES = 200
 #: groups name-based grouping by default when the tree has at most this many distinct names
@@ -108,89 +105,6 @@ def short_label(group: str) -> str:
     return group
 
 
-def distribution(per_profile: np.ndarray, bins: int = BINS) -> dict[str, np.ndarray]:
-    """Statistics of each row of ``per_profile`` (nodes x profiles): ``mean``,
-    ``min``, ``max``, ``std``, ``q1``, ``median``, ``q3``, the whiskers
-    (``whisker_lo``/``whisker_hi``: the furthest values within 1.5 IQR of the
-    box), ``argmax`` (column) and ``hist`` (nodes x bins counts over each row's
-    [min, max]; a row with min == max counts in the last bin). Rows of no
-    column are NaN (argmax -1, counts 0).
-
-    Example:
-        >>> d = distribution(np.array([[1.0, 2.0, 3.0, 4.0, 100.0]]), bins=4)
-        >>> float(d["median"][0]), float(d["whisker_hi"][0]), d["hist"].tolist()
-        (3.0, 4.0, [[4, 0, 0, 1]])
-    """
-    v = np.asarray(per_profile, dtype=np.float64)
-    n, p = v.shape
-    out: dict[str, np.ndarray] = {}
-    if p == 0:
-        nan = np.full(n, np.nan)
-        for k in ("mean", "min", "max", "std", "q1", "median", "q3", "whisker_lo", "whisker_hi"):
-            out[k] = nan.copy()
-        out["argmax"] = np.full(n, -1, dtype=np.int64)
-        out["hist"] = np.zeros((n, bins), dtype=np.int64)
-        return out
-    out["mean"] = v.mean(axis=1)
-    out["min"] = v.min(axis=1)
-    out["max"] = v.max(axis=1)
-    out["std"] = v.std(axis=1)
-    out["q1"], out["median"], out["q3"] = np.quantile(v, [0.25, 0.5, 0.75], axis=1)
-    iqr = out["q3"] - out["q1"]
-    lo_fence = (out["q1"] - 1.5 * iqr)[:, None]
-    hi_fence = (out["q3"] + 1.5 * iqr)[:, None]
-    out["whisker_lo"] = np.where(v >= lo_fence, v, np.inf).min(axis=1)
-    out["whisker_hi"] = np.where(v <= hi_fence, v, -np.inf).max(axis=1)
-    out["argmax"] = v.argmax(axis=1)
-    out["hist"] = histogram(v, out["min"], out["max"], bins)
-    return out
-
-
-def histogram(v: np.ndarray, lo: np.ndarray, hi: np.ndarray, bins: int = BINS) -> np.ndarray:
-    """Counts (rows x bins) of each row of ``v`` in ``bins`` equal bins over
-    [lo, hi] of that row; values on a row with lo == hi go to the last bin.
-
-    >>> histogram(np.array([[0.0, 1.0, 2.0, 2.0]]), np.array([0.0]), np.array([2.0]), 2).tolist()
-    [[1, 3]]
-    """
-    n = v.shape[0]
-    if v.size == 0:
-        return np.zeros((n, bins), dtype=np.int64)
-    width = (hi - lo)[:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        idx = np.floor((v - lo[:, None]) / width * bins)
-    idx = np.where(width > 0, idx, bins - 1)
-    idx = np.clip(np.nan_to_num(idx, nan=bins - 1), 0, bins - 1).astype(np.int64)
-    flat = (np.arange(n)[:, None] * bins + idx).ravel()
-    return np.bincount(flat, minlength=n * bins).reshape(n, bins)
-
-
-def outliers(
-    v: np.ndarray, q1: np.ndarray, q3: np.ndarray, median: np.ndarray, per_node: int = OUTLIERS
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Outliers beyond 1.5 IQR of each row: (row, column, more), at most
-    ``per_node`` per row, the furthest from the median first; ``more[r]`` is
-    how many of row r were left out.
-
-    >>> r, c, more = outliers(np.array([[1.0, 2.0, 3.0, 4.0, 100.0]]), np.array([2.0]), np.array([4.0]), np.array([3.0]))
-    >>> r.tolist(), c.tolist(), more.tolist()
-    ([0], [4], [0])
-    """
-    n = v.shape[0]
-    if v.size == 0:
-        e = np.empty(0, dtype=np.int64)
-        return e, e, np.zeros(n, dtype=np.int64)
-    iqr = (q3 - q1)[:, None]
-    out = (v < q1[:, None] - 1.5 * iqr) | (v > q3[:, None] + 1.5 * iqr)
-    dist = np.where(out, np.abs(v - median[:, None]), -1.0)
-    k = min(per_node, v.shape[1])
-    order = np.argsort(-dist, axis=1, kind="stable")[:, :k]
-    take = np.take_along_axis(out, order, axis=1)
-    rows = np.repeat(np.arange(n), k).reshape(n, k)
-    more = np.maximum(out.sum(axis=1) - take.sum(axis=1), 0)
-    return rows[take], order[take], more
-
-
 def _profile_ids(ens: Ensemble, which: Any, what: str) -> np.ndarray:
     """Profile ids from ids, a boolean mask, ``{column: value}`` or a callable on the profiles."""
     prof = ens.profiles
@@ -212,6 +126,13 @@ def _profile_ids(ens: Ensemble, which: Any, what: str) -> np.ndarray:
     if ids.size and (ids[0] < 0 or ids[-1] >= ens.n_profiles):
         raise ValueError(f"{what}: profile ids must be in [0, {ens.n_profiles})")
     return ids
+
+
+def _nanmean(v: np.ndarray) -> np.ndarray:
+    """Row means over the values counted (NaN: left out); NaN for a row of none."""
+    n = (~np.isnan(v)).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, np.nansum(v, axis=1) / np.maximum(n, 1), np.nan)
 
 
 def _label_of(which: Any, fallback: str) -> str:
@@ -342,20 +263,35 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
     @property
     def nodes(self) -> pd.DataFrame:
         """One row per super node: group, column, call sites, and the
-        distribution over the profiles in scope (mean, min, max, std,
-        quartiles, argmax profile id, imbalance = max/mean, cost = max - mean)."""
+        statistics over the profiles in scope, those of :func:`cctviz.model.stats.node_stats`
+        (mean, min, max, std, quartiles, argmax profile id, imbalance = max/mean,
+        cost = max - mean, n profiles counted): the numbers ``ens.stats`` gives."""
         g = self._graph()[0]
         d = self._stats()
         df = g.nodes[["group", "occurrence", "column", "members"]].copy()
-        for k in ("mean", "min", "max", "std", "q1", "median", "q3", "argmax", "imbalance", "cost"):
+        for k in (
+            "mean",
+            "min",
+            "max",
+            "std",
+            "q1",
+            "median",
+            "q3",
+            "argmax",
+            "imbalance",
+            "cost",
+            "n",
+        ):
             df[k] = d[k]
         return df
 
     @property
     def per_profile(self) -> pd.DataFrame:
-        """Super nodes x profiles (ids of the ensemble) values of the metric."""
+        """Super nodes x profiles (ids of the ensemble) values of the metric, as the
+        statistics count them: 0 where the absence rule counts a missing value as
+        0, NaN where the profile is left out (:func:`cctviz.model.stats.counted_matrix`)."""
         _, per, pids = self._graph()
-        return pd.DataFrame(per, columns=pids)
+        return pd.DataFrame(self._counted(), columns=pids)
 
     @property
     def selected(self) -> pd.DataFrame:
@@ -533,20 +469,39 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         return self._graphs[key]
 
     def _stats(self) -> dict[str, Any]:
-        """The distribution of every super node over the profiles in scope
-        (:func:`distribution`), with the argmax as profile ids, imbalance,
-        cost and the outliers: once per metric."""
+        """The statistics of every super node over the profiles in scope, from the
+        model (:mod:`cctviz.model.stats`: the absence rule, ddof 1, quantiles,
+        whiskers, outliers), with the argmax and outliers as profile ids: once per metric."""
         m = self.metric
         if m not in self._node_stats:
-            _, per, pids = self._graph()
-            d = distribution(per)
-            d["argmax"] = np.where(d["argmax"] >= 0, pids[np.maximum(d["argmax"], 0)], -1)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                d["imbalance"] = np.where(d["mean"] > 0, d["max"] / d["mean"], np.nan)
-            d["cost"] = d["max"] - d["mean"]
-            d["outliers"] = outliers(per, d["q1"], d["q3"], d["median"])
+            g, per, pids = self._graph()
+            if "mean" in g.nodes:  # an ensemble: module_graph asked the model
+                st = g.nodes
+            else:  # one tree: one profile
+                node = np.flatnonzero(~np.isnan(per[:, 0]))
+                st = node_stats(
+                    node,
+                    np.zeros_like(node),
+                    per[node, 0],
+                    len(per),
+                    live=np.ones(1, dtype=bool),
+                    run=np.zeros(1, dtype=np.int64),
+                )
+            d: dict[str, Any] = {
+                k: st[k].to_numpy()
+                for k in ("mean", "std", "min", "median", "max", "imbalance", "cost", "argmax", "n")
+            }
+            d["q1"], d["q3"] = st["q25"].to_numpy(), st["q75"].to_numpy()
+            d.update(box_plots(self._counted(), d["q1"], d["q3"], d["median"]))
             self._node_stats[m] = d
         return self._node_stats[m]
+
+    def _counted(self) -> np.ndarray:
+        """Super nodes x profiles in scope: the values the statistics count."""
+        _, per, pids = self._graph()
+        if self._ens is None:
+            return per
+        return counted_matrix(per, live=np.ones(pids.size, dtype=bool), run=self._ens.run_ids[pids])
 
     def _brushable(self, node: int) -> tuple[np.ndarray, np.ndarray]:
         """(values, profile ids) a brush on ``node`` ranges over: its values per
@@ -554,18 +509,19 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         g, per, pids = self._graph()
         if not 0 <= node < len(g.nodes):
             raise traitlets.TraitError(f"brush: no super node {node}")
-        row = per[node]
+        row = self._counted()[node]  # NaN: a profile the statistics leave out
         if self._diff is None:
             return row, pids
         a, b = self._diff[0], self._diff[1]
         in_a, in_b = np.isin(pids, a), np.isin(pids, b)
-        return row[in_b] - row[in_a].mean(), pids[in_b]
+        return row[in_b] - _nanmean(row[in_a][None, :])[0], pids[in_b]
 
     def _refresh(self) -> None:
         self._data = self._payload()
 
     def _payload(self) -> dict[str, Any]:
-        g, per, pids = self._graph()
+        g, _, pids = self._graph()
+        per = self._counted()
         nodes, links = g.nodes, g.links
         n = len(nodes)
         d = self._stats()
@@ -593,7 +549,9 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
             "group": groups,
             "label": label,
             "column": _i32(column),
-            "value": _f32(d["mean"]),
+            "value": _f32(nodes["value"].to_numpy()),  # the height: flows add up
+            "mean": _f32(d["mean"]),  # the model's mean (the absence rule)
+            "counted": _i32(d["n"]),
             "members": _i32(nodes["members"].to_numpy()),
             "cost": _f32(cost),
             "imbalance": _f32(imbalance),
@@ -629,19 +587,23 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
             in_sel = np.isin(pids, sel)
             out["hist_sel"] = _i32(histogram(per[:, in_sel], d["min"], d["max"]).ravel())
             with np.errstate(invalid="ignore"):
-                sm = per[:, in_sel].mean(axis=1) if in_sel.any() else np.full(n, np.nan)
+                sm = _nanmean(per[:, in_sel]) if in_sel.any() else np.full(n, np.nan)
             out["sel_mean"] = _f32(sm)
         return out
 
     def _diff_payload(self, per: np.ndarray, pids: np.ndarray) -> dict[str, Any]:
+        """``per``: the counted values (:meth:`_counted`; NaN: left out)."""
         assert self._diff is not None
         a, b, la, lb = self._diff
         in_a, in_b = np.isin(pids, a), np.isin(pids, b)
-        mean_a = per[:, in_a].mean(axis=1)
-        mean_b = per[:, in_b].mean(axis=1)
+        mean_a = _nanmean(per[:, in_a])
+        mean_b = _nanmean(per[:, in_b])
         delta = mean_b - mean_a
         diffs = per[:, in_b] - mean_a[:, None]
-        lo, hi = diffs.min(axis=1), diffs.max(axis=1)
+        has = ~np.isnan(diffs)
+        lo = np.where(has, diffs, np.inf).min(axis=1, initial=np.inf)
+        hi = np.where(has, diffs, -np.inf).max(axis=1, initial=-np.inf)
+        lo, hi = np.where(np.isfinite(lo), lo, np.nan), np.where(np.isfinite(hi), hi, np.nan)
         bound = float(np.nanmax(np.abs(delta))) if delta.size else 0.0
         return {
             "a_label": la,
@@ -702,7 +664,10 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         if m not in self._node_means:
             if self._ens is None:
                 v = self._tree.metrics[m].to_numpy(dtype=np.float64)
-            else:
-                v = np.nan_to_num(self._ens.values(m)[:, self._scope()]).mean(axis=1)
+            else:  # the model's mean of each call site (the tree view's number)
+                scope = self._scope()
+                whole = np.array_equal(scope, np.flatnonzero(self._ens.live))
+                ens = self._ens if whole else self._ens.select(scope)
+                v = ens.stats(m)["mean"].to_numpy(dtype=np.float64)
             self._node_means[m] = v
         return self._node_means[m]

@@ -99,7 +99,10 @@ export function decodeSankey(raw) {
     members: i32("members"),
     min: f32("min"),
     max: f32("max"),
-    mean: null,
+    // the model's mean (cctviz.model.stats: absence rule, the same number as
+    // ens.stats and the tree view); value is the height (flows add up)
+    mean: d.mean ? f32("mean") : f32("value"),
+    counted: i32("counted"),
     std: f32("std"),
     q1: f32("q1"),
     median: f32("median"),
@@ -137,8 +140,6 @@ export function decodeSankey(raw) {
     diff: decodeDiff(d.diff, n, B),
     treeSize: Math.max(0, int(d.tree_size)),
   };
-  // the mean is the node's value (over the profiles in scope)
-  out.mean = out.value;
   out.outliersOf = Array.from({ length: n }, () => []);
   for (let j = 0; j < k; j++) {
     const v = out.outlierNode[j];

@@ -106,7 +106,7 @@ export function profilesText(d) {
 
 /** The accessible label of super node k: its label first, then its values. */
 export function ariaLabel(d, k) {
-  const parts = [d.label[k], `mean ${fmt(d, d.value[k])}`];
+  const parts = [d.label[k], `mean ${fmt(d, d.mean[k])}`];
   if (d.diff) parts.push(`${d.diff.bLabel} ${MINUS} ${d.diff.aLabel} ${fmt(d, d.diff.delta[k])}`);
   else {
     parts.push(`min ${fmt(d, d.min[k])}`, `max ${fmt(d, d.max[k])}`);
@@ -126,7 +126,7 @@ export function tooltipLines(d, k) {
   if (d.group[k] && d.group[k] !== d.label[k]) lines.push({ cls: "cctviz-tip-note", text: d.group[k] });
   lines.push({ text: `${d.members[k]} call site${d.members[k] === 1 ? "" : "s"}` });
   lines.push({ cls: "cctviz-tip-head", text: `${metricText(d)} over ${profilesText(d)}` });
-  lines.push({ text: `mean ${fmt(d, d.value[k])}, std ${fmt(d, d.std[k])}` });
+  lines.push({ text: `mean ${fmt(d, d.mean[k])}, std ${fmt(d, d.std[k])}${d.counted[k] ? ` (${d.counted[k]} profiles)` : ""}` });
   lines.push({ text: `min ${fmt(d, d.min[k])}, max ${fmt(d, d.max[k])}` });
   if (d.argmax[k] >= 0) lines.push({ text: `max at ${profileLabel(d, d.argmax[k])}` });
   if (Number.isFinite(d.imbalance[k]) || Number.isFinite(d.cost[k])) {
@@ -166,7 +166,7 @@ export function outlierTooltipLines(d, j) {
   const k = d.outlierNode[j];
   return [
     { cls: "cctviz-tip-path", text: profileLabel(d, d.outlierProfile[j]) },
-    { text: `${d.label[k]}: ${fmt(d, d.outlierValue[j])} (mean ${fmt(d, d.value[k])})` },
+    { text: `${d.label[k]}: ${fmt(d, d.outlierValue[j])} (mean ${fmt(d, d.mean[k])})` },
     { cls: "cctviz-tip-note", text: "outlier (beyond 1.5 IQR); click to select the profile" },
   ];
 }
@@ -261,7 +261,7 @@ function distPrims(d, k, box, m, measure, paint, st, selProfiles) {
       const xz = X(0);
       kids.push(P("line", { class: "cctviz-zero", stroke: paint.ink, x1: r2(xz), x2: r2(xz), y1: r2(yHist0), y2: r2(yHist1) }));
     }
-    const mean = d.diff ? d.diff.delta[k] : d.value[k];
+    const mean = d.diff ? d.diff.delta[k] : d.mean[k];
     const xm = X(mean);
     if (Number.isFinite(xm)) kids.push(P("line", { class: "cctviz-mean", stroke: paint.ink, x1: r2(xm), x2: r2(xm), y1: r2(yHist0), y2: r2(yHist1) }));
     if (d.selMean && !d.diff && Number.isFinite(d.selMean[k])) {

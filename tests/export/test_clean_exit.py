@@ -145,6 +145,10 @@ def test_an_engine_used_from_threads_that_ended(tmp_path):
         sizes = list(pool.map(draw, range(6)))
     assert len(set(sizes)) == 1
     mine = engine.Engine(engine.EXPORT_BUNDLE)  # a second context, closed at exit
+    dropped = engine.Engine(engine.EXPORT_BUNDLE)  # one left to the garbage collector
+    assert "<svg" in dropped.render_svg(cctviz.export.payload(cctviz.CCTView(t)))
+    del dropped
+    import gc; gc.collect()
     """
     run = _python(
         code, str(DATA / "hatchet/json/hatchet-graph-literal.json"), str(tmp_path / "a.svg")

@@ -114,10 +114,10 @@ def test_kernels_missing_from_some_runs_are_not_zeros(both):
 
 def test_sankey_box_plots_equal_thickets(both):
     """The quartiles, fences and 1.5 IQR outliers the Sankey draws on a node
-    (``cctviz.views.sankey.distribution`` / ``outliers``) equal Thicket's
+    (``cctviz.model.stats``: ``ens.stats`` and ``box_plots``) equal Thicket's
     ``calc_boxplot_statistics`` on the same values: for every node all 18
     runs have (Thicket's NaN for a missing kernel makes its quartiles NaN)."""
-    from cctviz.views.sankey import distribution, outliers
+    from cctviz.model.stats import box_plots
 
     ens, tk, _, counts = both
     thicket = require("thicket")
@@ -134,7 +134,8 @@ def test_sankey_box_plots_equal_thickets(both):
     rows = ens.tree.callpaths.reset_index(drop=True)
     ids = np.array([rows[rows == p].index[0] for p in full])
     values = ens.values("Total time (inc)")[ids]
-    d = distribution(values)
+    st = ens.stats("Total time (inc)").loc[ids]
+    d = {"q1": st["q25"].to_numpy(), "median": st["median"].to_numpy(), "q3": st["q75"].to_numpy()}
     q = sf.loc[full]
     for ours, theirs in (("q1", "q1"), ("median", "q2"), ("q3", "q3")):
         np.testing.assert_allclose(d[ours], q[col[theirs]].astype(float), rtol=1e-12)
@@ -143,7 +144,7 @@ def test_sankey_box_plots_equal_thickets(both):
     # outliers: the same runs (Thicket names them by profile hash, we by id)
     file_of = {h: str(f) for h, f in tk.profile_mapping.items()}
     pid = {f: i for i, f in enumerate(ens.profiles["file"])}
-    r, c, more = outliers(values, d["q1"], d["q3"], d["median"], per_node=18)
+    r, c, more = box_plots(values, d["q1"], d["q3"], d["median"], per_node=18)["outliers"]
     assert not more.any()
     for k, path in enumerate(full):
         theirs = sorted(pid[file_of[h]] for h in q[col["outliers"]].iloc[k])
