@@ -36,6 +36,24 @@ class NodeSet:
         self.tree = tree
         self.ids = arr
 
+    def on(self, tree: Tree) -> NodeSet:
+        """The same nodes in another tree: matched by identity (the call path; the
+        n-th of several same-named siblings is the n-th), nodes ``tree`` lacks left out.
+
+        Example:
+            >>> import cctviz
+            >>> a = cctviz.Tree.from_parents([-1, 0, 0], ["main", "f", "f"])
+            >>> b = cctviz.Tree.from_parents([-1, 0, 0, 0], ["main", "g", "f", "f"])
+            >>> a.select([2]).on(b).ids.tolist()  # the second f, not both
+            [3]
+        """
+        if tree is self.tree:
+            return self
+        from .unify import node_map
+
+        got = node_map(self.tree, tree)[self.ids]
+        return NodeSet(tree, got[got >= 0])
+
     @classmethod
     def from_mask(cls, tree: Tree, mask: np.ndarray) -> NodeSet:
         return cls(tree, np.flatnonzero(np.asarray(mask, dtype=bool)))

@@ -80,7 +80,7 @@ class Tree:
         ['solve']
     """
 
-    __slots__ = ("_nodes", "_exc", "_meta", "_cache")
+    __slots__ = ("_nodes", "_exc", "_meta", "_cache", "__weakref__")
 
     def __init__(
         self,

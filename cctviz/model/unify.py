@@ -14,6 +14,7 @@ of one run usually do) are unified once.
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -111,3 +112,35 @@ def unify_structures(trees: Sequence[Tree]) -> tuple[Tree, list[np.ndarray]]:
     unified = Tree(nodes, None, None, _trusted=True)
     rep_maps = [inv[uid[offs[k] : offs[k + 1]]] for k in range(len(reps))]
     return unified, [rep_maps[k] for k in rep_of]
+
+
+_NODE_MAPS: dict[tuple[int, int], tuple[weakref.ref, weakref.ref, np.ndarray]] = {}
+
+
+def node_map(src: Tree, dst: Tree) -> np.ndarray:
+    """For every node of ``src``, the node of ``dst`` with the same identity (its call
+    path, the n-th of same-named siblings being the n-th), or -1 where ``dst`` has none.
+
+    The one mapping every link between views uses; computed once per pair of trees.
+
+    Example:
+        >>> a = Tree.from_parents([-1, 0, 0], ["main", "f", "f"])
+        >>> b = Tree.from_parents([-1, 0, 0, 0], ["main", "g", "f", "f"])
+        >>> node_map(a, b).tolist(), node_map(b, a).tolist()
+        ([0, 2, 3], [0, -1, 1, 2])
+    """
+    if src is dst:
+        return np.arange(len(src), dtype=np.int64)
+    key = (id(src), id(dst))
+    hit = _NODE_MAPS.get(key)
+    if hit is not None and hit[0]() is src and hit[1]() is dst:
+        return hit[2]
+    unified, (a, b) = unify_structures([src, dst])
+    inv = np.full(len(unified), -1, dtype=np.int64)
+    inv[b] = np.arange(len(dst), dtype=np.int64)
+    out = inv[a]
+    out.setflags(write=False)
+    if len(_NODE_MAPS) >= 32:  # a few linked views at a time
+        _NODE_MAPS.clear()
+    _NODE_MAPS[key] = (weakref.ref(src), weakref.ref(dst), out)
+    return out

@@ -284,11 +284,7 @@ class CCTView(SavesFigure, anywidget.AnyWidget):
         if isinstance(value, str):
             return t.query(value).ids
         if isinstance(value, NodeSet):
-            if value.tree is t:
-                return value.ids
-            # another profile's nodes: match them by call path
-            wanted = value.tree.callpaths.iloc[value.ids].to_numpy()
-            return np.flatnonzero(np.isin(t.callpaths.to_numpy(), wanted))
+            return value.on(t).ids  # another tree's nodes: matched by identity
         if isinstance(value, (int, np.integer)):
             value = [value]
         ids = np.unique(np.asarray(list(value) if isinstance(value, Iterable) else value))

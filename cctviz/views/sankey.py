@@ -347,10 +347,7 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         if v is None:
             return NodeSet(t)
         if isinstance(v, NodeSet):
-            if v.tree is t:
-                return v
-            wanted = v.tree.callpaths.iloc[v.ids].to_numpy()
-            return NodeSet(t, np.flatnonzero(np.isin(t.callpaths.to_numpy(), wanted)))
+            return v.on(t)  # another tree's nodes: matched by identity
         if isinstance(v, str):
             return t.query(v)
         ids = np.unique(np.asarray(list(np.atleast_1d(v)), dtype=np.int64))
