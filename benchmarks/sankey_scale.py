@@ -18,8 +18,8 @@ site's own, 5% slow profiles 1.5x) and these are measured:
 
 Peer, in the same run: Thicket's box-plot statistics (``thicket.stats.
 calc_boxplot_statistics``: quartiles, fences, outliers per node, the numbers the
-Sankey draws on each node) against cctviz's (``distribution`` + ``outliers``
-on the per-node values), on the 1,296 LULESH ranks of lulesh-scaling and on the
+Sankey draws on each node) against cctviz's (``cctviz.model.stats``: ``Ensemble.stats``
++ ``counted_matrix`` + ``box_plots``, the absence rule included, on the per-node values), on the 1,296 LULESH ranks of lulesh-scaling and on the
 18 RAJAPerf runs (Thicket reads the same files).
 
 Usage::
@@ -47,7 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import cctviz  # noqa: E402
-from cctviz.views.sankey import SankeyView, distribution, outliers  # noqa: E402
+from cctviz.model.stats import box_plots, counted_matrix  # noqa: E402
+from cctviz.views.sankey import SankeyView  # noqa: E402
 from tests.ui.harness import HarnessServer, WidgetPage, launch_browser  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -182,9 +183,13 @@ def thicket_rows() -> list[dict]:
             theirs = time.perf_counter() - t0
         ens = cctviz.read_ensemble(files)
         t0 = time.perf_counter()
-        v = ens.values(metric)
-        d = distribution(v)
-        outliers(v, d["q1"], d["q3"], d["median"], per_node=v.shape[1])
+        st = ens.stats(metric)
+        present = np.full((len(ens.tree), ens.n_profiles), np.nan)
+        present[ens.rows["node"].to_numpy(), ens.rows["profile"].to_numpy()] = 1.0
+        v = ens.values(metric) * present  # NaN where a profile has no row
+        counted = counted_matrix(v, live=ens.live, run=ens.run_ids)
+        q = [st[k].to_numpy() for k in ("q25", "q75", "median")]
+        box_plots(counted, *q, per_node=v.shape[1])
         ours = time.perf_counter() - t0
         rows.append(
             {

@@ -84,6 +84,48 @@ def _diff(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return {col: value(parts[0])}, {col: value(parts[1])}
 
 
+def _diff_side(obj: Any, side: dict[str, Any]) -> Any:
+    """One side of ``--diff COLUMN=A,B`` as the view takes it. ``file=NAME`` matches
+    a profile's file by the path as typed, its resolved path, its name or its stem
+    (``run-8.json`` and ``run-8`` find ``/data/runs/run-8.json``); a text value matches
+    a column case-insensitively when nothing matches exactly."""
+    import numpy as np
+
+    from .errors import CCTVizError
+    from .model.ensemble import Ensemble
+
+    ((col, want),) = side.items()
+    if not isinstance(obj, Ensemble) or col not in obj.profiles.columns:
+        return side
+    values = obj.profiles[col]
+    if (values == want).any():
+        return side
+    text = values.astype(str).to_numpy(dtype=object)
+    if col == "file":
+        paths = [Path(v) for v in text]
+        hit = np.array(
+            [
+                want in (p.name, _stem(str(p)))
+                or (Path(str(want)).exists() and p.resolve() == Path(str(want)).resolve())
+                for p in paths
+            ]
+        )
+    else:
+        hit = np.array([v.lower() == str(want).lower() for v in text])
+    if not hit.any():
+        have = ", ".join(sorted({str(v) for v in values})[:8])
+        raise CCTVizError(f"--diff: no profile has {col}={want} (there are: {have})")
+    return np.flatnonzero(hit)
+
+
+def _pair(text: str) -> tuple[str, str]:
+    """``A,B``: two non-empty names."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"expected two names A,B; got {text!r}")
+    return parts[0], parts[1]
+
+
 def _make_sankey(obj: Any, a: argparse.Namespace) -> Any:
     """A SankeyView of ``obj`` as ``--group-by``, ``--metric``, ``--diff``, ``--query`` ask."""
     import traitlets
@@ -92,11 +134,16 @@ def _make_sankey(obj: Any, a: argparse.Namespace) -> Any:
     from .views.sankey import SankeyView
 
     try:
+        diff = None if a.diff is None else tuple(_diff_side(obj, side) for side in a.diff)
         view = SankeyView(
             obj,
             group_by=None if a.group_by is None else _group_by(a.group_by),
             metric=a.color,
-            diff=a.diff,
+            diff=diff,
+            diff_labels=a.diff_labels
+            or (
+                None if a.diff is None else tuple(f"{k}={v}" for d in a.diff for k, v in d.items())
+            ),
         )
         if a.query:
             view.selection = a.query
@@ -111,8 +158,8 @@ def _make_view(obj: Any, a: argparse.Namespace) -> Any:
 
     if getattr(a, "view", "cct") == "sankey":
         return _make_sankey(obj, a)
-    if getattr(a, "group_by", None) is not None or getattr(a, "diff", None) is not None:
-        raise CCTVizError("--group-by and --diff go with --view sankey")
+    if any(getattr(a, k, None) is not None for k in ("group_by", "diff", "diff_labels")):
+        raise CCTVizError("--group-by, --diff and --diff-labels go with --view sankey")
     return _make_cct(obj, a)
 
 
@@ -285,8 +332,15 @@ def _cmd_view(a: argparse.Namespace) -> int:
     if a.output:
         target = Path(a.output)
     else:
-        target = Path(tempfile.mkdtemp(prefix="cctviz-")) / f"{_stem(a.profile)}.html"
-    view = _make_view(read(a.profile, format=a.input_format), a)
+        target = Path(tempfile.mkdtemp(prefix="cctviz-")) / f"{_stem(a.profiles[0])}.html"
+    from .readers import read_ensemble
+
+    data = (
+        read(a.profiles[0], format=a.input_format)
+        if len(a.profiles) == 1
+        else read_ensemble(a.profiles, format=a.input_format)
+    )
+    view = _make_view(data, a)
     print(save(view, target, format="html", **opts))
     return 0
 
@@ -319,6 +373,12 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
         metavar="COLUMN=A,B",
         help="--view sankey: compare the profiles whose COLUMN is A with those where it"
         " is B, e.g. file=run-8.json,run-64.json",
+    )
+    g.add_argument(
+        "--diff-labels",
+        type=_pair,
+        metavar="A,B",
+        help="--view sankey --diff: the names the two sides are shown with (default: COLUMN=A, COLUMN=B)",
     )
     g.add_argument(
         "--color",
@@ -536,12 +596,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Write one self-contained HTML page (no server, no network) with the"
         " interactive view of a profile: pan, zoom, collapse, tooltips.",
     )
-    v.add_argument("profile", metavar="PROFILE", help="a profile file or folder")
+    v.add_argument(
+        "profiles",
+        nargs="+",
+        metavar="PROFILE",
+        help="a profile file or folder; several make one ensemble (ranks or runs)",
+    )
     v.add_argument(
         "-o",
         "--output",
         metavar="PAGE",
-        help="the page to write (default: PROFILE's name .html in a new temporary folder)",
+        help="the page to write (default: the first PROFILE's name .html in a new temporary folder)",
     )
     _add_view_options(v)
     v.set_defaults(fn=_cmd_view)

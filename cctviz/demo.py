@@ -18,6 +18,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .model import units
@@ -92,12 +93,14 @@ def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dic
     step = ddp.focus(ddp.tree.query('MATCH (".", a) WHERE a."name" = "step"'))
     print(f"\nThe step context, summed over {n} steps (mean over ranks [min .. max]):")
     print(step.render("time (inc)", depth=6, threshold=0.01))
+    print(outside_steps_note(ddp))
     tables = {}
     for s, ens in read_runs.items():
         t = comm_by_module(ens)
         tables[s] = t
-        print(f"\nCommunication per step by context, {s.upper()} (mean over ranks):")
+        print(f"\nCommunication per step by context, {strategy_name(ens, s)} (mean over ranks):")
         print(t.to_string(index=False, float_format=lambda v: f"{v:,.3f}"))
+    print(COMM_NOTE)
     both = read_ensemble(list(runs.values()))
     files = {
         "runs": out / "runs.cctviz",
@@ -112,8 +115,61 @@ def run_demo(out: str | Path = "out", *, nproc: int = 2, steps: int = 20) -> dic
     tables["ddp"].to_csv(files["comm_ddp"], index=False)
     tables["fsdp"].to_csv(files["comm_fsdp"], index=False)
     print("\nwrote " + ", ".join(str(p) for p in [*runs.values(), *files.values()]))
-    print("open them with: cctviz tree out/run-ddp   or   cctviz.read('out/runs.cctviz')")
+    print(
+        f"open them with: {cctviz_command()} tree {runs['ddp']}"
+        f"   or, in Python, cctviz.read({str(files['runs'])!r})"
+    )
     return {**{f"run_{k}": v for k, v in runs.items()}, **files}
+
+
+#: what the tree's collective time and the table's ms are, printed under the tables
+COMM_NOTE = (
+    "\nA collective's time in the tree is what the call itself took on the CPU (issuing\n"
+    "it, and waiting where the call blocks), summed over the steps; the tables' ms per\n"
+    "step is comm_time, from the issue to the end of the transfer (its wait()), which\n"
+    "DDP and FSDP overlap with backward: the two measure different things and differ."
+)
+
+
+def outside_steps_note(ens: Ensemble) -> str:
+    """What ``(outside steps)`` holds and how much of each rank's time it is."""
+    tree = ens.tree
+    roots = tree.parent < 0
+    outside = np.flatnonzero(np.asarray(tree.names) == "(outside steps)")
+    if not outside.size:
+        return ""
+    vals = ens.values("time (inc)")
+    share = vals[outside].sum(axis=0) / vals[roots].sum(axis=0)
+    return (
+        f"\n(outside steps) holds {share.min():.0%} to {share.max():.0%} of each rank's time:"
+        " what runs before the first step (building and wrapping the model: DDP's first"
+        " broadcast of the parameters), between steps (logging) and after the last one"
+        " (teardown). Warm-up steps are under (warm-up). Only the steps are shown above."
+    )
+
+
+def strategy_name(ens: Ensemble, fallback: str) -> str:
+    """The parallel strategy as the run's metadata names it (``FSDP2``), else ``fallback``."""
+    prof = ens.profiles
+    if "strategy" in prof and prof["strategy"].notna().any():
+        return str(prof["strategy"].dropna().iloc[0])
+    return fallback.upper()
+
+
+def cctviz_command() -> str:
+    """How to call ``cctviz`` from here: the virtualenv's script when it is not on PATH."""
+    import shutil
+
+    script = Path(sys.executable).parent / "cctviz"
+    found = shutil.which("cctviz")
+    if found and Path(found).resolve() == script.resolve():
+        return "cctviz"
+    if script.exists():
+        try:
+            return str(script.relative_to(Path.cwd()))
+        except ValueError:
+            return str(script)
+    return "cctviz"
 
 
 def write_figures(ens: Ensemble, step: Ensemble, out: Path) -> dict[str, Path]:

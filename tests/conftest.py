@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import hypothesis_profiles  # noqa: F401  (loads HYPOTHESIS_PROFILE)
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
@@ -24,3 +26,30 @@ def hatchet_tree():
     import cctviz
 
     return cctviz.read(HATCHET_JSON)
+
+
+#: tests the quick loop (``pytest -m "not slow"``) leaves out: browser and notebook
+#: tests, subprocesses (torch runs, exports at exit), fuzzers and property tests with
+#: many examples. CI runs them all. A test can also say ``@pytest.mark.slow`` itself.
+SLOW = (
+    "tests/ui/",
+    "tests/test_notebooks.py",
+    "tests/test_figures.py",
+    "tests/test_readme.py",
+    "tests/runtime/",
+    "tests/perfmodel/test_analytic.py::test_model_states_equal_the_tensors",
+    "tests/readers/test_kineto_torch.py",
+    "tests/readers/test_kineto.py::test_memory_stays_below_twice_the_file",
+    "tests/readers/test_cctviz_run.py",
+    "tests/test_cli.py::test_demo",
+    "tests/export/test_packaging.py",
+    "fuzz",
+    "tests/views/test_lod.py::test_",
+    "tests/model/test_aggregation.py::test_",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(part in item.nodeid for part in SLOW):
+            item.add_marker(pytest.mark.slow)

@@ -55,7 +55,9 @@ def test_tree_options(capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert out.startswith("# gpu_time (inc) [us] (calls (inc) in brackets);")
+    assert out.startswith(
+        "# gpu_time (inc), each value with its unit (recorded in us) (calls (inc) in brackets);"
+    )
     assert re.search(r"^ *\d\S* ms \(\d\S*( k)?\)  process$", out, re.M)
     assert main(["tree", str(RESNET), "-n", "5"]) == 0
     assert "--metric 'gpu_time (inc)'" in capsys.readouterr().out
@@ -80,7 +82,9 @@ def test_tree_of_a_cctviz_run_shows_times_with_units(tmp_path, capsys):
     assert cctviz.read(prof.out).tree.units["time"] == "ns"
     assert main(["tree", str(prof.out), "--threshold", "0"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("# time (inc) [ns], mean over 1 profile;")
+    assert out.startswith(
+        "# time (inc), each value with its unit (recorded in ns), mean over 1 profile;"
+    )
     body = [ln for ln in out.splitlines() if not ln.startswith("#")]
     assert len(body) >= 8 and "step" in names_of(out)
     for ln in body:
@@ -134,6 +138,16 @@ def test_demo_profiles_the_example_training(tmp_path):
         check=True,
     )
     assert "Communication per step by context, DDP" in r.stdout
+    # the strategy as the metadata names it, so `--diff strategy=DDP,FSDP2` works as printed
+    assert "Communication per step by context, FSDP2" in r.stdout
+    # what the tree's collective time, the table's ms and (outside steps) are, said where shown
+    assert "comm_time, from the issue to the end of the transfer" in r.stdout
+    assert re.search(r"\(outside steps\) holds \d+% to \d+% of each rank's time", r.stdout)
+    # the closing hint is a command that runs as printed (the virtualenv's cctviz, the --out folder)
+    hint = r.stdout.strip().splitlines()[-1]
+    command = hint.removeprefix("open them with: ").split("   or")[0].split()
+    assert command[-1] == str(tmp_path / "run-ddp")
+    assert subprocess.run(command, capture_output=True, text=True).returncode == 0, hint
     runs = cctviz.read(tmp_path / "runs.cctviz")
     assert runs.n_profiles == 4  # 2 runs x 2 ranks
     assert sorted(set(runs.profiles["strategy"])) == ["DDP", "FSDP2"]

@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md section 3 holds, and the import-linter contract that checks it bites.
+"""The layering of docs/architecture.md section 1 holds, and the import-linter contract that checks it bites.
 
 The contract is ``[tool.importlinter]`` in pyproject.toml (with the contract type of
 :mod:`tests.layering`); scripts/test.sh runs ``lint-imports`` on the real tree. Here it

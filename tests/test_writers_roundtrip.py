@@ -10,6 +10,7 @@ import cctviz
 from cctviz import Ensemble
 from cctviz.writers.folded import default_scale
 from tests.conftest import CALIPER_JSON, HATCHET_JSON
+from tests.hypothesis_profiles import examples
 from tests.strategies import trees
 
 SAMPLES = [HATCHET_JSON, *CALIPER_JSON]
@@ -126,7 +127,9 @@ def _assert_same(a, b, metric_a, metric_b):
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(t=trees())
 def test_round_trip_random_trees(tmp_path, t):

@@ -1,7 +1,7 @@
 """The ensemble Sankey's graph: call sites grouped into super nodes (modules).
 
 The first brick of the ensemble Sankey view (CallFlow's design, made
-deterministic; ../shared/DESIGN.md section 5): this module builds the graph,
+deterministic; docs/architecture.md): this module builds the graph,
 the view (to come) lays it out and draws it.
 
 - Every node of the tree gets a group (:func:`group_labels`): a node attribute

@@ -123,6 +123,24 @@ def short_path(path: Any, width: int = 48, sep: str = "/") -> str:
     return head + sep.join(tail)
 
 
+def _header_label(metric: str, units: Any) -> str:
+    """A metric as the header names it: times and sizes are shown each with its own
+    unit ("1.82 s", "40.6 ms"), so the header says so and names the recorded unit
+    instead of heading the column with one unit it does not use.
+
+    >>> _header_label("time (inc)", {"time": "ns"}), _header_label("calls", {})
+    ('time (inc), each value with its unit (recorded in ns)', 'calls')
+    >>> _header_label("time", {})
+    'time [unit unknown]'
+    """
+    label = _units.unit_label(metric, units)
+    head, sep, unit = label.rpartition(" [")
+    unit = unit.rstrip("]")
+    if sep and _units.dimension(unit) in ("time", "bytes"):
+        return f"{head}, each value with its unit (recorded in {unit})"
+    return label
+
+
 def _display_unit(unit: Any) -> str | None:
     u = _units.canonical(unit)
     return None if u is None or u.lower() in _COUNT_UNITS else u
@@ -200,7 +218,7 @@ def render(
     >>> t = Tree.from_parents([-1, 0, 0, 0, 3], ["main", "io", "solve", "init", "mpi_init"],
     ...     {"time": [0.5, 0.01, 2.75, 0.0, 0.0]}, meta={"units": {"time": "s"}})
     >>> print(render(t))
-    # time (inc) [s]; 5 nodes, 3 shown
+    # time (inc), each value with its unit (recorded in s); 5 nodes, 3 shown
      3.26 s  main
      2.75 s  ├─ solve
     10.0 ms  └─ io
@@ -376,9 +394,9 @@ def _header(
 ) -> list[str]:
     if col is None:
         return [f"# no metrics; {n} nodes, {n_shown} shown"]
-    what = _units.unit_label(col, tree.units)
+    what = _header_label(col, tree.units)
     if second is not None:
-        what += f" ({_units.unit_label(tree.metric_column(second), tree.units)} in brackets)"
+        what += f" ({_header_label(tree.metric_column(second), tree.units)} in brackets)"
     if ens is not None:
         live = int(np.sum(ens.live))
         of = f"{live} of {ens.n_profiles}" if live != ens.n_profiles else f"{ens.n_profiles}"

@@ -2,7 +2,7 @@
 
 A collective cannot finish on any rank before the last rank has joined it, so
 the time a rank spends in it is the transfer itself plus the time it waited
-for the latest rank (``../shared/DESIGN.md`` section 8; the "late sender" /
+for the latest rank (``docs/architecture.md`` section 10; the "late sender" /
 "wait at collective" patterns of Scalasca: Geimer et al., "The Scalasca
 performance toolset architecture", CCPE 2010). Across the ranks of one run
 that took part in a collective context:

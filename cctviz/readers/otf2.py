@@ -136,14 +136,16 @@ COLLECTIVE_OPS = {
 }
 
 
-def _import_otf2() -> tuple[Any, Any]:
+#: what to do when the otf2 package is missing
+INSTALL = "reading OTF2 traces needs the otf2 package: pip install 'cctviz[scorep]'"
+
+
+def _import_otf2(path: Path) -> tuple[Any, Any]:
     try:
         import _otf2
         import otf2
-    except ImportError as e:  # pragma: no cover - the extra is installed in tests
-        raise ImportError(
-            "reading OTF2 traces needs the otf2 package: pip install 'cctviz[scorep]'"
-        ) from e
+    except ImportError:
+        raise ProfileError(path, INSTALL) from None
     return otf2, _otf2
 
 
@@ -746,7 +748,7 @@ def read_otf2(path: Path, progress: bool | None = None) -> Ensemble:
         >>> ens.tree.units["PAPI_TOT_CYC"], ens.tree.units["time"]
         ('count', 'ns')
     """
-    otf2, _otf2 = _import_otf2()
+    otf2, _otf2 = _import_otf2(Path(path))
     anchor = _anchor(Path(path))
     if not anchor.is_file():
         raise ProfileError(anchor, "no such OTF2 anchor file")

@@ -1,6 +1,6 @@
 """The torch side of the runtime: hooks that report transitions to a Recorder.
 
-Cheapest first (costs measured on CPU with gloo, DESIGN.md section 7):
+Cheapest first (costs measured on CPU with gloo, docs/architecture.md section 9):
 
 - nn.Module paths: the *global* forward pre/post hooks
   (``register_module_forward_pre_hook``), a few microseconds per call.

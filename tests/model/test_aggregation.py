@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import cctviz
 from cctviz import Ensemble, ProfileError, Tree
+from tests.hypothesis_profiles import examples
 from tests.strategies import trees
 
 RULES = ("sum", "max", "min")
@@ -50,7 +51,7 @@ def check_rules(t: Tree) -> None:
             assert np.isclose(inc[i], want, equal_nan=True)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(ruled_trees())
 def test_inclusive_follows_the_rule(t):
     assert t.aggregation == {
@@ -64,7 +65,7 @@ def test_inclusive_follows_the_rule(t):
     assert "const (inc)" not in t.inc_metrics and "peak (inc)" in t.inc_metrics
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(ruled_trees(), st.sampled_from(["fraction", "top_k", "threshold"]))
 def test_prune_keeps_every_roots_value(t, how):
     kw = {"fraction": 0.2, "top_k": 1, "threshold": 300.0}[how]
@@ -84,7 +85,7 @@ def test_prune_keeps_every_roots_value(t, how):
         assert p.nodes.loc[o, "folded"] >= 1
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(ruled_trees(), st.data())
 def test_filter_and_focus_follow_the_rule(t, data):
     keep = np.array(data.draw(st.lists(st.booleans(), min_size=len(t), max_size=len(t))))
@@ -113,7 +114,7 @@ def test_filter_and_focus_follow_the_rule(t, data):
     )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(ruled_trees(max_size=15), min_size=1, max_size=4))
 def test_ensemble_rows_follow_the_rule_per_profile(ts):
     ens = Ensemble.from_trees(ts)
@@ -138,7 +139,7 @@ def test_ensemble_rows_follow_the_rule_per_profile(ts):
         assert np.allclose(st_["min"], np.nanmin(dense, axis=1), equal_nan=True)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(ruled_trees(max_size=15), ruled_trees(max_size=15))
 def test_diff_follows_the_rule(a, b):
     d = cctviz.diff(a, b, labels=("a", "b"))

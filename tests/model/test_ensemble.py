@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from cctviz import Ensemble, Tree
 from cctviz.model._algo import sibling_ordinal
+from tests.hypothesis_profiles import examples
 from tests.strategies import trees
 
 
@@ -22,7 +23,7 @@ def identities(t: Tree) -> list[tuple]:
     return out
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(trees(max_size=25), min_size=1, max_size=5))
 def test_unify_preserves_every_profile_total_and_paths(ts):
     ens = Ensemble.from_trees(ts)
@@ -43,7 +44,7 @@ def test_unify_preserves_every_profile_total_and_paths(ts):
     assert len(set(ids)) == len(ids)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(trees(max_size=25))
 def test_one_profile_ensemble_gives_the_tree_back(t):
     """Same-named siblings stay apart: unifying a tree alone changes nothing."""
@@ -56,7 +57,7 @@ def test_one_profile_ensemble_gives_the_tree_back(t):
     assert np.allclose(kept.metrics.to_numpy(), t.metrics.to_numpy(), equal_nan=True)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(trees(max_size=20), min_size=2, max_size=6))
 def test_stats_match_dense_computation(ts):
     ens = Ensemble.from_trees(ts)

@@ -3,10 +3,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cctviz import Tree
+from tests.hypothesis_profiles import examples
 from tests.strategies import trees
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(trees(names=["a", "b/c", 'q"x', "d\\e", "MPI_Send"]), st.data())
 def test_to_query_gives_the_same_set_back(t, data):
     ids = data.draw(st.lists(st.integers(0, len(t) - 1), max_size=8))

@@ -139,7 +139,10 @@ def test_kineto_render_is_short_and_points_to_gpu_time(resnet):
     assert "max_nodes=" in footer[1] and "threshold=" in footer[1]
     gpu = resnet.render("gpu_time (inc)")
     values = [seconds(first_column(left)) for _, left, _ in node_lines(gpu)]
-    assert gpu.startswith("# gpu_time (inc) [us]") and min(values) > 0
+    assert (
+        gpu.startswith("# gpu_time (inc), each value with its unit (recorded in us)")
+        and min(values) > 0
+    )
 
 
 def test_default_metric_of_a_gpu_only_trace(resnet):
@@ -151,7 +154,7 @@ def test_default_metric_of_a_gpu_only_trace(resnet):
         meta={"units": resnet.units},
     )
     text = t.render()
-    assert text.startswith("# gpu_time (inc) [us];")
+    assert text.startswith("# gpu_time (inc), each value with its unit (recorded in us);")
     rows = node_lines(text)
     total = resnet.metrics["gpu_time (inc)"].iat[0] * 1e-6
     assert seconds(first_column(rows[0][1])) == pytest.approx(total, rel=5e-3)
@@ -210,7 +213,7 @@ def test_diff_header_names_a_and_b():
                           meta={"units": {"time": "ms"}})  # fmt: skip
     text = cctviz.diff(a, b, labels=("new", "old")).render()
     assert text.splitlines()[0].startswith(
-        "# time (inc) [ms], difference a - b (a = new, b = old);"
+        "# time (inc), each value with its unit (recorded in ms), difference a - b (a = new, b = old);"
     )
     rows = {n: first_column(left) for _, left, n in node_lines(text)}
     assert rows == {"main": "+1.00 ms", "f": "+3.00 ms", "g": "-2.00 ms"}

@@ -5,10 +5,11 @@ from hypothesis import strategies as st
 import cctviz
 from cctviz import Ensemble, Tree
 from cctviz.ops.flat import outermost
+from tests.hypothesis_profiles import examples
 from tests.strategies import assert_consistent, trees
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(trees(), st.data())
 def test_filter_reattaches_to_nearest_kept_ancestor(t, data):
     keep = np.array(data.draw(st.lists(st.booleans(), min_size=len(t), max_size=len(t))))
@@ -28,7 +29,7 @@ def test_filter_reattaches_to_nearest_kept_ancestor(t, data):
     assert np.isclose(f.metrics["time"].sum(), t.metrics["time"].to_numpy()[keep].sum())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(trees(), st.integers(1, 3), st.floats(0, 600))
 def test_prune_keeps_totals(t, k, thr):
     for p in (t.prune("time (inc)", top_k=k), t.prune("time (inc)", threshold=thr)):
@@ -74,7 +75,7 @@ def test_focus_and_ensemble_ops(hatchet_tree):
     assert fo.tree.nodes["name"].tolist() == ["x"] and fo.n_profiles == 2
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(trees())
 def test_diff_with_itself_is_zero(t):
     d = t.diff(t)
@@ -100,7 +101,7 @@ def test_flat_profile_counts_recursion_once():
     assert outermost(t).tolist() == [True, True, False, True]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(trees())
 def test_bottom_up_roots_hold_flat_exclusive(t):
     bu = t.bottom_up()

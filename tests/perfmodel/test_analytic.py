@@ -224,7 +224,7 @@ def test_ddp_buckets_from_the_parameter_count_alone():
 
 @pytest.mark.parametrize("n", [2, 4, 8, 64])
 def test_bytes_on_the_wire_2m_ddp_zero12_and_3m_zero3_fsdp(n):
-    """DESIGN.md 8 / ZeRO section 7: DDP and ZeRO-1/2 ~2m, ZeRO-3/FSDP ~3m (x (n-1)/n)."""
+    """docs/architecture.md section 10 / ZeRO section 7: DDP and ZeRO-1/2 ~2m, ZeRO-3/FSDP ~3m (x (n-1)/n)."""
     m_params = 10_000 * n  # divisible by n: no padding
     spec = ModelSpec(params=m_params)
     m = 4 * m_params

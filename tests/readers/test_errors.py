@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import cctviz
 from cctviz import ProfileError
 from tests.conftest import DATA, HATCHET_JSON
+from tests.hypothesis_profiles import examples
 
 SAMPLES = {
     "hatchet-json": HATCHET_JSON,
@@ -63,7 +64,9 @@ def _fmt(key):
 
 @pytest.mark.parametrize("key", FORMATS)
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(frac=st.floats(0, 0.999))
 def test_truncated_files(samples, key, frac):
@@ -77,7 +80,9 @@ def test_truncated_files(samples, key, frac):
 
 @pytest.mark.parametrize("key", FORMATS)
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_garbage_bytes(samples, key, data):
@@ -109,7 +114,7 @@ WRONG = [None, "x", -7, 10**9, 1.5, [], {}, [None], {"a": 1}, True]
     "key", ["hatchet-json", "caliper-json", "caliper-json-cpi", "hatchet-literal"]
 )
 @settings(
-    max_examples=80,
+    max_examples=examples(80),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
     print_blob=False,

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 import cctviz
 from cctviz.writers.hatchet import to_hatchet_json, to_literal
 from tests.conftest import HATCHET_JSON
+from tests.hypothesis_profiles import examples
 from tests.peers import hatchet  # noqa: E402  (imported when a test uses it)
 from tests.strategies import trees
 
@@ -47,7 +48,7 @@ def test_literal_round_trip_through_hatchet(hatchet_tree, tmp_path):
     assert np.allclose(back.metrics.to_numpy(), hatchet_tree.metrics.to_numpy())
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(trees())
 def test_to_json_round_trip(t):
     import tempfile

@@ -22,6 +22,7 @@ from cctviz.model.collectives import dtype_size
 from cctviz.readers import head
 from cctviz.readers.kineto import _sniff
 from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
+from tests.hypothesis_profiles import examples
 from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
 
 KINETO = DATA / "kineto"
@@ -470,7 +471,7 @@ def _laminar(rng: random.Random, lo: float, hi: float, depth: int, out: list, pa
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_random_frames_across_ops_and_annotations(seed, tmp_path_factory):
     """cpu_ops and annotations that nest among themselves, Python frames that nest

@@ -6,10 +6,11 @@ from hypothesis import given, settings
 import cctviz
 from cctviz import Ensemble
 from tests.conftest import DATA, LULESH_SCALING
+from tests.hypothesis_profiles import examples
 from tests.strategies import trees
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(trees())
 def test_tree_round_trip_is_exact(t):
     import tempfile

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cctviz.runtime.recorder import OUTSIDE, WARMUP, Recorder
+from tests.hypothesis_profiles import examples
 
 
 class Clock:
@@ -182,7 +183,7 @@ OPS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(OPS, st.integers(0, 2), st.booleans())
 def test_random_transitions_keep_invariants(ops, warmup, manual):
     clock = Clock(dt=3)

@@ -17,6 +17,7 @@ from cctviz.views.lod import (
     level_of_detail,
     other_values,
 )
+from tests.hypothesis_profiles import examples
 from tests.strategies import trees
 
 
@@ -106,7 +107,7 @@ def check(t, lod, budget, root, collapsed, forced):
             assert np.isin(f, shown).all()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(lod_cases())
 def test_lod_invariants(case):
     t, budget, root, collapsed, expanded, forced = case
@@ -141,7 +142,7 @@ def _hidden_siblings(t, lod, p):
     return kids[~np.isin(kids, lod.shown)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(lod_cases(), st.sampled_from(["sum", "max", "min", "none"]), st.data())
 def test_other_rows_obey_the_aggregation_rule(case, rule, data):
     """An "other" row is the rule over the hidden siblings' inclusive values:
@@ -190,7 +191,7 @@ def test_other_values_rejects_unknown_rules():
         other_values(np.array([9.0, 5, 2, 1]), parent, lod, "mean")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(trees(min_size=2, max_size=60), st.integers(2, 20))
 def test_higher_priority_shows_first(t, budget):
     """Without tiers, a shown node never has lower (path-monotone) priority than a
