@@ -9,39 +9,12 @@
 /** Shown for missing values (NaN, null, undefined), as Python's `format_value`. */
 export const MISSING = "n/a";
 
-/** Seconds per unit of time. */
-export const TIME = { s: 1.0, ms: 1e-3, us: 1e-6, ns: 1e-9 };
-/** Bytes per unit of size (decimal prefixes). */
-export const BYTES = { B: 1.0, kB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12 };
-/** Other spellings of units (matched as given, then lower-cased). */
-const ALIASES = {
-  sec: "s",
-  secs: "s",
-  second: "s",
-  seconds: "s",
-  msec: "ms",
-  millisecond: "ms",
-  milliseconds: "ms",
-  "\u00b5s": "us", // micro sign
-  "\u03bcs": "us", // Greek mu
-  usec: "us",
-  microsecond: "us",
-  microseconds: "us",
-  nsec: "ns",
-  nanosecond: "ns",
-  nanoseconds: "ns",
-  b: "B",
-  byte: "B",
-  bytes: "B",
-  kb: "kB",
-  mb: "MB",
-  gb: "GB",
-  tb: "TB",
-};
+// The unit tables are Python's (cctviz/model/units.py), generated into units-table.js.
+import { ALIASES, BYTES, MEASURED, STATS, TIME } from "./units-table.js";
+
+export { BYTES, TIME };
 const TIME_STEPS = [["s", 1.0], ["ms", 1e-3], ["us", 1e-6], ["ns", 1e-9]];
 const SI = [["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
-/** Words in a metric name that say it is a time or a size. */
-const MEASURED = ["time", "duration", "bytes", "_ns", "_us", "latency", "mem"];
 
 const has = (obj, key) => typeof key === "string" && Object.prototype.hasOwnProperty.call(obj, key);
 
@@ -236,8 +209,6 @@ export function looksMeasured(metric) {
  * @param {Object<string,string>} units metric (without " (inc)") -> unit
  * @returns {string}
  */
-const STATS = ["max", "min", "std", "cost", "mean", "median"];
-
 export function unitLabel(metric, units) {
   const full = String(metric);
   let name = full;

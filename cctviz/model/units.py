@@ -243,10 +243,30 @@ def unit_label(metric: str, units: Mapping[str, Any]) -> str:
     return metric
 
 
+#: words in a metric's name that say it is a time or a size
+MEASURED = ("time", "duration", "bytes", "_ns", "_us", "latency", "mem")
+
+
 def looks_measured(metric: str) -> bool:
     """Whether a metric's name says it is a time or a size (so a missing unit matters)."""
     m = metric.lower()
-    return any(w in m for w in ("time", "duration", "bytes", "_ns", "_us", "latency", "mem"))
+    return any(w in m for w in MEASURED)
+
+
+def js_table() -> dict[str, Any]:
+    """The unit tables the front end formats with (``js/units-table.js`` is made from
+    this by ``scripts/units_table.py``): one definition, here.
+
+    >>> js_table()["aliases"]["usec"], js_table()["time"]["ms"]
+    ('us', 0.001)
+    """
+    return {
+        "time": dict(TIME),
+        "bytes": dict(BYTES),
+        "aliases": dict(_ALIASES),
+        "measured": list(MEASURED),
+        "stats": list(_STATS),
+    }
 
 
 __all__ = [
@@ -260,4 +280,5 @@ __all__ = [
     "format_value",
     "unit_label",
     "looks_measured",
+    "js_table",
 ]
