@@ -28,8 +28,8 @@ Example:
     ...     return t
     >>> ens = cctviz.Ensemble.from_trees([rank(9.0), rank(9.5), rank(1.0)], profiles={"rank": [0, 1, 2]})
     >>> wt = wait_transfer(ens)
-    >>> wt.table[["context", "transfer", "wait_mean", "late_rank"]].to_dict("records")
-    [{'context': 'step/all_reduce', 'transfer': 1.0, 'wait_mean': 5.5, 'late_rank': 'rank 2'}]
+    >>> wt.table[["context", "transfer [unit unknown]", "wait_mean [unit unknown]", "late_rank"]].to_dict("records")
+    [{'context': 'step/all_reduce', 'transfer [unit unknown]': 1.0, 'wait_mean [unit unknown]': 5.5, 'late_rank': 'rank 2'}]
     >>> wt.ensemble.values("comm_wait")[1].tolist(), wt.ensemble.values("comm_late")[1].tolist()
     ([8.0, 8.5, 0.0], [0.5, 0.0, 8.5])
 """
@@ -57,6 +57,25 @@ MEM_PRED = "mem_pred"
 STEP = "step"
 
 
+def in_seconds(table: pd.DataFrame, columns: tuple[str, ...], unit: Any) -> pd.DataFrame:
+    """``table`` with time ``columns`` (in ``unit``) converted to seconds and named
+    ``"col [s]"``, the one time unit of the perfmodel tables; ``"col [unit unknown]"``
+    where no one stated the unit. ``table.attrs["units"]`` maps each to its unit.
+
+    Example:
+        >>> in_seconds(pd.DataFrame({"wait": [2e9]}), ("wait",), "ns").to_dict("records")
+        [{'wait [s]': 2.0}]
+    """
+    out = table.copy()
+    known = _units.dimension(unit) == "time"
+    names = {c: f"{c} [s]" if known else f"{c} [unit unknown]" for c in columns}
+    if known:
+        out[list(columns)] = out[list(columns)].astype(np.float64) * _units.factor(unit, "s")
+    out = out.rename(columns=names)
+    out.attrs["units"] = {n: ("s" if known else None) for n in names.values()}
+    return out
+
+
 @dataclass(frozen=True)
 class Annotated:
     """What :func:`annotate` gives: ``ensemble`` (the run with predicted
@@ -64,8 +83,8 @@ class Annotated:
     the collective contexts of the profiled steps, in the units of
     ``comm_bytes`` and ``comm_time``, and ``mem_pred``, the predicted memory
     per rank, on the step context: beside the runtime's ``mem_peak`` on CUDA), ``table`` (one row per context and
-    collective kind: measured and predicted calls, bytes (B) and time (s) per
-    step, the relative error of the bytes; ``table.attrs["units"]`` says so), ``memory`` (predicted memory per rank:
+    collective kind: measured and predicted calls, ``bytes [B]`` and ``time [s]`` per
+    step, the relative error of the bytes: units in the column names), ``memory`` (predicted memory per rank:
     parameters, gradients, optimizer states, activations when the model's
     dimensions are known) and the ``model`` and ``parallel`` descriptions used."""
 
@@ -79,8 +98,8 @@ class Annotated:
 @dataclass(frozen=True)
 class WaitTransfer:
     """What :func:`wait_transfer` finds: ``table`` (one row per run and
-    collective context; times in the unit of the time metric, in
-    ``table.attrs["units"]``) and ``ensemble`` (the input with the exclusive metrics
+    collective context; times in seconds, ``"wait_mean [s]"`` and so on, as in
+    :class:`Annotated`'s table) and ``ensemble`` (the input with the exclusive metrics
     ``comm_wait``, ``comm_transfer`` and ``comm_late`` on the collective
     contexts, so views colour by them and ``stats`` names the late rank)."""
 
@@ -215,9 +234,8 @@ def wait_transfer(
             ]
         )
     )
-    t_unit = ens.tree.unit(metric)
-    table.attrs["units"] = dict.fromkeys(
-        ("time_mean", "transfer", "wait_mean", "wait_max", "late_by"), t_unit
+    table = in_seconds(
+        table, ("time_mean", "transfer", "wait_mean", "wait_max", "late_by"), ens.tree.unit(metric)
     )
     return WaitTransfer(
         table=table,
@@ -388,8 +406,20 @@ def annotate(
                 "time_pred": float(p["time"]) if p is not None else 0.0,
             }
         )
-    table = pd.DataFrame(rows)
-    table.attrs["units"] = {"bytes": "B", "bytes_pred": "B", "time": "s", "time_pred": "s"}
+    table = pd.DataFrame(rows).rename(
+        columns={
+            "bytes": "bytes [B]",
+            "bytes_pred": "bytes_pred [B]",
+            "time": "time [s]",
+            "time_pred": "time_pred [s]",
+        }
+    )
+    table.attrs["units"] = {
+        "bytes [B]": "B",
+        "bytes_pred [B]": "B",
+        "time [s]": "s",
+        "time_pred [s]": "s",
+    }
     return Annotated(annotated, table, mem.frame(), model, parallel)
 
 
@@ -410,7 +440,8 @@ def fit_interconnect(ens: Ensemble, *, name: str = "fitted") -> Any:
     t = wt.table
     if t.empty:
         raise ValueError("fit_interconnect: the run has no collectives")
-    to_s = _units.factor(ens.tree.unit("comm_time") or "s", "s")
+    # the table's times are in seconds; a time of unknown unit is taken as seconds
+    transfer_s = t["transfer [s]" if "transfer [s]" in t else "transfer [unit unknown]"]
     nodes = t["node"].to_numpy(dtype=np.int64)
     live = np.asarray(ens.live, dtype=bool)
     size = np.nanmean(np.where(live, ens.values("comm_bytes"), np.nan)[nodes], axis=1)
@@ -418,7 +449,7 @@ def fit_interconnect(ens: Ensemble, *, name: str = "fitted") -> Any:
     per_call = np.divide(size, calls, out=np.zeros_like(size), where=calls > 0)
     return fit_alpha_beta(
         per_call * calls,
-        t["transfer"].to_numpy(dtype=np.float64) * to_s,
+        transfer_s.to_numpy(dtype=np.float64),
         list(t["kind"]),
         [int(x) for x in t["ranks"]],
         calls=calls,

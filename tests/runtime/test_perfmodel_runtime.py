@@ -120,6 +120,8 @@ def test_annotate_a_run_folder_with_no_extra_input(fixture, request):
     a = annotate(out)
     t = a.table
     assert len(t) and (t["bytes_error"] == 0).all() and (t["calls"] == t["calls_pred"]).all()
+    # units in the column names, times in seconds (as wait_transfer's table)
+    assert {"bytes [B]", "bytes_pred [B]", "time [s]", "time_pred [s]"} <= set(t.columns)
     kinds = set(t["kind"])
     ddp = fixture.startswith("ddp")
     assert kinds == ({"all_reduce"} if ddp else {"all_gather", "reduce_scatter"})

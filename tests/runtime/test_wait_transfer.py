@@ -21,6 +21,8 @@ def test_waiting_shows_on_the_others_and_the_skew_names_the_late_rank(late_run):
     assert exchange["late_rank"] == f"rank {LATE}" and exchange["ranks"] == 3
     # the others waited for the sleeps (at least most of them: a sleep is a lower bound)
     slept = LATE_STEPS * SLEEP_MS * 1e6  # ns
+    # times in seconds, named so (the runtime records ns)
+    assert exchange["late_by [s]"] > 0.5 * slept / 1e9 and "wait_mean [s]" in table.columns
     waits = wt.ensemble.values(WAIT)[int(exchange["node"])]
     others = [r for r in range(3) if r != LATE]
     assert (waits[others] > 0.8 * slept).all()
