@@ -336,7 +336,9 @@ class Ensemble:
         return out
 
     # ------------------------------------------------------------- statistics
-    def stats(self, metric: str | None = None, *, missing: str = "auto") -> pd.DataFrame:
+    def stats(
+        self, metric: str | None = None, *, missing: str = "auto", formatted: bool = False
+    ) -> pd.DataFrame:
         """Per-node statistics of ``metric`` over profiles.
 
         Columns: mean, std (ddof=1), min, q25, median, q75, max,
@@ -358,9 +360,14 @@ class Ensemble:
         - ``"zero"``: every live profile counts, absent = 0.
         - ``"skip"``: only profiles with a value for the node.
 
+        The values are in the metric's unit, ``table.attrs["unit"]``; with
+        ``formatted=True`` they come as text with their units ("75.3 ms"), the
+        imbalance as "1.23×": a table to read, not to compute with.
+
         Args:
             metric: a column of :attr:`data`; default the tree's default metric.
             missing: ``"auto"``, ``"zero"`` or ``"skip"``.
+            formatted: values as text with units.
 
         Example:
             >>> import cctviz
@@ -391,6 +398,9 @@ class Ensemble:
                 missing=missing,
             )
             cache[key].insert(0, "name", self._tree.names)
+            cache[key].attrs["unit"] = _units.canonical(self._tree.unit(base_metric(metric)[0]))
+        if formatted:
+            return _formatted(cache[key])
         return cache[key].copy()  # callers may edit theirs; the cache stays whole
 
     # ------------------------------------------------------------- profiles
@@ -493,6 +503,18 @@ class Ensemble:
 
 
 # ------------------------------------------------------------------ helpers
+def _formatted(st: pd.DataFrame) -> pd.DataFrame:
+    """A statistics table as text: values with units, imbalance as a ratio."""
+    unit = st.attrs.get("unit")
+    out = st.copy()
+    for col in ("mean", "std", "min", "q25", "median", "q75", "max", "cost"):
+        out[col] = [_units.format_value(v, unit) for v in st[col].to_numpy()]
+    out["imbalance"] = [
+        "n/a" if not np.isfinite(v) else f"{v:.3g}\u00d7" for v in st["imbalance"].to_numpy()
+    ]
+    return out
+
+
 def _reconcile_units(
     trees: Sequence[Tree], metrics: list[str]
 ) -> tuple[dict[str, str], list[dict[str, float]]]:

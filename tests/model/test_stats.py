@@ -142,3 +142,20 @@ def test_rajaperf_sankey_means_leave_absent_runs_out():
     if "Basic_INDEXLIST" in idx.index:
         want = st[st["name"] == "Basic_INDEXLIST"]["mean"].iloc[0]
         assert idx.loc["Basic_INDEXLIST", "mean"] == pytest.approx(want)
+
+
+def test_stats_say_their_unit_and_read_with_units():
+    """ens.stats() printed 8.373555e+06 with its unit (us) said nowhere: the table
+    names its unit, and formatted=True shows each value with its own."""
+    from cctviz.model.units import format_value
+    from tests.conftest import LULESH_SCALING
+
+    ens = cctviz.read_ensemble(LULESH_SCALING[:2])
+    st = ens.stats("time (inc)")
+    assert st.attrs["unit"] == "us"
+    shown = ens.stats("time (inc)", formatted=True)
+    for col in ("mean", "std", "min", "median", "max", "cost"):
+        assert shown[col].tolist() == [format_value(v, "us") for v in st[col]]
+    assert shown.loc[0, "mean"].endswith(" s") and "e+" not in shown.to_string()
+    assert shown.loc[0, "imbalance"].endswith("\u00d7")
+    assert ens.stats("time (inc)")["mean"].dtype == np.float64  # the numeric table is intact
