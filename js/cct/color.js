@@ -89,7 +89,10 @@ function quantileSorted(sorted, p) {
 
 /**
  * Tercile breaks [q1/3, q2/3] of the finite values (at rows where `keep(i)`),
- * or null when there are none.
+ * or null when there are none. When a third or more of the values tie at the
+ * minimum (most nodes move no bytes: zeros), the low class is that minimum and
+ * the values above it split at their median, so the scale keeps three classes
+ * instead of collapsing to "0 | 0".
  */
 export function terciles(values, keep = () => true) {
   if (!values) return null;
@@ -97,7 +100,12 @@ export function terciles(values, keep = () => true) {
   for (let i = 0; i < values.length; i++) if (Number.isFinite(values[i]) && keep(i)) v.push(values[i]);
   if (v.length === 0) return null;
   v.sort((a, b) => a - b);
-  return [quantileSorted(v, 1 / 3), quantileSorted(v, 2 / 3)];
+  const breaks = [quantileSorted(v, 1 / 3), quantileSorted(v, 2 / 3)];
+  if (breaks[0] === v[0]) {
+    const above = v.filter((x) => x > v[0]);
+    if (above.length) return [v[0], quantileSorted(above, 0.5)];
+  }
+  return breaks;
 }
 
 /** Tercile bin 0 (low), 1, 2 (high) of v given the breaks; -1 when v or the breaks are missing. */

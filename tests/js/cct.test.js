@@ -432,6 +432,13 @@ describe("cct/color", () => {
     const ties = terciles([0, 0, 0, 0, 5, 10]);
     assert.equal(tercileBin(0, ties), 0);
     assert.equal(tercileBin(10, ties), 2);
+    // mostly zeros (nodes that move no bytes): the scale keeps three classes, the
+    // values above zero split at their median; it said "0 | 0" and showed no bytes
+    const bytes = [0, 0, 0, 0, 0, 0, 0, 2e6, 4e6, 8e6];
+    const zb = terciles(bytes);
+    assert.deepEqual(zb, [0, 4e6]);
+    assert.deepEqual(bytes.map((x) => tercileBin(x, zb)), [0, 0, 0, 0, 0, 0, 0, 1, 1, 2]);
+    assert.deepEqual(terciles([3, 3, 3]), [3, 3], "all equal: one class");
   });
 
   it("uses the Stevens grid for bivariate colours", () => {
