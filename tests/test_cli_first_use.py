@@ -157,3 +157,26 @@ def test_view_takes_several_profiles_as_one_ensemble(tmp_path):
         check=True,
     ).stdout
     assert "PROFILE [PROFILE ...]" in help_text
+
+
+def test_tree_of_a_folder_of_runs_does_not_call_the_spread_imbalance(capsys):
+    """`cctviz tree` of 8 LULESH runs (1,296 ranks): the header says the profiles are
+    of 8 runs and the max/mean is a spread across runs, not a load imbalance."""
+    assert main(["tree", str(DATA / "hatchet-tutorial" / "lulesh-scaling"), "-n", "4"]) == 0
+    head = capsys.readouterr().out.splitlines()[:2]
+    assert "mean over 1296 profiles of 8 runs" in head[0]
+    assert "spread across runs" in head[1] and "imbalance max/mean" not in head[1]
+    # one run's ranks: that is an imbalance
+    assert (
+        main(
+            [
+                "tree",
+                str(DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696"),
+                "-n",
+                "3",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert " runs" not in out.splitlines()[0]

@@ -397,17 +397,27 @@ def _header(
     what = _header_label(col, tree.units)
     if second is not None:
         what += f" ({_header_label(tree.metric_column(second), tree.units)} in brackets)"
+    runs = 1
     if ens is not None:
         live = int(np.sum(ens.live))
+        runs = len(np.unique(np.asarray(ens.run_ids)[np.asarray(ens.live, dtype=bool)]))
         of = f"{live} of {ens.n_profiles}" if live != ens.n_profiles else f"{ens.n_profiles}"
         what += f", mean over {of} profile{'s' * (ens.n_profiles != 1)}"
+        what += f" of {runs} runs" if runs > 1 else ""
         what += " [min .. max]" if spread else ""
     if diff_meta is not None:
         what += f", difference a - b (a = {diff_meta.get('a')}, b = {diff_meta.get('b')})"
     lines = [f"# {what}; {n} nodes, {n_shown} shown"]
     if cues:
+        # across several runs the spread mixes runs: it is no one run's load imbalance
+        ratio = (
+            f"max/mean over the profiles of all {runs} runs (a spread across runs, not a"
+            " load imbalance)"
+            if runs > 1
+            else "imbalance max/mean"
+        )
         lines.append(
-            "# xR +C: imbalance max/mean and its cost max - mean, shown where that cost is"
+            f"# xR +C: {ratio} and its cost max - mean, shown where that cost is"
             f" >= {_percent(imbalance or 0)} of the root"
         )
     return lines
