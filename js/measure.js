@@ -145,5 +145,62 @@ export function truncateToWidth(text, maxWidth, fontSize, weight = 400) {
   return s.slice(0, end) + ELLIPSIS;
 }
 
+/** Code points two strings share at their start. */
+function sharedPrefix(a, b) {
+  const x = [...a];
+  const y = [...b];
+  let i = 0;
+  while (i < x.length && i < y.length && x[i] === y[i]) i++;
+  return i;
+}
+
+/**
+ * A label cutter that keeps different names told apart (issue 20, section 4).
+ *
+ * Cutting names at the end turns "CalcMonotonicQGradientsForElems" and
+ * "CalcMonotonicQRegionForElems" into the same "CalcMonotonic…". The cutter knows
+ * every name the view labels; where an end cut would keep no more than a name
+ * shares with another, it cuts in the middle instead, keeping a short head and
+ * the part where the name differs: "Calc…QGradie…" and "Calc…QRegion…". Names that
+ * fit are shown whole; the same name twice is the same label.
+ *
+ * @param {string[]} names every name the view may label
+ * @param {{text: Function, truncate: Function}} measure
+ * @param {number} fontSize
+ * @param {number} [weight]
+ * @returns {(name: string, maxWidth: number) => string} "" when nothing fits
+ */
+export function distinctCutter(names, measure, fontSize, weight = 400) {
+  const distinct = [...new Set(names.map(String))].sort();
+  const shared = new Map();
+  for (let i = 0; i < distinct.length; i++) {
+    const prev = i > 0 ? sharedPrefix(distinct[i - 1], distinct[i]) : 0;
+    const next = i + 1 < distinct.length ? sharedPrefix(distinct[i], distinct[i + 1]) : 0;
+    shared.set(distinct[i], Math.max(prev, next));
+  }
+  return (name, maxWidth) => {
+    const s = String(name);
+    const plain = measure.truncate(s, maxWidth, fontSize, weight) || "";
+    if (plain === s || !plain) return plain;
+    const common = shared.get(s) ?? 0;
+    if ([...plain].length - 1 > common) return plain; // the end cut already tells it apart
+    const cps = [...s];
+    const rest = cps.slice(common).join("");
+    const want = Math.min(3, [...rest].length); // letters of the differing part worth showing
+    let best = "";
+    let bestShown = 0;
+    for (let h = Math.min(4, common); h >= 0; h--) {
+      // a shorter head leaves more room for where the name differs
+      const head = cps.slice(0, h).join("") + ELLIPSIS;
+      const room = maxWidth - measure.text(head, fontSize, weight);
+      const tail = room > 0 ? measure.truncate(rest, room, fontSize, weight) : "";
+      const shown = [...tail].length - (tail.endsWith(ELLIPSIS) ? 1 : 0);
+      if (shown >= want && shown > 0) return head + tail;
+      if (shown > bestShown) [best, bestShown] = [head + tail, shown];
+    }
+    return best || plain;
+  };
+}
+
 /** The text measure of the bundled font: the same in the notebook and in export (every view's scene default). */
 export const TABLE_MEASURE = { text: measureText, truncate: truncateToWidth };

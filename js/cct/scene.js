@@ -7,7 +7,7 @@
 
 import { r2 } from "../dom.js";
 import { formatPercent, formatRatio } from "../format.js";
-import { FONT_FAMILY, TABLE_MEASURE, measureText, truncateToWidth } from "../measure.js";
+import { FONT_FAMILY, TABLE_MEASURE, distinctCutter, measureText, truncateToWidth } from "../measure.js";
 import {
   BIVARIATE,
   MISSING_COLOR,
@@ -309,6 +309,7 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel) {
 }
 
 function icicleContent(d, enc, m, measure, cue, sel, settings) {
+  const cutName = distinctCutter(d.names, measure, m.font);
   const ensemble = Boolean(d.spread);
   let leaves = 0;
   let levels = 1;
@@ -339,7 +340,7 @@ function icicleContent(d, enc, m, measure, cue, sel, settings) {
     if (labelled) {
       const cueW = cue[i] ? measure.text(cue[i], m.small, 700) + 6 * m.u : 0;
       const avail = w - 12 * m.u - cueW;
-      const label = avail > 0 ? measure.truncate(d.names[i], avail, m.font) : "";
+      const label = avail > 0 ? cutName(d.names[i], avail) : "";
       const y = hgt >= 34 * m.u ? 11 * m.u : hgt / 2;
       if (label) kids.push(P("text", { class: `cctviz-label ${ink}`, x: r2(5 * m.u), y: r2(y), dy: "0.35em" }, label));
       if (cue[i] && avail > 0) {
@@ -512,7 +513,9 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
   const enc = encodings(d, st);
   const sel = new Set(st.highlight ? (st.selection || []).map(Number) : []);
 
-  const labels = d.names.map((nm) => measure.truncate(nm, m.labelWidth, m.font) || ELLIPSIS);
+  // names cut so that different names never read alike (measure.js)
+  const cutName = distinctCutter(d.names, measure, m.font);
+  const labels = d.names.map((nm) => cutName(nm, m.labelWidth) || ELLIPSIS);
   const more = new Array(d.n).fill("");
   const cue = new Array(d.n).fill("");
   for (let i = 0; i < d.n; i++) {

@@ -7,7 +7,7 @@
 import { interpolateRdBu } from "d3-scale-chromatic";
 import { r2 } from "../dom.js";
 import { formatRatio, formatValue, unitLabel } from "../format.js";
-import { FONT_FAMILY, TABLE_MEASURE } from "../measure.js";
+import { FONT_FAMILY, TABLE_MEASURE, distinctCutter } from "../measure.js";
 import { P, colorBar, frameSize, frameTop, legendKit, typesetter } from "../scene-kit.js";
 import { MISSING_COLOR, sequentialScale, textColorOn, valueAt } from "../cct/color.js";
 import { binsOf, distRange, fmt, hasCue, profileLabel } from "./data.js";
@@ -429,6 +429,8 @@ function legendItems(d, colors, m, measure, st) {
 export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
   const st = { ...DEFAULT_SETTINGS, ...settings };
   const m = sizes(st.fontSize);
+  // node labels cut so that different groups never read alike (measure.js)
+  const cutLabel = distinctCutter(d.label, measure, m.font);
   const u = m.u;
   const colors = nodeColors(d);
   const selG = new Set(st.highlight ? (st.selectedGroups || []).map(Number) : []);
@@ -499,7 +501,7 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
       inside = true;
       head = m.row;
       const cueW = cue ? measure.text(cue, m.small, 700) + 6 * u : 0;
-      let label = measure.truncate(d.label[k], w - 8 * u - cueW, m.font) || "";
+      let label = cutLabel(d.label[k], w - 8 * u - cueW) || "";
       // a cut label and room for a second row: the cue goes there
       let cueY = m.row / 2;
       let cueText_ = cue;
@@ -509,12 +511,12 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
       // triangle (the tooltip has the cost)
       const squeezed = cue && label !== d.label[k] && [...label].length < Math.min(5, [...d.label[k]].length);
       if (cue && label !== d.label[k] && hgt >= 2 * m.row + m.box + 2 * u) {
-        label = measure.truncate(d.label[k], w - 8 * u, m.font) || "";
+        label = cutLabel(d.label[k], w - 8 * u) || "";
         cueY = m.row * 1.5;
         head = 2 * m.row;
       } else if (squeezed) {
         cueText_ = TRIANGLE;
-        label = measure.truncate(d.label[k], w - 10 * u - measure.text(TRIANGLE, m.small, 700), m.font) || "";
+        label = cutLabel(d.label[k], w - 10 * u - measure.text(TRIANGLE, m.small, 700)) || "";
       }
       if (label) {
         kids.push(P("text", { class: `cctviz-label ${ink}`, x: r2(4 * u), y: r2(m.row / 2), dy: "0.35em" }, label));
@@ -584,7 +586,7 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
     const cue = hasCue(d, k) ? cueText(d, k) : "";
     const room = (c === columns - 1 ? rightPad : gapX) - 10 * u;
     const cueW = cue ? measure.text(cue, m.small, 700) + 4 * u : 0;
-    const label = measure.truncate(d.label[k], room - cueW, m.font);
+    const label = cutLabel(d.label[k], room - cueW);
     if (!label) continue;
     const x = L.x0[k] + widths[k] + 4 * u;
     const kids = [P("tspan", { class: "cctviz-label" }, label)];

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { ASCENT, DESCENT, FAMILY, UNITS_PER_EM, WIDTHS } from "../../js/font-metrics.js";
-import { ELLIPSIS, FONT_FAMILY, measureText, truncateToWidth } from "../../js/measure.js";
+import { ELLIPSIS, FONT_FAMILY, TABLE_MEASURE, distinctCutter, measureText, truncateToWidth } from "../../js/measure.js";
 
 /** The table decoded the plain way (independent of measure.js's decoder). */
 function table(weight) {
@@ -177,5 +177,28 @@ describe("truncateToWidth", () => {
       assert.ok(!/[\ud800-\udbff](?![\udc00-\udfff])/.test(out), JSON.stringify(out));
     }
     assert.equal(truncateToWidth(s, 12.5 + 10, 10), `😀${ELLIPSIS}`); // "…" is 1 em
+  });
+});
+
+describe("distinctCutter: different names never read alike", () => {
+  const names = ["CalcMonotonicQGradientsForElems", "CalcMonotonicQRegionForElems", "LagrangeLeapFrog", "LagrangeNodal", "LagrangeElements", "main"];
+  const cut = distinctCutter(names, TABLE_MEASURE, 10);
+
+  it("keeps names that fit and cuts the others apart, at any width", () => {
+    assert.equal(cut("main", 200), "main");
+    for (const w of [30, 40, 55, 70, 90, 120]) {
+      const labels = names.map((n) => cut(n, w));
+      const shown = labels.filter((l) => l);
+      assert.equal(new Set(shown).size, shown.length, `width ${w}: ${labels.join(" | ")}`);
+      for (const l of shown) assert.ok(TABLE_MEASURE.text(l, 10) <= w + 1e-9, `${l} fits ${w}`);
+    }
+    // where it differs is what shows: the Q-gradients and the Q-region
+    const [a, b] = [cut(names[0], 70), cut(names[1], 70)];
+    assert.ok(a.includes("Gr") && b.includes("Re"), `${a} / ${b}`);
+  });
+
+  it("cuts at the end when that already tells names apart, and the same name alike", () => {
+    const c = distinctCutter(["alpha_long_name", "beta_long_name", "alpha_long_name"], TABLE_MEASURE, 10);
+    assert.equal(c("alpha_long_name", 40), TABLE_MEASURE.truncate("alpha_long_name", 40, 10));
   });
 });

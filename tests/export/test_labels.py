@@ -1,0 +1,98 @@
+"""Every view names its nodes: no two labelled nodes with different names share a
+visible label, in the Sankey and in the tree (node-link and icicle), exported at
+3.5 in, 7 in and 968 px, on LULESH, Kripke (HPCToolkit load modules) and a `cctviz
+run` grouped by nn.Module. (LULESH's Sankey labelled three nodes "Lagran…".)"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+
+import pytest
+
+import cctviz
+from tests.conftest import DATA, LULESH_SCALING
+
+pytestmark = pytest.mark.slow
+
+WIDTHS = ["3.5in", "7in", "968px"]
+
+
+@pytest.fixture(scope="module")
+def runtime_run(tmp_path_factory):
+    from tests.runtime.conftest import example_run
+
+    folder, _ = example_run(tmp_path_factory.mktemp("labels") / "ddp-run", "ddp", steps=3, warmup=1)
+    return cctviz.read(folder)
+
+
+def _visible(svg_text: str, cut: str) -> dict[str, set[str]]:
+    """Visible label -> the full names (the node's aria-label up to ``cut``) it stands for."""
+    root = ET.fromstring(svg_text)
+    full_of: dict[str, str] = {}
+    shown: dict[str, set[str]] = defaultdict(set)
+
+    def cls(el) -> str:
+        return el.get("class") or ""
+
+    for el in root.iter():
+        label = el.get("aria-label")
+        key = el.get("data-node") or el.get("data-id")
+        if not label or key is None or cut not in label:
+            continue
+        name = label.rsplit(cut, 1)[0]
+        full_of[key] = name
+        for t in el.iter():
+            if "cctviz-label" in cls(t) and (t.text or "").strip():
+                shown[t.text].add(name)
+    for el in root.iter():  # labels drawn beside their node (the Sankey's outside labels)
+        if "cctviz-outside" in cls(el) and el.get("data-node") in full_of:
+            for t in el.iter():
+                if "cctviz-label" in cls(t) and (t.text or "").strip():
+                    shown[t.text].add(full_of[el.get("data-node")])
+    return shown
+
+
+def _clashes(shown: dict[str, set[str]]) -> dict[str, set[str]]:
+    return {label: names for label, names in shown.items() if len(names) > 1}
+
+
+def _cases(request):
+    which = request.param
+    if which == "lulesh":
+        ens = cctviz.read_ensemble(LULESH_SCALING)
+        return ens, [
+            cctviz.SankeyView(ens),
+            cctviz.CCTView(ens),
+            cctviz.CCTView(ens, chart="icicle"),
+        ]
+    if which == "kripke":
+        ens = cctviz.read(DATA / "hatchet-tutorial" / "hpctoolkit-kripke-database-2589696")
+        return ens, [cctviz.SankeyView(ens, group_by="module"), cctviz.CCTView(ens)]
+    ens = request.getfixturevalue("runtime_run")
+    return ens, [cctviz.SankeyView(ens, group_by="nn.Module"), cctviz.CCTView(ens)]
+
+
+@pytest.fixture(scope="module", params=["lulesh", "kripke", "runtime"])
+def views(request):
+    return _cases(request)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_two_names_share_a_label(views, width, tmp_path):
+    ens, vs = views
+    for view in vs:
+        svg = view.save(tmp_path / "fig.svg", width=width).read_text(encoding="utf-8")
+        cut = (
+            ", mean "
+            if isinstance(view, cctviz.SankeyView)
+            else f", {view.color if isinstance(view.color, str) else view.color[0]} "
+        )
+        shown = _visible(svg, cut)
+        assert len(shown) >= 3, (type(view).__name__, width, "too few labels to say anything")
+        assert not _clashes(shown), (
+            type(view).__name__,
+            getattr(view, "chart", ""),
+            width,
+            _clashes(shown),
+        )
