@@ -49,7 +49,7 @@ run_core_suite() {
   local venv="$1"; shift
   "$venv/bin/python" -c 'from importlib.metadata import version as v; print("   " + ", ".join(f"{p} {v(p)}" for p in ("numpy", "pandas", "pyarrow", "mini-racer", "anywidget")))'
   "$venv/bin/python" -m pytest -n 2 -p no:cacheprovider -q "${CORE_TESTS[@]}" \
-    --ignore tests/readers/test_kineto_torch.py --ignore tests/export/test_packaging.py "$@"
+    --ignore tests/readers/test_kineto_torch.py --ignore tests/export/test_packaging.py -m "not slow" "$@"
 }
 
 # torch==2.13.0 from the CPU wheel on local disk when there is one, else from the

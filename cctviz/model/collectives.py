@@ -84,6 +84,56 @@ KINDS = (
 )
 
 
+#: collectives with a root rank (its data is sent or received by it alone)
+ROOTED = ("broadcast", "reduce", "gather", "scatter")
+#: point-to-point kinds (never named after a group size)
+POINT_TO_POINT = ("send", "recv")
+
+#: OTF2's (and MPI's) collective operations -> the kind they are
+OTF2_OPS = {
+    "BARRIER": "barrier",
+    "BCAST": "broadcast",
+    "GATHER": "gather",
+    "GATHERV": "gather",
+    "SCATTER": "scatter",
+    "SCATTERV": "scatter",
+    "ALLGATHER": "all_gather",
+    "ALLGATHERV": "all_gather",
+    "ALLTOALL": "all_to_all",
+    "ALLTOALLV": "all_to_all",
+    "ALLTOALLW": "all_to_all",
+    "ALLREDUCE": "all_reduce",
+    "REDUCE": "reduce",
+    "REDUCE_SCATTER": "reduce_scatter",
+    "REDUCE_SCATTER_BLOCK": "reduce_scatter",
+}
+#: each collective kind -> the OTF2 operation written for it (the first spelling above)
+OTF2_OP_OF = {kind: op for op, kind in reversed(list(OTF2_OPS.items()))}
+
+
+def leaf_name(kind: str, n: int, world: int | None) -> str:
+    """The context name of a collective over ``n`` of ``world`` ranks: the kind for
+    the whole world (and for point-to-point), ``"kind (n ranks)"`` for a sub-group.
+    The runtime's hooks, its OTF2 writer and the OTF2 reader all name leaves so.
+
+    >>> leaf_name("all_reduce", 8, 8), leaf_name("all_reduce", 2, 8), leaf_name("send", 2, 8)
+    ('all_reduce', 'all_reduce (2 ranks)', 'send')
+    """
+    if world is None or n == world or kind in POINT_TO_POINT:
+        return kind
+    return f"{kind} ({n} ranks)"
+
+
+def kind_of_leaf(name: str) -> str | None:
+    """The kind a context name of :func:`leaf_name` is of, or None.
+
+    >>> kind_of_leaf("all_reduce (2 ranks)"), kind_of_leaf("GPT")
+    ('all_reduce', None)
+    """
+    base = name.split(" (", 1)[0]
+    return base if base in KINDS else None
+
+
 # ---- names as profilers write them (Kineto traces): kinds, dtypes, buffers
 #: the prefix of a collective's event name in a trace (``c10d::``, ``nccl:``...)
 NAME_PREFIX = re.compile(r"^(?:c10d::|(?:nccl|gloo|mpi|ucc|xccl|hccl):)")

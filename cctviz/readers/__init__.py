@@ -367,10 +367,10 @@ class _RunNumbers:
 DETECTION_ORDER = (
     "native",
     "cctviz_run",
+    "thicket_json",  # before hatchet_json: Thicket's to_json holds a Hatchet "graph"
+    "timemory",  # before hatchet_json: a non-MPI timemory tree has a "graph"
     "hatchet_json",
     "caliper_json",
-    "thicket_json",
-    "timemory",
     "kineto",
     "pyinstrument",
     "speedscope",
@@ -386,7 +386,7 @@ DETECTION_ORDER = (
 )
 for _module in DETECTION_ORDER:
     importlib.import_module(f"{__name__}.{_module}")
-# a reader module importing another registers it early: restore the order above
+# registration follows import order; sort by the order above all the same
 _RANK = {f"{__name__}.{m}": k for k, m in enumerate(DETECTION_ORDER)}
 _READERS = dict(
     sorted(_READERS.items(), key=lambda kv: _RANK.get(kv[1].read.__module__, len(_RANK)))

@@ -72,7 +72,7 @@ from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
-from .caliper_json import CaliColumn, build_profile
+from ._caliper import CaliColumn, build_profile
 
 _FIRST = re.compile(rb"__rec=(node|ctx|globals),[A-Za-z_.]+=")
 KIND_OF_ATTRIBUTE = {

@@ -72,7 +72,7 @@ def _run_info(path: Path) -> dict:
 @register("cctviz-run", _sniff, "cctviz runtime run folder (run.json + rank-N.cctviz)", folder=True)
 def read_run(path: Path) -> Ensemble:
     """Read a run folder into an Ensemble of ranks (missing or damaged ranks flagged)."""
-    from .native import read_native
+    from . import read  # the registry: the rank files are native profiles
 
     info = _run_info(path)
     files = {r: p for p in path.iterdir() if (r := rank_of(p.name)) is not None}
@@ -90,7 +90,7 @@ def read_run(path: Path) -> Ensemble:
             row.update(status="missing", ok=False, problem="no file: the rank died before writing")
         else:
             try:
-                t = read_native(f)
+                t = read(f, format="cctviz")
             except ProfileError as e:
                 row.update(status="unreadable", ok=False, problem=e.problem)
             else:

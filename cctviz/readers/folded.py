@@ -23,19 +23,19 @@ many other samplers. Facts and choices:
   TAU ``profile.N.0.0``, a DOT graph or a CSV table is never taken for folded
   stacks; a one-frame-per-line file of ``name count`` pairs is not either.
 
-:func:`stacks_to_tree` (stacks of frame keys -> tree) is shared with the
+:func:`cctviz.model.build.stacks_to_tree` (stacks of frame keys -> tree) is shared with the
 speedscope and pyinstrument readers.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ProfileError
+from ..model.build import stacks_to_tree
 from ..model.tree import Tree
 from . import register
 
@@ -57,47 +57,6 @@ def _sniff(path: Path, h: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return all(_LINE.match(ln) for ln in lines) and any(b";" in ln for ln in lines)
-
-
-def stacks_to_tree(
-    stacks: Iterable[Sequence[Hashable]],
-    weights: Sequence[float] | np.ndarray | None = None,
-) -> tuple[np.ndarray, list[Hashable], np.ndarray]:
-    """Merge stacks (outermost frame first) into a call-path tree.
-
-    Returns ``(parent, frame_key, weight)`` arrays over the tree nodes: a node
-    per distinct stack prefix (frames merged by key under the same parent) and
-    the summed weight of the stacks that end at each node (exclusive values).
-
-    >>> parent, keys, w = stacks_to_tree([("a", "b"), ("a",), ("a", "b")], [1, 2, 3])
-    >>> parent.tolist(), keys, w.tolist()
-    ([-1, 0], ['a', 'b'], [2.0, 4.0])
-    """
-    ids: dict[tuple[int, Hashable], int] = {}
-    parent: list[int] = []
-    keys: list[Hashable] = []
-    ends: list[int] = []
-    for stack in stacks:
-        node = -1
-        for frame in stack:
-            k = (node, frame)
-            nid = ids.get(k)
-            if nid is None:
-                nid = len(parent)
-                ids[k] = nid
-                parent.append(node)
-                keys.append(frame)
-            node = nid
-        ends.append(node)
-    end = np.asarray(ends, dtype=np.int64)
-    w = (
-        np.ones(end.size)
-        if weights is None
-        else np.asarray(weights, dtype=np.float64).reshape(-1)[: end.size]
-    )
-    ok = end >= 0  # an empty stack carries no node
-    out = np.bincount(end[ok], weights=w[ok], minlength=len(parent)).astype(np.float64)
-    return np.asarray(parent, dtype=np.int64), keys, out
 
 
 def _parse_lines(path: Path, text: str) -> tuple[list[str], np.ndarray]:

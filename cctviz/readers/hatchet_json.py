@@ -33,73 +33,24 @@ from ..interop import assemble
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
+from ._graph import parse_graph
 from ._json import expect, expect_rows, load_json
 
 
 def _sniff_json_form(path: Path, h: bytes) -> bool:
-    from .thicket_json import looks_like_thicket  # Thicket.to_json has the same keys
-    from .timemory import looks_like_timemory  # a non-MPI timemory tree has a "graph"
-
+    # Thicket's to_json and non-MPI timemory trees also hold a "graph": their
+    # readers come first in DETECTION_ORDER, so what reaches here is Hatchet's
     s = h.lstrip()
     return (
         s[:1] == b"{"
         and b'"graph"' in h
         and (b'"dataframe"' in h or b'"dataframe_indices"' in h or len(h) < 65536)
-        and not looks_like_thicket(h)
-        and not looks_like_timemory(h)
     )
 
 
 def _sniff_literal(path: Path, h: bytes) -> bool:
     s = h.lstrip()
     return s[:1] == b"[" and b'"frame"' in h
-
-
-def parse_graph(
-    path: Path, graph: Any, relations: tuple[str, ...] = ("children",)
-) -> tuple[dict[int, dict[str, Any]], list[int]]:
-    """Validate Hatchet's ``graph``: a list of objects ``{id: {"data": {"name": ...},
-    "children": [ids]}}``.
-
-    Returns the nodes ``{id: {"data": ..., relation: [ids]}}`` in file order (each
-    of ``relations`` a list of integer ids, ``[]`` when absent) and the first id of
-    each object (Hatchet's roots). The ``thicket-json`` reader shares it, with
-    ``relations=("children", "parents")``.
-    """
-    expect(path, isinstance(graph, list), "graph", "expected a list of objects id -> node")
-    shape = ", ".join(["'data': {...}", *(f"'{r}': [...]" for r in relations)])
-    nodes: dict[int, dict[str, Any]] = {}
-    firsts: list[int] = []
-    for g, part in enumerate(graph):
-        expect(path, isinstance(part, dict), f"graph[{g}]", "expected an object id -> node")
-        for k, (key, nd) in enumerate(part.items()):
-            where = f"graph[{g}][{key!r}]"
-            try:
-                nid = int(key)
-            except ValueError:
-                raise ProfileError(path, "node id is not an integer", where=where) from None
-            expect(
-                path,
-                isinstance(nd, dict) and isinstance(nd.get("data"), dict),
-                where,
-                f"expected {{{shape}}}",
-            )
-            expect(path, "name" in nd["data"], f"{where}.data", "missing 'name'")
-            entry: dict[str, Any] = {"data": nd["data"]}
-            for rel in relations:
-                v = nd.get(rel, [])
-                expect(
-                    path,
-                    isinstance(v, list) and all(isinstance(x, int) for x in v),
-                    f"{where}.{rel}",
-                    "expected a list of integer node ids",
-                )
-                entry[rel] = v
-            expect(path, nid not in nodes, where, "node id appears twice")
-            nodes[nid] = entry
-            if k == 0:
-                firsts.append(nid)
-    return nodes, firsts
 
 
 @register("hatchet-json", _sniff_json_form, "Hatchet GraphFrame.to_json output (graph + dataframe)")

@@ -73,8 +73,8 @@ import pandas as pd
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
-from ..model.units import canonical, dimension
 from . import progress_bar, register
+from ._hpctoolkit import metric_name
 
 XML = "experiment.xml"
 TAG = b"HPCPROF-metricdb__"
@@ -82,19 +82,11 @@ TAG_SIZE = 24
 SCOPES = ("PF", "Pr", "L", "S", "C")
 KIND = {"PF": "function", "Pr": "function", "L": "loop", "S": "statement"}
 _DB_NAME = re.compile(r"-(\d+)-(\d+)-([0-9A-Za-z]+)-(\d+)-(\d+)\.metric-db$")
+
+
 # units hpcprof writes into metric names ("CPUTIME (usec)", "GXCOPY:H2D (B)")
 # summary statistics hpcprof can append to a metric name ("CPUTIME (usec):Max"):
 # the rule their per-node values follow over a subtree
-_STAT_RULE = {
-    "Sum": "sum",
-    "Mean": "sum",
-    "Max": "max",
-    "Min": "none",
-    "StdDev": "none",
-    "CfVar": "none",
-}
-
-
 def _folder(path: Path) -> Path:
     return path.parent if path.is_file() else path
 
@@ -310,20 +302,6 @@ def _structure(x: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _metric_name(db_name: str) -> tuple[str, str | None, str]:
-    """``"CPUTIME (usec) (I)"`` -> (``"time"``, ``"us"``, ``"sum"``): the metric,
-    the unit its name states (or None) and its aggregation rule."""
-    base = re.sub(r"\s*\((I|E|inc|exc)\)\s*$", "", db_name).strip()
-    m = re.search(r"\(([A-Za-z]+)\)", base)
-    u = canonical(m.group(1)) if m else None
-    unit = u if dimension(u) else None  # "(usec)", "(B)"; not "(PAPI)"
-    stat = re.search(r":(Sum|Mean|Max|Min|StdDev|CfVar)$", base)
-    rule = _STAT_RULE[stat.group(1)] if stat else "sum"
-    if re.fullmatch(r"CPUTIME \((usec|sec)\)", base):
-        base = "time"
-    return base, unit, rule
-
-
 def _db_files(folder: Path, glob: str) -> tuple[list[Path], pd.DataFrame]:
     if not glob or "/" in glob or "\\" in glob or ".." in glob:
         glob = "*.metric-db"  # files beside experiment.xml only
@@ -463,7 +441,7 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
     by_name: dict[str, dict[str, int]] = {}
     renamed: list[str] = []
     for d, j in zip(dbs, db_id):
-        base, unit, rule = _metric_name(d.get("n", ""))
+        base, unit, rule = metric_name(d.get("n", ""))
         t = d.get("t", "nil")
         if t in by_name.get(base, {}):  # "time" taken, or the same name twice: keep both
             raw = re.sub(r"\s*\((I|E|inc|exc)\)\s*$", "", d.get("n", "")).strip()

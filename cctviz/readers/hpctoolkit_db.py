@@ -72,7 +72,7 @@ from ._hpcdb import (
     MetaDb,
     ProfileDb,
 )
-from .hpctoolkit import _metric_name
+from ._hpctoolkit import metric_name
 
 FILES = {"meta.db": b"meta", "profile.db": b"prof", "cct.db": b"ctxt"}
 RELATION = {0: "lexical", CALL: "call", INLINED: "inlined"}
@@ -131,7 +131,7 @@ def read_hpctoolkit_db(path: Path) -> Ensemble:
     units: dict[str, str] = {}
     taken: set[str] = set()
     for m in meta_db.metrics:
-        base, unit, _rule = _metric_name(m["name"])
+        base, unit, _rule = metric_name(m["name"])
         col, k = base, 2
         while col in taken:  # "time" taken, or a name twice: keep both
             col, k = f"{m['name']}" if k == 2 else f"{m['name']} #{k}", k + 1

@@ -95,7 +95,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..model.collectives import bus_factor, nccl_tests_elements
+from ..model.collectives import OTF2_OPS, bus_factor, leaf_name, nccl_tests_elements
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from ..model.units import canonical
@@ -115,24 +115,6 @@ METRICS_UNITS = {
     "comm_bytes": "B",
     "bus_bytes": "B",
     "calls": "count",
-}
-#: OTF2 collective operation -> the kind in cctviz.model.collectives
-COLLECTIVE_OPS = {
-    "BARRIER": "barrier",
-    "BCAST": "broadcast",
-    "GATHER": "gather",
-    "GATHERV": "gather",
-    "SCATTER": "scatter",
-    "SCATTERV": "scatter",
-    "ALLGATHER": "all_gather",
-    "ALLGATHERV": "all_gather",
-    "ALLTOALL": "all_to_all",
-    "ALLTOALLV": "all_to_all",
-    "ALLTOALLW": "all_to_all",
-    "ALLREDUCE": "all_reduce",
-    "REDUCE": "reduce",
-    "REDUCE_SCATTER": "reduce_scatter",
-    "REDUCE_SCATTER_BLOCK": "reduce_scatter",
 }
 
 
@@ -299,11 +281,7 @@ def _callbacks(
     op_names = arc.op_names
 
     def leaf_code(kind: str, n: int) -> int:
-        nm = (
-            kind
-            if (world is None or n == world or kind in ("send", "recv"))
-            else f"{kind} ({n} ranks)"
-        )
+        nm = leaf_name(kind, n, world)
         key = (nm, kind, n)
         code = names.get(key)
         if code is None:
@@ -356,7 +334,7 @@ def _callbacks(
     def coll_end(loc, time, pos, ud, attrs, op, comm_ref, root, sent, received):
         code = int(getattr(op, "value", op))
         opname = op_names.get(code, f"collective {code}")
-        kind = COLLECTIVE_OPS.get(opname, opname.lower())
+        kind = OTF2_OPS.get(opname, opname.lower())
         n = comm_size.get(comm_ref, 0)
         nbytes = float(nccl_tests_elements(kind, int(sent), int(received), n or None))
         if kind == "barrier":

@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProfileError
+from ..model.build import stacks_to_tree
 from ..model.tree import Tree
 from . import register
 from ._json import expect, load_json
-from .folded import stacks_to_tree
 
 META_KEYS = ("start_time", "duration", "sample_count", "cpu_time", "min_interval", "max_interval")
 

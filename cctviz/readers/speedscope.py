@@ -52,11 +52,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
+from ..model.build import stacks_to_tree
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
 from ._json import expect, load_json
-from .folded import stacks_to_tree
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 TIME_UNITS = {"nanoseconds": "ns", "microseconds": "us", "milliseconds": "ms", "seconds": "s"}

@@ -41,8 +41,8 @@ from ..errors import ProfileError
 from ..interop import thicket_ensemble
 from ..model.ensemble import Ensemble
 from . import register
+from ._graph import parse_graph
 from ._json import expect, load_json
-from .hatchet_json import parse_graph
 
 _PARENTS = re.compile(rb'"children"\s*:\s*\[[^\]]*\]\s*,\s*"parents"\s*:')
 

@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..model.collectives import leaf_name
 from ..perfmodel.analytic import WRAPPER_SEGMENTS, ModelSpec, module_class_name, unwrap_once
 from .comm import COLLECTIVES, bus_factor, collective_bytes
 from .recorder import K_COMM, K_FUNC, K_OP, K_REGION, Recorder
@@ -468,7 +469,7 @@ class TorchHooks:
                 n = self._group_n(args, kwargs)
                 nbytes = collective_bytes(fn_name, args, kwargs, n)
                 is_async = self._is_async(fn_name, fn, args, kwargs)
-                leaf = kind if n == self.world_size else f"{kind} ({n} ranks)"
+                leaf = leaf_name(kind, n, self.world_size)
                 rec = self.rec
                 if self._mine():
                     depth = rec.enter_leaf(leaf, K_COMM)

@@ -106,7 +106,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model.collectives import KINDS
+from ..model.collectives import KINDS, OTF2_OP_OF, ROOTED, kind_of_leaf
 from .recorder import K_COMM, Recorder
 
 log = logging.getLogger("cctviz.runtime")
@@ -434,22 +434,6 @@ _COMM_ROLE = {
     "send": "POINT2POINT",
     "recv": "POINT2POINT",
 }
-_COLL_OP = {
-    "all_reduce": "ALLREDUCE",
-    "all_gather": "ALLGATHER",
-    "reduce_scatter": "REDUCE_SCATTER",
-    "all_to_all": "ALLTOALL",
-    "broadcast": "BCAST",
-    "reduce": "REDUCE",
-    "gather": "GATHER",
-    "scatter": "SCATTER",
-    "barrier": "BARRIER",
-}
-
-
-def _comm_kind_of(name: str) -> str | None:
-    base = name.split(" (", 1)[0]
-    return base if base in _COMM_ROLE else None
 
 
 def write_archive(
@@ -514,7 +498,7 @@ def write_archive(
             key = (name, kind)
             reg = regions.get(key)
             if reg is None:
-                ck = _comm_kind_of(name) if kind == K_COMM else None
+                ck = kind_of_leaf(name) if kind == K_COMM else None
                 role = _COMM_ROLE[ck] if ck else _ROLE.get(kind, "FUNCTION")
                 reg = regions[key] = defs.region(
                     name,
@@ -571,7 +555,7 @@ def write_archive(
                     if pending is not None and kinds[x] == K_COMM:
                         open_comm.setdefault(x, []).append(pending)
                         kind = KINDS[pending[1]] if pending[1] >= 0 else ""
-                        if kind in _COLL_OP:
+                        if kind in OTF2_OP_OF:
                             _otf2.EvtWriter_MpiCollectiveBegin(h, None, t)
                             n_events += 1
                         pending = None
@@ -582,8 +566,8 @@ def write_archive(
                     _, code, ci, where, tag, nbytes, n = recs.pop()
                     kind = KINDS[code] if code >= 0 else ""
                     comm = local_comms[ci]
-                    if kind in _COLL_OP:
-                        rooted = kind in ("broadcast", "reduce", "gather", "scatter")
+                    if kind in OTF2_OP_OF:
+                        rooted = kind in ROOTED
                         me = my_rank[ci]
                         sent, recv = sent_received(kind, nbytes, n, rooted and where == me)
                         al = AttributeList(defs, {bytes_attr: int(nbytes)})
@@ -591,7 +575,7 @@ def write_archive(
                             h,
                             al._handle,
                             t,
-                            getattr(CollectiveOp, _COLL_OP[kind]),
+                            getattr(CollectiveOp, OTF2_OP_OF[kind]),
                             comm._ref,
                             where if rooted and where >= 0 else undefined,
                             sent,
