@@ -54,6 +54,21 @@ def test_a_missing_extra_is_a_message_not_a_traceback(module, path):
     )
 
 
+def _sankey_of_two(out) -> list[str]:
+    """`cctviz export` of the 8- and 64-core LULESH runs as one Sankey by name."""
+    return [
+        "export",
+        str(EIGHT),
+        str(BIG),
+        "-o",
+        str(out),
+        "--view",
+        "sankey",
+        "--group-by",
+        "name",
+    ]
+
+
 def _labels(svg_path) -> str:
     root = ET.parse(svg_path).getroot()
     return " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
@@ -67,17 +82,7 @@ def test_diff_by_file_matches_the_path_its_name_or_its_stem(tmp_path, spell):
         "stem": (EIGHT.stem, BIG.stem),
     }[spell]
     out = tmp_path / "diff.svg"
-    args = [
-        "export",
-        str(EIGHT),
-        str(BIG),
-        "-o",
-        str(out),
-        "--view",
-        "sankey",
-        "--group-by",
-        "name",
-    ]
+    args = _sankey_of_two(out)
     assert main([*args, "--diff", f"file={a},{b}"]) == 0
     assert "cctviz-diff" in ET.parse(out).getroot().get("class")
     assert f"file={b}" in _labels(out)  # the default labels name the sides as typed
@@ -85,17 +90,7 @@ def test_diff_by_file_matches_the_path_its_name_or_its_stem(tmp_path, spell):
 
 def test_diff_labels_name_the_two_sides(tmp_path, capsys):
     out = tmp_path / "diff.svg"
-    args = [
-        "export",
-        str(EIGHT),
-        str(BIG),
-        "-o",
-        str(out),
-        "--view",
-        "sankey",
-        "--group-by",
-        "name",
-    ]
+    args = _sankey_of_two(out)
     assert (
         main(
             [*args, "--diff", f"file={EIGHT.name},{BIG.name}", "--diff-labels", "8 cores,64 cores"]
