@@ -2,12 +2,11 @@
 // `cctvizExport`): the browser-free exporter that Python runs in an embedded
 // V8 (mini-racer). No window, no document: figure.js draws into shim.js.
 
-import { cctSVG } from "./cct/figure.js";
-import { profilesSVG } from "./profiles/figure.js";
-import { sankeySVG } from "./sankey/figure.js";
+import "./kinds.js";
+import { viewKinds, viewOf } from "./kit/registry.js";
 
-/** Figures by view kind. */
-export const FIGURES = { cct: cctSVG, sankey: sankeySVG, profiles: profilesSVG };
+/** Figures by view kind (the registry's `figure` parts). */
+export const FIGURES = Object.fromEntries(viewKinds().map((k) => [k, viewOf(k).figure]));
 
 /**
  * Render a payload (JSON text: {kind, data, state, options}) to SVG text.
@@ -18,6 +17,7 @@ export const FIGURES = { cct: cctSVG, sankey: sankeySVG, profiles: profilesSVG }
 export function renderSVG(payloadJSON) {
   const p = typeof payloadJSON === "string" ? JSON.parse(payloadJSON) : payloadJSON;
   const kind = p.kind || "cct";
-  if (!Object.prototype.hasOwnProperty.call(FIGURES, kind)) throw new Error(`cctviz export: unknown view kind ${JSON.stringify(kind)}`);
-  return FIGURES[kind](p.data || {}, p.state || {}, p.options || {});
+  const figure = viewOf(kind)?.figure;
+  if (!figure) throw new Error(`cctviz export: unknown view kind ${JSON.stringify(kind)}`);
+  return figure(p.data || {}, p.state || {}, p.options || {});
 }

@@ -6,9 +6,8 @@
 // The default export is the anywidget render module; it dispatches on the
 // widget's `_kind` trait (see cctviz/views/CONTRACT.md).
 
-import { renderCCT } from "./cct/view.js";
-import { renderProfiles } from "./profiles/view.js";
-import { renderSankey } from "./sankey/view.js";
+import "./kinds.js";
+import { viewKinds, viewOf } from "./kit/registry.js";
 
 export {
   MISSING,
@@ -24,8 +23,8 @@ export { renderCCT } from "./cct/view.js";
 export { renderProfiles } from "./profiles/view.js";
 export { renderSankey } from "./sankey/view.js";
 
-/** Views by `_kind`. */
-export const VIEWS = { cct: renderCCT, sankey: renderSankey, profiles: renderProfiles };
+/** Views by `_kind` (the registry's `render` parts). */
+export const VIEWS = Object.fromEntries(viewKinds().map((k) => [k, viewOf(k).render]));
 
 /**
  * anywidget entry: render the view named by `model.get("_kind")` into `el`.
@@ -35,7 +34,7 @@ export const VIEWS = { cct: renderCCT, sankey: renderSankey, profiles: renderPro
  */
 function render({ model, el }) {
   const kind = model.get("_kind");
-  const view = Object.prototype.hasOwnProperty.call(VIEWS, kind) ? VIEWS[kind] : null;
+  const view = viewOf(kind)?.render ?? null;
   if (!view) {
     const msg = document.createElement("div");
     msg.className = "cctviz cctviz-error";

@@ -5,84 +5,12 @@
 // (local.js); a Sankey's selections are local (tooltips, clicks), and
 // nothing new can be expanded.
 
-import { decodeData } from "./cct/data.js";
-import { listeners } from "./events.js";
-import { localData } from "./cct/local.js";
-import { renderCCT } from "./cct/view.js";
-import { mountProfiles } from "./profiles/local.js";
-import { renderSankey } from "./sankey/view.js";
+import "./kinds.js";
+import { viewOf } from "./kit/registry.js";
 
-const LOCAL_TRAITS = new Set(["collapsed", "expanded", "focus", "search"]);
-
-/**
- * A model with the anywidget API (get/set/save_changes/on/off) over plain
- * values. `after(changed)` may update values after a save and returns more
- * changed names (fired too).
- */
-export function plainModel(values, after = () => [], frozen = new Set()) {
-  const events = listeners();
-  let pending = {};
-  const fire = (name) => events.fire(`change:${name}`);
-  return {
-    get: (k) => values[k],
-    set: (k, v) => {
-      if (!frozen.has(k)) pending[k] = v;
-    },
-    save_changes() {
-      const changes = pending;
-      pending = {};
-      const changed = Object.keys(changes).filter((k) => JSON.stringify(values[k]) !== JSON.stringify(changes[k]));
-      for (const k of changed) values[k] = changes[k];
-      changed.push(...after(changed));
-      for (const k of changed) fire(k);
-    },
-    on: events.on,
-    off: events.off,
-  };
-}
-
-/** The local model of a tree's page. */
-export function localModel(payload) {
-  const full = decodeData(payload.data);
-  const st = payload.state || {};
-  const values = {
-    chart: st.chart === "icicle" ? "icicle" : "tree",
-    color: st.color ?? [],
-    size: st.size ?? "",
-    selection: Array.isArray(st.selection) ? st.selection : [],
-    collapsed: [],
-    expanded: [],
-    focus: -1,
-    search: "",
-    // only the metrics the page has values of
-    metrics: [...new Set([...(Array.isArray(st.color) ? st.color : [st.color]), st.size].filter(Boolean))],
-  };
-  values._data = localData(full, payload.data, values);
-  return plainModel(values, (changed) => {
-    if (!changed.some((k) => LOCAL_TRAITS.has(k))) return [];
-    values._data = localData(full, payload.data, values);
-    return ["_data"];
-  });
-}
-
-/** The local model of a Sankey's page: selections and the brush are local; the data never change. */
-export function localSankeyModel(payload) {
-  const st = payload.state || {};
-  const list = (v) => (Array.isArray(v) ? v : []);
-  const values = {
-    _kind: "sankey",
-    _data: payload.data,
-    metric: st.metric ?? "",
-    metrics: st.metric ? [st.metric] : [],
-    group_by: st.group_by ?? "",
-    selection: list(st.selection),
-    selected_groups: list(st.selected_groups),
-    selected_profiles: list(st.selected_profiles),
-    brush: st.brush && typeof st.brush === "object" ? st.brush : {},
-    expanded: list(st.expanded),
-  };
-  return plainModel(values, () => [], new Set(["expanded", "metric", "_data"]));
-}
+export { plainModel } from "./kit/model.js";
+export { localModel } from "./cct/local.js";
+export { localSankeyModel } from "./sankey/local.js";
 
 /**
  * Mount the interactive view of `payload` ({kind, data, state}) into `el`.
@@ -92,7 +20,8 @@ export function localSankeyModel(payload) {
  * @returns {() => void} cleanup
  */
 export function mount(el, payload) {
-  if (payload && payload.kind === "profiles") return mountProfiles(el, payload);
-  if (payload && payload.kind === "sankey") return renderSankey({ model: localSankeyModel(payload), el });
-  return renderCCT({ model: localModel(payload), el });
+  const kind = (payload && payload.kind) || "cct";
+  const parts = viewOf(kind);
+  if (!parts || !parts.mount) throw new Error(`cctviz: unknown view kind ${JSON.stringify(kind)}`);
+  return parts.mount(el, payload);
 }

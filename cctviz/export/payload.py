@@ -45,13 +45,12 @@ _LENGTH = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z
 
 
 class ViewLike(Protocol):
-    """What the exporter reads from a view (a :class:`~cctviz.CCTView`)."""
+    """What the exporter reads from a view (any :class:`cctviz.views.base.View`)."""
 
     _data: dict[str, Any]
-    metrics: list[str]
+    _kind: str
 
-    @property
-    def state(self) -> dict[str, Any]: ...
+    def figure_state(self) -> dict[str, Any]: ...
 
 
 def parse_length(value: Any, option: str = "width") -> float:
@@ -175,32 +174,20 @@ def plain(value: Any) -> Any:
 
 
 def view_state(view: ViewLike) -> dict[str, Any]:
-    """The payload's ``state`` from a view's :attr:`~cctviz.CCTView.state`.
+    """The payload's ``state``: the view's own :meth:`figure_state` (its state as
+    plain JSON values; see ``cctviz/views/CONTRACT.md``), checked where the
+    exporter relies on it.
 
     Example:
         >>> import cctviz
         >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "solve"], {"time": [1.0, 2.0]})
         >>> view_state(cctviz.CCTView(t, selection=[1]))["selection"]
         [1]
-
-    A view other than a CCTView gives its own with ``_figure_state()`` (plain
-    JSON values; see ``cctviz/views/CONTRACT.md``).
     """
-    own = getattr(view, "_figure_state", None)
-    if callable(own):
-        return own()
-    st = view.state
-    color = st["color"]
-    chart = st.get("chart") or "tree"
-    return {
-        "color": color if isinstance(color, str) else list(color),
-        "size": st.get("size") or "",
-        "chart": _choice(chart, "chart", CHARTS),
-        "selection": [int(i) for i in st.get("selection") or []],
-        "focus": int(st.get("focus", -1)),
-        "search": st.get("search") or "",
-        "metrics": list(getattr(view, "metrics", [])),
-    }
+    st = view.figure_state()
+    if "chart" in st:
+        _choice(st["chart"], "chart", CHARTS)
+    return st
 
 
 def payload(view: ViewLike, **options: Any) -> dict[str, Any]:
@@ -224,7 +211,7 @@ def payload(view: ViewLike, **options: Any) -> dict[str, Any]:
     if not data:
         raise ValueError(f"{type(view).__name__} has no data to draw (its _data trait is empty)")
     return {
-        "kind": getattr(view, "_kind", "cct"),
+        "kind": view._kind,
         "data": plain(data),
         "state": view_state(view),
         "options": opts,

@@ -20,11 +20,9 @@ Example:
 
 from __future__ import annotations
 
-import pathlib
 from collections.abc import Iterable
 from typing import Any
 
-import anywidget
 import numpy as np
 import pandas as pd
 import traitlets
@@ -34,16 +32,9 @@ from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
 from ..model.tree import Tree, base_metric
 from ..ops.transform import OTHER
-from .figure import SavesFigure
+from .base import CUE_SHARE, View, f32, i32, ids_json, profile_ids, register_view, share_space
 from .lod import HAS_CHILDREN, LevelOfDetail, ancestors_closure, level_of_detail, other_values
 from .source import MetricSource, split_metric
-
-STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
-
-#: the imbalance cue marks a node whose imbalance costs (max - mean over the
-#: profiles) at least this share of the whole tree's mean value: 1% of the
-#: run's time is worth a look; less is noise next to the tree's own cost
-CUE_SHARE = 0.01
 
 #: a tree view whose first level of detail has more rows than this opens
 #: collapsed below its first levels (:meth:`CCTView._open_shallow`) ...
@@ -55,50 +46,17 @@ OPEN_ROWS = 40
 MATCH_IDS = 100_000
 
 
-def _static(name: str) -> pathlib.Path:
-    path = STATIC / name
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path} is missing: the front-end bundle is built by `pip install -e .` "
-            "or `npm run build` in the repository"
-        )
-    return path
-
-
-def _share_space(widget: Any) -> None:
-    """Views side by side in an ``HBox`` share its width (each would otherwise
-    keep its content's width and squeeze the next one to a sliver); a layout
-    the user gave wins."""
-    if not widget.layout.flex:
-        widget.layout.flex = "1 1 0%"
-    if not widget.layout.min_width:
-        widget.layout.min_width = "0"
-
-
-def _f32(a: np.ndarray) -> memoryview:
-    return memoryview(np.ascontiguousarray(a, dtype="<f4"))
-
-
-def _i32(a: np.ndarray) -> memoryview:
-    return memoryview(np.ascontiguousarray(a, dtype="<i4"))
-
-
 def _domain(v: np.ndarray) -> list[float] | None:
     v = v[np.isfinite(v)]
     return [float(v.min()), float(v.max())] if v.size else None
-
-
-def _ids_json(value: Any, widget: Any) -> list[int]:
-    if value is None:
-        return []
-    return value.ids.tolist() if isinstance(value, NodeSet) else list(value)
 
 
 def _color_from_json(value: Any, widget: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-class CCTView(SavesFigure, anywidget.AnyWidget):
+@register_view("cct")
+class CCTView(View):
     """A calling-context tree view of a Tree or an Ensemble.
 
     End a notebook cell with it to display it. Click, shift-click or brush
@@ -139,11 +97,7 @@ class CCTView(SavesFigure, anywidget.AnyWidget):
     ``max_nodes``; :attr:`state` gathers them for saving and restoring.
     """
 
-    _esm = _static("cctviz.js")
-    _css = _static("cctviz.css")
-    _kind = traitlets.Unicode("cct").tag(sync=True)
-
-    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=_ids_json)
+    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
     collapsed = traitlets.List(traitlets.Int()).tag(sync=True)
     expanded = traitlets.List(traitlets.Int()).tag(sync=True)
     focus = traitlets.Int(-1).tag(sync=True)
@@ -196,7 +150,7 @@ class CCTView(SavesFigure, anywidget.AnyWidget):
         super().__init__(
             color=color, size=size, chart=chart, max_nodes=max_nodes, _data={}, **kwargs
         )
-        _share_space(self)
+        share_space(self)
         self.set_trait("metrics", list(self._src.metrics))
         if self.selection is None:
             self.selection = NodeSet(self.tree)
@@ -269,12 +223,20 @@ class CCTView(SavesFigure, anywidget.AnyWidget):
             }
         )
 
-    @property
-    def state(self) -> dict[str, Any]:
-        """The view's state as plain values; ``CCTView(data, **state)`` restores it."""
-        out = {k: getattr(self, k) for k in self.STATE}
-        out["selection"] = self.selection.ids.tolist()
-        return out
+    def figure_state(self) -> dict[str, Any]:
+        """The export payload's ``state``: :attr:`state` as plain JSON values and the
+        metrics offered (``CCTView(data, **state)`` restores the view)."""
+        st = self.state
+        color = st["color"]
+        return {
+            "color": color if isinstance(color, str) else list(color),
+            "size": st.get("size") or "",
+            "chart": st.get("chart") or "tree",
+            "selection": [int(i) for i in st.get("selection") or []],
+            "focus": int(st.get("focus", -1)),
+            "search": st.get("search") or "",
+            "metrics": list(self.metrics),
+        }
 
     # ------------------------------------------------------------ validation
     def _coerce_ids(self, value: Any, what: str) -> np.ndarray:
@@ -324,15 +286,8 @@ class CCTView(SavesFigure, anywidget.AnyWidget):
 
     @traitlets.validate("selected_profiles")
     def _v_profiles(self, proposal: dict) -> list[int]:
-        ids = sorted({int(i) for i in proposal["value"]})
         whole = self._src.whole
-        if ids and whole is None:
-            raise traitlets.TraitError("selected_profiles: a Tree has no profiles to select")
-        if ids and (ids[0] < 0 or ids[-1] >= whole.n_profiles):
-            raise traitlets.TraitError(
-                f"selected_profiles: profile ids must be in [0, {whole.n_profiles})"
-            )
-        return ids
+        return profile_ids(proposal["value"], None if whole is None else whole.n_profiles)
 
     @traitlets.observe("selected_profiles")
     def _on_profiles(self, change: dict) -> None:
@@ -521,13 +476,13 @@ class CCTView(SavesFigure, anywidget.AnyWidget):
         data: dict[str, Any] = {
             "n": lod.n_rows,
             "total": len(self.tree),
-            "id": _i32(lod.row_id),
-            "parent": _i32(lod.row_parent),
-            "depth": _i32(lod.row_depth),
+            "id": i32(lod.row_id),
+            "parent": i32(lod.row_parent),
+            "depth": i32(lod.row_depth),
             "flags": memoryview(np.ascontiguousarray(lod.flags, dtype=np.uint8)),
-            "folded": _i32(lod.folded),
+            "folded": i32(lod.folded),
             "name_bytes": memoryview(b"".join(encoded)),
-            "name_offsets": _i32(offsets),
+            "name_offsets": i32(offsets),
             "units": {m: u for m in self._src.metrics if (u := self._src.unit(m))},
             "aggregation": {m: self._src.rule(m) for m in self._src.metrics},
             "focus_path": list(self.tree.path(self.focus)[:-1]) if self.focus >= 0 else [],
@@ -536,21 +491,21 @@ class CCTView(SavesFigure, anywidget.AnyWidget):
         real = ~lod.is_other
         for key, metric in zip(("color", "color2"), colors):
             v = self._row_values(lod, metric)
-            data[key], data[f"{key}_domain"] = _f32(v), _domain(v[real])
+            data[key], data[f"{key}_domain"] = f32(v), _domain(v[real])
         if self.size:
             v = self._row_values(lod, self.size)
-            data["size"], data["size_domain"] = _f32(v), _domain(v[real])
+            data["size"], data["size_domain"] = f32(v), _domain(v[real])
         # for the tooltip: the exclusive part and the share of the whole tree
         exc = self._src.exclusive_of(colors[0])
         if exc is not None:
             v = np.full(lod.n_rows, np.nan)
             v[lod.row_of_shown] = exc[lod.shown]
-            data["exclusive"], data["exclusive_metric"] = _f32(v), base_metric(colors[0])[0]
+            data["exclusive"], data["exclusive_metric"] = f32(v), base_metric(colors[0])[0]
         data["color_total"] = self._total(colors[0])
         # search: the total and the ids of the first matches, for next/previous
         m = self._current_matches()
         data["match_total"] = int(m.size)
-        data["match_ids"] = _i32(m[:MATCH_IDS])
+        data["match_ids"] = i32(m[:MATCH_IDS])
         if self._src.ensemble is not None:
             data["spread"] = self._spread(lod, colors[0])
         return data
@@ -573,10 +528,10 @@ class CCTView(SavesFigure, anywidget.AnyWidget):
         for k in ("min", "mean", "max", "std", "cost"):
             v = np.full(lod.n_rows, np.nan)
             v[lod.row_of_shown] = st[k].to_numpy(dtype=np.float64)[lod.shown]
-            out[k] = _f32(v)
+            out[k] = f32(v)
         am = np.full(lod.n_rows, -1, dtype=np.int64)
         am[lod.row_of_shown] = st["argmax"].to_numpy()[lod.shown]
-        out["argmax"] = _i32(am)
+        out["argmax"] = i32(am)
         out["labels"] = self._src.profile_labels(am[am >= 0])
         out["cost_threshold"] = self._cue_threshold(metric)
         out["cue_share"] = CUE_SHARE

@@ -31,7 +31,6 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-import anywidget
 import numpy as np
 import pandas as pd
 import traitlets
@@ -39,8 +38,7 @@ import traitlets
 from ..model import units as _units
 from ..model.ensemble import Ensemble
 from ..ops.projection import kmeans, mds, pca, profile_matrix
-from .cct import _f32, _i32, _share_space, _static
-from .figure import SavesFigure
+from .base import View, f32, i32, profile_ids, register_view, share_space
 from .source import MetricSource
 
 #: colour options that are no column: k-means clusters, or none
@@ -76,7 +74,8 @@ def _numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
-class ProfilesView(SavesFigure, anywidget.AnyWidget):
+@register_view("profiles")
+class ProfilesView(View):
     """Profiles of an Ensemble as dots: a projection or two columns, coloured.
 
     Args:
@@ -98,10 +97,6 @@ class ProfilesView(SavesFigure, anywidget.AnyWidget):
     their labels are listed under the plot. A ``profiles`` column named
     ``cluster`` is offered as ``"cluster (metadata)"``.
     """
-
-    _esm = _static("cctviz.js")
-    _css = _static("cctviz.css")
-    _kind = traitlets.Unicode("profiles").tag(sync=True)
 
     x = traitlets.Unicode("").tag(sync=True)
     y = traitlets.Unicode("").tag(sync=True)
@@ -154,7 +149,7 @@ class ProfilesView(SavesFigure, anywidget.AnyWidget):
             _data={},
             **traits,
         )
-        _share_space(self)
+        share_space(self)
         self._ready = True
         self._refresh()
 
@@ -285,7 +280,7 @@ class ProfilesView(SavesFigure, anywidget.AnyWidget):
         """The view's state as plain values; ``ProfilesView(ens, **state)`` restores it."""
         return {k: (list(v) if isinstance(v := getattr(self, k), list) else v) for k in self.STATE}
 
-    def _figure_state(self) -> dict[str, Any]:
+    def figure_state(self) -> dict[str, Any]:
         """The export payload's ``state`` (see :func:`cctviz.export.payload`)."""
         st = self.state
         st["selected_profiles"] = [int(i) for i in st["selected_profiles"]]
@@ -317,14 +312,7 @@ class ProfilesView(SavesFigure, anywidget.AnyWidget):
 
     @traitlets.validate("selected_profiles")
     def _v_selected(self, proposal: dict) -> list[int]:
-        v = proposal["value"]
-        if isinstance(v, (int, np.integer)):
-            v = [v]
-        ids = np.unique(np.asarray(list(v), dtype=np.int64))
-        n = self._ens.n_profiles
-        if ids.size and (ids[0] < 0 or ids[-1] >= n):
-            raise traitlets.TraitError(f"selected_profiles: profile ids must be in [0, {n})")
-        return ids.tolist()
+        return profile_ids(proposal["value"], self._ens.n_profiles)
 
     # ------------------------------------------------------------ data
     @traitlets.observe("x", "y", "projection", "color_by", "clusters")
@@ -396,9 +384,9 @@ class ProfilesView(SavesFigure, anywidget.AnyWidget):
         ax, ay = self._axis(0, self.x), self._axis(1, self.y)
         data: dict[str, Any] = {
             "n": int(live.size),
-            "id": _i32(live),
-            "x": _f32(ax["v"]),
-            "y": _f32(ay["v"]),
+            "id": i32(live),
+            "x": f32(ax["v"]),
+            "y": f32(ay["v"]),
             "label": [labels[i] for i in live],
             "metric": self._metric,
             "projection": self.projection,
@@ -427,7 +415,7 @@ class ProfilesView(SavesFigure, anywidget.AnyWidget):
             k = int(lab.max()) + 1 if lab.size else 0
             return {
                 "color_kind": "category",
-                "category": _i32(lab),
+                "category": i32(lab),
                 "categories": [f"cluster {j + 1}" for j in range(k)],
                 "color_label": f"k-means cluster of {self._metric} (k = {self.clusters})",
                 "color_unit": None,
@@ -444,14 +432,14 @@ class ProfilesView(SavesFigure, anywidget.AnyWidget):
                 names = _short_names([pathlib.PurePath(n).name or n for n in names])
             return {
                 "color_kind": "category",
-                "category": _i32(codes),  # -1: missing
+                "category": i32(codes),  # -1: missing
                 "categories": names,
                 "color_label": c,
                 "color_unit": None,
             }
         return {
             "color_kind": "numeric",
-            "color": _f32(s.to_numpy(dtype=np.float64)),
+            "color": f32(s.to_numpy(dtype=np.float64)),
             "color_label": c,  # the legend's values carry the unit
             "color_unit": self._unit(c),
         }

@@ -32,7 +32,6 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any
 
-import anywidget
 import numpy as np
 import pandas as pd
 import traitlets
@@ -42,8 +41,7 @@ from ..model.nodeset import NodeSet
 from ..model.stats import BINS, box_plots, counted_matrix, histogram, node_stats
 from ..model.tree import Tree
 from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
-from .cct import CUE_SHARE, _f32, _i32, _ids_json, _share_space, _static
-from .figure import SavesFigure
+from .base import CUE_SHARE, View, f32, i32, ids_json, profile_ids, register_view, share_space
 from .source import MetricSource
 
 #: call sites drawn in an expanded super node
@@ -141,7 +139,8 @@ def _label_of(which: Any, fallback: str) -> str:
     return fallback
 
 
-class SankeyView(SavesFigure, anywidget.AnyWidget):
+@register_view("sankey")
+class SankeyView(View):
     """The ensemble Sankey of an Ensemble (or a Tree): how an inclusive metric
     flows through the program's modules, and on every module how it spreads
     over the profiles (ranks, runs).
@@ -173,14 +172,10 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
     :func:`cctviz.link` ties these to a CCTView and a ProfilesView.
     """
 
-    _esm = _static("cctviz.js")
-    _css = _static("cctviz.css")
-    _kind = traitlets.Unicode("sankey").tag(sync=True)
-
     metric = traitlets.Unicode("").tag(sync=True)
     metrics = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     group_by = traitlets.Unicode("", read_only=True).tag(sync=True)
-    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=_ids_json)
+    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
     selected_groups = traitlets.List(traitlets.Int()).tag(sync=True)
     selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
     brush = traitlets.Dict().tag(sync=True)
@@ -233,7 +228,7 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
             )
         self._ready = False
         super().__init__(metric=metric, _data={}, **kwargs)
-        _share_space(self)
+        share_space(self)
         self.set_trait("metrics", offered)
         self.set_trait("group_by", describe_group_by(self._group_by))
         if self.selection is None:
@@ -298,14 +293,7 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
         """The selected super nodes (rows of :attr:`nodes`)."""
         return self.nodes.iloc[self.selected_groups]
 
-    @property
-    def state(self) -> dict[str, Any]:
-        """The view's state as plain values."""
-        out = {k: getattr(self, k) for k in self.STATE}
-        out["selection"] = self.selection.ids.tolist()
-        return out
-
-    def _figure_state(self) -> dict[str, Any]:
+    def figure_state(self) -> dict[str, Any]:
         """The export payload's ``state`` (trait names; see CONTRACT.md)."""
         return {**self.state, "group_by": self.group_by}
 
@@ -367,11 +355,7 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
 
     @traitlets.validate("selected_profiles")
     def _v_profiles(self, proposal: dict) -> list[int]:
-        ids = sorted({int(i) for i in proposal["value"]})
-        n = self._ens.n_profiles if self._ens is not None else 1
-        if ids and (ids[0] < 0 or ids[-1] >= n):
-            raise traitlets.TraitError(f"selected_profiles: profile ids must be in [0, {n})")
-        return ids
+        return profile_ids(proposal["value"], self._ens.n_profiles if self._ens is not None else 1)
 
     @traitlets.validate("metric")
     def _v_metric(self, proposal: dict) -> str:
@@ -545,26 +529,26 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
             "bins": BINS,
             "group": groups,
             "label": label,
-            "column": _i32(column),
-            "value": _f32(nodes["value"].to_numpy()),  # the height: flows add up
-            "mean": _f32(d["mean"]),  # the model's mean (the absence rule)
-            "counted": _i32(d["n"]),
-            "members": _i32(nodes["members"].to_numpy()),
-            "cost": _f32(cost),
-            "imbalance": _f32(imbalance),
-            "argmax": _i32(argmax),
-            "hist": _i32(d["hist"].ravel()),
-            "outlier_node": _i32(rows),
-            "outlier_profile": _i32(pids[cols]),
-            "outlier_value": _f32(per[rows, cols]),
-            "outlier_more": _i32(more),
-            "link_source": _i32(links["source"].to_numpy()),
-            "link_target": _i32(links["target"].to_numpy()),
-            "link_value": _f32(links["value"].to_numpy()),
-            "link_edge": _i32(links["edge"].to_numpy()),
-            "edge_source": _i32(fwd["source"].to_numpy()),
-            "edge_target": _i32(fwd["target"].to_numpy()),
-            "dummy_column": _i32(dummy_col),
+            "column": i32(column),
+            "value": f32(nodes["value"].to_numpy()),  # the height: flows add up
+            "mean": f32(d["mean"]),  # the model's mean (the absence rule)
+            "counted": i32(d["n"]),
+            "members": i32(nodes["members"].to_numpy()),
+            "cost": f32(cost),
+            "imbalance": f32(imbalance),
+            "argmax": i32(argmax),
+            "hist": i32(d["hist"].ravel()),
+            "outlier_node": i32(rows),
+            "outlier_profile": i32(pids[cols]),
+            "outlier_value": f32(per[rows, cols]),
+            "outlier_more": i32(more),
+            "link_source": i32(links["source"].to_numpy()),
+            "link_target": i32(links["target"].to_numpy()),
+            "link_value": f32(links["value"].to_numpy()),
+            "link_edge": i32(links["edge"].to_numpy()),
+            "edge_source": i32(fwd["source"].to_numpy()),
+            "edge_target": i32(fwd["target"].to_numpy()),
+            "dummy_column": i32(dummy_col),
             "back_edges": int(g.edges["back"].sum()),
             "metric": metric,
             "unit": unit,
@@ -579,13 +563,13 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
             "tree_size": len(self._tree),
         }
         for k in ("min", "max", "std", "q1", "median", "q3", "whisker_lo", "whisker_hi"):
-            out[k] = _f32(d[k])
+            out[k] = f32(d[k])
         if sel.size:
             in_sel = np.isin(pids, sel)
-            out["hist_sel"] = _i32(histogram(per[:, in_sel], d["min"], d["max"]).ravel())
+            out["hist_sel"] = i32(histogram(per[:, in_sel], d["min"], d["max"]).ravel())
             with np.errstate(invalid="ignore"):
                 sm = _nanmean(per[:, in_sel]) if in_sel.any() else np.full(n, np.nan)
-            out["sel_mean"] = _f32(sm)
+            out["sel_mean"] = f32(sm)
         return out
 
     def _diff_payload(self, per: np.ndarray, pids: np.ndarray) -> dict[str, Any]:
@@ -607,13 +591,13 @@ class SankeyView(SavesFigure, anywidget.AnyWidget):
             "b_label": lb,
             "a_profiles": int(in_a.sum()),
             "b_profiles": int(in_b.sum()),
-            "mean_a": _f32(mean_a),
-            "mean_b": _f32(mean_b),
-            "delta": _f32(delta),
+            "mean_a": f32(mean_a),
+            "mean_b": f32(mean_b),
+            "delta": f32(delta),
             "delta_domain": [-bound, bound],
-            "dhist": _i32(histogram(diffs, lo, hi).ravel()),
-            "dhist_lo": _f32(lo),
-            "dhist_hi": _f32(hi),
+            "dhist": i32(histogram(diffs, lo, hi).ravel()),
+            "dhist_lo": f32(lo),
+            "dhist_hi": f32(hi),
         }
 
     def _sites(self, k: int) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 // there, so collapsing, expanding, focusing and searching act on the rows the
 // page was exported with. Pure functions: no DOM.
 
-import { FLAG_HAS_CHILDREN, FLAG_HIDDEN, FLAG_MATCH, isOther } from "./data.js";
+import { plainModel } from "../kit/model.js";
+import { FLAG_HAS_CHILDREN, FLAG_HIDDEN, FLAG_MATCH, decodeData, isOther } from "./data.js";
 
 const ROW_COLUMNS = ["color", "color2", "size", "exclusive"];
 const SPREAD_COLUMNS = ["min", "mean", "max", "std", "cost", "argmax"];
@@ -69,4 +70,30 @@ function ancestorPath(full, row) {
   const out = [];
   for (let r = full.parent[row]; r >= 0; r = full.parent[r]) out.push(full.names[r]);
   return out.reverse();
+}
+
+const LOCAL_TRAITS = new Set(["collapsed", "expanded", "focus", "search"]);
+
+/** The local model of a tree's page. */
+export function localModel(payload) {
+  const full = decodeData(payload.data);
+  const st = payload.state || {};
+  const values = {
+    chart: st.chart === "icicle" ? "icicle" : "tree",
+    color: st.color ?? [],
+    size: st.size ?? "",
+    selection: Array.isArray(st.selection) ? st.selection : [],
+    collapsed: [],
+    expanded: [],
+    focus: -1,
+    search: "",
+    // only the metrics the page has values of
+    metrics: [...new Set([...(Array.isArray(st.color) ? st.color : [st.color]), st.size].filter(Boolean))],
+  };
+  values._data = localData(full, payload.data, values);
+  return plainModel(values, (changed) => {
+    if (!changed.some((k) => LOCAL_TRAITS.has(k))) return [];
+    values._data = localData(full, payload.data, values);
+    return ["_data"];
+  });
 }

@@ -1,0 +1,193 @@
+"""What every view is built on: one base widget, the checks of the traits views
+share, binary buffers, and the registry of view kinds.
+
+A view is one module here (a :class:`View` subclass registered with
+:func:`register_view`), one ``js/<kind>/`` folder and its line in the front end's
+registry (``js/kit/registry.js``); see docs/architecture.md, section 7.
+
+Example:
+    >>> import numpy as np
+    >>> profile_ids([3, 1, 1], 4)
+    [1, 3]
+    >>> bytes(f32(np.array([1.0])))
+    b'\\x00\\x00\\x80?'
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import anywidget
+import numpy as np
+import traitlets
+
+from ..model.nodeset import NodeSet
+from .figure import SavesFigure
+
+STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
+
+#: the imbalance cue marks a node whose imbalance costs (max - mean over the
+#: profiles) at least this share of the whole tree's mean value: 1% of the
+#: whole. Every view that cues imbalance uses it.
+CUE_SHARE = 0.01
+
+#: view kind (the ``_kind`` trait, the export payload's ``kind``) -> its class,
+#: filled as view modules are imported (see :func:`view_kinds`)
+VIEW_KINDS: dict[str, type] = {}
+#: the views cctviz ships: kind -> module (imported on demand: the model needs no bundle)
+BUILT_IN_VIEWS = {
+    "cct": "cctviz.views.cct",
+    "sankey": "cctviz.views.sankey",
+    "profiles": "cctviz.views.profiles",
+}
+
+
+def static(name: str) -> pathlib.Path:
+    """A file of the built front end (``cctviz/static``), with a clear error if missing."""
+    path = STATIC / name
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} is missing: the front-end bundle is built by `pip install -e .` "
+            "or `npm run build` in the repository"
+        )
+    return path
+
+
+def f32(a: np.ndarray) -> memoryview:
+    """A float32 binary buffer (little-endian) of ``a``, as the front end reads it."""
+    return memoryview(np.ascontiguousarray(a, dtype="<f4"))
+
+
+def i32(a: np.ndarray) -> memoryview:
+    """An int32 binary buffer (little-endian) of ``a``."""
+    return memoryview(np.ascontiguousarray(a, dtype="<i4"))
+
+
+def ids_json(value: Any, widget: Any) -> list[int]:
+    """A node selection (a NodeSet or ids) as the JSON list the front end gets."""
+    if value is None:
+        return []
+    return value.ids.tolist() if isinstance(value, NodeSet) else list(value)
+
+
+def profile_ids(value: Any, n_profiles: int | None, what: str = "selected_profiles") -> list[int]:
+    """The one check of a set of profile ids: an id or ids -> sorted unique ids in
+    ``[0, n_profiles)``; ``n_profiles`` None means the view has no profiles.
+
+    Raises:
+        traitlets.TraitError: an id out of range, or ids for a view of one tree.
+    """
+    if isinstance(value, (int, np.integer)):
+        value = [value]
+    ids = np.unique(np.asarray(list(value if value is not None else []), dtype=np.int64))
+    if ids.size and n_profiles is None:
+        raise traitlets.TraitError(f"{what}: a Tree has no profiles to select")
+    if ids.size and (ids[0] < 0 or ids[-1] >= n_profiles):
+        raise traitlets.TraitError(f"{what}: profile ids must be in [0, {n_profiles})")
+    return ids.tolist()
+
+
+def share_space(widget: Any) -> None:
+    """Views side by side in an ``HBox`` share its width (each would otherwise
+    keep its content's width and squeeze the next one to a sliver); a layout
+    the user gave wins."""
+    if not widget.layout.flex:
+        widget.layout.flex = "1 1 0%"
+    if not widget.layout.min_width:
+        widget.layout.min_width = "0"
+
+
+class View(SavesFigure, anywidget.AnyWidget):
+    """The base of every view: the front-end bundle, its kind, ``save()``, a share
+    of an HBox's width. A subclass is registered with :func:`register_view`.
+
+    :attr:`state` is the view's whole state as plain values (what ``save()``
+    exports and what restoring a view takes back); a subclass lists its state
+    traits in ``STATE``.
+    """
+
+    _esm = static("cctviz.js")
+    _css = static("cctviz.css")
+    _kind = traitlets.Unicode("").tag(sync=True)
+
+    #: the traits that are the view's state (saved, exported, restored)
+    STATE: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        """The view's kind: its registry key, and the export payload's ``kind``."""
+        return self._kind
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The view's state as plain values."""
+        out = {k: getattr(self, k) for k in self.STATE}
+        if "selection" in out and isinstance(out["selection"], NodeSet):
+            out["selection"] = out["selection"].ids.tolist()
+        return out
+
+
+def register_view(kind: str) -> Callable[[type], type]:
+    """Class decorator: register a :class:`View` subclass as view ``kind`` (its
+    ``_kind`` default); the front end draws it with ``js/<kind>/``.
+
+    Example:
+        >>> @register_view("doc-example")
+        ... class Tiny(View):
+        ...     pass
+        >>> VIEW_KINDS["doc-example"] is Tiny, Tiny()._kind
+        (True, 'doc-example')
+        >>> del VIEW_KINDS["doc-example"]
+    """
+
+    def add(cls: type) -> type:
+        if kind in VIEW_KINDS:
+            raise ValueError(f"view kind {kind!r} is taken by {VIEW_KINDS[kind].__name__}")
+        # the kind as the class's own trait (traitlets sets traits up when a class
+        # is made): the registered class is ``cls`` with its ``_kind``
+        view = type(
+            cls.__name__,
+            (cls,),
+            {
+                "_kind": traitlets.Unicode(kind).tag(sync=True),
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+                "__doc__": cls.__doc__,
+            },
+        )
+        VIEW_KINDS[kind] = view
+        return view
+
+    return add
+
+
+def view_kinds(kinds: Iterable[str] | None = None) -> dict[str, type]:
+    """The views by kind (of ``kinds``, default all): the built-in ones and every
+    one registered since.
+
+    Example:
+        >>> sorted(view_kinds())[:3]
+        ['cct', 'profiles', 'sankey']
+    """
+    import importlib
+
+    for module in BUILT_IN_VIEWS.values():
+        importlib.import_module(module)
+    return {k: v for k, v in VIEW_KINDS.items() if kinds is None or k in set(kinds)}
+
+
+__all__ = [
+    "CUE_SHARE",
+    "View",
+    "VIEW_KINDS",
+    "f32",
+    "i32",
+    "ids_json",
+    "profile_ids",
+    "register_view",
+    "share_space",
+    "static",
+    "view_kinds",
+]
