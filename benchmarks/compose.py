@@ -75,7 +75,7 @@ Caveats
 * Thicket stores inclusive metrics read from the files and pads the table to
   every (node, file, rank) combination; cctviz stores exclusive metrics in a
   sparse long table and derives inclusive ones lazily (the time to
-  materialise them, ``ens.data``, is reported separately as "cctviz +inc").
+  materialise them, ``ens.long_table``, is reported separately as "cctviz +inc").
 * The padding (``fill_perfdata=True``, Thicket's default) costs Thicket much
   time and memory here: with ``--thicket-no-fill`` (``fill_perfdata=False``)
   Thicket composed the 1,000 LULESH files in 305 s with a 1.8 GB peak
@@ -410,13 +410,13 @@ def child_main(
             res["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
         t = time.perf_counter()
-        data = ens.data  # materialise the inclusive metrics (lazy in cctviz)
+        data = ens.long_table  # materialise the inclusive metrics (lazy in cctviz)
         res["inclusive_s"] = time.perf_counter() - t
         res["peak_rss_with_inc_mb"] = (_rss_kib("VmHWM") or 0) / 1024
         # ---- what was built (untimed)
         tree = ens.tree
         n = len(tree)
-        rows = ens.rows
+        rows = ens.exclusive_rows
         node = rows["node"].to_numpy()
         exc = np.bincount(node, weights=rows["time"].to_numpy(), minlength=n)
         inc = np.bincount(node, weights=data["time (inc)"].to_numpy(), minlength=n)
@@ -937,7 +937,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 if "inclusive_s" in r:
                     parts.append(
-                        f"{tool} +inc (ens.data) {r['inclusive_s']:.3f} s, peak {r['peak_rss_with_inc_mb']:.0f} MB"
+                        f"{tool} +inc (ens.long_table) {r['inclusive_s']:.3f} s, peak {r['peak_rss_with_inc_mb']:.0f} MB"
                     )
                 if "import_s" in r:
                     parts.append(

@@ -185,7 +185,9 @@ def thicket_rows() -> list[dict]:
         t0 = time.perf_counter()
         st = ens.stats(metric)
         present = np.full((len(ens.tree), ens.n_profiles), np.nan)
-        present[ens.rows["node"].to_numpy(), ens.rows["profile"].to_numpy()] = 1.0
+        present[ens.exclusive_rows["node"].to_numpy(), ens.exclusive_rows["profile"].to_numpy()] = (
+            1.0
+        )
         v = ens.values(metric) * present  # NaN where a profile has no row
         counted = counted_matrix(v, live=ens.live, run=ens.run_ids)
         q = [st[k].to_numpy() for k in ("q25", "q75", "median")]

@@ -324,7 +324,9 @@ def build_metrics(
     demoted = {}
     for j, m in enumerate(kept):
         if m.inclusive and m.rule in ("max", "min"):
-            got = ens.data[inc_name(m.name)].reindex(pd.MultiIndex.from_arrays([unode, uprof]))
+            got = ens.long_table[inc_name(m.name)].reindex(
+                pd.MultiIndex.from_arrays([unode, uprof])
+            )
             ok = np.isclose(got.to_numpy(), combined[:, j], rtol=1e-9, equal_nan=True)
             if not ok.all():
                 b = int(np.flatnonzero(~ok)[0])

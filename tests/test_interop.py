@@ -26,7 +26,7 @@ def _quiet(fn, *a, **kw):
 def _by_path(obj, metric):
     """Nonzero values of ``metric`` per (call path, profile key)."""
     if isinstance(obj, Ensemble):
-        d = obj.data.reset_index()
+        d = obj.long_table.reset_index()
         key = obj.profiles.columns[0]
         d["key"] = obj.profiles[key].to_numpy()[d["profile"]]
         tree = obj.tree
@@ -85,7 +85,9 @@ def test_hpctoolkit_ranks_become_profiles():
     assert ens.profiles["rank"].tolist() == [0, 1, 2, 3] and len(ens.tree) == len(gf.graph) == 34
     df = gf.dataframe.reset_index()
     total = df.groupby("rank")["time"].sum().to_numpy()
-    np.testing.assert_allclose(ens.rows.groupby("profile")["time"].sum().to_numpy(), total)
+    np.testing.assert_allclose(
+        ens.exclusive_rows.groupby("profile")["time"].sum().to_numpy(), total
+    )
 
 
 def test_timemory_graphframe_equals_own_reader():
@@ -166,13 +168,13 @@ def test_thicket_of_rajaperf_has_the_rules_of_the_cali_reader():
     assert ens.aggregation == own.aggregation
     assert ens.meta["units"] == own.meta["units"]
     assert set(ens.meta["units_assumed"]) == {*ens.meta["units"]}  # Thicket keeps no unit
-    assert "BlockSize (inc)" not in ens.data and "Max time/rank (inc)" in ens.data
+    assert "BlockSize (inc)" not in ens.long_table and "Max time/rank (inc)" in ens.long_table
     # per (call path, file) the same values as our own reader
     fa = dict(zip(ens.profiles["profile"], ens.profiles["profile_file"]))
-    a = ens.data.reset_index()
+    a = ens.long_table.reset_index()
     a["callpath"] = ens.tree.callpaths.to_numpy()[a["node"]]
     a["file"] = [fa[p] for p in ens.profiles["profile"].to_numpy()[a["profile"]]]
-    b = own.data.reset_index()
+    b = own.long_table.reset_index()
     b["callpath"] = own.tree.callpaths.to_numpy()[b["node"]]
     b["file"] = own.profiles["file"].to_numpy()[b["profile"]]
     a, b = (x.set_index(["callpath", "file"]).sort_index() for x in (a, b))

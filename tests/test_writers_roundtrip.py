@@ -19,7 +19,7 @@ SAMPLES = [HATCHET_JSON, *CALIPER_JSON]
 def per_path(obj, metric):
     """Exclusive ``metric`` summed per (profile, call path); a Tree is profile 0."""
     if isinstance(obj, Ensemble):
-        r = obj.rows
+        r = obj.exclusive_rows
         df = pd.DataFrame(
             {
                 "profile": r["profile"].to_numpy(),

@@ -157,7 +157,7 @@ class Ensemble:
         for k, (it, mp) in enumerate(zip(items, maps)):
             ex = dict(extra[k]) if extra is not None else {}
             if isinstance(it, Ensemble):
-                r = it.rows
+                r = it.exclusive_rows
                 df = pd.DataFrame(
                     {"node": mp[r["node"].to_numpy()], "profile": r["profile"].to_numpy() + off}
                 )
@@ -241,13 +241,15 @@ class Ensemble:
         return codes.astype(np.int64)
 
     @property
-    def rows(self) -> pd.DataFrame:
-        """The stored long table: ``node``, ``profile`` and exclusive metrics."""
+    def exclusive_rows(self) -> pd.DataFrame:
+        """The stored table: one row per recorded (node, profile), columns ``node``,
+        ``profile`` and the exclusive metrics (no NaN padding)."""
         return self._rows
 
     @property
-    def data(self) -> pd.DataFrame:
-        """Long table indexed by (node, profile) with exclusive and inclusive metrics."""
+    def long_table(self) -> pd.DataFrame:
+        """Every metric of every recorded (node, profile): the long table indexed by
+        (node, profile) with exclusive and inclusive metrics (made on first use)."""
         if "data" not in self._cache:
             inc = self._inclusive_rows()
             df = self._rows.set_index(["node", "profile"])
@@ -259,6 +261,18 @@ class Ensemble:
                     order.append(inc_name(m))
             self._cache["data"] = df[order]
         return self._cache["data"]
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """Deprecated name of :attr:`exclusive_rows`."""
+        _renamed("rows", "exclusive_rows")
+        return self.exclusive_rows
+
+    @property
+    def data(self) -> pd.DataFrame:
+        """Deprecated name of :attr:`long_table`."""
+        _renamed("data", "long_table")
+        return self.long_table
 
     def __len__(self) -> int:
         return len(self._profiles)
@@ -330,7 +344,7 @@ class Ensemble:
             out = accumulate_up(own, self._tree.parent, self._tree.levels)
         else:
             out = np.full((len(self._tree), self.n_profiles), fill)
-            out[node, prof] = self.data[metric].to_numpy()
+            out[node, prof] = self.long_table[metric].to_numpy()
         out.setflags(write=False)
         cache[metric] = out
         return out
@@ -390,7 +404,7 @@ class Ensemble:
             cache[key] = node_stats(
                 self._rows["node"].to_numpy(),
                 self._rows["profile"].to_numpy(),
-                self.data[metric].to_numpy(dtype=np.float64),
+                self.long_table[metric].to_numpy(dtype=np.float64),
                 len(self._tree),
                 live=self.live,
                 run=self.run_ids,
@@ -513,6 +527,14 @@ def _formatted(st: pd.DataFrame) -> pd.DataFrame:
         "n/a" if not np.isfinite(v) else f"{v:.3g}\u00d7" for v in st["imbalance"].to_numpy()
     ]
     return out
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(
+        f"Ensemble.{old} is renamed Ensemble.{new}; the old name goes in the next release",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def _reconcile_units(

@@ -347,7 +347,9 @@ def module_graph(
         # a profile that recorded none of a super node's call sites has no value
         # there (the model's absence rule decides whether it counts as 0)
         recorded = np.zeros(vals.shape, dtype=np.int64)
-        recorded[ens.rows["node"].to_numpy(), ens.rows["profile"].to_numpy()] = 1
+        recorded[
+            ens.exclusive_rows["node"].to_numpy(), ens.exclusive_rows["profile"].to_numpy()
+        ] = 1
         seen = np.zeros((n_super, vals.shape[1]), dtype=np.int64)
         np.add.at(seen, members[s_nodes], recorded[s_nodes])
         per_prof[seen == 0] = np.nan

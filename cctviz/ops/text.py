@@ -517,7 +517,7 @@ def describe(obj: Any) -> dict[str, Any]:
     if ens is not None:
         out["profiles"] = ens.n_profiles
         out["live profiles"] = int(np.sum(ens.live))
-        out["rows"] = len(ens.rows)
+        out["rows"] = len(ens.exclusive_rows)
         prof = ens.profiles
         if "run" in prof.columns:
             counts = prof.groupby("run", sort=False, dropna=False).size()

@@ -39,7 +39,7 @@ def _apply(obj: Tree | Ensemble, rm: Remap, *, warn: bool = False) -> Tree | Ens
     ``warn``: say which ``"none"`` values were lost (merges of call paths)."""
     structure = Tree(rm.nodes, None, None, _trusted=True)
     if isinstance(obj, Ensemble):
-        r = obj.rows
+        r = obj.exclusive_rows
         newnode = rm.mapping[r["node"].to_numpy()]
         keep = newnode >= 0
         rows = r[keep].copy()

@@ -252,7 +252,7 @@ def wait_transfer(
 def _with_metrics(ens: Ensemble, new: dict[str, tuple[np.ndarray, str | None, str]]) -> Ensemble:
     """``ens`` with more exclusive metrics, built once: ``{name: (dense nodes x
     profiles values, unit or None, aggregation rule)}``."""
-    rows = ens.rows.copy()
+    rows = ens.exclusive_rows.copy()
     node = rows["node"].to_numpy()
     prof = rows["profile"].to_numpy()
     meta = dict(ens.meta)

@@ -459,7 +459,7 @@ def scaling_table(
         raise ValueError(f"aggregate must be one of {AGGREGATES} or a callable")
     vals = ens.values(metric)
     sum_rule = ens.tree.rule(metric) == "sum"
-    rows = ens.rows
+    rows = ens.exclusive_rows
     recorded = np.zeros(vals.shape, dtype=bool)
     recorded[rows["node"].to_numpy(), rows["profile"].to_numpy()] = True
     recorded &= ~np.isnan(vals)

@@ -311,7 +311,7 @@ def _check_dropped_inclusive(
             continue
         col = inc_name(m.name)
         if isinstance(out, Ensemble):
-            got = out.data[col].reindex(pd.MultiIndex.from_arrays([node, prof])).to_numpy()
+            got = out.long_table[col].reindex(pd.MultiIndex.from_arrays([node, prof])).to_numpy()
         else:
             got = out.metrics[col].to_numpy()[node]
         rec = m.values

@@ -122,7 +122,7 @@ def read_run(path: Path) -> Ensemble:
         listing = ", ".join(f"{r} ({s})" for r, s in bad.itertuples(index=False))
         warnings.warn(f"{path}: ranks not complete: {listing}", stacklevel=3)
     part = Ensemble.concat(trees)
-    r = part.rows.copy()
+    r = part.exclusive_rows.copy()
     r["profile"] = np.asarray(rank_of_tree, dtype=np.int64)[r["profile"].to_numpy()]
     meta = {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))}
     meta.update(units=part.tree.units, flagged_ranks=[int(x) for x in bad["rank"]])

@@ -398,7 +398,7 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
         >>> ens = cctviz.read("../shared/data/hatchet/hpctoolkit-cpi-database")
         >>> len(ens.tree), ens.profiles["rank"].tolist(), ens.tree.units
         (34, [0, 1, 2, 3], {'time': 'us'})
-        >>> ens.data.loc[(0, 0), "time (inc)"]  # <program root> on rank 0, in usec
+        >>> ens.long_table.loc[(0, 0), "time (inc)"]  # <program root> on rank 0, in usec
         np.float64(999238.0)
     """
     path = Path(path)

@@ -116,6 +116,23 @@ class View(SavesFigure, anywidget.AnyWidget):
     STATE: tuple[str, ...] = ()
 
     @property
+    def shown(self) -> Any:
+        """The Tree or Ensemble the view shows (a subclass says which)."""
+        raise NotImplementedError
+
+    @property
+    def data(self) -> Any:
+        """Deprecated name of :attr:`shown`."""
+        import warnings
+
+        warnings.warn(
+            f"{type(self).__name__}.data is renamed .shown; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.shown
+
+    @property
     def kind(self) -> str:
         """The view's kind: its registry key, and the export payload's ``kind``."""
         return self._kind

@@ -185,7 +185,7 @@ class CCTView(View):
         return self._src.tree
 
     @property
-    def data(self) -> Tree | Ensemble:
+    def shown(self) -> Tree | Ensemble:
         """The Tree or the (whole) Ensemble shown."""
         return self._src.whole if self._src.whole is not None else self._src.tree
 

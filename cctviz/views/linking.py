@@ -45,7 +45,7 @@ def _size(value: Any) -> int:
 
 
 def _profile_space(view: Any) -> Ensemble | None:
-    data = getattr(view, "data", None)
+    data = getattr(view, "shown", None)
     return data if isinstance(data, Ensemble) else None
 
 

@@ -235,8 +235,8 @@ class ProfilesView(View):
         return self._ens
 
     @property
-    def data(self) -> Ensemble:
-        """The Ensemble shown (as ``CCTView.data``; :func:`cctviz.link` compares them)."""
+    def shown(self) -> Ensemble:
+        """The Ensemble shown (as ``CCTView.shown``; :func:`cctviz.link` compares them)."""
         return self._ens
 
     @property

@@ -247,7 +247,8 @@ class SankeyView(View):
         return self._tree
 
     @property
-    def data(self) -> Ensemble | Tree:
+    def shown(self) -> Ensemble | Tree:
+        """The Ensemble or Tree the Sankey shows."""
         return self._ens if self._ens is not None else self._tree
 
     @property

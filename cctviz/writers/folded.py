@@ -68,7 +68,7 @@ def _exclusive(
     tree = obj.tree if isinstance(obj, Ensemble) else obj
     metric = additive_metric(tree, metric, "folded stacks")
     if isinstance(obj, Ensemble):
-        rows = obj.rows
+        rows = obj.exclusive_rows
         if profile is not None:
             rows = rows[rows["profile"] == profile]
         vals = np.bincount(

@@ -72,7 +72,7 @@ def to_hatchet_json(obj: Tree | Ensemble) -> dict[str, Any]:
         graph.append(g)
     names = tree.names
     if isinstance(obj, Ensemble):
-        data = obj.data.reset_index()
+        data = obj.long_table.reset_index()
         rows = data.assign(name=names[data["node"].to_numpy()]).to_dict("records")
         indices = ["node", "profile"]
         exc, inc = obj.exc_metrics, obj.inc_metrics

@@ -95,7 +95,7 @@ def write_native(obj: Tree | Ensemble, path: Path) -> None:
         header["kind"] = "ensemble"
         header["meta"] = _jsonable(obj.meta)
         header["tree_meta"] = _jsonable(tree.meta)  # the unified tree's own (units, rules...)
-        files["rows.parquet"] = _parquet(obj.rows)
+        files["rows.parquet"] = _parquet(obj.exclusive_rows)
         files["profiles.parquet"] = table("profiles.parquet", obj.profiles.reset_index(drop=True))
     else:
         header["kind"] = "tree"

@@ -190,7 +190,7 @@ def to_speedscope(
     frames, frame_of = _frames(tree)
     stacks = _stacks(tree, frame_of) if type == "sampled" else []
     if isinstance(obj, Ensemble):
-        rows = obj.rows
+        rows = obj.exclusive_rows
         values = np.zeros((obj.n_profiles, len(tree)))
         np.add.at(
             values,

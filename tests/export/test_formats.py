@@ -68,7 +68,7 @@ def test_title_is_drawn(view):
 def test_two_saves_give_the_same_bytes(view, tmp_path, suffix):
     a = save(view, tmp_path / f"a{suffix}", width="3.5in", title="t")
     b = save(
-        cctviz.CCTView(view.data, **view.state), tmp_path / f"b{suffix}", width="3.5in", title="t"
+        cctviz.CCTView(view.shown, **view.state), tmp_path / f"b{suffix}", width="3.5in", title="t"
     )
     assert a.read_bytes() == b.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == [

@@ -119,7 +119,7 @@ def test_filter_and_focus_follow_the_rule(t, data):
 def test_ensemble_rows_follow_the_rule_per_profile(ts):
     ens = Ensemble.from_trees(ts)
     assert ens.aggregation == ts[0].aggregation
-    assert "const (inc)" not in ens.data.columns and "peak (inc)" in ens.data.columns
+    assert "const (inc)" not in ens.long_table.columns and "peak (inc)" in ens.long_table.columns
     for p, t in enumerate(ts):
         back = ens.profile(p)
         check_rules(back)
@@ -219,7 +219,7 @@ def test_absence_rule_for_runs_ranks_and_dead_profiles():
     alive = dead.select([0, 2])
     dead = Ensemble(
         Tree(dead.tree.nodes.copy(), None, None, _trusted=True),
-        dead.rows[dead.rows["profile"] != 1],
+        dead.exclusive_rows[dead.exclusive_rows["profile"] != 1],
         dead.profiles.assign(ok=[True, False, True]),
     )
     assert dead.live.tolist() == [True, False, True]

@@ -27,7 +27,7 @@ def identities(t: Tree) -> list[tuple]:
 @given(st.lists(trees(max_size=25), min_size=1, max_size=5))
 def test_unify_preserves_every_profile_total_and_paths(ts):
     ens = Ensemble.from_trees(ts)
-    data = ens.data
+    data = ens.long_table
     for p, t in enumerate(ts):
         rows = data.xs(p, level="profile")
         assert np.isclose(rows["time"].sum(), t.metrics["time"].sum())
@@ -85,8 +85,8 @@ def test_stats_skip_missing_and_imbalance():
     assert skip["mean"] == 4.0 and skip["min"] == 4.0
     assert zero["imbalance"] == 2.0 and zero["argmax"] == 0
     # no NaN padding: the long table has no row for (mpi, rank 1)
-    assert (mpi, 1) not in ens.data.index
-    assert not ens.data.isna().any().any()
+    assert (mpi, 1) not in ens.long_table.index
+    assert not ens.long_table.isna().any().any()
 
 
 def test_select_groupby_profile_roundtrip():

@@ -165,7 +165,7 @@ def test_profile_matrix_leaves_out_dead_profiles():
     a = cctviz.Tree.from_parents([-1, 0], ["main", "mpi"], {"time": [1.0, 3.0]})
     b = cctviz.Tree.from_parents([-1, 0], ["main", "io"], {"time": [2.0, 5.0]})
     ens = cctviz.Ensemble.concat([a, b])
-    rows = ens.rows
+    rows = ens.exclusive_rows
     dead = cctviz.Ensemble(ens.tree, rows[rows["profile"] == 0], ens.profiles)
     assert dead.live.tolist() == [True, False]
     X = profile_matrix(dead, "time (inc)")

@@ -68,9 +68,9 @@ def test_focus_and_ensemble_ops(hatchet_tree):
     ens = Ensemble.from_trees([a, b])
     fe = ens.filter([{"name": "main|x"}])
     assert fe.tree.nodes["name"].tolist() == ["main", "x"]
-    assert fe.data.loc[(1, 1), "time"] == 5.0
+    assert fe.long_table.loc[(1, 1), "time"] == 5.0
     pe = ens.prune("time (inc)", top_k=1)
-    assert np.isclose(pe.data["time"].sum(), ens.data["time"].sum())
+    assert np.isclose(pe.long_table["time"].sum(), ens.long_table["time"].sum())
     fo = ens.focus(1)
     assert fo.tree.nodes["name"].tolist() == ["x"] and fo.n_profiles == 2
 

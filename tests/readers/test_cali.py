@@ -58,7 +58,7 @@ def _hatchet(path):
 
 def _ours(obj):
     if isinstance(obj, Ensemble):
-        df = obj.data.reset_index()
+        df = obj.long_table.reset_index()
         df["rank"] = obj.profiles["rank"].to_numpy()[df["profile"].to_numpy()]
         tree = obj.tree
     else:
@@ -109,7 +109,7 @@ def test_sw4_cuda_activity_matches_hatchet():
     assert tree.names[tree.parent[k]] == "cudaLaunchKernel"
     assert tree.nodes.loc[tree.parent[k], "kind"] == "function"
     # GPU time of the whole run, per rank, is the sum of the kernel/memcpy records
-    gpu = e.data["time (gpu) (inc)"].xs(0, level="node")
+    gpu = e.long_table["time (gpu) (inc)"].xs(0, level="node")
     assert gpu.to_numpy() == pytest.approx(
         hdf.groupby("rank")["time (gpu)"].sum().to_numpy(), rel=1e-9
     )
@@ -153,7 +153,7 @@ def test_folder_of_runs_matches_thicket(folder, n, node, columns):
             else:
                 assert row[col] == v, (col, row[col], v)
         # Caliper's "Avg time/rank" is an average of inclusive values: kept per node as is
-        got = ens.data.loc[(nid, p), "Avg time/rank"]
+        got = ens.long_table.loc[(nid, p), "Avg time/rank"]
         want = tdf.loc[(tdf["profile"] == h) & (tdf["name"] == leaf), "Avg time/rank"].to_numpy()
         assert want.size == 1 and got == pytest.approx(want[0], rel=1e-12)
 
@@ -355,14 +355,14 @@ def test_rajaperf_ensemble_rules_units_and_runs():
     files = ens.profiles["file"].tolist()
     assert ens.n_profiles == 18 and ens.profiles["run"].nunique() == 18  # each file a run
     assert ens.aggregation["BlockSize"] == "none" and ens.aggregation["Max time/rank"] == "max"
-    assert "BlockSize (inc)" not in ens.data.columns
-    assert "Max time/rank (inc)" in ens.data.columns
+    assert "BlockSize (inc)" not in ens.long_table.columns
+    assert "Max time/rank (inc)" in ens.long_table.columns
     for p, f in enumerate(files):
         root = next(r for r in _records(f) if r["path"] in ("RAJAPerf", ["RAJAPerf"]))
-        assert ens.data.loc[(0, p), "Max time/rank (inc)"] == float(
+        assert ens.long_table.loc[(0, p), "Max time/rank (inc)"] == float(
             root["max#inclusive#sum#time.duration"]
         )
-        assert ens.data.loc[(0, p), "BlockSize"] == float(root["any#any#max#BlockSize"])
+        assert ens.long_table.loc[(0, p), "BlockSize"] == float(root["any#any#max#BlockSize"])
     assert ens.meta["units"] == {
         **dict.fromkeys(["Total time", "Min time/rank", "Max time/rank", "Avg time/rank"], "s"),
         "Bytes/Rep": "B",  # RAJAPerf's name; the file states no unit

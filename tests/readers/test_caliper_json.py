@@ -52,7 +52,7 @@ def test_caliper_file_matches_hatchet(path):
     assert len(tree) == len(gf.graph)
     # per (call path, rank) exclusive time equals Hatchet's
     ours = (
-        obj.data.reset_index()
+        obj.long_table.reset_index()
         if isinstance(obj, Ensemble)
         else obj.metrics.reset_index().assign(profile=0)
     )
@@ -101,7 +101,7 @@ def test_derived_inclusive_equals_recorded_inclusive(path):
         node = ids[labels[row[cp]]]
         if isinstance(obj, Ensemble):
             prof = int(np.flatnonzero(obj.profiles["rank"].to_numpy() == row[cr])[0])
-            got = obj.data.loc[(node, prof), "time (inc)"]
+            got = obj.long_table.loc[(node, prof), "time (inc)"]
         else:
             got = obj.metrics.loc[node, "time (inc)"]
         assert np.isclose(got, row[ci], rtol=1e-9), (labels[row[cp]], row)
@@ -140,8 +140,10 @@ def test_read_ensemble_of_scaling_runs():
         one = cctviz.read(p)
         sel = ens.select(ens.profiles["file"] == str(p))
         assert np.isclose(
-            sel.rows["time"].sum(),
-            one.rows["time"].sum() if isinstance(one, Ensemble) else one.metrics["time"].sum(),
+            sel.exclusive_rows["time"].sum(),
+            one.exclusive_rows["time"].sum()
+            if isinstance(one, Ensemble)
+            else one.metrics["time"].sum(),
         )
     s = ens.stats("time (inc)")
     main = int(np.flatnonzero(ens.tree.names == "main")[0])
@@ -169,7 +171,7 @@ def test_lulesh_json_split_units_are_an_assumption_in_microseconds():
 
     main = int(np.flatnonzero(ens.tree.names == "main")[0])
     assert unit_label("time (inc)", ens.tree.units) == "time (inc) [us]"
-    assert format_value(ens.data.loc[(main, 0), "time (inc)"], "us") == "5.88 s"
+    assert format_value(ens.long_table.loc[(main, 0), "time (inc)"], "us") == "5.88 s"
 
 
 @pytest.mark.parametrize("path", LULESH_SCALING, ids=lambda p: p.name)

@@ -109,7 +109,7 @@ def test_written_file_from_real_sample_reads_back(tmp_path):
     ens = cctviz.read(CALIPER_JSON[0])  # cpi: 127 nodes over several ranks
     p = cctviz.write(ens, tmp_path / "cpi.folded", format="folded", metric="count")
     back = cctviz.read(p)
-    sums = ens.rows.assign(path=ens.tree.callpaths.to_numpy()[ens.rows["node"]])
+    sums = ens.exclusive_rows.assign(path=ens.tree.callpaths.to_numpy()[ens.exclusive_rows["node"]])
     want = sums.groupby("path")["count"].sum()
     got = back.metrics.set_index(back.callpaths)["samples"]
     want = want[want > 0]

@@ -13,7 +13,7 @@ def test_folder_of_runs_is_the_ensemble_of_its_files():
     folder = DATA / "hatchet-tutorial/lulesh-scaling"
     ens = cctviz.read(folder, progress=False)
     ref = cctviz.read_ensemble(LULESH_SCALING, progress=False)
-    assert ens.rows.equals(ref.rows) and ens.profiles.equals(ref.profiles)
+    assert ens.exclusive_rows.equals(ref.exclusive_rows) and ens.profiles.equals(ref.profiles)
     assert ens.tree.nodes.equals(ref.tree.nodes)
     # the folder is the source; the format is its files'
     assert {k: v for k, v in ens.meta.items() if k != "source"} == ref.meta

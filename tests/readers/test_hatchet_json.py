@@ -78,7 +78,7 @@ def test_ensemble_to_json_keeps_profiles(tmp_path):
     p.write_text(json.dumps(doc))
     back = cctviz.read(p)
     assert isinstance(back, cctviz.Ensemble) and back.n_profiles == 2
-    assert np.allclose(back.data["time"].to_numpy(), ens.data["time"].to_numpy())
+    assert np.allclose(back.long_table["time"].to_numpy(), ens.long_table["time"].to_numpy())
 
 
 # ---------------------------------------------------------------- rules, units, nothing lost
@@ -148,8 +148,8 @@ def test_per_rank_inclusive_only_metric(tmp_path):
     p.write_text(json.dumps(_doc(rows, inc=["time (inc)"], units={"time": "ms"})))
     ens = cctviz.read(p)
     assert isinstance(ens, cctviz.Ensemble) and ens.n_profiles == 2
-    assert ens.data["time (inc)"].tolist() == [5.0, 7.0, 2.0, 3.0]
-    assert ens.data["time"].tolist() == [3.0, 4.0, 2.0, 3.0]
+    assert ens.long_table["time (inc)"].tolist() == [5.0, 7.0, 2.0, 3.0]
+    assert ens.long_table["time"].tolist() == [3.0, 4.0, 2.0, 3.0]
     assert ens.meta["units"] == {"time": "ms"} and "units_assumed" not in ens.meta
 
 
@@ -165,6 +165,6 @@ def test_stated_rules_win_and_other_columns_are_kept_or_said(tmp_path):
     with pytest.warns(UserWarning, match=r"not kept: 'host' \(differs between rows of 2 node"):
         ens = cctviz.read(p)
     assert ens.aggregation == {"peak": "max"}
-    assert ens.data["peak (inc)"].tolist() == [9.0, 6.0, 9.0, 2.0]
+    assert ens.long_table["peak (inc)"].tolist() == [9.0, 6.0, 9.0, 2.0]
     assert ens.tree.nodes["file"].tolist() == ["m.c", "s.c"]  # one value per node: kept
     assert "host" not in ens.tree.nodes

@@ -60,11 +60,13 @@ def test_allgather_kinds_roots_and_idle_threads():
     assert sorted(t.names[t.roots]) == ["<no thread>", "<partial call paths>", "<program root>"]
     assert ens.meta["program"] == "osu_allgather" and ens.meta["hpctoolkit_version"] == "2.1"
     # thread 1 of every rank recorded no sample: all-zero metric-db files, no rows
-    per_profile = ens.rows.groupby("profile")["time"].sum().reindex(range(20), fill_value=0)
+    per_profile = (
+        ens.exclusive_rows.groupby("profile")["time"].sum().reindex(range(20), fill_value=0)
+    )
     threads = ens.profiles["thread"].to_numpy()
     assert (per_profile[threads == 1] == 0).all() and (per_profile[threads == 0] > 2.6e6).all()
     # the hottest statement of rank 3, thread 0 (value in usec)
-    d = ens.data.xs(_profile(ens, 3), level="profile")
+    d = ens.long_table.xs(_profile(ens, 3), level="profile")
     top = d["time"].idxmax()
     assert t.nodes.loc[top, "nid"] == 108 and t.nodes.loc[top, "kind"] == "statement"
     assert t.names[top] == "<unknown file> [libpsm_infinipath.so.1.16]:0"
@@ -74,13 +76,15 @@ def test_allgather_kinds_roots_and_idle_threads():
 def test_kripke_known_node():
     ens = _read(KRIPKE)
     t = ens.tree
-    d = ens.data.xs(_profile(ens, 63), level="profile")
+    d = ens.long_table.xs(_profile(ens, 63), level="profile")
     top = d["time"].idxmax()
     assert t.nodes.loc[top, "nid"] == 79 and t.names[top] == "<unknown file> [kripke]:0"
     assert d.loc[top, "time"] == 60673648.0
     root = int(t.roots[0])
     assert t.names[root] == "<program root>"
-    assert ens.data.xs(_profile(ens, 0), level="profile").loc[root, "time (inc)"] == 191870874.0
+    assert (
+        ens.long_table.xs(_profile(ens, 0), level="profile").loc[root, "time (inc)"] == 191870874.0
+    )
 
 
 def test_cpi_xml_summary_and_names():
@@ -88,9 +92,9 @@ def test_cpi_xml_summary_and_names():
     t = ens.tree
     root = int(t.roots[0])
     # the XML's own summary (CPUTIME:Sum (I), all ranks) of <program root>: 3.99824e+06
-    total = ens.data["time (inc)"].xs(root, level="node").sum()
+    total = ens.long_table["time (inc)"].xs(root, level="node").sum()
     assert round(total, -1) == 3998240.0
-    assert ens.data.loc[(root, 0), "time (inc)"] == 999238.0
+    assert ens.long_table.loc[(root, 0), "time (inc)"] == 999238.0
     n = t.nodes.set_index("nid")
     # a call site's line prefixes the callee; the statement keeps its procedure's file
     assert n.loc[27, "name"] == "62:MPI_Finalize"
@@ -103,7 +107,7 @@ def test_experiment_xml_path_reads_its_folder():
     assert cctviz.readers.detect(CPI) == "hpctoolkit"
     assert cctviz.readers.detect(CPI / "experiment.xml") == "hpctoolkit"
     a, b = _read(CPI), _read(CPI / "experiment.xml")
-    assert a.tree.nodes.equals(b.tree.nodes) and a.data.equals(b.data)
+    assert a.tree.nodes.equals(b.tree.nodes) and a.long_table.equals(b.long_table)
 
 
 def test_progress_bar(capsys):
@@ -146,7 +150,7 @@ def test_matches_hatchet(both):
     hdf = gf.dataframe.reset_index()
     if "thread" not in hdf:
         hdf["thread"] = 0
-    ours = ens.data.reset_index()
+    ours = ens.long_table.reset_index()
     nodes = ens.tree.nodes
     ours["nid"] = nodes["nid"].to_numpy()[ours["node"].to_numpy()]
     ours["rank"] = ens.profiles["rank"].to_numpy()[ours["profile"].to_numpy()]
@@ -168,8 +172,8 @@ def test_matches_hatchet(both):
     if len(differ):  # where it differs, Hatchet's exclusive exceeds its own inclusive budget
         assert (by_nid_h.loc[differ, "time"] > by_nid_o.loc[differ, "time"]).all()
     # ours is consistent: exclusive summed over the tree is the root inclusive
-    for p in ens.data.index.unique("profile"):
-        d = ens.data.xs(p, level="profile")
+    for p in ens.long_table.index.unique("profile"):
+        d = ens.long_table.xs(p, level="profile")
         roots = [r for r in ens.tree.roots if r in d.index]
         assert np.isclose(d["time"].sum(), d.loc[roots, "time (inc)"].sum())
     # names: the same apart from statements Hatchet names after a file it parsed last
@@ -271,8 +275,8 @@ def test_real_databases_state_microseconds_and_sum_time(db):
     assert ens.tree.is_additive("time (inc)")
     # the sum rule reproduces the file's inclusive values with no negative remainder:
     # every scope's (I) covers its children's, as HPCToolkit's attribution makes it
-    assert (ens.rows["time"] >= 0).all()
-    assert format_value(ens.data["time (inc)"].max(), "us").endswith(" s")  # seconds of CPU
+    assert (ens.exclusive_rows["time"] >= 0).all()
+    assert format_value(ens.long_table["time (inc)"].max(), "us").endswith(" s")  # seconds of CPU
 
 
 def _rename_metric(db, name):
@@ -291,7 +295,7 @@ def test_a_max_statistic_keeps_its_inclusive_values(cpi_copy):
     assert ens.exc_metrics == [m]
     assert ens.aggregation == {m: "max"} and ens.tree.units == {m: "B"}
     # own values are the file's inclusive ones, and the max rule gives them back
-    d, r = ens.data, ref.data
+    d, r = ens.long_table, ref.long_table
     assert np.array_equal(d[m].to_numpy(), r["time (inc)"].reindex(d.index).to_numpy())
     assert np.array_equal(d[f"{m} (inc)"].to_numpy(), d[m].to_numpy())
     assert d.loc[(0, 0), m] == 999238.0
@@ -302,9 +306,9 @@ def test_a_spread_statistic_has_no_inclusive_form(cpi_copy):
     ens = _read(cpi_copy)
     m = "CPUTIME (usec):StdDev"
     assert ens.aggregation == {m: "none"} and ens.tree.units == {m: "us"}
-    assert f"{m} (inc)" not in ens.data.columns
+    assert f"{m} (inc)" not in ens.long_table.columns
     assert "does not combine" in ens.meta["aggregation_notes"][m]
-    assert ens.data.loc[(0, 0), m] == 999238.0
+    assert ens.long_table.loc[(0, 0), m] == 999238.0
 
 
 def test_columns_of_one_name_are_all_kept(cpi_copy):
@@ -319,4 +323,4 @@ def test_columns_of_one_name_are_all_kept(cpi_copy):
     assert ens.exc_metrics == ["time", "CPUTIME (sec)"]
     assert ens.tree.units == {"time": "us", "CPUTIME (sec)": "s"}
     ref = _read(CPI)
-    assert ens.data["time (inc)"].equals(ref.data["time (inc)"])
+    assert ens.long_table["time (inc)"].equals(ref.long_table["time (inc)"])

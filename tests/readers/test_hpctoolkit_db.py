@@ -153,7 +153,7 @@ def test_mpi_calls_under_their_callers(ens):
         59: "MPI_Recv",
         60: "MPI_Send",
     }
-    d = ens.data["time (inc)"]
+    d = ens.long_table["time (inc)"]
     for line, (_fn, node) in calls.items():
         r0 = d.get((node, 0), 0.0)
         r1 = d.get((node, 1), 0.0)
@@ -179,10 +179,10 @@ def test_totals_equal_profile_db(ens, raw):
         by_rank[p["ids"][2]] = p["values"][(0, ex)]
     # per profile: the root's inclusive time equals the value at the global context
     for k, rank in enumerate(ens.profiles["rank"]):
-        got = ens.data.loc[(root, k), "time (inc)"]
+        got = ens.long_table.loc[(root, k), "time (inc)"]
         assert got == pytest.approx(by_rank[rank], rel=1e-12)
         # and the exclusive values add up to it
-        assert ens.data.xs(k, level="profile")["time"].sum() == pytest.approx(
+        assert ens.long_table.xs(k, level="profile")["time"].sum() == pytest.approx(
             by_rank[rank], rel=1e-9
         )
     # the summary profile: sum over threads at the global context
@@ -212,7 +212,7 @@ def test_exclusive_matches_function_scope(ens, raw):
     checked = 0
     for k, rank in enumerate(ens.profiles["rank"]):
         vals = next(p for p in raw["profiles"][1:] if p["ids"][2] == rank)["values"]
-        exc = ens.data.xs(k, level="profile")["time"].reindex(range(len(t)), fill_value=0.0)
+        exc = ens.long_table.xs(k, level="profile")["time"].reindex(range(len(t)), fill_value=0.0)
         own = np.zeros(len(t))
         np.add.at(own, owner, exc.to_numpy())
         for i in np.flatnonzero((kind == "function") & (parent >= 0)):

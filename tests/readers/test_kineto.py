@@ -269,7 +269,7 @@ def test_ranks_as_an_ensemble():
     assert len(apart.tree) == len(t0) + len(t1)
     assert len(shared.tree) < len(t0) + len(t1) - 1000
     assert shared.tree.nodes["name"][:3].tolist() == ["process", "main thread", "ProfilerStep#551"]
-    step = shared.data.reset_index()
+    step = shared.long_table.reset_index()
     step = step[step["node"] == 2]
     assert sorted(step["profile"]) == [0, 1]
 

@@ -196,7 +196,7 @@ def test_ddp_ranks_unify(traces):
     assert ens.profiles["backend"].tolist() == ["gloo", "gloo"]
     tree = ens.tree
     steps = np.flatnonzero(tree.nodes["name"].str.startswith("ProfilerStep#").to_numpy())
-    data = ens.data.reset_index()
+    data = ens.long_table.reset_index()
     for s in steps:  # each step is one node of the unified tree, measured on both ranks
         assert sorted(data.loc[data["node"] == s, "profile"]) == [0, 1]
     # gloo's all-reduce of the 676 float parameters: 2704 B per call, counted once

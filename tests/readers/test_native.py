@@ -35,7 +35,7 @@ def test_real_ensemble_round_trip_is_exact(tmp_path):
         back = cctviz.read(p)
         assert isinstance(back, Ensemble)
         assert back == obj
-        pd.testing.assert_frame_equal(back.data, obj.data)
+        pd.testing.assert_frame_equal(back.long_table, obj.long_table)
         pd.testing.assert_frame_equal(back.profiles, obj.profiles)
         pd.testing.assert_frame_equal(back.tree.nodes, obj.tree.nodes)
         assert cctviz.readers.detect(p) == "cctviz"
@@ -107,7 +107,7 @@ def test_rules_units_runs_and_failed_profiles_round_trip_for_an_ensemble(tmp_pat
     )
     structure = cctviz.Tree(part.tree.nodes.copy(), None, {"tree_only": "kept"}, _trusted=True)
     meta = {"units": part.tree.units, "aggregation": part.aggregation, "format": "test"}
-    ens = Ensemble(structure, part.rows, profiles, meta)
+    ens = Ensemble(structure, part.exclusive_rows, profiles, meta)
     assert ens.aggregation["mem_peak"] == "max" and ens.aggregation["BlockSize (inc)"] == "none"
     assert ens.live.tolist() == [True, True, True, False]
     p = tmp_path / "e.cctviz"
@@ -120,7 +120,7 @@ def test_rules_units_runs_and_failed_profiles_round_trip_for_an_ensemble(tmp_pat
     pd.testing.assert_frame_equal(back.profiles, ens.profiles)
     assert back.run_ids.tolist() == [0, 0, 1, 1]
     assert back.live.tolist() == [True, True, True, False]
-    pd.testing.assert_frame_equal(back.data, ens.data)
+    pd.testing.assert_frame_equal(back.long_table, ens.long_table)
     for m in ("time (inc)", "mem_peak (inc)", "free_min (inc)", "BlockSize (inc)"):
         pd.testing.assert_frame_equal(back.stats(m), ens.stats(m))
     h = int(np.flatnonzero(back.tree.names == "h")[0])

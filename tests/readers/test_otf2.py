@@ -65,7 +65,7 @@ def pair(request):
 
 
 def _per_profile(ens, metric, mask):
-    d = ens.data.reset_index()
+    d = ens.long_table.reset_index()
     nodes = np.flatnonzero(mask)
     d = d[d["node"].isin(nodes)]
     return d.groupby("profile")[metric].sum()
@@ -106,7 +106,7 @@ def test_visits_equal_enter_counts(pair):
     ens, orc = pair
     t = ens.tree
     regions = (t.nodes["kind"] != "comm") & (t.nodes["kind"] != "root")
-    d = ens.data.reset_index()
+    d = ens.long_table.reset_index()
     d = d[d["node"].isin(np.flatnonzero(regions.to_numpy()))]
     names = t.nodes["name"].to_numpy()
     for p, loc in enumerate(ens.profiles["location"]):
@@ -118,7 +118,7 @@ def test_visits_equal_enter_counts(pair):
 
 def test_root_inclusive_time_is_the_program_span(pair):
     ens, orc = pair
-    d = ens.data.reset_index()
+    d = ens.long_table.reset_index()
     root = d[d["node"] == 0].set_index("profile")["time (inc)"]
     for p, loc in enumerate(ens.profiles["location"]):
         b, e = orc["locations"][loc]["program"]
@@ -132,7 +132,7 @@ def test_root_inclusive_time_is_the_program_span(pair):
 def test_papi_counters_are_metrics_with_the_traces_totals():
     ens, orc = cctviz.read(PAPI), oracle(PAPI)
     counters = ["PAPI_TOT_CYC", "PAPI_L2_TCM", "PAPI_BR_MSP"]
-    d = ens.data.reset_index()
+    d = ens.long_table.reset_index()
     for c in counters:
         assert ens.tree.units[c] == "count"
         assert ens.tree.aggregation.get(c, "sum") == "sum"
@@ -150,7 +150,7 @@ def test_papi_counters_are_metrics_with_the_traces_totals():
 def test_anchor_file_and_folder_read_alike():
     a, b = cctviz.read(PP), cctviz.read(PP / "traces.otf2")
     assert a.tree.nodes["name"].tolist() == b.tree.nodes["name"].tolist()
-    assert np.array_equal(a.data.to_numpy(), b.data.to_numpy())
+    assert np.array_equal(a.long_table.to_numpy(), b.long_table.to_numpy())
 
 
 def _write_trace(path: Path) -> None:
@@ -214,7 +214,9 @@ def test_nonblocking_collectives_and_threads(tmp_path):
     prof = ens.profiles
     assert prof[["rank", "thread"]].values.tolist() == [[0, 0], [1, 0], [0, 1]]
     t = ens.tree
-    d = ens.data.reset_index().merge(t.nodes[["name", "kind"]], left_on="node", right_index=True)
+    d = ens.long_table.reset_index().merge(
+        t.nodes[["name", "kind"]], left_on="node", right_index=True
+    )
     r0 = d[d["profile"] == 0].set_index("name")
     # an isend under MPI_Isend, its time up to the completion; the irecv where it was posted
     assert r0.loc["send", "comm_bytes"] == 1000 and r0.loc["send", "comm_time"] == 44

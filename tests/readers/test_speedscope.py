@@ -100,7 +100,7 @@ def test_pyspy_like_sampled_threads_make_an_ensemble(tmp_path):
     assert len(t) == 7 and sorted(t.names[t.roots]) == ["<module>", "_bootstrap"]
     fwd = int(np.flatnonzero(t.names == "forward")[0])
     assert t.nodes.loc[fwd, "file"] == "model.py" and t.nodes.loc[fwd, "line"] == 10
-    data = ens.data
+    data = ens.long_table
     assert data.loc[(fwd, 0), "samples"] == 3
     root = int(np.flatnonzero(t.names == "<module>")[0])
     assert data.loc[(root, 0), "samples (inc)"] == 6
@@ -136,7 +136,7 @@ def test_seconds_and_milliseconds_profiles_share_one_unit(tmp_path):
     ens = cctviz.read(_dump(tmp_path, doc))
     assert ens.tree.units == {"time": "ms"}
     main = int(np.flatnonzero(ens.tree.names == "main")[0])
-    assert ens.data.loc[(main, 1), "time (inc)"] == pytest.approx(10_000)
+    assert ens.long_table.loc[(main, 1), "time (inc)"] == pytest.approx(10_000)
 
 
 @pytest.mark.parametrize(

@@ -54,10 +54,13 @@ def test_known_values(ens):
     assert r0.metrics.loc[0, ["time", "time (inc)", "calls"]].tolist() == [449.0, 51781.0, 1.0]
     fin = int(np.flatnonzero(t.names == "MPI_Finalize()")[0])
     # TAU's own Excl/Incl of ".TAU application => MPI_Finalize()" on rank 0
-    assert ens.data.loc[(fin, 0), "time"] == 4458.0
-    assert ens.data.loc[(fin, 0), "time (inc)"] == 32304.0
+    assert ens.long_table.loc[(fin, 0), "time"] == 4458.0
+    assert ens.long_table.loc[(fin, 0), "time (inc)"] == 32304.0
     # rank 3: the root's exclusive and TAU's inclusive
-    assert ens.data.loc[(0, 3), "time"] == 409.0 and ens.data.loc[(0, 3), "time (inc)"] == 52908.0
+    assert (
+        ens.long_table.loc[(0, 3), "time"] == 409.0
+        and ens.long_table.loc[(0, 3), "time (inc)"] == 52908.0
+    )
 
 
 def test_derived_inclusive_equals_tau_incl(ens):
@@ -72,7 +75,7 @@ def test_derived_inclusive_equals_tau_incl(ens):
         for node, cp in enumerate(ens.tree.callpaths):
             key = cp.replace("/", " => ")
             if key in incl and (" => " in key or node == 0):
-                assert ens.data.loc[(node, k), "time (inc)"] == incl[key], (f, key)
+                assert ens.long_table.loc[(node, k), "time (inc)"] == incl[key], (f, key)
                 checked += 1
         assert checked == 12
 
@@ -81,7 +84,7 @@ def test_file_path_reads_folder(ens):
     assert cctviz.readers.detect(TAU) == "tau"
     assert cctviz.readers.detect(TAU / "profile.2.0.0") == "tau"
     one = cctviz.read(TAU / "profile.2.0.0")
-    assert one.n_profiles == 4 and one.data.equals(ens.data)
+    assert one.n_profiles == 4 and one.long_table.equals(ens.long_table)
 
 
 # ---------------------------------------------------------------- Hatchet
@@ -95,7 +98,7 @@ def test_matches_hatchet(ens):
     assert len(gf.graph) == len(ens.tree)
     hdf = gf.dataframe.reset_index()
     hdf["callpath"] = ["/".join(x.frame["name"] for x in n.path()) for n in hdf["node"]]
-    ours = ens.data.reset_index()
+    ours = ens.long_table.reset_index()
     ours["callpath"] = ens.tree.callpaths.to_numpy()[ours["node"].to_numpy()]
     ours["rank"] = ens.profiles["rank"].to_numpy()[ours["profile"].to_numpy()]
     a = ours.set_index(["callpath", "rank"]).sort_index()
@@ -132,7 +135,7 @@ def test_multi_metric_folders(tmp_path):
     }
     assert ens.tree.units["time"] == "us" and "PAPI_TOT_CYC" not in ens.tree.units
     assert ens.aggregation["PAPI_TOT_CYC"] == "sum"
-    assert (ens.rows["time"] == ens.rows["PAPI_TOT_CYC"]).all()
+    assert (ens.exclusive_rows["time"] == ens.exclusive_rows["PAPI_TOT_CYC"]).all()
     assert cctviz.read(root / "MULTI__PAPI_TOT_CYC" / "profile.1.0.0").n_profiles == 4
 
 
@@ -224,7 +227,7 @@ def test_aggregation_rules_on_the_sample(ens):
     assert rules["Message size for reduce (max)"] == "max"
     assert rules["Message size for reduce (min)"] == "min"
     assert rules["Message size for reduce (mean)"] == "none"
-    assert "Message size for reduce (mean) (inc)" not in ens.data.columns
+    assert "Message size for reduce (mean) (inc)" not in ens.long_table.columns
     # the sample's user events are atomic (no call path): they belong to the whole run,
     # the '.TAU application' root; every rank sent one 4-byte broadcast and one 8-byte reduce
     r0 = ens.profile(rank=0).metrics

@@ -39,7 +39,7 @@ def test_detection_both_ways():
 def test_content(ens):
     assert isinstance(ens, Ensemble)
     assert ens.n_profiles == 172 and len(ens.tree) == 29 and len(ens.tree.roots) == 8
-    assert len(ens.rows) == 3278
+    assert len(ens.exclusive_rows) == 3278
     # Caliper's cross-rank aggregates of the inclusive time (spot channel): the sum and
     # the max are given as inclusive values, the average and the minimum kept per node
     assert ens.exc_metrics == [
@@ -91,7 +91,7 @@ def test_matches_thicket(ens, tk):
     # every recorded inclusive value is the derived inclusive value, per call path and profile
     df = tk.dataframe.reset_index()
     df["callpath"] = df["node"].map(lambda n: "/".join(x.frame["name"] for x in n.path()))
-    d = ens.data.reset_index()
+    d = ens.long_table.reset_index()
     d["callpath"] = ens.tree.callpaths.to_numpy()[d["node"]]
     d["profile"] = ens.profiles["profile"].to_numpy()[d["profile"]]
     d = d.set_index(["callpath", "profile"])

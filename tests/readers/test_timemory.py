@@ -33,7 +33,7 @@ def test_content(ens):
     t = ens.tree
     outer = int(np.flatnonzero(t.names == "generate_history/outer-loop-0")[0])
     assert t.nodes.loc[outer, "file"] == "hatchet_tests.cpp" and t.nodes.loc[outer, "line"] == 114
-    d = ens.data
+    d = ens.long_table
     assert d.loc[(outer, 0), "sum.wall_clock"] == pytest.approx(1.501585374999998)
     # derived inclusive = the file's inclusive sum
     assert d.loc[(outer, 0), "sum.wall_clock (inc)"] == pytest.approx(35.638487534999996)
@@ -55,7 +55,7 @@ def test_matches_hatchet(ens):
     theirs = df.set_index(["callpath", "rank"])[
         ["sum.wall_clock", "sum.wall_clock (inc)", "count"]
     ].astype(float)
-    d = ens.data.reset_index()
+    d = ens.long_table.reset_index()
     d["callpath"] = ens.tree.callpaths.to_numpy()[d["node"]]
     d["rank"] = ens.profiles["rank"].to_numpy()[d["profile"]]
     ours = d.set_index(["callpath", "rank"])[theirs.columns]
@@ -110,7 +110,7 @@ def test_real_sample_rules_and_units(ens):
     assert ens.tree.is_additive("sum.wall_clock (inc)")
     # a wall clock adds up: the file's inclusive sums are what the sum rule gives back
     # (the outer loop: 1.50 s of its own plus its children's)
-    assert ens.data["sum.wall_clock"].min() >= 0
+    assert ens.long_table["sum.wall_clock"].min() >= 0
 
 
 def _component(doc, cid, unit, scale, rename=None):
@@ -159,10 +159,10 @@ def test_component_rules_units_and_statistics(tmp_path):
         "sum.gpu_widget": "ns",
     }
     assert "not in cctviz's table" in ens.meta["aggregation_notes"]["sum.gpu_widget"]
-    assert "mean.cpu_util (inc)" not in ens.data.columns
+    assert "mean.cpu_util (inc)" not in ens.long_table.columns
     t = ens.tree
     outer = int(np.flatnonzero(t.names == "generate_history/outer-loop-0")[0])
-    d = ens.data
+    d = ens.long_table
     # a peak: the highest inclusive value of a lap, and the subtree's max is the node's
     assert d.loc[(outer, 0), "max.peak_rss"] == pytest.approx(10 * 6.057226581)
     assert d.loc[(outer, 0), "max.peak_rss (inc)"] == pytest.approx(10 * 6.057226581)

@@ -199,7 +199,7 @@ def test_killed_rank_is_flagged_and_the_run_still_loads(tmp_path):
     assert not prof.loc[0, "ok"]  # rank 0 lost its peer: exception or SIGTERM, but it wrote
     assert prof.loc[0, "status"].startswith(("exception", "signal SIGTERM"))
     assert ens.meta["flagged_ranks"] == [0, 1]
-    assert (ens.rows["profile"] == 1).sum() == 0  # no data for the dead rank
+    assert (ens.exclusive_rows["profile"] == 1).sum() == 0  # no data for the dead rank
     t0 = ens.profile(0)
     assert t0.meta["profile"]["steps"] >= 3  # what rank 0 recorded before the failure is there
     # the dead rank was not measured: it does not drag min to 0 nor the imbalance up
@@ -244,7 +244,7 @@ def test_truncated_rank_file_is_flagged(ddp_run, tmp_path):
     prof = ens.profiles.set_index("rank")
     assert prof.loc[1, "status"] == "unreadable" and "ZIP" in prof.loc[1, "problem"]
     assert prof.loc[0, "ok"] and not prof.loc[1, "ok"]
-    assert ens.n_profiles == 2 and (ens.rows["profile"] == 1).sum() == 0
+    assert ens.n_profiles == 2 and (ens.exclusive_rows["profile"] == 1).sum() == 0
 
 
 def test_runs_by_ranks_ensemble(ddp_run, fsdp_run):

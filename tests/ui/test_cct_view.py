@@ -372,7 +372,7 @@ def ranks_with_a_killed_one() -> cctviz.Ensemble:
         )
 
     live = cctviz.Ensemble.from_trees([rank(1200.0, 0.5), rank(1210.0, 30.0), rank(1190.0, 0.5)])
-    rows = live.rows.copy()
+    rows = live.exclusive_rows.copy()
     rows["profile"] = np.array([0, 1, 3])[rows["profile"].to_numpy()]
     profiles = pd.DataFrame({"rank": [0, 1, 2, 3], "ok": [True, True, False, True]})
     return cctviz.Ensemble(live.tree, rows, profiles)

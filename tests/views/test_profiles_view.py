@@ -32,7 +32,7 @@ def small(dead: bool = False):
     ]
     ens = cctviz.Ensemble.from_trees(trees, profiles={"rank": range(5), "run": list("aabbb")})
     if dead:
-        rows = ens.rows
+        rows = ens.exclusive_rows
         ens = cctviz.Ensemble(ens.tree, rows[rows["profile"] != 2], ens.profiles)
     return ens
 

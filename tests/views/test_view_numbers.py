@@ -213,7 +213,7 @@ def killed_run(tmp_path):
 def test_a_killed_rank_drags_neither_min_nor_imbalance(killed_run):
     ens = killed_run
     assert ens.n_profiles == 4 and ens.profiles["ok"].tolist() == [True, True, False, True]
-    assert (ens.rows["profile"] != 2).all()  # the killed rank has no rows
+    assert (ens.exclusive_rows["profile"] != 2).all()  # the killed rank has no rows
     view = cctviz.CCTView(ens)
     sp = view._data["spread"]
     assert sp["metric"] == "time (inc)"
@@ -228,8 +228,10 @@ def test_a_killed_rank_drags_neither_min_nor_imbalance(killed_run):
     # the same rows with rank 2 taken for a healthy rank that never entered
     # solve: it counts 0 there, drags the minimum to 0 and looks imbalanced
     # (a healthy rank records at least the root: give rank 2 rank 0's root row)
-    root_row = ens.rows[(ens.rows["profile"] == 0) & (ens.rows["node"] == 0)].assign(profile=2)
-    rows2 = pd.concat([ens.rows, root_row], ignore_index=True)
+    root_row = ens.exclusive_rows[
+        (ens.exclusive_rows["profile"] == 0) & (ens.exclusive_rows["node"] == 0)
+    ].assign(profile=2)
+    rows2 = pd.concat([ens.exclusive_rows, root_row], ignore_index=True)
     alive = cctviz.Ensemble(ens.tree, rows2, ens.profiles.assign(ok=True))
     as_zero = cctviz.CCTView(alive)
     sp0 = as_zero._data["spread"]
