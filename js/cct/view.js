@@ -16,7 +16,7 @@ import { zoomIdentity } from "d3-zoom";
 import { FLAG_MATCH, decodeData, isCollapsed, isExpandable, isOther, otherParentId } from "./data.js";
 import { buildPrim, drawCCT } from "./draw.js";
 import { cctSVG } from "./figure.js";
-import { colorMetrics, cctScene, selectionOverlay, tooltipLines } from "./scene.js";
+import { colorMetrics, cctScene, encodings, selectionOverlay, tooltipLines } from "./scene.js";
 import { THEME_PALETTE, figureCSS } from "./style.js";
 
 const SEP = " \u203a ";
@@ -338,7 +338,11 @@ export function renderCCT({ model, el }) {
   function updateMenus() {
     const metrics = (model.get("metrics") || []).map(String);
     const cm = colorMetrics(model.get("color"));
-    fillSelect(colorSel, metrics, cm[0] ?? "");
+    // the icicle colours by the exclusive part of a metric that is also its height:
+    // the menu says so, as the legend does
+    const enc = state.data ? encodings(state.data, stateOf(model)) : null;
+    const shown = enc && enc.metrics[0] !== cm[0] && cm.length === 1 ? enc.metrics[0] : null;
+    fillSelect(colorSel, metrics, cm[0] ?? "", undefined, (m) => (shown && m === cm[0] ? `${m}: colour shows ${shown} (exclusive)` : null));
     fillSelect(color2Sel, metrics, cm[1] ?? "", "none");
     fillSelect(sizeSel, metrics, model.get("size") || "", "none");
     const chart = stateOf(model).chart;

@@ -59,11 +59,11 @@ export function createToolbar(doc, label) {
  * Fill a <select> with options [value, text] (re-filled only when they change)
  * and select `current`.
  */
-export function fillSelect(sel, metrics, current, noneText) {
+export function fillSelect(sel, metrics, current, noneText, labelOf = () => null) {
   const doc = sel.ownerDocument;
   const opts = [];
   if (noneText !== undefined) opts.push(["", noneText]);
-  for (const m of metrics) opts.push([m, m]);
+  for (const m of metrics) opts.push([m, labelOf(m) ?? m]);
   if (current && !metrics.includes(current)) opts.push([current, current]);
   if (noneText === undefined && !current) opts.unshift(["", "\u2013"]);
   const key = JSON.stringify(opts);

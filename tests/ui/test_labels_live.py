@@ -57,3 +57,19 @@ def test_live_labels_tell_nodes_apart(widget_page, lulesh, kind):
     items = wp.view(view).evaluate(COLLECT)
     cut = ", mean " if kind == "sankey" else ", time (inc) "
     assert not _clashes(items, cut)
+
+
+def test_the_icicle_menu_says_what_the_colour_shows(widget_page, lulesh):
+    """The icicle colours a metric that is also its height by its exclusive part: the
+    colour menu says so (it said "time (inc)" over exclusive colours), the tree's not."""
+    icicle = cctviz.CCTView(lulesh, chart="icicle", color="time (inc)", size="time (inc)")
+    wp = widget_page()
+    wp.page.set_viewport_size({"width": WIDTH + BODY_MARGIN, "height": 900})
+    wp.show(icicle)
+    menu = wp.view(icicle).locator("select.cctviz-color")
+    shown = menu.evaluate("s => s.options[s.selectedIndex].textContent")
+    assert shown == "time (inc): colour shows time (exclusive)", shown
+    assert menu.evaluate("s => s.value") == "time (inc)"
+    icicle.chart = "tree"
+    wp.sync()
+    assert menu.evaluate("s => s.options[s.selectedIndex].textContent") == "time (inc)"
