@@ -22,10 +22,9 @@ import { THEME_PALETTE, figureCSS } from "./style.js";
 const SEP = " \u203a ";
 /** Label size on screen, px. */
 const FONT = 12;
-/** Smallest zoom the first view of a wide tree opens at (narrower still: pan, or fit). */
-const FIT_MIN = 0.35;
-/** A tree is fitted to the height too when that scales it by no less than this. */
-const FIT_TALL = 0.6;
+/** Smallest zoom a fit goes to: labels stay at least 9 px (FONT x 0.75); what is larger
+ *  than the box then is panned (or collapsed by level of detail), never shrunk further. */
+const FIT_MIN = 9 / FONT;
 const MIN_HEIGHT = 240;
 const MAX_HEIGHT = 680;
 
@@ -101,7 +100,7 @@ export function renderCCT({ model, el }) {
     "aria-pressed": "false",
     title: "Drag to select a rectangle (or shift+drag)",
   });
-  const fitBtn = tb.button("Fit", { class: "cctviz-btn cctviz-fit", title: "Show the whole tree, fitted to the width (0)" });
+  const fitBtn = tb.button("Fit", { class: "cctviz-btn cctviz-fit", title: "Show the whole tree, fitted to the width and the height, text no smaller than 9 px (0)" });
   const saveBtn = tb.button("SVG", { class: "cctviz-btn cctviz-download", title: "Download the figure as SVG (the same file as view.save)" });
   const { info, status } = tb.counts();
 
@@ -201,11 +200,10 @@ export function renderCCT({ model, el }) {
     const ox = s.content.x;
     const oy = s.content.y;
     let k = widthScale();
-    // an icicle has a bounded height: fit it whole; a tree too when that
-    // shrinks it a little only (a tall tree is read by scrolling, not shrunk)
+    // fitted in both directions (a tall tree opens whole, its top below the
+    // legends), but never below readable text: beyond that, pan
     const kh = (state.height - oy - s.margin) / Math.max(s.height - oy - s.margin, 1);
-    if (s.geom.kind === "icicle" || kh >= FIT_TALL) k = Math.min(k, kh);
-    k = Math.max(FIT_MIN, k);
+    k = Math.max(FIT_MIN, Math.min(k, kh));
     let t = zoomIdentity.translate(ox * (1 - k), oy * (1 - k)).scale(k);
     const d = state.data;
     if (d.n > 0 && s.geom.kind === "tree") {
