@@ -346,13 +346,12 @@ def module_graph(
         np.add.at(per_prof, members[s_nodes], np.nan_to_num(vals[s_nodes]))
         # a profile that recorded none of a super node's call sites has no value
         # there (the model's absence rule decides whether it counts as 0)
-        recorded = np.zeros(vals.shape, dtype=np.int64)
-        recorded[
-            ens.exclusive_rows["node"].to_numpy(), ens.exclusive_rows["profile"].to_numpy()
-        ] = 1
-        seen = np.zeros((n_super, vals.shape[1]), dtype=np.int64)
-        np.add.at(seen, members[s_nodes], recorded[s_nodes])
-        per_prof[seen == 0] = np.nan
+        rows = ens.exclusive_rows
+        recorded = np.zeros(vals.shape, dtype=bool)
+        recorded[rows["node"].to_numpy(), rows["profile"].to_numpy()] = True
+        seen = np.zeros((n_super, vals.shape[1]), dtype=bool)
+        np.logical_or.at(seen, members[s_nodes], recorded[s_nodes])
+        per_prof[~seen] = np.nan
         per_profile = pd.DataFrame(per_prof[:, live], columns=np.flatnonzero(live))
         seg_value = np.nan_to_num(vals[:, live]).mean(axis=1) if live.any() else np.zeros(len(tree))
     else:

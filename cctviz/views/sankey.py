@@ -474,16 +474,21 @@ class SankeyView(View):
                 for k in ("mean", "std", "min", "median", "max", "imbalance", "cost", "argmax", "n")
             }
             d["q1"], d["q3"] = st["q25"].to_numpy(), st["q75"].to_numpy()
-            d.update(box_plots(self._counted(), d["q1"], d["q3"], d["median"]))
+            # super nodes x profiles in scope: the values the statistics count
+            d["counted"] = (
+                per
+                if self._ens is None
+                else counted_matrix(
+                    per, live=np.ones(pids.size, dtype=bool), run=self._ens.run_ids[pids]
+                )
+            )
+            d.update(box_plots(d["counted"], d["q1"], d["q3"], d["median"]))
             self._node_stats[m] = d
         return self._node_stats[m]
 
     def _counted(self) -> np.ndarray:
-        """Super nodes x profiles in scope: the values the statistics count."""
-        _, per, pids = self._graph()
-        if self._ens is None:
-            return per
-        return counted_matrix(per, live=np.ones(pids.size, dtype=bool), run=self._ens.run_ids[pids])
+        """Super nodes x profiles in scope: the values the statistics count (once per metric)."""
+        return self._stats()["counted"]
 
     def _brushable(self, node: int) -> tuple[np.ndarray, np.ndarray]:
         """(values, profile ids) a brush on ``node`` ranges over: its values per

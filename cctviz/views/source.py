@@ -176,8 +176,7 @@ class MetricSource:
         key = "\0spread\0" + split_metric(metric)[0]
         if key not in self._frames:
             st = self.ensemble.stats(split_metric(metric)[0])
-            if self.profile_ids is not None:
-                st = st.copy()
+            if self.profile_ids is not None:  # stats() gives a copy of its own
                 am = st["argmax"].to_numpy()
                 ok = am >= 0
                 st["argmax"] = np.where(ok, self.profile_ids[np.where(ok, am, 0)], am)

@@ -540,6 +540,7 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
   return {
     kind: "cct",
     chart: st.chart,
+    colorShown: enc.metrics, // the metrics the fill shows (the icicle may show an exclusive part)
     fontSize: m.font,
     fontFamily: FONT_FAMILY,
     width,

@@ -16,7 +16,7 @@ import { zoomIdentity } from "d3-zoom";
 import { FLAG_MATCH, decodeData, isCollapsed, isExpandable, isOther, otherParentId } from "./data.js";
 import { buildPrim, drawCCT } from "./draw.js";
 import { cctSVG } from "./figure.js";
-import { colorMetrics, cctScene, encodings, selectionOverlay, tooltipLines } from "./scene.js";
+import { colorMetrics, cctScene, selectionOverlay, tooltipLines } from "./scene.js";
 import { THEME_PALETTE, figureCSS } from "./style.js";
 
 const SEP = " \u203a ";
@@ -338,8 +338,8 @@ export function renderCCT({ model, el }) {
     const cm = colorMetrics(model.get("color"));
     // the icicle colours by the exclusive part of a metric that is also its height:
     // the menu says so, as the legend does
-    const enc = state.data ? encodings(state.data, stateOf(model)) : null;
-    const shown = enc && enc.metrics[0] !== cm[0] && cm.length === 1 ? enc.metrics[0] : null;
+    const drawn = state.scene ? state.scene.colorShown : null;
+    const shown = drawn && cm.length === 1 && drawn[0] !== cm[0] ? drawn[0] : null;
     fillSelect(colorSel, metrics, cm[0] ?? "", undefined, (m) => (shown && m === cm[0] ? `${m}: colour shows ${shown} (exclusive)` : null));
     fillSelect(color2Sel, metrics, cm[1] ?? "", "none");
     fillSelect(sizeSel, metrics, model.get("size") || "", "none");

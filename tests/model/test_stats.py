@@ -159,3 +159,22 @@ def test_stats_say_their_unit_and_read_with_units():
     assert shown.loc[0, "mean"].endswith(" s") and "e+" not in shown.to_string()
     assert shown.loc[0, "imbalance"].endswith("\u00d7")
     assert ens.stats("time (inc)")["mean"].dtype == np.float64  # the numeric table is intact
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("missing", ["auto", "zero", "skip"])
+def test_the_dense_and_the_long_form_of_the_absence_rule_agree(seed, missing):
+    """counted_matrix (the Sankey's box plots) counts exactly the profiles node_stats
+    (ens.stats) counts, and their mean is the same: one rule in two shapes."""
+    rng = np.random.default_rng(seed)
+    n, p = 12, 9
+    v = rng.lognormal(size=(n, p))
+    v[rng.random((n, p)) < 0.4] = np.nan  # profiles that recorded nothing there
+    run = rng.integers(0, 3, p)
+    live = rng.random(p) > 0.15
+    node, prof = np.nonzero(~np.isnan(v))
+    st = node_stats(node, prof, v[node, prof], n, live=live, run=run, missing=missing)
+    counted = counted_matrix(v, live=live, run=run, missing=missing)
+    assert (~np.isnan(counted)).sum(axis=1).tolist() == st["n"].tolist()
+    has = st["n"].to_numpy() > 0
+    np.testing.assert_allclose(np.nanmean(counted[has], axis=1), st["mean"].to_numpy()[has])
