@@ -20,14 +20,27 @@ export function P(tag, attrs, text, children) {
  * Helpers that make legend prims at the small size `m.small`: `title`, `text`,
  * `cut` (truncate to about `chars` characters), `tw` (a text's width).
  */
-export function legendKit(m, measure) {
+export function legendKit(m, measure, maxW = Infinity) {
   const S = m.small;
+  // a text that starts at x is cut where it would pass the legend band's width
+  const fit = (t, x) => (x + measure.text(t, S) <= maxW ? t : measure.truncate(t, Math.max(0, maxW - x), S) || ELLIPSIS);
   return {
     tw: (t, weight = 400) => measure.text(t, S, weight),
     title: (text) => P("text", { class: "cctviz-legend-title", x: 0, y: 0, dy: "0.8em" }, text),
-    text: (x, y, t, extra = {}) => P("text", { class: "cctviz-legend-text", x: r2(x), y: r2(y), ...extra }, t),
-    cut: (t, chars) => measure.truncate(t, chars * S * 0.55, S, 700) || ELLIPSIS,
+    text: (x, y, t, extra = {}) => {
+      const anchored = extra["text-anchor"] && extra["text-anchor"] !== "start";
+      return P("text", { class: "cctviz-legend-text", x: r2(x), y: r2(y), ...extra }, anchored ? t : fit(t, x));
+    },
+    cut: (t, chars) => measure.truncate(t, Math.min(chars * S * 0.55, maxW), S, 700) || ELLIPSIS,
   };
+}
+
+/**
+ * The width the legend band flows in, the same rule as {@link frameTop}: an export
+ * flows at the asked width (or the content's, if wider), a live view at its width.
+ */
+export function legendFlowWidth(st, m, naturalW) {
+  return st.fit ? Math.max(naturalW, st.width || 0) : st.width || Math.max(naturalW, 480 * m.u);
 }
 
 /** A colour bar: `steps` rects from `interpolator(0)` to `interpolator(1)`, framed, `W` wide at y0. */
@@ -47,7 +60,8 @@ export function flowLegends(items, width, m) {
   let y = 8 * m.u;
   let rowH = 0;
   let right = 0;
-  for (const [g, w, hgt] of items) {
+  for (const [g, itemW, hgt] of items) {
+    const w = Math.min(itemW, width - 2 * m.margin); // its texts are cut to the band (legendKit)
     if (x > m.margin && x + w > width - m.margin) {
       x = m.margin;
       y += rowH + 8 * m.u;
@@ -73,7 +87,7 @@ export function frameTop(st, m, measure, naturalW, items) {
   // export: shrink to the asked width (the legends flow at the figure's own width)
   let scale = 1;
   if (st.fit && st.width && naturalW > st.width) scale = st.width / naturalW;
-  const flowW = st.fit ? Math.max(naturalW, st.width ? st.width / scale : 0) : st.width || Math.max(naturalW, 480 * m.u);
+  const flowW = legendFlowWidth(st, m, naturalW);
   const legends = st.legends ? flowLegends(items, flowW, m) : { prims: [], height: 0, width: 0 };
   let top = 0;
   let title = null;

@@ -506,7 +506,8 @@ class CCTView(View):
         m = self._current_matches()
         data["match_total"] = int(m.size)
         data["match_ids"] = i32(m[:MATCH_IDS])
-        if self._src.ensemble is not None:
+        ens = self._src.ensemble
+        if ens is not None and int(ens.live.sum()) > 1:  # one profile has no spread
             data["spread"] = self._spread(lod, colors[0])
         return data
 

@@ -320,6 +320,16 @@ export function metricName(data, metric) {
   return unitOf(data, metric) || isRatioMetric(metric) ? metric : metricLabel(data, metric);
 }
 
+/**
+ * A metric's name above values that carry their own units (legends' ticks, labels):
+ * "time (inc)" over "57.9 us … 9.63 s", not "time (inc) [us]" (the recorded unit, which
+ * the values do not use); "[unit unknown]" where no unit is known; a ratio says
+ * "(max/mean)".
+ */
+export function legendName(data, metric) {
+  return isRatioMetric(metric) ? metricLabel(data, metric) : metricName(data, metric);
+}
+
 /** A value of `metric` as a person reads it: "75.3 ms", "3.73 MB", "2.3×", "n/a". */
 export function formatMetricValue(data, metric, v) {
   return isRatioMetric(metric) ? formatRatio(v) : formatValue(v, unitOf(data, metric));

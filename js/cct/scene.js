@@ -31,11 +31,11 @@ import {
   isCollapsed,
   isExpandable,
   isOther,
-  metricLabel,
+  legendName,
   metricName,
 } from "./data.js";
 import { icicleLayout, treeLayout } from "./layout.js";
-import { P, colorBar, frameSize, frameTop, legendKit, typesetter } from "../scene-kit.js";
+import { P, colorBar, frameSize, frameTop, legendFlowWidth, legendKit, typesetter } from "../scene-kit.js";
 
 const TRIANGLE = "\u25b2";
 const ELLIPSIS = "\u2026";
@@ -308,6 +308,11 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel) {
   return { geom: { kind: "tree", ...g }, links, nodes, width: g.width, height: g.height };
 }
 
+/** The narrowest icicle column, px at 12 px text: live (panned beyond) ... */
+const ICICLE_COLUMN_MIN = 130;
+/** ... and in a figure of a given width (about 10 characters; deeper levels are not drawn). */
+const ICICLE_FIGURE_COLUMN_MIN = 72;
+
 function icicleContent(d, enc, m, measure, cue, sel, settings) {
   const cutName = distinctCutter(d.names, measure, m.font);
   const ensemble = Boolean(d.spread);
@@ -319,7 +324,13 @@ function icicleContent(d, enc, m, measure, cue, sel, settings) {
   }
   const height = Math.max(260, Math.min(560, leaves * 22)) * m.u;
   const avail = settings.width ? settings.width - 2 * m.margin : 160 * m.u * levels;
-  const columnWidth = Math.max(130 * m.u, Math.min(260 * m.u, Math.floor(avail / levels)));
+  // a figure of a given width shows the levels whose columns fit it at full text size
+  // (deeper ones are marked as hidden, as collapsed nodes are), rather than shrinking
+  // every label to fit them all
+  const fitted = Boolean(settings.fit && settings.width);
+  const narrowest = (fitted ? ICICLE_FIGURE_COLUMN_MIN : ICICLE_COLUMN_MIN) * m.u;
+  const shownLevels = fitted ? Math.max(1, Math.min(levels, Math.floor(avail / narrowest))) : levels;
+  const columnWidth = Math.max(narrowest, Math.min(260 * m.u, Math.floor(avail / shownLevels)));
   const g = icicleLayout(d, {
     values: enc.sizeMetric ? d.size : null,
     additive: isAdditive(d, enc.sizeMetric),
@@ -327,9 +338,11 @@ function icicleContent(d, enc, m, measure, cue, sel, settings) {
     columnWidth,
   });
   const nodes = [];
+  let hiddenMarks = 0;
   const valueCol = enc.kind === "sequential" ? enc.values : d.color ?? d.size;
   const valueMetric = enc.kind === "sequential" ? enc.metrics[0] : d.color ? enc.metrics[0] : enc.sizeMetric;
   for (let i = 0; i < d.n; i++) {
+    if (d.depth[i] >= shownLevels) continue;
     const w = g.x1[i] - g.x0[i];
     const hgt = g.y1[i] - g.y0[i];
     const fill = enc.fill(i);
@@ -338,12 +351,14 @@ function icicleContent(d, enc, m, measure, cue, sel, settings) {
     const ink = textColorOn(fill) === "#ffffff" ? "cctviz-ink-light" : "cctviz-ink-dark";
     const labelled = hgt >= 15 * m.u;
     if (labelled) {
-      const cueW = cue[i] ? measure.text(cue[i], m.small, 700) + 6 * m.u : 0;
+      // the name first: the imbalance cue only where it leaves the name room
+      let cueW = cue[i] ? measure.text(cue[i], m.small, 700) + 6 * m.u : 0;
+      if (cueW && w - 12 * m.u - cueW < 56 * m.u) cueW = 0;
       const avail = w - 12 * m.u - cueW;
       const label = avail > 0 ? cutName(d.names[i], avail) : "";
       const y = hgt >= 34 * m.u ? 11 * m.u : hgt / 2;
       if (label) kids.push(P("text", { class: `cctviz-label ${ink}`, x: r2(5 * m.u), y: r2(y), dy: "0.35em" }, label));
-      if (cue[i] && avail > 0) {
+      if (cueW && avail > 0) {
         kids.push(P("text", { class: `cctviz-imbalance ${ink}`, x: r2(w - 6 * m.u), y: r2(y), dy: "0.35em", "text-anchor": "end" }, cue[i]));
       }
       if (hgt >= 34 * m.u && valueCol && Number.isFinite(valueCol[i])) {
@@ -353,14 +368,26 @@ function icicleContent(d, enc, m, measure, cue, sel, settings) {
         }
       }
     }
-    // The spread bar sits at the bottom: only where it does not cross the label.
-    if (ensemble && !isOther(d, i) && (labelled ? hgt >= 26 * m.u : hgt >= 12 * m.u) && w >= 30 * m.u) {
-      const sp = spreadPrim(d, i, 4 * m.u, hgt - 4 * m.u, w - 10 * m.u, `cctviz-spread cctviz-spread-inset ${ink}`);
+    // The spread bar sits at the bottom, its mean tick clear of the border: only where
+    // it does not cross the label.
+    if (ensemble && !isOther(d, i) && (labelled ? hgt >= 28 * m.u : hgt >= 14 * m.u) && w >= 30 * m.u) {
+      const sp = spreadPrim(d, i, 4 * m.u, hgt - 6 * m.u, w - 10 * m.u, `cctviz-spread cctviz-spread-inset ${ink}`);
       if (sp) kids.push(sp);
+    }
+    // Children not drawn (collapsed, or deeper than the figure's levels): a notch at
+    // the right edge, in the label's ink (a heavy frame read as a selection)
+    const hidden = (isCollapsed(d, i) && isExpandable(d, i) && !isOther(d, i)) || (d.depth[i] === shownLevels - 1 && d.children[i].length > 0);
+    if (hidden && hgt >= 7 * m.u && w >= 12 * m.u) {
+      hiddenMarks++;
+      const a = Math.min(4 * m.u, hgt / 2 - 1);
+      const x = w - 1 - 2 * m.u;
+      kids.push(P("path", { class: `cctviz-hidden-mark ${ink}`, d: `M${r2(x - a)},${r2(hgt / 2 - a)}L${r2(x)},${r2(hgt / 2)}L${r2(x - a)},${r2(hgt / 2 + a)}Z` }));
     }
     nodes.push(P("g", nodeAttrs(d, enc, i, g.x0[i], g.y0[i], sel.has(d.id[i]), cue[i]), null, kids));
   }
-  return { geom: { kind: "icicle", ...g }, links: [], nodes, width: g.width, height: g.height };
+  const width = Math.min(g.width, shownLevels * columnWidth);
+  const geom = { kind: "icicle", ...g, shownLevels, hiddenLevels: levels - shownLevels, hiddenMarks };
+  return { geom, links: [], nodes, width, height: g.height };
 }
 
 /**
@@ -372,7 +399,7 @@ export function selectionOverlay(d, geom, ids) {
   if (!geom || geom.kind !== "icicle") return out;
   for (const id of ids) {
     const i = d.rowOf.get(id);
-    if (i === undefined || geom.y1[i] - geom.y0[i] <= 0) continue;
+    if (i === undefined || geom.y1[i] - geom.y0[i] <= 0 || d.depth[i] >= geom.shownLevels) continue;
     const attrs = {
       x: r2(geom.x0[i] + 1),
       y: r2(geom.y0[i] + 1),
@@ -393,14 +420,14 @@ function breaksText(d, metric, breaks, domain) {
 }
 
 /** Legends as [prim, width, height] items (not yet placed). */
-function legendItems(d, enc, m, measure, settings, geom) {
+function legendItems(d, enc, m, measure, settings, geom, maxW) {
   const items = [];
   if (d.n === 0) return items;
   const u = m.u;
-  const { tw, title, text, cut } = legendKit(m, measure);
+  const { tw, title, text, cut } = legendKit(m, measure, maxW);
   if (enc.kind === "sequential") {
     const sc = enc.scale;
-    const t = cut(`Colour: ${metricLabel(d, enc.metrics[0])}${sc.log ? " (log scale)" : ""}${enc.note ? ` (${enc.note})` : ""}`, 96);
+    const t = cut(`Colour: ${legendName(d, enc.metrics[0])}${sc.log ? " (log scale)" : ""}${enc.note ? ` (${enc.note})` : ""}`, 96);
     const W = 180 * u;
     const y0 = 17 * u;
     const bh = 10 * u;
@@ -422,8 +449,8 @@ function legendItems(d, enc, m, measure, settings, geom) {
     const t = cut(`Colour: ${ma} \u00d7 ${mb} (terciles)`, 64);
     const cell = 14 * u;
     const gy = 32 * u;
-    const up = `\u2191 ${cut(metricLabel(d, mb), 40)}`;
-    const right = `${cut(metricLabel(d, ma), 40)} \u2192`;
+    const up = `\u2191 ${cut(legendName(d, mb), 40)}`;
+    const right = `${cut(legendName(d, ma), 40)} \u2192`;
     const kids = [title(t), text(0, 17 * u, up, { dy: "0.8em" })];
     for (let bb = 0; bb < 3; bb++) {
       for (let ba = 0; ba < 3; ba++) {
@@ -441,7 +468,7 @@ function legendItems(d, enc, m, measure, settings, geom) {
     items.push([P("g", { class: "cctviz-legend" }, null, kids), w, gy + 3 * cell + 17 * u]);
   }
   if (settings.chart === "tree" && enc.sizeMetric && d.size && enc.sizeMax > 0) {
-    const t = cut(`Size (area): ${metricLabel(d, enc.sizeMetric)}`, 64);
+    const t = cut(`Size (area): ${legendName(d, enc.sizeMetric)}`, 64);
     const kids = [title(t)];
     let x = 0;
     const rMax = enc.rMax;
@@ -456,14 +483,27 @@ function legendItems(d, enc, m, measure, settings, geom) {
     items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(x, tw(t, 700)), 17 * u + 2 * rMax + 2 * u]);
   } else if (settings.chart === "icicle") {
     let t = "Height by leaf count";
-    if (geom && geom.bySize) t = `Height by ${metricLabel(d, enc.sizeMetric)}`;
+    if (geom && geom.bySize) t = `Height by ${legendName(d, enc.sizeMetric)}`;
     else if (enc.sizeMetric && !isAdditive(d, enc.sizeMetric)) t += ` (${enc.sizeMetric} does not add up)`;
     t = cut(t, 80);
-    items.push([P("g", { class: "cctviz-legend" }, null, [title(t)]), tw(t, 700), 16 * u]);
+    const kids = [title(t)];
+    let w = tw(t, 700);
+    let hgt = 16 * u;
+    if (geom && geom.hiddenMarks) {
+      // the notch of a column whose children are not drawn
+      const a = 4 * u;
+      const y = 24 * u;
+      kids.push(P("path", { class: "cctviz-hidden-mark cctviz-ink-dark", d: `M0,${r2(y - a)}L${r2(a)},${r2(y)}L0,${r2(y + a)}Z` }));
+      const t1 = geom.hiddenLevels > 0 ? `children not drawn (${geom.hiddenLevels} deeper level${geom.hiddenLevels === 1 ? "" : "s"}: focus a node)` : "children not drawn (collapsed)";
+      kids.push(text(a + 6 * u, y, t1, { dy: "0.35em" }));
+      w = Math.max(w, a + 6 * u + tw(t1));
+      hgt = y + 8 * u;
+    }
+    items.push([P("g", { class: "cctviz-legend" }, null, kids), w, hgt]);
   }
   if (d.spread) {
     const s = d.spread;
-    const t = cut(`Spread of ${metricLabel(d, s.metric)} over ${profilesText(s)}`, 80);
+    const t = cut(`Spread of ${legendName(d, s.metric)} over ${profilesText(s)}`, 80);
     const W = m.whisker;
     const y = 24 * u;
     const kids = [
@@ -526,7 +566,7 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
     st.chart === "tree" ? treeContent(d, enc, m, measure, labels, more, cue, sel) : icicleContent(d, enc, m, measure, cue, sel, st);
 
   const naturalW = body.width + 2 * m.margin;
-  const items = st.legends ? legendItems(d, enc, m, measure, st, body.geom) : [];
+  const items = st.legends ? legendItems(d, enc, m, measure, st, body.geom, legendFlowWidth(st, m, naturalW) - 2 * m.margin) : [];
   const top = frameTop(st, m, measure, naturalW, items);
   const { content, width, height, scale, frame } = frameSize(st, m, top, naturalW, body.height);
   const title = top.title;

@@ -11,7 +11,7 @@ import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { traitHelpers } from "../chrome/traits.js";
 import { createZoom } from "../chrome/zoom.js";
-import { givenHeight, watchResize } from "../chrome/size.js";
+import { contentHeight, fitScale, givenHeight, watchResize } from "../chrome/size.js";
 import { zoomIdentity } from "d3-zoom";
 import { FLAG_MATCH, decodeData, isCollapsed, isExpandable, isOther, otherParentId } from "./data.js";
 import { buildPrim, drawCCT } from "./draw.js";
@@ -22,10 +22,8 @@ import { THEME_PALETTE, figureCSS } from "./style.js";
 const SEP = " \u203a ";
 /** Label size on screen, px. */
 const FONT = 12;
-/** Smallest zoom a fit goes to: labels stay at least 9 px (FONT x 0.75); what is larger
- *  than the box then is panned (or collapsed by level of detail), never shrunk further. */
-const FIT_MIN = 9 / FONT;
 const MIN_HEIGHT = 240;
+/** The height a view prefers not to pass while its tree fits it readably (size.js). */
 const MAX_HEIGHT = 680;
 
 /** The view's traits that a figure depends on, as plain values. */
@@ -188,22 +186,19 @@ export function renderCCT({ model, el }) {
     if (dx || dy) zoom.translateBy(dx, dy);
   }
 
-  /** The opening transform: the content's width fitted (never enlarged), its top at the top; a root
-   *  that would then be below the fold is brought to 40% of the height. */
   /** Scale that fits the content's width into the view's (never enlarged). */
   function widthScale() {
     const s = state.scene;
     return Math.min(1, (state.width - 2 * s.margin) / Math.max(s.width - 2 * s.margin, 1));
   }
+  /** The opening transform: the content fitted in both directions (never enlarged, its
+   *  top under the legends) but never below readable text (size.js); a root that would
+   *  then be below the fold is brought to 40% of the height. */
   function fitTransform() {
     const s = state.scene;
     const ox = s.content.x;
     const oy = s.content.y;
-    let k = widthScale();
-    // fitted in both directions (a tall tree opens whole, its top below the
-    // legends), but never below readable text: beyond that, pan
-    const kh = (state.height - oy - s.margin) / Math.max(s.height - oy - s.margin, 1);
-    k = Math.max(FIT_MIN, Math.min(k, kh));
+    const k = fitScale(s.width - 2 * s.margin, s.height - oy - s.margin, state.width - 2 * s.margin, state.height - oy - s.margin, FONT);
     let t = zoomIdentity.translate(ox * (1 - k), oy * (1 - k)).scale(k);
     const d = state.data;
     if (d.n > 0 && s.geom.kind === "tree") {
@@ -474,9 +469,9 @@ export function renderCCT({ model, el }) {
     const fixed = fixedHeight();
     if (fixed) state.height = fixed;
     else {
-      const bodyH = scene.height - scene.content.y - scene.margin;
-      const fitted = Math.round(scene.content.y + bodyH * Math.max(FIT_MIN, widthScale()) + scene.margin);
-      state.height = Math.max(state.minHeight, Math.max(MIN_HEIGHT, Math.min(MAX_HEIGHT, fitted)));
+      const band = scene.content.y + scene.margin;
+      const fitted = contentHeight({ band, body: scene.height - band, widthScale: widthScale(), fontSize: FONT, min: MIN_HEIGHT, max: MAX_HEIGHT });
+      state.height = Math.max(state.minHeight, fitted);
       state.minHeight = state.height;
     }
     svg.setAttribute("width", String(state.width));

@@ -207,6 +207,9 @@ function legend(d, enc, m, measure, maxW) {
  *   `axes`, `dots` (prims with the DOM contract), `legend`, `notes`, `title`, `empty`,
  *   `points` ({id, x, y}: dot centres in figure coordinates), `radius`.
  */
+/** The narrowest plot (px at 12 px text) worth keeping the legend beside it. */
+const PLOT_MIN_BESIDE = 240;
+
 export function profilesScene(d, settings, measure = TABLE_MEASURE) {
   const st = { ...DEFAULT_SETTINGS, ...settings };
   const font = st.fontSize;
@@ -225,7 +228,7 @@ export function profilesScene(d, settings, measure = TABLE_MEASURE) {
 
   const legendMax = 190 * u;
   const leg = st.legends && enc.kind !== "none" && d.n > 0 ? legend(d, enc, m, measure, legendMax) : null;
-  const legendW = leg ? leg.width + 22 * u : 0;
+  let legendW = leg ? leg.width + 22 * u : 0;
 
   // Axes: the units first (the y tick labels' width sets the left gutter).
   const plotH0 = 300 * u;
@@ -234,7 +237,11 @@ export function profilesScene(d, settings, measure = TABLE_MEASURE) {
   const gutterL = 16 * u + 6 * u + yTickW + 6 * u; // rotated title, gap, ticks, tick marks
   const gutterB = 6 * u + m.small + 8 * u + font + 2 * u;
   const natural = 420 * u;
-  // the plot fills the asked width (live or export); only a width too narrow for it shrinks the figure
+  // the plot fills the asked width (live or export); a box too narrow for the plot and the
+  // legend beside it puts the legend under the plot (the view uses its height); only a
+  // width too narrow for the plot alone shrinks the figure
+  const legendBelow = Boolean(leg && st.width && st.width - 2 * m.margin - gutterL - legendW < PLOT_MIN_BESIDE * u);
+  if (legendBelow) legendW = 0;
   const avail = st.width ? st.width - 2 * m.margin - gutterL - legendW : natural;
   const plotW = Math.max(160 * u, avail);
   const plotH = st.width ? Math.max(200 * u, Math.min(440 * u, plotW * 0.62)) : plotH0;
@@ -308,11 +315,16 @@ export function profilesScene(d, settings, measure = TABLE_MEASURE) {
   }
 
   let legendPrim = null;
-  if (leg) legendPrim = P("g", { class: "cctviz-legend", transform: `translate(${r2(plot.x + plot.w + 22 * u)},${r2(plot.y)})` }, null, leg.prims);
+  let legendBottom = leg ? plot.y + leg.height : 0;
+  if (leg && legendBelow) {
+    const y = bottom + 10 * u;
+    legendPrim = P("g", { class: "cctviz-legend", transform: `translate(${r2(m.margin)},${r2(y)})` }, null, leg.prims);
+    legendBottom = y + leg.height;
+  } else if (leg) legendPrim = P("g", { class: "cctviz-legend", transform: `translate(${r2(plot.x + plot.w + 22 * u)},${r2(plot.y)})` }, null, leg.prims);
   const empty = d.n ? null : P("text", { class: "cctviz-empty", x: r2(plot.x + 12 * u), y: r2(plot.y + 20 * u), "font-size": font }, "No profiles to show");
 
   const width = plot.x + plot.w + legendW + m.margin;
-  const height = Math.max(bottom, plot.y + (leg ? leg.height : 0)) + m.margin;
+  const height = Math.max(bottom, legendBottom) + m.margin;
   let scale = 1;
   if (st.fit && st.width && width > st.width) scale = st.width / width; // shrink, never enlarge the fonts
   if (st.fit && st.height && height * scale > st.height) scale = st.height / height;

@@ -8,6 +8,7 @@ import { attachBrush } from "../chrome/brush.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
+import { watchResize } from "../chrome/size.js";
 import { THEME_PALETTE } from "../cct/style.js";
 import { h } from "../dom.js";
 import { decodeProfiles } from "./data.js";
@@ -18,6 +19,8 @@ import { profilesCSS } from "./style.js";
 
 /** Label size on screen, px. */
 const FONT = 12;
+/** The narrowest the figure is drawn, px (a narrower box scrolls). */
+const MIN_WIDTH = 280;
 
 /** The traits a figure depends on, as plain values (the export payload's `state`). */
 export function stateOf(model) {
@@ -42,7 +45,7 @@ export function stateOf(model) {
 export function renderProfiles({ model, el }, opts = {}) {
   const doc = el.ownerDocument;
   const win = doc.defaultView;
-  const state = { renders: 0, data: decodeProfiles(null), scene: null, svg: null, dotsG: null, brush: null, active: -1 };
+  const state = { renders: 0, data: decodeProfiles(null), scene: null, svg: null, dotsG: null, brush: null, active: -1, width: 0 };
 
   const root = h(doc, "div", { class: "cctviz cctviz-profiles" });
   el.appendChild(root);
@@ -186,8 +189,8 @@ export function renderProfiles({ model, el }, opts = {}) {
     const d = decodeProfiles(model.get("_data"));
     const keepActive = state.active >= 0 && state.active < state.data.n ? state.data.id[state.active] : null;
     state.data = d;
-    const width = Math.max(360, Math.round(holder.clientWidth || 760));
-    const scene = profilesScene(d, { selection: selected(), fontSize: FONT, width: Math.min(width, 1100) });
+    state.width = Math.max(MIN_WIDTH, Math.round(holder.clientWidth || 760));
+    const scene = profilesScene(d, { selection: selected(), fontSize: FONT, width: Math.min(state.width, 1100) });
     state.scene = scene;
     if (state.brush) state.brush.destroy();
     if (state.svg) state.svg.remove();
@@ -229,22 +232,18 @@ export function renderProfiles({ model, el }, opts = {}) {
   ];
   for (const [ev, cb] of listeners) model.on(ev, cb);
 
-  let resizeObserver = null;
-  if (typeof win.ResizeObserver === "function") {
-    let lastW = 0;
-    resizeObserver = new win.ResizeObserver(() => {
-      const w = Math.round(holder.clientWidth);
-      if (w > 0 && lastW && Math.abs(w - lastW) > 1) render();
-      lastW = w;
-    });
-    resizeObserver.observe(holder);
-  }
+  // a new width re-renders: compared with the width drawn, so that a box that settles
+  // after the first render (an HBox, a cell being laid out) is followed too
+  const resize = watchResize(win, [holder], () => {
+    const w = Math.round(holder.clientWidth);
+    if (w > 0 && Math.abs(Math.max(MIN_WIDTH, w) - state.width) > 1) render();
+  });
 
   render();
 
   return () => {
     for (const [ev, cb] of listeners) model.off(ev, cb);
-    if (resizeObserver) resizeObserver.disconnect();
+    resize.destroy();
     if (state.brush) state.brush.destroy();
     keys.destroy();
     tooltip.destroy();

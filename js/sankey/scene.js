@@ -8,7 +8,7 @@ import { interpolateRdBu } from "d3-scale-chromatic";
 import { r2 } from "../dom.js";
 import { formatRatio, formatValue, unitLabel } from "../format.js";
 import { FONT_FAMILY, TABLE_MEASURE, distinctCutter } from "../measure.js";
-import { P, colorBar, frameSize, frameTop, legendKit, typesetter } from "../scene-kit.js";
+import { P, colorBar, frameSize, frameTop, legendFlowWidth, legendKit, typesetter } from "../scene-kit.js";
 import { MISSING_COLOR, sequentialScale, textColorOn, valueAt } from "../cct/color.js";
 import { binsOf, distRange, fmt, hasCue, profileLabel } from "./data.js";
 import { sankeyLayout } from "./layout.js";
@@ -92,10 +92,11 @@ export function cueText(d, k) {
   return `${TRIANGLE} ${fmt(d, d.cost[k])}`;
 }
 
-/** The metric's legend name with its unit: "time (inc) [s]". */
+/** The metric's name above values that carry their units: "time (inc)" (with
+ *  "[unit unknown]" where no unit is known: cct/data.js legendName). */
 export function metricText(d) {
-  const base = d.metric.endsWith(" (inc)") ? d.metric.slice(0, -6) : d.metric;
-  return unitLabel(d.metric || "value", { [base]: d.unit, [d.metric]: d.unit });
+  const metric = d.metric || "value";
+  return d.unit ? metric : unitLabel(metric, {});
 }
 
 /** "64 profiles", "63 profiles (1 failed, left out)". */
@@ -323,11 +324,11 @@ function distPrims(d, k, box, m, measure, paint, st, selProfiles) {
 }
 
 /** Legend items [prim, width, height]. */
-function legendItems(d, colors, m, measure, st) {
+function legendItems(d, colors, m, measure, st, maxW) {
   const items = [];
   if (d.n === 0) return items;
   const u = m.u;
-  const { tw, title, text, cut } = legendKit(m, measure);
+  const { tw, title, text, cut } = legendKit(m, measure, maxW);
   // what the heights are
   {
     const t = cut(`Height: ${metricText(d)}, mean over ${profilesText(d)}`, 90);
@@ -456,10 +457,10 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
   const widths = new Float64Array(d.n).fill(nodeW);
   for (const s of d.sites) widths[s.node] = nodeW + siteLevels(s) * m.siteW;
 
-  const items = st.legends ? legendItems(d, colors, m, measure, st) : [];
   // natural width of the body (layout x does not depend on the height)
   const probe = sankeyLayout(d, { height: 1, nodeWidth: widths, dummyWidth: nodeW, columnGap: gapX, iterations: 0, relax: 0 });
   const naturalW = (d.n ? probe.width + rightPad : 300 * u) + 2 * m.margin;
+  const items = st.legends ? legendItems(d, colors, m, measure, st, legendFlowWidth(st, m, naturalW) - 2 * m.margin) : [];
   const top = frameTop(st, m, measure, naturalW, items);
   let perCol = 1;
   {

@@ -8,7 +8,7 @@ import { pointer } from "d3-selection";
 import { zoomIdentity } from "d3-zoom";
 import { h, r2 } from "../dom.js";
 import { attachKeys } from "../chrome/keyboard.js";
-import { givenHeight, watchResize } from "../chrome/size.js";
+import { contentHeight, fitScale, givenHeight, watchResize } from "../chrome/size.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { traitHelpers } from "../chrome/traits.js";
@@ -77,9 +77,7 @@ export function renderSankey({ model, el }) {
     const s = state.scene;
     const ox = s.content ? s.content.x : 0;
     const oy = s.content ? s.content.y : 0;
-    const kw = (state.width - ox) / Math.max(s.width - ox, 1);
-    const kh = (state.height - oy) / Math.max(s.height - oy, 1);
-    const k = Math.max(0.2, Math.min(1, kw, kh));
+    const k = fitScale(s.width - ox, s.height - oy, state.width - ox, state.height - oy, FONT);
     return zoomIdentity.translate(ox * (1 - k), oy * (1 - k)).scale(k);
   }
   const fit = () => zoom.set(fitTransform());
@@ -292,7 +290,9 @@ export function renderSankey({ model, el }) {
     const settings = { ...sankeyState(stateOf(model)), fontSize: FONT, width: state.width, height: fixed || null };
     const scene = sankeyScene(d, settings);
     state.scene = scene;
-    state.height = fixed || Math.max(MIN_HEIGHT, Math.min(MAX_HEIGHT, Math.round(scene.height)));
+    const band = scene.content ? scene.content.y : 0;
+    const widthScale = (state.width - (scene.content ? scene.content.x : 0)) / Math.max(scene.width - (scene.content ? scene.content.x : 0), 1);
+    state.height = fixed || contentHeight({ band, body: scene.height - band, widthScale, fontSize: FONT, min: MIN_HEIGHT, max: MAX_HEIGHT });
     if (state.svg) state.svg.remove();
     const svg = drawSankey(holder, scene);
     svg.setAttribute("class", figureClass(scene, "cctviz-live cctviz-canvas"));

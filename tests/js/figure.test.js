@@ -135,10 +135,22 @@ describe("figure: SVG of a view's state", () => {
   it("colours the icicle by the exclusive part when the colour metric is also the height", () => {
     const data = { ...TREE, exclusive: [1, 3, 4, 2], exclusive_metric: "time", units: { "time (inc)": "s", time: "s" } };
     const svg = cctSVG(data, { ...STATE, chart: "icicle" });
-    assert.ok(svg.includes("Colour: time [s]"), "legend names the exclusive metric");
+    assert.ok(svg.includes("Colour: time ("), "legend names the exclusive metric");
+    assert.ok(!svg.includes("Colour: time (inc)"));
     assert.ok(svg.includes("exclusive part; the height shows the inclusive value"));
     const tree = cctSVG(data, STATE);
-    assert.ok(tree.includes("Colour: time (inc) [s]"));
+    assert.ok(tree.includes("Colour: time (inc)"));
+  });
+
+  it("names metrics without the recorded unit over values that carry their own", () => {
+    // the ticks say "1 s", "4 s": a "[ms]" recorded unit over them misled (issue 20)
+    const data = { ...TREE, units: { "time (inc)": "ms", time: "ms" } };
+    const svg = cctSVG(data, STATE);
+    assert.ok(!svg.includes("[ms]"), "no recorded unit in the legend");
+    assert.match(svg, /Colour: time \(inc\)/);
+    // no unit known for a time metric: said
+    const bare = cctSVG({ ...TREE, units: {} }, STATE);
+    assert.ok(bare.includes("[unit unknown]"));
   });
 
   it("adds title and drops legends on request", () => {

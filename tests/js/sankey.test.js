@@ -222,7 +222,8 @@ describe("sankey figure", () => {
     assert.match(svg, /<g class="cctviz-dist" data-node="\d+">/);
     assert.match(svg, /<circle class="cctviz-outlier[^"]*"[^>]* data-profile="\d+"/);
     assert.match(svg, /class="cctviz-cue[^"]*"[^>]*>\u25b2 [\d.]+ (s|ms)</);
-    assert.ok(svg.includes("time (inc) [s]"), "the legend names the unit");
+    assert.ok(svg.includes("Height: time (inc), mean over"), "the legend names the metric");
+    assert.ok(!svg.includes("time (inc) [s]"), "not the recorded unit: the values carry theirs");
     assert.ok(svg.includes("grouped by file"));
     assert.ok(!svg.includes("NaN"));
     assert.ok(!svg.includes("cctviz-diff"));

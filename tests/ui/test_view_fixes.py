@@ -475,7 +475,8 @@ def test_icicle_coloured_by_its_size_shows_the_exclusive_part(widget_page, lules
     wp = widget_page(view)
     titles = wp.view(view).locator(".cctviz-legends .cctviz-legend-title").all_text_contents()
     colour = [x for x in titles if x.startswith("Colour:")]
-    assert len(colour) == 1 and colour[0].startswith("Colour: time ["), titles
+    assert len(colour) == 1 and colour[0].startswith("Colour: time ("), titles
+    assert not colour[0].startswith("Colour: time (inc)"), titles
     assert "exclusive part" in colour[0], titles
     # and the fills follow the exclusive values: the largest exclusive is the darkest
     fills = fills_by_id(wp, view)
