@@ -18,13 +18,19 @@ of this folder and restore it before the next one (and before session teardown).
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import cctviz
+
 from .harness import HarnessServer, WidgetPage, chromium_path, launch_browser
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 _parked: list = []  # Playwright's loop while no test of this folder runs
 
@@ -124,3 +130,17 @@ def lab(browser):
     yield server
     _unpark()
     server.close()
+
+
+@pytest.fixture(scope="session")
+def runtime_run(tmp_path_factory):
+    """`cctviz run` of the bundled GPT example: one CPU rank, warm-up and 3 steps."""
+    out = tmp_path_factory.mktemp("view-fixes") / "run"
+    cmd = [
+        sys.executable, "-m", "cctviz.cli", "run", "--standalone", "--nproc-per-node", "1",
+        "--out", str(out), "--warmup", "1", str(ROOT / "examples" / "train.py"), "--steps", "3",
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
+    return cctviz.read(out)

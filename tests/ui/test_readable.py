@@ -16,11 +16,10 @@ from __future__ import annotations
 import pytest
 
 import cctviz
-from tests.ui.test_view_fixes import (  # noqa: F401 (runtime_run: a fixture)
+from tests.ui.test_view_fixes import (
     ITEM,
     boxes,
     outside,
-    runtime_run,
     shoot,
     show_at,
     viewport_transform,
@@ -41,15 +40,9 @@ TEXT = """(root) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def tall_run(runtime_run):
-    """`cctviz run` of the bundled GPT example (tests/ui/test_view_fixes.py)."""
-    return runtime_run
-
-
-def test_a_tall_tree_opens_whole_and_fit_fits_both_directions(widget_page, tall_run):
-    view = cctviz.CCTView(tall_run, collapsed=[])  # every node open, as a selection reveals
-    assert len(view.visible) == len(tall_run.tree) > 100
+def test_a_tall_tree_opens_whole_and_fit_fits_both_directions(widget_page, runtime_run):
+    view = cctviz.CCTView(runtime_run, collapsed=[])  # every node open, as a selection reveals
+    assert len(view.visible) == len(runtime_run.tree) > 100
     wp = show_at(widget_page, view, 968, height=900)
     shoot(wp.page, "tall-tree-968")
     at_open = boxes(wp.view(view))
@@ -72,16 +65,16 @@ def test_a_tall_tree_opens_whole_and_fit_fits_both_directions(widget_page, tall_
     assert outside(boxes(wp.view(view))["items"], at_open["svg"]) == []
 
 
-def test_a_short_box_pans_rather_than_shrinking_text(widget_page, tall_run):
+def test_a_short_box_pans_rather_than_shrinking_text(widget_page, runtime_run):
     """Given a height (view.layout.height) too short for the tree at 9 px, the view
     keeps 9 px text and the root in sight; the rest is panned to."""
-    view = cctviz.CCTView(tall_run, collapsed=[])
+    view = cctviz.CCTView(runtime_run, collapsed=[])
     view.layout.height = "420px"
     wp = show_at(widget_page, view, 968)
     text = wp.view(view).evaluate(TEXT)
     assert text["minText"] >= NINE_PX, text
     b = boxes(wp.view(view))
-    root = [x for x in b["items"] if x["id"] == int(tall_run.tree.roots[0])]
+    root = [x for x in b["items"] if x["id"] == int(runtime_run.tree.roots[0])]
     assert outside(root, b["svg"]) == [], root
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -136,20 +134,6 @@ def kripke():
     ens = cctviz.read(KRIPKE)
     assert ens.n_profiles == 64
     return ens
-
-
-@pytest.fixture(scope="module")
-def runtime_run(tmp_path_factory):
-    """`cctviz run` of the bundled GPT example: one CPU rank, warm-up and 3 steps."""
-    out = tmp_path_factory.mktemp("view-fixes") / "run"
-    cmd = [
-        sys.executable, "-m", "cctviz.cli", "run", "--standalone", "--nproc-per-node", "1",
-        "--out", str(out), "--warmup", "1", str(ROOT / "examples" / "train.py"), "--steps", "3",
-    ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
-    return cctviz.read(out)
 
 
 def phase_data(name, request):
