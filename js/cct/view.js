@@ -5,6 +5,7 @@
 // Untrusted names are only ever set with textContent / setAttribute.
 
 import { h } from "../dom.js";
+import { lifetime } from "../kit/lifetime.js";
 import { attachBrush } from "../chrome/brush.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
@@ -74,8 +75,10 @@ export function renderCCT({ model, el }) {
   // ---- skeleton ----------------------------------------------------------
   const root = h(doc, "div", { class: "cctviz cctviz-cct" });
   el.appendChild(root);
+  const life = lifetime();
+  life.defer(() => root.remove());
   root.appendChild(h(doc, "style", {}, figureCSS(THEME_PALETTE, ".cctviz-live")));
-  const tb = createToolbar(doc, "Calling context tree controls");
+  const tb = life.own(createToolbar(doc, "Calling context tree controls"));
   root.appendChild(tb.element);
   const chartButtons = tb.segmented("Chart", [["tree", "Tree"], ["icicle", "Icicle"]], "data-chart", "cctviz-chart");
   const colorSel = tb.select("Colour", { class: "cctviz-color", "aria-label": "Colour metric" });
@@ -106,7 +109,7 @@ export function renderCCT({ model, el }) {
   root.appendChild(pathLine);
   const holder = h(doc, "div", { class: "cctviz-holder" });
   root.appendChild(holder);
-  const tooltip = createTooltip(root);
+  const tooltip = life.own(createTooltip(root));
 
   // ---- trait helpers -----------------------------------------------------
   const { getIds, commit } = traitHelpers(model);
@@ -259,10 +262,7 @@ export function renderCCT({ model, el }) {
     else tooltip.show(tooltipLines(state.data, stateOf(model), row), String(state.data.id[row]), ev);
   }
   const onLeave = () => tooltip.hide();
-  holder.addEventListener("click", onClick);
-  holder.addEventListener("dblclick", onDblClick);
-  holder.addEventListener("mousemove", onPointerMove);
-  holder.addEventListener("mouseleave", onLeave);
+  life.listen(holder, { click: onClick, dblclick: onDblClick, mousemove: onPointerMove, mouseleave: onLeave });
 
   // ---- keyboard (WAI-ARIA tree pattern, roving tabindex) ----------------------
   function itemOf(id) {
@@ -557,35 +557,27 @@ export function renderCCT({ model, el }) {
     ["change:focus", onFocus],
     ["change:search", onSearch],
   ];
-  for (const [ev, cb] of listeners) model.on(ev, cb);
+  life.model(model, listeners);
+  life.own(zoom);
+  life.own(keys);
+  life.defer(() => {
+    win.clearTimeout(state.searchTimer);
+    if (state.brush) state.brush.destroy();
+  });
 
   // A new width (or a new notebook-given height) re-renders; the svg's own size
   // never feeds back: it is 100% of the holder, whose border is outside it.
   let lastH = 0;
-  const resize = watchResize(win, [holder, el], () => {
+  life.own(watchResize(win, [holder, el], () => {
     const w = Math.round(holder.clientWidth);
     const fh = fixedHeight();
     if ((w > 0 && Math.abs(Math.max(320, w) - state.width) > 1) || (fh && Math.abs(fh - lastH) > 1)) {
       lastH = fh;
       render();
     }
-  });
+  }));
 
   render();
 
-  return () => {
-    for (const [ev, cb] of listeners) model.off(ev, cb);
-    win.clearTimeout(state.searchTimer);
-    resize.destroy();
-    zoom.destroy();
-    if (state.brush) state.brush.destroy();
-    keys.destroy();
-    tooltip.destroy();
-    tb.destroy();
-    holder.removeEventListener("click", onClick);
-    holder.removeEventListener("dblclick", onDblClick);
-    holder.removeEventListener("mousemove", onPointerMove);
-    holder.removeEventListener("mouseleave", onLeave);
-    root.remove();
-  };
+  return () => life.dispose();
 }

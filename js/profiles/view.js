@@ -11,6 +11,7 @@ import { createTooltip } from "../chrome/tooltip.js";
 import { watchResize } from "../chrome/size.js";
 import { THEME_PALETTE } from "../cct/style.js";
 import { h } from "../dom.js";
+import { lifetime } from "../kit/lifetime.js";
 import { decodeProfiles } from "./data.js";
 import { drawProfiles } from "./draw.js";
 import { profilesSVG } from "./figure.js";
@@ -49,8 +50,10 @@ export function renderProfiles({ model, el }, opts = {}) {
 
   const root = h(doc, "div", { class: "cctviz cctviz-profiles" });
   el.appendChild(root);
+  const life = lifetime();
+  life.defer(() => root.remove());
   root.appendChild(h(doc, "style", {}, profilesCSS(THEME_PALETTE, ".cctviz-live")));
-  const tb = createToolbar(doc, "Profiles view controls");
+  const tb = life.own(createToolbar(doc, "Profiles view controls"));
   root.appendChild(tb.element);
   const xSel = tb.select("x", { class: "cctviz-x", "aria-label": "x axis" });
   const ySel = tb.select("y", { class: "cctviz-y", "aria-label": "y axis" });
@@ -68,7 +71,7 @@ export function renderProfiles({ model, el }, opts = {}) {
   if (opts.local) for (const c of [xSel.parentNode, ySel.parentNode, projButtons.pca.parentNode, colorSel.parentNode, kField]) c.style.display = "none";
   const holder = h(doc, "div", { class: "cctviz-holder" });
   root.appendChild(holder);
-  const tooltip = createTooltip(root);
+  const tooltip = life.own(createTooltip(root));
 
   const selected = () => (Array.isArray(model.get("selected_profiles")) ? model.get("selected_profiles").map(Number) : []);
   const commit = (changes) => {
@@ -107,9 +110,7 @@ export function renderProfiles({ model, el }, opts = {}) {
     else tooltip.show(tooltipLines(state.data, row), String(state.data.id[row]), ev);
   }
   const onLeave = () => tooltip.hide();
-  holder.addEventListener("click", onClick);
-  holder.addEventListener("mousemove", onMove);
-  holder.addEventListener("mouseleave", onLeave);
+  life.listen(holder, { click: onClick, mousemove: onMove, mouseleave: onLeave });
 
   // ---- keyboard: roving tabindex over the dots (listbox) -------------------------
   const dotOf = (row) => (state.dotsG && row >= 0 ? state.dotsG.querySelector(`.cctviz-dot[data-profile="${state.data.id[row]}"]`) : null);
@@ -230,27 +231,18 @@ export function renderProfiles({ model, el }, opts = {}) {
     ["change:color_by", onMenus],
     ["change:clusters", onMenus],
   ];
-  for (const [ev, cb] of listeners) model.on(ev, cb);
+  life.model(model, listeners);
+  life.own(keys);
+  life.defer(() => state.brush && state.brush.destroy());
 
   // a new width re-renders: compared with the width drawn, so that a box that settles
   // after the first render (an HBox, a cell being laid out) is followed too
-  const resize = watchResize(win, [holder], () => {
+  life.own(watchResize(win, [holder], () => {
     const w = Math.round(holder.clientWidth);
     if (w > 0 && Math.abs(Math.max(MIN_WIDTH, w) - state.width) > 1) render();
-  });
+  }));
 
   render();
 
-  return () => {
-    for (const [ev, cb] of listeners) model.off(ev, cb);
-    resize.destroy();
-    if (state.brush) state.brush.destroy();
-    keys.destroy();
-    tooltip.destroy();
-    tb.destroy();
-    holder.removeEventListener("click", onClick);
-    holder.removeEventListener("mousemove", onMove);
-    holder.removeEventListener("mouseleave", onLeave);
-    root.remove();
-  };
+  return () => life.dispose();
 }

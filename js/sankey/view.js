@@ -7,6 +7,7 @@
 import { pointer } from "d3-selection";
 import { zoomIdentity } from "d3-zoom";
 import { h, r2 } from "../dom.js";
+import { lifetime } from "../kit/lifetime.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { contentHeight, fitScale, givenHeight, watchResize } from "../chrome/size.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
@@ -53,8 +54,10 @@ export function renderSankey({ model, el }) {
 
   const root = h(doc, "div", { class: "cctviz cctviz-sankey" });
   el.appendChild(root);
+  const life = lifetime();
+  life.defer(() => root.remove());
   root.appendChild(h(doc, "style", {}, sankeyCSS(THEME_PALETTE, ".cctviz-live")));
-  const tb = createToolbar(doc, "Ensemble Sankey controls");
+  const tb = life.own(createToolbar(doc, "Ensemble Sankey controls"));
   root.appendChild(tb.element);
   const metricSel = tb.select("Metric", { class: "cctviz-metric", "aria-label": "Metric that sizes the nodes" });
   const fitBtn = tb.button("Fit", { class: "cctviz-btn cctviz-fit", title: "Show the whole graph (0)" });
@@ -62,7 +65,7 @@ export function renderSankey({ model, el }) {
   const { info, status } = tb.counts();
   const holder = h(doc, "div", { class: "cctviz-holder" });
   root.appendChild(holder);
-  const tooltip = createTooltip(root);
+  const tooltip = life.own(createTooltip(root));
 
   // ---- trait helpers -----------------------------------------------------
   const { getIds, commit } = traitHelpers(model);
@@ -188,11 +191,7 @@ export function renderSankey({ model, el }) {
     win.addEventListener("mouseup", up, true);
   }
 
-  holder.addEventListener("click", onClick);
-  holder.addEventListener("dblclick", onDblClick);
-  holder.addEventListener("mousemove", onMove);
-  holder.addEventListener("mouseleave", onLeave);
-  holder.addEventListener("mousedown", onDown);
+  life.listen(holder, { click: onClick, dblclick: onDblClick, mousemove: onMove, mouseleave: onLeave, mousedown: onDown });
 
   // ---- keyboard: arrows move between nodes, Enter selects, Escape clears ------------
   function itemOf(k) {
@@ -329,26 +328,23 @@ export function renderSankey({ model, el }) {
     ["change:metrics", updateMenus],
     ["change:metric", updateMenus],
   ];
-  for (const [ev, cb] of listeners) model.on(ev, cb);
-  const resize = watchResize(win, [holder, el], () => {
-    const w = Math.round(holder.clientWidth);
-    if (w > 0 && Math.abs(Math.max(320, w) - state.width) > 1) render();
-  });
+  life.model(model, listeners);
+  life.own(zoom);
+  life.own(keys);
+  // a new width, or a new notebook-given height (view.layout.height), re-renders
+  let lastH = 0;
+  life.own(
+    watchResize(win, [holder, el], () => {
+      const w = Math.round(holder.clientWidth);
+      const fh = givenHeight(el, [tb.element]);
+      if ((w > 0 && Math.abs(Math.max(320, w) - state.width) > 1) || (fh && Math.abs(fh - lastH) > 1)) {
+        lastH = fh;
+        render();
+      }
+    }),
+  );
 
   render();
 
-  return () => {
-    for (const [ev, cb] of listeners) model.off(ev, cb);
-    resize.destroy();
-    zoom.destroy();
-    keys.destroy();
-    tooltip.destroy();
-    tb.destroy();
-    holder.removeEventListener("click", onClick);
-    holder.removeEventListener("dblclick", onDblClick);
-    holder.removeEventListener("mousemove", onMove);
-    holder.removeEventListener("mouseleave", onLeave);
-    holder.removeEventListener("mousedown", onDown);
-    root.remove();
-  };
+  return () => life.dispose();
 }

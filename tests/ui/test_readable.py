@@ -147,3 +147,36 @@ def test_the_linked_trio_is_readable_in_an_hbox_at_1050px(lab, theme):
         assert v["svg"]["right"] <= v["box"]["right"] + 1, v
         assert v["drawnOutside"] == 0, v
         assert v["emptyBelow"] < 120, v  # no tall empty band under the rows
+
+
+# ------------------------------------------------------------------- teardown (js/kit)
+
+TEARDOWN = """(modelId) => {
+  const model = window.__harness.models.get(modelId);
+  const el = document.querySelector(`.harness-view[data-model-id="${CSS.escape(modelId)}"]`);
+  const before = {handlers: model.handlers.length, children: el.children.length};
+  for (const cleanup of model.views.splice(0)) cleanup();
+  return {before, after: {handlers: model.handlers.length, children: el.children.length}};
+}"""
+
+
+@pytest.mark.parametrize("kind", ["cct", "sankey", "profiles"])
+def test_every_view_undoes_what_it_set_up(widget_page, kind):
+    """The three views tear down through one list (js/kit/lifetime.js): after the
+    notebook's cleanup, no model listener is left and the view's DOM is gone, and a
+    change from Python afterwards raises nothing in the page."""
+    from tests.conftest import LULESH_SCALING
+
+    ens = cctviz.read(LULESH_SCALING[-1])
+    view = {"cct": cctviz.CCTView, "sankey": cctviz.SankeyView, "profiles": cctviz.ProfilesView}[
+        kind
+    ](ens)
+    wp = widget_page(view)
+    got = wp.eval(TEARDOWN, view.model_id)
+    assert got["before"]["handlers"] >= 5 and got["before"]["children"] == 1, got
+    assert got["after"] == {"handlers": 0, "children": 0}, got
+    if kind == "profiles":
+        view.selected_profiles = [0, 1]
+    else:
+        view.selection = view.tree.query('MATCH (".", a) WHERE a."name" = "main"')
+    wp.sync()  # wp.check() at teardown fails on any page error
