@@ -3,7 +3,7 @@
 // and the SVG document text around a drawn figure.
 
 import { serialize } from "./dom.js";
-import { PALETTES, figureCSS } from "./cct/style.js";
+import { PALETTES, figureCSS } from "./kit/style.js";
 
 /** Export options and their defaults (a null or missing option takes its default). */
 export const EXPORT_DEFAULTS = Object.freeze({

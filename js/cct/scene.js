@@ -18,7 +18,7 @@ import {
   terciles,
   textColorOn,
   valueAt,
-} from "./color.js";
+} from "../kit/color.js";
 import {
   FLAG_MATCH,
   ancestorNames,

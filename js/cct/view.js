@@ -18,7 +18,7 @@ import { FLAG_MATCH, decodeData, isCollapsed, isExpandable, isOther, otherParent
 import { buildPrim, drawCCT } from "./draw.js";
 import { cctSVG } from "./figure.js";
 import { colorMetrics, cctScene, selectionOverlay, tooltipLines } from "./scene.js";
-import { THEME_PALETTE, figureCSS } from "./style.js";
+import { THEME_PALETTE, figureCSS } from "../kit/style.js";
 
 const SEP = " \u203a ";
 /** Label size on screen, px. */

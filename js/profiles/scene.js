@@ -6,7 +6,7 @@
 
 import { interpolateViridis } from "d3-scale-chromatic";
 import { linearAxis } from "../axis.js";
-import { MISSING_COLOR, sequentialScale } from "../cct/color.js";
+import { MISSING_COLOR, sequentialScale } from "../kit/color.js";
 import { r2 } from "../dom.js";
 import { formatValue } from "../format.js";
 import { FONT_FAMILY, TABLE_MEASURE } from "../measure.js";

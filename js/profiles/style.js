@@ -1,8 +1,8 @@
 // The ProfilesView figure's stylesheet: the CCT figure's shared rules (text,
-// title, legends) plus the scatter plot's own, for a palette of js/cct/style.js
+// title, legends) plus the scatter plot's own, for a palette of js/kit/style.js
 // (the theme's variables in the notebook, fixed colours in export).
 
-import { figureCSS } from "../cct/style.js";
+import { figureCSS } from "../kit/style.js";
 
 /**
  * @param {object} p a palette (`PALETTES.light|dark` or `THEME_PALETTE`)

@@ -9,7 +9,7 @@ import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { watchResize } from "../chrome/size.js";
-import { THEME_PALETTE } from "../cct/style.js";
+import { THEME_PALETTE } from "../kit/style.js";
 import { h } from "../dom.js";
 import { lifetime } from "../kit/lifetime.js";
 import { decodeProfiles } from "./data.js";

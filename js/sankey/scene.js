@@ -9,7 +9,7 @@ import { r2 } from "../dom.js";
 import { formatRatio, formatValue, unitLabel } from "../format.js";
 import { FONT_FAMILY, TABLE_MEASURE, distinctCutter } from "../measure.js";
 import { P, colorBar, frameSize, frameTop, legendFlowWidth, legendKit, typesetter } from "../scene-kit.js";
-import { MISSING_COLOR, sequentialScale, textColorOn, valueAt } from "../cct/color.js";
+import { MISSING_COLOR, sequentialScale, textColorOn, valueAt } from "../kit/color.js";
 import { binsOf, distRange, fmt, hasCue, profileLabel } from "./data.js";
 import { sankeyLayout } from "./layout.js";
 

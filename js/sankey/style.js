@@ -4,7 +4,7 @@
 // Colours that depend on a node's fill (the ink of its histogram and box
 // plot) are attributes set by the scene, not rules.
 
-import { figureCSS } from "../cct/style.js";
+import { figureCSS } from "../kit/style.js";
 
 /**
  * @param {object} p a palette (PALETTES.light|dark or THEME_PALETTE)

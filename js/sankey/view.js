@@ -14,7 +14,7 @@ import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { traitHelpers } from "../chrome/traits.js";
 import { createZoom } from "../chrome/zoom.js";
-import { THEME_PALETTE } from "../cct/style.js";
+import { THEME_PALETTE } from "../kit/style.js";
 import { decodeSankey } from "./data.js";
 import { drawSankey, figureClass } from "./draw.js";
 import { sankeySVG, sankeyState } from "./figure.js";

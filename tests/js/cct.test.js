@@ -42,7 +42,7 @@ import {
   terciles,
   textColorOn,
   valueAt,
-} from "../../js/cct/color.js";
+} from "../../js/kit/color.js";
 import entry, * as named from "../../js/index.js";
 
 /** Copy a typed array into a DataView at an odd byte offset (as ipywidgets buffers may be). */
@@ -391,7 +391,7 @@ describe("cct/layout: labels", () => {
   });
 });
 
-describe("cct/color", () => {
+describe("kit/color", () => {
   it("maps the domain ends to the ends of the heat ramp and NaN to grey", () => {
     const s = sequentialScale([0, 10]);
     assert.equal(s.log, false);

@@ -175,7 +175,7 @@ describe("draw: only parent.ownerDocument", () => {
   });
 
   it("uses no window, global document, measuring, listeners, timers or transitions", () => {
-    const files = ["cct/draw.js", "cct/scene.js", "cct/figure.js", "cct/style.js", "dom.js", "shim.js", "measure.js", "scene-kit.js", "paper.js"];
+    const files = ["cct/draw.js", "cct/scene.js", "cct/figure.js", "kit/style.js", "kit/color.js", "dom.js", "shim.js", "measure.js", "scene-kit.js", "paper.js"];
     files.push(...["layout.js", "scene.js", "draw.js", "figure.js", "style.js", "data.js"].map((f) => `sankey/${f}`));
     files.push(...["data.js", "scene.js", "draw.js", "figure.js", "style.js"].map((f) => `profiles/${f}`), "axis.js");
     for (const f of files) {
