@@ -139,11 +139,43 @@ class View(SavesFigure, anywidget.AnyWidget):
 
     @property
     def state(self) -> dict[str, Any]:
-        """The view's state as plain values."""
-        out = {k: getattr(self, k) for k in self.STATE}
-        if "selection" in out and isinstance(out["selection"], NodeSet):
-            out["selection"] = out["selection"].ids.tolist()
-        return out
+        """The view's state as plain JSON values (lists, not tuples, numpy arrays or
+        node sets): what restores it (``type(view)(data, **view.state)``) and, with
+        :meth:`figure_extras`, what ``save()`` exports (:meth:`figure_state`)."""
+        return {k: _plain(getattr(self, k)) for k in self.STATE}
+
+    def figure_extras(self) -> dict[str, Any]:
+        """What a figure shows that is derived, not state (a view overrides it:
+        the metrics offered, a grouping's description)."""
+        return {}
+
+    def figure_state(self) -> dict[str, Any]:
+        """The export payload's ``state``: :attr:`state` plus :meth:`figure_extras`,
+        one shape for saving, exporting and restoring.
+
+        Example:
+            >>> import cctviz
+            >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+            >>> st = cctviz.CCTView(t, selection=[1]).figure_state()
+            >>> st["selection"], st["metrics"][:1]
+            ([1], ['time (inc)'])
+        """
+        return {**self.state, **self.figure_extras()}
+
+
+def _plain(value: Any) -> Any:
+    """A state value as JSON: node sets as their ids, tuples and arrays as lists."""
+    if isinstance(value, NodeSet):
+        return [int(i) for i in value.ids]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def register_view(kind: str) -> Callable[[type], type]:

@@ -223,20 +223,9 @@ class CCTView(View):
             }
         )
 
-    def figure_state(self) -> dict[str, Any]:
-        """The export payload's ``state``: :attr:`state` as plain JSON values and the
-        metrics offered (``CCTView(data, **state)`` restores the view)."""
-        st = self.state
-        color = st["color"]
-        return {
-            "color": color if isinstance(color, str) else list(color),
-            "size": st.get("size") or "",
-            "chart": st.get("chart") or "tree",
-            "selection": [int(i) for i in st.get("selection") or []],
-            "focus": int(st.get("focus", -1)),
-            "search": st.get("search") or "",
-            "metrics": list(self.metrics),
-        }
+    def figure_extras(self) -> dict[str, Any]:
+        """The metrics offered (the figure's menus and legends)."""
+        return {"metrics": list(self.metrics)}
 
     # ------------------------------------------------------------ validation
     def _coerce_ids(self, value: Any, what: str) -> np.ndarray:

@@ -280,12 +280,9 @@ class ProfilesView(View):
         """The view's state as plain values; ``ProfilesView(ens, **state)`` restores it."""
         return {k: (list(v) if isinstance(v := getattr(self, k), list) else v) for k in self.STATE}
 
-    def figure_state(self) -> dict[str, Any]:
-        """The export payload's ``state`` (see :func:`cctviz.export.payload`)."""
-        st = self.state
-        st["selected_profiles"] = [int(i) for i in st["selected_profiles"]]
-        st["metric"] = self._metric
-        return st
+    def figure_extras(self) -> dict[str, Any]:
+        """The metric the profiles are compared by."""
+        return {"metric": self._metric}
 
     # ------------------------------------------------------------ validation
     def _numeric_columns(self) -> list[str]:

@@ -294,9 +294,9 @@ class SankeyView(View):
         """The selected super nodes (rows of :attr:`nodes`)."""
         return self.nodes.iloc[self.selected_groups]
 
-    def figure_state(self) -> dict[str, Any]:
-        """The export payload's ``state`` (trait names; see CONTRACT.md)."""
-        return {**self.state, "group_by": self.group_by}
+    def figure_extras(self) -> dict[str, Any]:
+        """How the call sites are grouped (see CONTRACT.md)."""
+        return {"group_by": self.group_by}
 
     # ------------------------------------------------------------ diff
     def _parse_diff(

@@ -32,7 +32,14 @@ def test_payload_of_a_view_never_displayed(view):
     assert d["parent"] == view.visible["parent_row"].tolist()
     assert len(d["name_offsets"]) == d["n"] + 1
     assert all(isinstance(v, float) for v in d["color"])
+    # one state shape: the view's state (what restores it) plus the metrics offered
+    assert p["state"] == {**view.state, "metrics": view.metrics}
+    assert type(view)(view.shown, **view.state).state == view.state
     assert p["state"] == {
+        "collapsed": view.collapsed,
+        "expanded": [],
+        "max_nodes": 2000,
+        "selected_profiles": [],
         "color": "time (inc)",
         "size": "time (inc)",
         "chart": "tree",

@@ -49,9 +49,6 @@ def tiny_kind():
             super().__init__(**kw)
             self._data = {"n": len(tree), "names": [str(x) for x in tree.names]}
 
-        def figure_state(self) -> dict:
-            return dict(self.state)
-
     yield TinyView
     VIEW_KINDS.pop("tiny", None)
 
