@@ -95,6 +95,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
+from ..model.build import NestingError, nest_enter_leave
 from ..model.collectives import OTF2_OPS, bus_factor, leaf_name, nccl_tests_elements
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
@@ -411,97 +412,12 @@ def _read_events(_otf2: Any, handle: Any, loc_ref: int, cbs: dict[str, Callable]
 
 # ---------------------------------------------------------------- building
 def _nest(path: Path, where: str, region: np.ndarray, ticks: np.ndarray, end: int) -> dict:
-    """Pair the Enter/Leave events of one location and give each Enter its
-    call path (a context id; 0 is the root).
-
-    Returns the Enter positions, their context, parent context, inclusive
-    ticks and, for every E/L position, the context running after it.
-    """
-    n = region.shape[0]
-    is_enter = region >= 0
-    step = np.where(is_enter, 1, -1)
-    depth_after = np.cumsum(step)
-    if n and depth_after.min() < 0:
-        k = int(np.argmax(depth_after < 0))
-        raise ProfileError(
-            path,
-            "a Leave event without a matching Enter",
-            where=f"{where}, Enter/Leave event {k}",
-        )
-    unclosed = int(depth_after[-1]) if n else 0
-    level = np.where(is_enter, depth_after, depth_after + 1)  # 1-based frame level
-    enters = np.flatnonzero(is_enter)
-    e_level = level[enters]
-    # the Leave of each Enter: within one level, events alternate E, L, E, L...
-    order = np.lexsort((np.arange(n), level))
-    lv_sorted = level[order]
-    pos_in = np.empty(n, dtype=np.int64)
-    pos_in[order] = np.arange(n)
-    nxt = pos_in[enters] + 1
-    ok = nxt < n
-    ok[ok] = (lv_sorted[nxt[ok]] == e_level[ok]) & ~is_enter[order[nxt[ok]]]
-    leave_of = np.full(enters.shape[0], -1, dtype=np.int64)
-    leave_of[ok] = order[nxt[ok]]
-    if n:
-        lr = region[leave_of[ok]]
-        bad = np.flatnonzero(-1 - lr != region[enters[ok]])
-        if bad.size:
-            k = int(leave_of[ok][bad[0]])
-            raise ProfileError(
-                path,
-                f"a Leave of region {-1 - int(region[k])} closes region "
-                f"{int(region[enters[ok][bad[0]]])}",
-                where=f"{where}, Enter/Leave event {k}",
-            )
-    t_leave = np.where(leave_of >= 0, ticks[np.maximum(leave_of, 0)], end)
-    inc = t_leave - ticks[enters]
-    # parents and contexts, level by level
-    n_e = enters.shape[0]
-    ctx = np.zeros(n_e, dtype=np.int64)
-    parent_ctx = np.zeros(n_e, dtype=np.int64)
-    parent_enter = np.full(n_e, -1, dtype=np.int64)
-    ctx_parent: list[np.ndarray] = [np.asarray([-1], dtype=np.int64)]
-    ctx_region: list[np.ndarray] = [np.asarray([-1], dtype=np.int64)]
-    n_ctx = 1
-    max_level = int(e_level.max()) if n_e else 0
-    by_level = np.argsort(e_level, kind="stable")
-    bounds = np.searchsorted(e_level[by_level], np.arange(1, max_level + 2))
-    prev_idx = np.zeros(0, dtype=np.int64)
-    for lv in range(1, max_level + 1):
-        idx = by_level[bounds[lv - 1] : bounds[lv]]  # Enter indices at this level, in order
-        if lv > 1:
-            k = np.searchsorted(enters[prev_idx], enters[idx]) - 1
-            parent_enter[idx] = prev_idx[k]
-            parent_ctx[idx] = ctx[prev_idx[k]]
-        regs = region[enters[idx]]
-        key = parent_ctx[idx] * (int(region.max()) + 1) + regs
-        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-        ctx[idx] = n_ctx + inv
-        ctx_parent.append(parent_ctx[idx][first])
-        ctx_region.append(regs[first])
-        n_ctx += uniq.shape[0]
-        prev_idx = idx
-    # the context (and the Enter) running after each E/L event
-    after = np.zeros(n, dtype=np.int64)
-    after[enters] = ctx
-    open_after = np.full(n, -1, dtype=np.int64)
-    open_after[enters] = np.arange(n_e)
-    if n_e:
-        ok_l = leave_of >= 0
-        after[leave_of[ok_l]] = parent_ctx[ok_l]
-        open_after[leave_of[ok_l]] = parent_enter[ok_l]
-    return {
-        "enters": enters,
-        "ctx": ctx,
-        "parent_ctx": parent_ctx,
-        "inc": inc,
-        "after": after,
-        "open_after": open_after,
-        "leave_of": leave_of,
-        "ctx_parent": np.concatenate(ctx_parent),
-        "ctx_region": np.concatenate(ctx_region),
-        "unclosed": unclosed,
-    }
+    """:func:`cctviz.model.build.nest_enter_leave` of one location, its errors
+    named by file and location."""
+    try:
+        return nest_enter_leave(region, ticks, end)
+    except NestingError as e:
+        raise ProfileError(path, str(e), where=f"{where}, Enter/Leave event {e.event}") from None
 
 
 def _at(after: np.ndarray, pos: np.ndarray) -> np.ndarray:

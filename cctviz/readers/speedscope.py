@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..model.build import stacks_to_tree
+from ..model.build import NestingError, nest_enter_leave, stacks_to_tree
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
@@ -122,16 +122,11 @@ def _sampled(path: Path, prof: dict, where: str, nf: int) -> tuple[np.ndarray, l
 
 
 def _evented(path: Path, prof: dict, where: str, nf: int) -> tuple[np.ndarray, list, dict]:
+    """Open/Close events -> call-path tree (the model's Enter/Leave builder):
+    exclusive time (the time a frame is innermost) and calls per node."""
     events = prof.get("events")
     expect(path, isinstance(events, list), f"{where}.events", "expected a list of events")
-    ids: dict[tuple[int, int], int] = {}
-    parent: list[int] = []
-    keys: list[int] = []
-    value: list[float] = []
-    calls: list[float] = []
-    stack: list[int] = []
-    last = None
-    for k, ev in enumerate(events):
+    for k, ev in enumerate(events):  # the JSON objects themselves; arrays from here on
         w = f"{where}.events[{k}]"
         expect(path, isinstance(ev, dict), w, "expected an event {'type', 'at', 'frame'}")
         typ, at, fr = ev.get("type"), ev.get("at"), ev.get("frame")
@@ -143,38 +138,36 @@ def _evented(path: Path, prof: dict, where: str, nf: int) -> tuple[np.ndarray, l
             f"{w}.frame",
             f"expected a frame index (0..{nf - 1}), got {fr!r}",
         )
-        if last is not None:
-            expect(path, at >= last, f"{w}.at", f"time goes backwards ({at} after {last})")
-            if stack:
-                value[stack[-1]] += at - last
-        last = at
-        if typ == "O":
-            par = stack[-1] if stack else -1
-            nid = ids.get((par, fr))
-            if nid is None:
-                nid = ids[(par, fr)] = len(parent)
-                parent.append(par)
-                keys.append(fr)
-                value.append(0.0)
-                calls.append(0.0)
-            calls[nid] += 1
-            stack.append(nid)
-        else:
-            expect(
-                path,
-                bool(stack) and keys[stack[-1]] == fr,
-                w,
-                f"closes frame {fr}, but the innermost open frame is "
-                + (str(keys[stack[-1]]) if stack else "none"),
-            )
-            stack.pop()
+    at = np.asarray([ev["at"] for ev in events], dtype=np.float64)
+    frame = np.asarray([ev["frame"] for ev in events], dtype=np.int64)
+    opens = np.asarray([ev["type"] == "O" for ev in events], dtype=bool)
+    back = np.flatnonzero(np.diff(at) < 0)
+    if back.size:
+        k = int(back[0]) + 1
+        raise ProfileError(
+            path,
+            f"time goes backwards ({at[k]:g} after {at[k - 1]:g})",
+            where=f"{where}.events[{k}].at",
+        )
     end = prof.get("endValue")
-    if stack and _is_num(end) and last is not None and end > last:
-        value[stack[-1]] += end - last
+    last = float(at[-1]) if at.size else 0.0
+    close_at = float(end) if _is_num(end) and end > last else last
+    try:
+        nest = nest_enter_leave(np.where(opens, frame, -1 - frame), at, close_at)
+    except NestingError as e:
+        k = e.event
+        raise ProfileError(
+            path, f"closes frame {int(frame[k])}: {e}", where=f"{where}.events[{k}]"
+        ) from None
+    n_ctx = nest["ctx_parent"].shape[0]
+    inclusive = np.bincount(nest["ctx"], weights=nest["inc"], minlength=n_ctx)
+    children = np.bincount(nest["parent_ctx"], weights=nest["inc"], minlength=n_ctx)
+    calls = np.bincount(nest["ctx"], minlength=n_ctx).astype(np.float64)
+    # context 0 is the builder's root: the profile's top frames are roots here
     return (
-        np.asarray(parent, dtype=np.int64),
-        keys,
-        {"value": np.asarray(value), "calls": np.asarray(calls)},
+        nest["ctx_parent"][1:] - 1,
+        nest["ctx_region"][1:].tolist(),
+        {"value": (inclusive - children)[1:], "calls": calls[1:]},
     )
 
 
