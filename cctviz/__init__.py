@@ -9,8 +9,9 @@
 from .errors import CCTVizError, ProfileError, QueryError, UnknownFormatError
 from .interop import from_hatchet, from_thicket
 from .model import Ensemble, NodeSet, Tree
+from .model.timeline import Timeline
 from .ops.diff import diff, diff_table
-from .readers import read, read_ensemble
+from .readers import read, read_ensemble, read_timeline
 from .writers import write
 
 __version__ = "0.1.0"
@@ -56,6 +57,8 @@ __all__ = [
     "Link",
     "read",
     "read_ensemble",
+    "read_timeline",
+    "Timeline",
     "profile",
     "Profiler",
     "write",

@@ -86,6 +86,44 @@ def register(
     return deco
 
 
+_TIMELINES: dict[str, Callable[..., Any]] = {}
+
+
+def register_timeline(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator registering the timeline reader of format ``name`` (a format whose
+    files keep when things happened: traces), for :func:`read_timeline`."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _TIMELINES[name] = fn
+        return fn
+
+    return deco
+
+
+def read_timeline(path: PathLike, format: str | None = None, **kw: Any) -> Any:
+    """Read a trace as a :class:`~cctviz.model.timeline.Timeline`: its intervals
+    per profile and calling context, on the same unified tree as :func:`read`'s
+    Ensemble (``read_timeline(x).ensemble()`` aggregates to it).
+
+    Formats: OTF2 archives (Score-P's and ``cctviz run --trace``'s).
+
+    Example:
+        >>> import cctviz
+        >>> tl = cctviz.read_timeline("../shared/data/pipit/ping-pong-otf2/traces.otf2")
+        >>> tl.n_profiles, sorted(tl.event_metrics)
+        (2, ['bus_bytes', 'comm_bytes', 'comm_time'])
+    """
+    p = Path(path)
+    name = format or detect(p)
+    fn = _TIMELINES.get(name)
+    if fn is None:
+        have = ", ".join(sorted(_TIMELINES)) or "none"
+        raise ProfileError(
+            p, f"{name} files hold no timeline that cctviz reads (timelines: {have}); read() it"
+        )
+    return fn(p, **kw)
+
+
 def formats() -> dict[str, str]:
     """Registered formats and what they read."""
     return {k: r.description for k, r in _READERS.items()}
@@ -392,4 +430,13 @@ _READERS = dict(
     sorted(_READERS.items(), key=lambda kv: _RANK.get(kv[1].read.__module__, len(_RANK)))
 )
 
-__all__ = ["read", "read_ensemble", "register", "detect", "formats", "Reader"]
+__all__ = [
+    "read",
+    "read_ensemble",
+    "read_timeline",
+    "register",
+    "register_timeline",
+    "detect",
+    "formats",
+    "Reader",
+]

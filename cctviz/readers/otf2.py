@@ -98,9 +98,10 @@ from ..errors import ProfileError
 from ..model.build import NestingError, nest_enter_leave
 from ..model.collectives import OTF2_OPS, bus_factor, leaf_name, nccl_tests_elements
 from ..model.ensemble import Ensemble
+from ..model.timeline import Timeline, number_steps
 from ..model.tree import Tree
 from ..model.units import canonical
-from . import progress_bar, register
+from . import progress_bar, register, register_timeline
 
 ANCHOR = "traces.otf2"
 ROOT = "(program)"  # the roots' name until the program's name is known
@@ -436,7 +437,8 @@ def _location_tree(
     names: list[tuple[str, str, int]],
     root_name: str,
     ns_per_tick: float,
-) -> tuple[Tree, dict[str, int]]:
+    with_events: bool = False,
+) -> tuple[Tree, dict[str, Any]]:
     region = (
         np.frombuffer(st.el_region, dtype=np.int64) if len(st.el_region) else np.zeros(0, np.int64)
     )
@@ -473,6 +475,8 @@ def _location_tree(
     n_leaf = 0
     comm_cols: dict[str, np.ndarray] = {}
     pre: dict[str, np.ndarray] = {}  # comm metrics of the collective regions themselves
+    ev_comm: dict[str, np.ndarray] = {}  # per Enter (timeline): its collective's values
+    leaf_events: dict[str, np.ndarray] | None = None  # MPI records (timeline)
 
     def column(buf: Any, dtype: Any) -> np.ndarray:
         return np.frombuffer(buf, dtype=dtype) if len(buf) else np.zeros(0, dtype)
@@ -488,6 +492,12 @@ def _location_tree(
         # in a region that is the collective itself (a cctviz trace's "comm" context),
         # the record's bytes and time are that region's: no leaf below it
         absorbed = node_kind[at_all] == "comm"
+        if with_events and absorbed.any():
+            ev_comm = _absorbed_per_enter(nest, c_pos[absorbed], cb[absorbed], cbus[absorbed])
+            ta, tb = t0[absorbed], t1[absorbed]
+            ev_comm["comm_time"] = _per_enter(
+                nest, c_pos[absorbed], np.where(ta >= 0, (tb - ta) * ns_per_tick, 0.0)
+            )
         if absorbed.any():
             a_at = at_all[absorbed]
             pre["comm_bytes"] = np.bincount(a_at, weights=cb[absorbed], minlength=n_ctx)
@@ -520,6 +530,22 @@ def _location_tree(
             open_enter = _open_enter(nest, c_pos[blocking])
             d = np.where(open_enter >= 0, inc[np.maximum(open_enter, 0)], 0)
             dur[blocking] = d
+        if with_events:
+            # an MPI record beside the frames: its own interval, not part of the nesting
+            start_l = np.where(blocking, 0, t0)
+            if blocking.any():
+                oe = np.maximum(open_enter, 0)
+                start_l[blocking] = np.where(
+                    open_enter >= 0, ticks[enters[oe]], c_pos[blocking] * 0
+                )
+            leaf_events = {
+                "node": leaf_id,
+                "start": start_l,
+                "end": start_l + dur,
+                "comm_bytes": cb,
+                "bus_bytes": cbus,
+                "comm_time": dur * ns_per_tick,
+            }
         metrics["comm_bytes"] = np.bincount(leaf_id, weights=cb, minlength=total)
         metrics["bus_bytes"] = np.bincount(leaf_id, weights=cbus, minlength=total)
         metrics["comm_time"] = np.bincount(leaf_id, weights=dur, minlength=total) * ns_per_tick
@@ -574,7 +600,7 @@ def _location_tree(
             if u:
                 extra_meta["units"][mem.name] = u
     columns = {"paradigm": paradigm, "role": role, **comm_cols}
-    tree = Tree.from_parents(
+    tree, new_id = Tree.from_parents_with_ids(
         np.concatenate(parents),
         node_name,
         metrics,
@@ -585,7 +611,94 @@ def _location_tree(
             "aggregation": extra_meta["aggregation"],
         },
     )
-    return tree, {"unclosed": nest["unclosed"], "events": int(region.shape[0])}
+    info: dict[str, Any] = {"unclosed": nest["unclosed"], "events": int(region.shape[0])}
+    if with_events:
+        info["timeline"] = _location_events(
+            nest, ticks, t_begin, t_end, new_id, ev_comm, leaf_events, ns_per_tick
+        )
+    return tree, info
+
+
+def _per_enter(nest: dict, pos: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` of records at E/L positions ``pos`` summed onto the Enter open there."""
+    oe = _open_enter(nest, pos)
+    ok = oe >= 0
+    return np.bincount(oe[ok], weights=values[ok], minlength=nest["enters"].shape[0])
+
+
+def _absorbed_per_enter(
+    nest: dict, pos: np.ndarray, cb: np.ndarray, cbus: np.ndarray
+) -> dict[str, np.ndarray]:
+    """A cctviz trace's collective records, onto the Enter of their region."""
+    return {"comm_bytes": _per_enter(nest, pos, cb), "bus_bytes": _per_enter(nest, pos, cbus)}
+
+
+def _location_events(
+    nest: dict,
+    ticks: np.ndarray,
+    t_begin: int,
+    t_end: int,
+    new_id: np.ndarray,
+    ev_comm: dict[str, np.ndarray],
+    leaf_events: dict[str, np.ndarray] | None,
+    ns_per_tick: float,
+) -> pd.DataFrame:
+    """The location's intervals in its tree's ids: the root (the program's span, its
+    calls not counted, as the profile's), every Enter, and MPI records (untimed)."""
+    enters = nest["enters"]
+    n_e = enters.shape[0]
+    start = np.concatenate([[t_begin], ticks[enters]])
+    end = np.concatenate([[t_end], ticks[enters] + nest["inc"]])
+    cols: dict[str, Any] = {
+        "node": new_id[np.concatenate([[0], nest["ctx"]])],
+        "start": start,
+        "end": end,
+        "timed": np.ones(n_e + 1, dtype=bool),
+        "counted": np.concatenate([[False], np.ones(n_e, dtype=bool)]),
+    }
+    for m in ("comm_bytes", "bus_bytes", "comm_time"):
+        v = ev_comm.get(m)
+        cols[m] = np.concatenate([[np.nan], v if v is not None else np.full(n_e, np.nan)])
+    if ev_comm:
+        none = ~(cols["comm_bytes"] > 0) & ~(cols["comm_time"] > 0)
+        for m in ("comm_bytes", "bus_bytes", "comm_time"):
+            cols[m][none] = np.nan
+    frame = pd.DataFrame(cols)
+    if leaf_events is not None:
+        leaves = pd.DataFrame(
+            {
+                "node": new_id[leaf_events["node"]],
+                "start": leaf_events["start"],
+                "end": leaf_events["end"],
+                "timed": False,
+                "counted": True,
+                "comm_bytes": leaf_events["comm_bytes"],
+                "bus_bytes": leaf_events["bus_bytes"],
+                "comm_time": leaf_events["comm_time"],
+            }
+        )
+        frame = pd.concat([frame, leaves], ignore_index=True)
+    for c in ("start", "end"):  # ticks -> ns on the archive's clock
+        frame[c] = np.rint(frame[c].to_numpy(dtype=np.float64) * ns_per_tick).astype(np.int64)
+    return frame
+
+
+def _focus_ids(tree: Tree) -> np.ndarray:
+    """Where :func:`_own_root`'s focus puts each node of ``tree`` (-1: dropped)."""
+    top = int(np.flatnonzero(np.asarray(tree.parent) == 0)[0])
+    keep = np.zeros(len(tree), dtype=bool)
+    keep[top : int(tree.end[top])] = True  # pre-order: a subtree is a run of ids
+    return np.where(keep, np.cumsum(keep) - 1, -1)
+
+
+def _on_unified(tree: Tree, unified: Tree, events: pd.DataFrame) -> pd.DataFrame:
+    """A location's events with node ids of the Ensemble's tree (those of a
+    dropped node, the reader's root above a trace's own, are left out)."""
+    from ..model.unify import node_map
+
+    ev = events[events["node"].to_numpy() >= 0]
+    ids = node_map(tree, unified)[ev["node"].to_numpy()]
+    return ev.assign(node=ids)[ids >= 0]
 
 
 def _own_root(tree: Tree) -> Tree | None:
@@ -642,8 +755,65 @@ def read_otf2(path: Path, progress: bool | None = None) -> Ensemble:
         >>> ens.tree.units["PAPI_TOT_CYC"], ens.tree.units["time"]
         ('count', 'ns')
     """
-    otf2, _otf2 = _import_otf2(Path(path))
-    anchor = _anchor(Path(path))
+    anchor, reader, otf2, _otf2 = _open(Path(path))
+    try:
+        return _read(anchor, reader, otf2, _otf2, progress)
+    finally:
+        try:
+            reader.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+@register_timeline("otf2")
+def read_otf2_timeline(path: Path, progress: bool | None = None) -> Timeline:
+    """Read an OTF2 archive as a :class:`~cctviz.model.timeline.Timeline`: one
+    profile per location, every Enter's interval on its calling context, MPI
+    records as intervals of their own (with bytes and time), the collectives of a
+    cctviz trace on their region's interval. ``.ensemble()`` gives
+    :func:`read_otf2`'s time, calls and communication metrics.
+
+    Example:
+        >>> import cctviz
+        >>> tl = cctviz.read_timeline("../shared/data/pipit/ping-pong-otf2/traces.otf2")
+        >>> import numpy as np
+        >>> same = tl.ensemble().values("time") - cctviz.read(tl.meta["path"]).values("time")
+        >>> bool(np.abs(same).max() < len(tl))  # ns: times are rounded to whole ns
+        True
+    """
+    anchor, reader, otf2, _otf2 = _open(Path(path))
+    try:
+        ens, located = _read(anchor, reader, otf2, _otf2, progress, with_events=True)
+    finally:
+        try:
+            reader.close()
+        except Exception:  # noqa: BLE001
+            pass
+    events = (
+        pd.concat([ev.assign(profile=k) for k, ev in enumerate(located)], ignore_index=True)
+        if located
+        else pd.DataFrame(columns=["profile", "node", "start", "end"])
+    )
+    units = {"comm_bytes": "B", "bus_bytes": "B", "comm_time": "ns"}
+    present = {
+        m: u for m, u in units.items() if m in events.columns and np.isfinite(events[m]).any()
+    }
+    if (
+        len(events)
+        and "kind" in ens.tree.nodes.columns
+        and (ens.tree.nodes["kind"] == "step").any()
+    ):
+        events["step"] = number_steps(events, ens.tree)
+    meta = {**ens.meta, "event_metrics": present, "path": str(anchor), "format": "otf2"}
+    meta.pop("units", None)
+    meta.pop("aggregation", None)
+    return Timeline(ens.tree, events, ens.profiles, meta=meta)
+
+
+def _open(path: Path) -> tuple[Path, Any, Any, Any]:
+    """The anchor and an open OTF2 reader (the caller closes it)."""
+    otf2, _otf2 = _import_otf2(path)
+    anchor = _anchor(path)
     if not anchor.is_file():
         raise ProfileError(anchor, "no such OTF2 anchor file")
     with open(anchor, "rb") as f:
@@ -657,16 +827,17 @@ def read_otf2(path: Path, progress: bool | None = None) -> Ensemble:
             f"the OTF2 library cannot open the archive or its definitions "
             f"({anchor.stem}.def): {type(e).__name__}: {e}",
         ) from e
-    try:
-        return _read(anchor, reader, otf2, _otf2, progress)
-    finally:
-        try:
-            reader.close()
-        except Exception:  # noqa: BLE001
-            pass
+    return anchor, reader, otf2, _otf2
 
 
-def _read(anchor: Path, reader: Any, otf2: Any, _otf2: Any, progress: bool | None) -> Ensemble:
+def _read(
+    anchor: Path,
+    reader: Any,
+    otf2: Any,
+    _otf2: Any,
+    progress: bool | None,
+    with_events: bool = False,
+) -> Ensemble | tuple[Ensemble, list[pd.DataFrame]]:
     defs = reader.definitions
     arc = _Archive(defs, otf2)
     clock = defs.clock_properties
@@ -698,6 +869,7 @@ def _read(anchor: Path, reader: Any, otf2: Any, _otf2: Any, progress: bool | Non
     n_events = 0
     program: str | None = None
     thread_in_group: dict[int, int] = {}
+    located: list[pd.DataFrame] = []  # per location, its intervals (timeline)
     group_index = {g._ref: k for k, g in enumerate(defs.location_groups)}
     try:
         for loc in progress_bar(locations, progress, desc="reading locations", unit="location"):
@@ -729,10 +901,14 @@ def _read(anchor: Path, reader: Any, otf2: Any, _otf2: Any, progress: bool | Non
                 ) from e
             if st.program_name and program is None:
                 program = Path(st.program_name).name
-            tree, info = _location_tree(anchor, where, st, arc, list(names), ROOT, ns_per_tick)
+            tree, info = _location_tree(
+                anchor, where, st, arc, list(names), ROOT, ns_per_tick, with_events
+            )
             del st
             unclosed += info["unclosed"]
             trees.append(tree)
+            if with_events:
+                located.append(info["timeline"])
             g = loc.group
             gref = g._ref if g is not None else -1
             th = thread_in_group.get(gref, 0)
@@ -754,13 +930,19 @@ def _read(anchor: Path, reader: Any, otf2: Any, _otf2: Any, progress: bool | Non
         except Exception:  # noqa: BLE001
             pass
     root = program or anchor.stem
+    if with_events:  # a cctviz trace's own root drops the reader's: its ids move
+        for k, t in enumerate(trees):
+            if _own_root(t) is not None:
+                located[k]["node"] = _focus_ids(t)[located[k]["node"].to_numpy()]
     trees = [_own_root(t) or _rename_root(t, root) for t in trees]
     meta: dict[str, Any] = {
         "otf2": {"events": n_events, "unclosed": unclosed, "timer_resolution": res},
         "world_size": arc.world_size,
     }
     ens = Ensemble.from_trees(trees, profiles=pd.DataFrame(rows), meta=meta)
+    if with_events:
+        return ens, [_on_unified(t, ens.tree, ev) for t, ev in zip(trees, located)]
     return ens
 
 
-__all__ = ["read_otf2"]
+__all__ = ["read_otf2", "read_otf2_timeline"]
