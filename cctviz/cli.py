@@ -465,6 +465,9 @@ def _cmd_run(rest: Sequence[str]) -> int:
 
         print("usage: cctviz run [torchrun options] [--out DIR] [--mode light|detailed]")
         print("                  [--warmup N] [--per-step] [--python-frames] [--trace DIR]")
+        print(
+            "                  [--timeline]  (trace into DIR/timeline: cctviz.read_timeline(DIR))"
+        )
         print("                  script.py [args]")
         print(launch.__doc__)
         return 0

@@ -29,7 +29,7 @@ from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.formats import RANK_GLOB, RUN_FILE, rank_file, rank_of, world_size
 from ..model.tree import Tree
-from . import register
+from . import register, register_timeline
 
 _PROFILE_META = (
     "local_rank",
@@ -67,6 +67,30 @@ def _run_info(path: Path) -> dict:
         )
         return {}
     return info if isinstance(info, dict) else {}
+
+
+#: where ``cctviz run --timeline`` (``cctviz.profile(timeline=True)``) traces a run
+TIMELINE_DIR = "timeline"
+
+
+@register_timeline("cctviz-run")
+def read_run_timeline(path: Path, **kw: object):
+    """The timeline of a traced run: its ``timeline/`` trace (``cctviz run
+    --timeline``) or the ``--trace`` folder its run.json names."""
+    from . import read_timeline  # the registry: the trace is an OTF2 archive
+
+    candidates = [path / TIMELINE_DIR]
+    named = _run_info(path).get("trace")
+    if named:
+        candidates += [Path(named), path.parent / named, path / named]
+    for c in candidates:
+        if (c / "traces.otf2").is_file():
+            return read_timeline(c, **kw)
+    raise ProfileError(
+        path,
+        "this run was not traced: run it with `cctviz run --timeline` (or --trace DIR), "
+        "or give cctviz.profile(timeline=True)",
+    )
 
 
 @register("cctviz-run", _sniff, "cctviz runtime run folder (run.json + rank-N.cctviz)", folder=True)

@@ -37,7 +37,12 @@ OPTIONS = {
     "--per-step": False,
     "--python-frames": False,
     "--trace": True,
+    "--timeline": False,
 }
+
+
+#: ``--timeline``: the trace goes into this folder of the run (``cctviz.read_timeline(run)``)
+TIMELINE_DIR = "timeline"
 
 
 class LaunchError(ValueError):
@@ -138,7 +143,12 @@ def run(argv: Sequence[str]) -> int:
         raise LaunchError(f"--warmup needs an integer, not {ours['warmup']!r}") from None
     if not module and not Path(script).is_file():
         raise LaunchError(f"{script}: no such script")
+    stem = script.rsplit(".", 1)[-1] if module else Path(script).stem
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(ours.get("out") or f"cctviz-run-{stem}-{stamp}")
     trace = Path(ours["trace"]) if ours.get("trace") else None
+    if trace is None and ours.get("timeline"):  # the trace inside the run: read_timeline(out)
+        trace = out / TIMELINE_DIR
     if trace is not None:
         from .trace import ARCHIVE, RAW_DIR, require_otf2
 
@@ -152,9 +162,6 @@ def run(argv: Sequence[str]) -> int:
             import shutil
 
             shutil.rmtree(trace / RAW_DIR)  # what a crashed run left
-    stem = script.rsplit(".", 1)[-1] if module else Path(script).stem
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = Path(ours.get("out") or f"cctviz-run-{stem}-{stamp}")
     nnodes = _opt(tokens, "--nnodes") or "1"
     nproc = _opt(tokens, "--nproc-per-node", "--nproc_per_node") or "1"
     node_rank = node_rank_of(tokens)

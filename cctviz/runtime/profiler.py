@@ -93,6 +93,8 @@ class Profiler:
         trace: also write an OTF2 trace of the job into this folder
             (:mod:`cctviz.runtime.trace`; needs ``cctviz[scorep]``). Every rank
             gives the same folder; the last rank to stop writes the archive.
+        timeline: trace into ``out/timeline`` (when ``trace`` is not given), so
+            that ``cctviz.read_timeline(out)`` finds it.
         meta: extra metadata stored with the profile.
 
     Example:
@@ -113,6 +115,7 @@ class Profiler:
         cuda: bool | None = None,
         meta: Mapping[str, Any] | None = None,
         trace: str | os.PathLike | None = None,
+        timeline: bool = False,
     ) -> None:
         if mode not in ("light", "detailed"):
             raise ValueError(f"mode must be 'light' or 'detailed', not {mode!r}")
@@ -126,6 +129,10 @@ class Profiler:
         self.root = root or (os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "main")
         self.cuda = cuda
         self.meta = dict(meta or {})
+        if trace is None and timeline:
+            from .launch import TIMELINE_DIR
+
+            trace = self.out / TIMELINE_DIR
         self.trace = Path(trace) if trace is not None else None
         #: the OTF2 archive's anchor file, once this rank wrote it
         self.trace_archive: Path | None = None

@@ -1,6 +1,6 @@
 """Time as a dimension on a real job (issue 21): 3 gloo ranks of DDP whose late
 rank changes with the step (rank ``step % 3`` sleeps before its backward), traced
-by ``cctviz run --trace``.
+by ``cctviz run --timeline`` (into the run folder: `read_timeline(run)`).
 
 - `read_timeline(trace).ensemble()` equals `read(trace)` exactly (1 ns ticks);
 - `instances()` names the late rank of every gradient all-reduce and the others'
@@ -36,20 +36,19 @@ def rotating(tmp_path_factory):
             str(d / "run"),
             "--warmup",
             "0",
-            "--trace",
-            str(d / "trace"),
+            "--timeline",
             str(SCRIPTS / "rotating_late.py"),
             str(STEPS),
             str(SLEEP_MS),
         ]  # fmt: skip
     )
-    return d / "run", d / "trace"
+    return d / "run", d / "run" / "timeline"
 
 
 def test_the_timeline_aggregates_to_the_trace_and_the_profile(rotating):
     run, trace = rotating
-    tl = cctviz.read_timeline(trace)
-    assert tl.n_profiles == RANKS
+    tl = cctviz.read_timeline(run)  # the run folder: its timeline/ trace
+    assert tl.n_profiles == RANKS and (trace / "traces.otf2").is_file()
     ens, ref = tl.ensemble(), cctviz.read(trace)
     assert set(ens.tree.exc_metrics) == set(ref.tree.exc_metrics)
     for m in ref.tree.exc_metrics:
