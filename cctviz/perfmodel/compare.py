@@ -44,6 +44,7 @@ import pandas as pd
 
 from ..model import units as _units
 from ..model.ensemble import Ensemble
+from ..model.timeline import Timeline
 from ..model.tree import Tree
 
 #: the metrics :func:`wait_transfer` adds (exclusive, per rank, the unit of the time metric)
@@ -117,7 +118,7 @@ def _labels(ens: Ensemble) -> list[str]:
 
 
 def wait_transfer(
-    ens: Ensemble,
+    ens: Ensemble | Timeline,
     *,
     metric: str = "comm_time",
     transfer: Any = None,
@@ -125,9 +126,16 @@ def wait_transfer(
     """Split the measured time of every collective context into transfer and
     wait, per rank, run by run (see the module docstring).
 
+    Given a :class:`~cctviz.model.timeline.Timeline`, the split is made per call
+    (:func:`cctviz.ops.collectives.instances`): each call's late rank and each
+    rank's wait for it, then summed per context; the table says how the late rank
+    is spread over the calls (``late_share``: the share of calls its most frequent
+    late rank was last at), which a per-context aggregate cannot.
+
     Args:
         ens: an Ensemble of the ranks of one or more runs (``ens.run_ids``
-            tells the runs apart), e.g. ``cctviz.read_ensemble(run_folder)``.
+            tells the runs apart), e.g. ``cctviz.read_ensemble(run_folder)``;
+            or a Timeline (``cctviz.read_timeline(run_folder)``).
         metric: the exclusive time spent in collectives (the runtime's ``comm_time``).
         transfer: a predicted transfer time per node (an array over the tree's
             nodes, or the name of a metric of the ensemble such as
@@ -142,6 +150,8 @@ def wait_transfer(
     Raises:
         KeyError: ``metric`` (or ``transfer``) is not a metric of the ensemble.
     """
+    if isinstance(ens, Timeline):
+        return _per_call(ens)
     if metric not in ens.exc_metrics:
         raise KeyError(
             f"metric {metric!r}: not an exclusive metric of this ensemble ({', '.join(ens.exc_metrics)})"
@@ -247,6 +257,81 @@ def wait_transfer(
             },
         ),
     )
+
+
+def _per_call(tl: Timeline) -> WaitTransfer:
+    """:func:`wait_transfer` of a Timeline: call by call (ns summed per context).
+
+    Per call and rank: ``wait`` = the last rank's arrival minus this rank's, at most
+    the rank's time in the call; ``transfer`` = the rest of that time; ``late`` =
+    how much later than the second-to-last the late rank came (on the late rank).
+    """
+    from ..ops.collectives import instances
+
+    ens = tl.ensemble()
+    inst = instances(tl)
+    n_nodes, n_prof = len(ens.tree), ens.n_profiles
+    wait = np.zeros((n_nodes, n_prof))
+    xfer = np.zeros((n_nodes, n_prof))
+    late = np.zeros((n_nodes, n_prof))
+    if len(inst):
+        node = inst["node"].to_numpy(dtype=np.int64)
+        prof = inst["profile"].to_numpy(dtype=np.int64)
+        took = (inst["end"] - inst["arrival"]).to_numpy(dtype=np.float64)
+        w = np.minimum(inst["wait"].to_numpy(dtype=np.float64), took)
+        is_late = (inst["rank"] == inst["late"]).to_numpy() & (inst["ranks"] > 1).to_numpy()
+        np.add.at(wait, (node, prof), w)
+        np.add.at(xfer, (node, prof), took - w)
+        np.add.at(late, (node, prof), np.where(is_late, inst["late_by"].to_numpy(np.float64), 0))
+    table = _per_call_table(ens, inst)
+    unit = "ns"
+    return WaitTransfer(
+        table=table,
+        ensemble=_with_metrics(
+            ens, {m: (v, unit, "sum") for m, v in ((WAIT, wait), (TRANSFER, xfer), (LATE, late))}
+        ),
+    )
+
+
+def _per_call_table(ens: Ensemble, inst: pd.DataFrame) -> pd.DataFrame:
+    """One row per collective context: calls, ranks, wait mean/max per rank and
+    call, the most frequent late rank and the share of calls it was last at."""
+    cols = ["node", "context", "kind", "calls", "ranks", "wait_mean", "wait_max", "late_rank", "late_share", "late_ranks", "late_by"]  # fmt: skip
+    if not len(inst):
+        return pd.DataFrame(columns=cols)
+    labels = _labels(ens)
+    paths = ens.tree.callpaths.to_numpy()
+    names = np.asarray(ens.tree.names, dtype=object)
+    per_call = inst.drop_duplicates("instance")
+    g = inst.groupby("node")
+    gc = per_call.groupby("node")
+    top = gc["late"].agg(lambda x: x.value_counts().idxmax())
+    share = gc["late"].agg(lambda x: x.value_counts(normalize=True).max())
+    rank_label = {int(r): labels[i] for i, r in enumerate(_profile_ranks(ens))}
+    out = pd.DataFrame(
+        {
+            "calls": gc.size(),
+            "ranks": g["profile"].nunique(),
+            "wait_mean": g["wait"].mean(),
+            "wait_max": g["wait"].max(),
+            "late_rank": [rank_label.get(int(r), f"rank {int(r)}") for r in top],
+            "late_share": share,
+            "late_ranks": gc["late"].nunique(),
+            "late_by": gc["late_by"].mean(),
+        }
+    )
+    out.index.name = "node"
+    out = out.reset_index()
+    out.insert(1, "context", paths[out["node"].to_numpy()])
+    out.insert(2, "kind", names[out["node"].to_numpy()])
+    return in_seconds(out[cols], ("wait_mean", "wait_max", "late_by"), "ns")
+
+
+def _profile_ranks(ens: Ensemble) -> np.ndarray:
+    p = ens.profiles
+    if "rank" in p.columns:
+        return pd.to_numeric(p["rank"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    return np.arange(len(p), dtype=np.int64)
 
 
 def _with_metrics(ens: Ensemble, new: dict[str, tuple[np.ndarray, str | None, str]]) -> Ensemble:

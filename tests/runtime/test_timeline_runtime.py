@@ -89,3 +89,26 @@ def test_no_single_late_rank_in_the_aggregate(rotating):
     assert set(table.index) == set(range(RANKS))
     assert (table["share"] > 0.2).all(), table  # each is last about a third of the time
     assert table["caused_wait"].min() > 0
+
+
+def test_wait_transfer_of_a_timeline_works_per_call(rotating):
+    """The per-context split (an Ensemble) names one late rank for the gradient
+    all-reduce; the per-call split (a Timeline) sees three, each last a third of
+    the time, and the others' mean wait of about two thirds of the sleep."""
+    from cctviz.perfmodel.compare import TRANSFER, WAIT, wait_transfer
+
+    run, trace = rotating
+    tl = cctviz.read_timeline(run)
+    per_call = wait_transfer(tl)
+    row = per_call.table.set_index("kind").loc["all_reduce"]
+    assert row["late_ranks"] == RANKS and row["late_share"] < 0.5
+    assert row["calls"] >= STEPS and row["ranks"] == RANKS
+    # every call: 2 of 3 ranks wait about the sleep, the late one not at all
+    assert abs(row["wait_mean [s]"] - (RANKS - 1) / RANKS * SLEEP_MS / 1e3) < 0.1 * SLEEP_MS / 1e3
+    aggregate = wait_transfer(cctviz.read(trace)).table.set_index("kind").loc["all_reduce"]
+    assert aggregate["late_rank"].startswith("rank ")  # one name for twelve different calls
+    # wait + transfer is each rank's time in its calls
+    ens = per_call.ensemble
+    node = int(row["node"])
+    took = tl.ensemble().values("time (inc)")[node]
+    np.testing.assert_allclose(ens.values(WAIT)[node] + ens.values(TRANSFER)[node], took)
