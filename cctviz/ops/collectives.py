@@ -136,6 +136,46 @@ def stragglers(inst: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values("last", ascending=False)
 
 
+def message_sizes(timeline: Timeline, by: str = "collective") -> pd.DataFrame:
+    """How big the messages are: calls and bytes per power-of-two size bin, per
+    collective kind (``by="collective"``) or per calling context (``"context"``),
+    point-to-point calls included (many small messages are a finding in
+    themselves). Bins are ``[lo, hi)`` bytes; a call of 0 bytes has ``lo = hi = 0``.
+
+    >>> import cctviz
+    >>> tl = cctviz.read_timeline("../shared/data/pipit/ping-pong-otf2/traces.otf2")
+    >>> sizes = message_sizes(tl)
+    >>> sizes[["collective", "lo", "hi", "calls"]].head(2).values.tolist()
+    [['recv', 16384, 32768, 2], ['recv', 32768, 65536, 2]]
+    """
+    if by not in ("collective", "context"):
+        raise ValueError(f"by: 'collective' or 'context', not {by!r}")
+    ev = timeline.events
+    tree = timeline.tree
+    if "comm_bytes" not in ev.columns:
+        raise ValueError("message_sizes: this timeline records no bytes (no comm_bytes)")
+    kind = tree.nodes["kind"].to_numpy()[ev["node"].to_numpy()]
+    b = ev["comm_bytes"].to_numpy(dtype=np.float64)
+    keep = (kind == "comm") & ev["counted"].to_numpy(dtype=bool) & np.isfinite(b)
+    node = ev["node"].to_numpy()[keep]
+    b = b[keep]
+    lo = np.where(b >= 1, 2.0 ** np.floor(np.log2(np.maximum(b, 1))), 0).astype(np.int64)
+    hi = np.where(b >= 1, lo * 2, 0)
+    names = tree.nodes["name"].to_numpy()
+    if by == "collective":
+        group = np.asarray([str(x).split(" (")[0] for x in names[node]], dtype=object)
+    else:
+        group = tree.callpaths.to_numpy()[node]
+    table = (
+        pd.DataFrame({by: group, "lo": lo, "hi": hi, "bytes": b})
+        .groupby([by, "lo", "hi"], sort=True)
+        .agg(calls=("bytes", "size"), bytes=("bytes", "sum"))
+        .reset_index()
+    )
+    table.attrs["unit"] = "B"
+    return table
+
+
 def _ranks(timeline: Timeline) -> np.ndarray:
     """The rank of every profile (its ``rank`` column where there is one)."""
     p = timeline.profiles
@@ -150,4 +190,4 @@ def _empty() -> pd.DataFrame:
     return out
 
 
-__all__ = ["COLUMNS", "instances", "stragglers"]
+__all__ = ["COLUMNS", "instances", "message_sizes", "stragglers"]

@@ -1,0 +1,70 @@
+"""ops.collectives on timelines (issue 21): instances, stragglers, message sizes.
+
+Checked against the model's own aggregate (`read()` of the same file) and on small
+timelines whose answers are known by construction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cctviz
+from cctviz.model.timeline import Timeline
+from cctviz.ops.collectives import instances, message_sizes, stragglers
+from tests.conftest import DATA
+
+PING_PONG = DATA / "pipit" / "ping-pong-otf2" / "traces.otf2"
+
+
+def _two_rank_timeline(arrivals: list[tuple[int, int]], ends: list[int]) -> Timeline:
+    tree = cctviz.Tree.from_parents([-1, 0], ["main", "all_reduce"], kind=["root", "comm"])
+    rows = []
+    for k, ((a0, a1), e) in enumerate(zip(arrivals, ends)):
+        rows += [(0, 1, a0, e, 100 * (k + 1)), (1, 1, a1, e, 100 * (k + 1))]
+    ev = pd.DataFrame(rows, columns=["profile", "node", "start", "end", "comm_bytes"])
+    return Timeline(tree, ev, meta={"event_metrics": {"comm_bytes": "B"}})
+
+
+def test_instances_by_construction():
+    tl = _two_rank_timeline([(0, 30), (100, 90), (200, 200)], [50, 120, 230])
+    inst = instances(tl)
+    calls = inst.drop_duplicates("instance")
+    assert calls["late"].tolist()[:2] == [1, 0]  # the third is a tie: nobody is late by
+    assert calls["late_by"].tolist() == [30, 10, 0]
+    assert (inst[inst["instance"] == 2]["wait"] == 0).all()
+    first = inst[inst["instance"] == 0].set_index("rank")
+    assert first.loc[0, "wait"] == 30 and first.loc[1, "wait"] == 0
+    assert (first["transfer"] == 20).all()
+    assert inst["bytes"].tolist() == [100, 100, 200, 200, 300, 300]
+    table = stragglers(inst)
+    assert table.loc[1, "last"] == 1 and table.loc[1, "caused_wait"] == 30
+
+
+def test_point_to_point_is_left_out_unless_asked():
+    tl = cctviz.read_timeline(PING_PONG)
+    assert instances(tl).empty  # sends and receives only
+    both = instances(tl, include_p2p=True)
+    assert set(both["collective"]) == {"send", "recv"}
+
+
+def test_message_sizes_add_up_to_the_aggregate():
+    tl = cctviz.read_timeline(PING_PONG)
+    sizes = message_sizes(tl)
+    ref = cctviz.read(PING_PONG)
+    names = np.asarray(ref.tree.names, dtype=object)
+    comm = (ref.tree.nodes["kind"] == "comm").to_numpy()
+    for kind in ("send", "recv"):
+        mine = sizes[sizes["collective"] == kind]
+        nodes = comm & np.asarray([str(n).split(" (")[0] == kind for n in names])
+        assert mine["calls"].sum() == ref.values("calls")[nodes].sum()
+        assert mine["bytes"].sum() == ref.values("comm_bytes")[nodes].sum()
+        assert (
+            (mine["lo"] <= mine["bytes"] / mine["calls"])
+            & (mine["bytes"] / mine["calls"] < mine["hi"])
+        ).all()
+    by_context = message_sizes(tl, by="context")
+    assert by_context["calls"].sum() == sizes["calls"].sum()
+    with pytest.raises(ValueError, match="'collective' or 'context'"):
+        message_sizes(tl, by="rank")
