@@ -120,13 +120,15 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
 
 def stragglers(inst: pd.DataFrame) -> pd.DataFrame:
     """How often and by how much each rank is the last to arrive, over the
-    instances with at least two ranks (as HTA and TraceLens rank stragglers):
+    instances with at least two ranks (as HTA and TraceLens rank stragglers; a
+    call where the last two arrive together has no late rank):
     ``last`` (instances it was last at), ``share`` of all instances,
     ``late_by`` (total ns it made the second-to-last wait), ``caused_wait``
     (total ns the others waited for it)."""
     multi = inst[inst["ranks"] > 1]
     per = multi.drop_duplicates("instance")
     n = len(per)
+    per = per[per["late_by"] > 0]  # a tie has no late rank
     caused = multi.groupby("late")["wait"].sum()
     table = per.groupby("late").agg(last=("instance", "size"), late_by=("late_by", "sum"))
     table["share"] = table["last"] / n if n else np.nan
