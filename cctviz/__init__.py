@@ -35,6 +35,10 @@ def __getattr__(name: str):
         from .views.profiles import ProfilesView
 
         return ProfilesView
+    if name == "TimelineView":
+        from .views.timeline import TimelineView
+
+        return TimelineView
     if name == "perfmodel":  # a submodule: import_module, not `from . import` (it asks here)
         import importlib
 
@@ -53,6 +57,7 @@ __all__ = [
     "CCTView",
     "SankeyView",
     "ProfilesView",
+    "TimelineView",
     "link",
     "Link",
     "read",

@@ -158,6 +158,10 @@ def _make_view(obj: Any, a: argparse.Namespace) -> Any:
 
     if getattr(a, "view", "cct") == "sankey":
         return _make_sankey(obj, a)
+    if getattr(a, "view", "cct") == "timeline":
+        from .views.timeline import TimelineView
+
+        return TimelineView(obj)
     if any(getattr(a, k, None) is not None for k in ("group_by", "diff", "diff_labels")):
         raise CCTVizError("--group-by, --diff and --diff-labels go with --view sankey")
     return _make_cct(obj, a)
@@ -284,7 +288,12 @@ def _outputs(a: argparse.Namespace) -> tuple[str, list[tuple[str, Path]]]:
 def _cmd_export(a: argparse.Namespace) -> int:
     from .errors import CCTVizError
     from .export import save
-    from .readers import progress_bar, read
+    from .readers import progress_bar, read, read_timeline
+
+    if a.view == "timeline":  # a trace (OTF2), read as a Timeline
+
+        def read(path, format=None):  # noqa: A001, ARG001
+            return read_timeline(path)
 
     if a.view == "sankey" and len(a.profiles) > 1:
         return _export_ensemble(a)
@@ -328,6 +337,8 @@ def _cmd_view(a: argparse.Namespace) -> int:
     from .export import save
     from .readers import read
 
+    if a.view == "timeline":
+        raise CCTVizError("--view timeline: export a figure (cctviz export); no HTML page yet")
     opts = _figure_options(a, "html")
     if a.output:
         target = Path(a.output)
@@ -355,10 +366,11 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what the view shows")
     g.add_argument(
         "--view",
-        choices=("cct", "sankey"),
+        choices=("cct", "sankey", "timeline"),
         default="cct",
-        help="the calling-context tree (default) or the ensemble Sankey: modules and"
-        " how each spreads over the profiles (several PROFILEs make one ensemble)",
+        help="the calling-context tree (default), the ensemble Sankey: modules and"
+        " how each spreads over the profiles (several PROFILEs make one ensemble),"
+        " or the timeline of a trace (export only)",
     )
     g.add_argument(
         "--group-by",

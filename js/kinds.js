@@ -3,3 +3,4 @@
 import "./cct/index.js";
 import "./sankey/index.js";
 import "./profiles/index.js";
+import "./timeline/index.js";

@@ -41,6 +41,7 @@ BUILT_IN_VIEWS = {
     "cct": "cctviz.views.cct",
     "sankey": "cctviz.views.sankey",
     "profiles": "cctviz.views.profiles",
+    "timeline": "cctviz.views.timeline",
 }
 
 

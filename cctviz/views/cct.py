@@ -223,6 +223,58 @@ class CCTView(View):
             }
         )
 
+    def replace_data(self, data: Tree | Ensemble) -> None:
+        """Show ``data`` instead (a Tree or an Ensemble; a linked TimelineView
+        gives the ensemble of its brushed window). The state is kept where it
+        still means something: the selection (matched by call path), the colour
+        and size metrics when ``data`` has them (else the defaults); collapsed,
+        expanded and focus when the tree is the same size (a window of one
+        timeline: the same tree), else reset; a profile selection when the
+        number of profiles is the same.
+
+        Example:
+            >>> import cctviz
+            >>> a = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+            >>> b = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [5.0, 1.0]})
+            >>> view = cctviz.CCTView(a, selection=[1]); view.replace_data(b)
+            >>> view.selected["time (inc)"].tolist()
+            [1.0]
+        """
+        old_tree, old_whole = self.tree, self._src.whole
+        sel = self.selection
+        src = MetricSource(data)
+        whole = src.whole
+        keep_profiles = (
+            bool(self.selected_profiles)
+            and whole is not None
+            and old_whole is not None
+            and whole.n_profiles == old_whole.n_profiles
+        )
+        self._restoring = True
+        try:
+            self._src = (
+                MetricSource(whole, profiles=self.selected_profiles) if keep_profiles else src
+            )
+            self._names_lower = None
+            self._matches_text = None  # search again in the new tree
+            self._lod_key = None
+            with self.hold_trait_notifications():
+                self.set_trait("metrics", list(self._src.metrics))
+                default = self._src.default_metric
+                colors = [self.color] if isinstance(self.color, str) else list(self.color)
+                if not all(m in self._src.metrics for m in colors):
+                    self.color = default
+                if self.size and self.size not in self._src.metrics:
+                    self.size = default if self._src.is_additive(default) else ""
+                if not keep_profiles:
+                    self.selected_profiles = []
+                if len(old_tree) != len(self.tree):
+                    self.collapsed, self.expanded, self.focus = [], [], -1
+                self.selection = sel.on(self.tree) if sel is not None else NodeSet(self.tree)
+        finally:
+            self._restoring = False
+        self._refresh(force=True)
+
     def figure_extras(self) -> dict[str, Any]:
         """The metrics offered (the figure's menus and legends)."""
         return {"metrics": list(self.metrics)}

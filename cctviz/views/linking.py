@@ -10,6 +10,12 @@ on again, so there is no echo loop; :meth:`Link.unlink` restores
 independence. At link time, the first view that already holds a selection
 shares it with the others.
 
+A TimelineView linked with CCTViews scopes them in time: when its ``brush``
+(or, with no brush, its ``window``) changes, each CCTView shows the ensemble of
+that window (``timeline.window(t0, t1).ensemble()``, through
+:meth:`CCTView.replace_data`); nodes selected in the CCTView are outlined in
+the timeline (the shared ``selection``: one tree).
+
 Example:
     >>> import cctviz
     >>> a = cctviz.Tree.from_parents([-1, 0, 0], ["main", "solve", "io"], {"time": [1.0, 4.0, 2.0]})
@@ -71,6 +77,15 @@ class Link:
                     handler = self._make_handler(v, name)
                     v.observe(handler, names=name)
                     self._handlers.append((v, handler, name))
+        # a timeline scopes the tree views to its brushed window
+        scoped = [v for v in self.views if hasattr(v, "replace_data")]
+        for v in self.views:
+            if hasattr(v, "brushed_timeline") and scoped:
+                handler = self._make_scope(v, scoped)
+                v.observe(handler, names=["brush", "window"])
+                self._handlers.append((v, handler, ["brush", "window"]))
+                if len(v.brush):
+                    handler({})
         # what is selected already is shared now: the first view holding a selection wins
         for name in SHARED:
             for v in self.views:
@@ -94,6 +109,16 @@ class Link:
                     setattr(v, name, change["new"])
             finally:
                 self._busy = False
+
+        return handler
+
+    def _make_scope(self, timeline_view: Any, scoped: list[Any]):
+        def handler(change: dict) -> None:
+            if change.get("name") == "window" and len(timeline_view.brush):
+                return  # the brush decides while there is one
+            ens = timeline_view.brushed_timeline().ensemble()
+            for v in scoped:
+                v.replace_data(ens)
 
         return handler
 

@@ -1,0 +1,485 @@
+"""TimelineView: the intervals of a run over time, one lane per profile (anywidget + D3).
+
+Time runs left to right; each lane (a rank, a thread) stacks the calling-context
+levels ``0..depth`` of the :class:`~cctviz.Timeline`'s tree. Python decides the
+level of detail: the visible ``window`` is cut into ``bins`` pixel-wide bins and,
+per (lane, level), each bin shows the context that covers most of it; adjacent
+bins of one context merge into one rectangle. So the browser receives at most
+``bins`` rectangles per (lane, level), however many events the window holds
+(:func:`lod_rects`, vectorised: no loop per event). Rectangles are coloured by
+the node's ``kind``. Collective calls in the window put a marker on the lane of
+the rank that arrived last (:func:`cctviz.ops.collectives.instances`).
+
+Brushing (a drag along the time axis) sets ``brush``; Python changes ``window``
+only when the user zooms (the wheel, or "Zoom to brush"). A TimelineView linked
+with a CCTView (:func:`cctviz.link`) rescopes the CCTView to the brushed window.
+The contract with the front end (``js/timeline/``) is in
+``cctviz/views/CONTRACT.md``.
+
+Example:
+    >>> import pandas as pd, cctviz
+    >>> tree = cctviz.Tree.from_parents([-1, 0, 0], ["main", "solve", "io"],
+    ...                                 kind=["function", "function", "io"])
+    >>> ev = pd.DataFrame({"profile": [0, 0, 0, 1, 1], "node": [0, 1, 2, 0, 1],
+    ...                    "start": [0, 10, 60, 0, 5], "end": [100, 50, 90, 80, 75]})
+    >>> view = TimelineView(cctviz.Timeline(tree, ev), bins=10)
+    >>> view.window, view._data["lanes"]
+    ((0.0, 1e-07), ['profile 0', 'profile 1'])
+    >>> view.rects[["lane", "level", "name", "b0", "b1"]].values.tolist()[:4]
+    [[0, 0, 'main', 0, 10], [0, 1, 'solve', 1, 5], [0, 1, 'io', 6, 9], [1, 0, 'main', 0, 8]]
+    >>> view.brush = [2e-8, 6e-8]; view.brushed_window
+    (2e-08, 6e-08)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import traitlets
+
+from ..model.nodeset import NodeSet
+from ..model.timeline import Timeline
+from .base import View, f32, i32, ids_json, profile_ids, register_view, share_space
+
+#: the events' times (ns) per second
+PER_S = 1e9
+#: at most this many collective markers go to the browser (the latest arrivals
+#: by how late they were: ``late_by``)
+MAX_MARKERS = 2000
+
+
+def lod_rects(
+    lane: np.ndarray,
+    level: np.ndarray,
+    node: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    t0: float,
+    t1: float,
+    bins: int,
+    n_levels: int,
+) -> pd.DataFrame:
+    """The level of detail of intervals in the window ``[t0, t1)``: per (lane,
+    level) and pixel bin, the node covering most of the bin; runs of bins of one
+    node merged. Vectorised.
+
+    A bin fully covered by an interval belongs to it (if several intervals of one
+    level cover it whole, the one that started last); any other bin goes to the
+    node whose intervals cover most of it (summed). Bins nothing covers are
+    empty.
+
+    Args:
+        lane, level, node, start, end: one entry per interval (``level`` in
+            ``[0, n_levels)``, times in any unit, the same as ``t0``/``t1``).
+        bins: bins across the window.
+
+    Returns:
+        rows ``lane``, ``level``, ``node``, ``b0``, ``b1`` (bins ``[b0, b1)``)
+        and ``cover`` (the share of those bins the rectangle's node covers),
+        ordered by lane, level, b0.
+
+    Example:
+        >>> r = lod_rects(np.array([0, 0]), np.array([0, 0]), np.array([5, 6]),
+        ...               np.array([0.0, 4.5]), np.array([4.4, 10.0]), 0, 10, 10, 1)
+        >>> r[["node", "b0", "b1"]].values.tolist()
+        [[5, 0, 4], [6, 4, 10]]
+    """
+    lane = np.asarray(lane, dtype=np.int64)
+    level = np.asarray(level, dtype=np.int64)
+    node = np.asarray(node, dtype=np.int64)
+    s = np.asarray(start, dtype=np.float64)
+    e = np.asarray(end, dtype=np.float64)
+    width = (t1 - t0) / bins
+    keep = (e > t0) & (s < t1) & (e > s)
+    lane, level, node, s, e = lane[keep], level[keep], node[keep], s[keep], e[keep]
+    empty = pd.DataFrame(
+        {c: np.empty(0, dtype=np.int64) for c in ("lane", "level", "node", "b0", "b1")}
+    ).assign(cover=np.empty(0))
+    if not lane.size:
+        return empty
+    # positions in bins
+    ps = (np.maximum(s, t0) - t0) / width
+    pe = (np.minimum(e, t1) - t0) / width
+    b0 = np.minimum(np.floor(ps).astype(np.int64), bins - 1)
+    b1 = np.minimum(np.ceil(pe).astype(np.int64) - 1, bins - 1)  # last bin touched
+    b1 = np.maximum(b1, b0)
+    row = lane * n_levels + level
+    n_rows = int(row.max()) + 1
+    cells = n_rows * bins
+    # 1. bins covered whole: [ceil(ps), floor(pe)) per interval
+    f0 = np.ceil(ps).astype(np.int64)
+    f1 = np.floor(pe).astype(np.int64)
+    whole = f1 > f0
+    owner = np.full(cells, -1, dtype=np.int64)
+    if whole.any():
+        k = np.flatnonzero(whole)
+        c0 = row[k] * bins + f0[k]
+        c1 = row[k] * bins + f1[k]  # exclusive
+        order = np.argsort(c0, kind="stable")
+        k, c0, c1 = k[order], c0[order], c1[order]
+        # the interval that started last at or before each cell, and among those
+        # started, the one reaching furthest (for nested intervals of one level)
+        idx = np.full(cells, -1, dtype=np.int64)
+        idx[c0] = np.arange(k.size)  # last of equal starts wins
+        last = np.maximum.accumulate(idx)
+        reach = np.maximum.accumulate(c1)  # c1 sorted by start: furthest end so far
+        far = np.zeros(k.size, dtype=np.int64)
+        # position of the furthest-reaching interval so far
+        best = np.flatnonzero(np.r_[True, c1[1:] > reach[:-1]])
+        far[best] = best
+        far = np.maximum.accumulate(far)
+        cell = np.arange(cells)
+        ok = last >= 0
+        j = np.where(ok, last, 0)
+        inside = ok & (cell < c1[j])
+        jf = far[j]
+        inside_far = ok & ~inside & (cell < c1[jf])
+        pick = np.where(inside, j, np.where(inside_far, jf, -1))
+        owner = np.where(pick >= 0, node[k[np.maximum(pick, 0)]], -1)
+    # 2. partial bins: the first and the last bin an interval touches
+    part_cell = np.r_[row * bins + b0, row * bins + b1]
+    lo = np.r_[np.maximum(ps, b0), np.maximum(ps, b1)]
+    hi = np.r_[np.minimum(pe, b0 + 1), np.minimum(pe, b1 + 1)]
+    amount = hi - lo
+    amount[b0.size :][b1 == b0] = 0.0  # one bin: counted once
+    part_node = np.r_[node, node]
+    sel = amount > 0
+    part_cell, part_node, amount = part_cell[sel], part_node[sel], amount[sel]
+    frame = pd.DataFrame({"cell": part_cell, "node": part_node, "amount": amount})
+    sums = frame.groupby(["cell", "node"], sort=False)["amount"].sum().reset_index()
+    # add the whole bins' owners (cover 1) so that a partial bin's winner is compared
+    sums = sums.sort_values(["cell", "amount"], ascending=[True, False], kind="stable")
+    top = sums.drop_duplicates("cell")
+    winner = np.full(cells, -1, dtype=np.int64)
+    cover = np.zeros(cells)
+    winner[top["cell"].to_numpy()] = top["node"].to_numpy()
+    cover[top["cell"].to_numpy()] = np.minimum(top["amount"].to_numpy(), 1.0)
+    has = owner >= 0
+    winner[has] = owner[has]
+    cover[has] = 1.0
+    # 3. runs of one node per row
+    w = winner.reshape(n_rows, bins)
+    change = np.ones_like(w, dtype=bool)
+    change[:, 1:] = w[:, 1:] != w[:, :-1]
+    r, b = np.nonzero(change & (w >= 0))
+    if not r.size:
+        return empty
+    flat = r * bins + b
+    # end of each run: the next change in the row (or the row's end)
+    ch_r, ch_b = np.nonzero(change)
+    ch_flat = ch_r * bins + ch_b
+    nxt = np.searchsorted(ch_flat, flat, side="right")
+    nxt_flat = np.r_[ch_flat, cells][nxt]
+    end_b = np.where(nxt_flat // bins == r, nxt_flat % bins, bins)
+    end_b = np.where(nxt < ch_flat.size, end_b, bins)
+    csum = np.r_[0.0, np.cumsum(cover)]
+    share = (csum[r * bins + end_b] - csum[flat]) / (end_b - b)
+    return pd.DataFrame(
+        {
+            "lane": r // n_levels,
+            "level": r % n_levels,
+            "node": w[r, b],
+            "b0": b,
+            "b1": end_b,
+            "cover": share,
+        }
+    )
+
+
+def _window_value(value: Any) -> tuple[float, float]:
+    try:
+        t0, t1 = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise traitlets.TraitError(
+            f"window: expected (t0, t1) in seconds from the timeline's start, got {value!r}"
+        ) from None
+    if not (math.isfinite(t0) and math.isfinite(t1)) or t1 <= t0:
+        raise traitlets.TraitError(f"window: need finite t0 < t1 (seconds), got ({t0}, {t1})")
+    return (t0, t1)
+
+
+@register_view("timeline")
+class TimelineView(View):
+    """A timeline of a :class:`~cctviz.Timeline`: one lane per profile, the
+    calling-context levels ``0..depth`` stacked in each lane, coloured by the
+    node's ``kind`` (module docstring).
+
+    Args:
+        timeline: the :class:`~cctviz.Timeline` (``cctviz.read_timeline``).
+        window: ``(t0, t1)`` seconds from the timeline's start (default: all of it).
+        depth: the deepest level drawn (0 = the roots).
+        bins: pixel bins across the window: the level-of-detail budget, the most
+            rectangles per (lane, level).
+        **traits: ``selected_profiles`` (the lanes; ``[]`` = all), ``selection``
+            (node ids, a NodeSet or a query string: outlined), ``brush``.
+    """
+
+    window = traitlets.Tuple(traitlets.Float(), traitlets.Float()).tag(sync=True)
+    depth = traitlets.Int(3).tag(sync=True)
+    bins = traitlets.Int(1000).tag(sync=True)
+    selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
+    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
+    brush = traitlets.List(traitlets.Float()).tag(sync=True)
+    _data = traitlets.Dict().tag(sync=True)
+
+    #: traits that make up a view's state (see :attr:`state`)
+    STATE = ("window", "depth", "bins", "selected_profiles", "selection", "brush")
+
+    def __init__(
+        self,
+        timeline: Timeline,
+        window: tuple[float, float] | None = None,
+        depth: int = 3,
+        bins: int = 1000,
+        **traits: Any,
+    ) -> None:
+        if not isinstance(timeline, Timeline):
+            raise TypeError(
+                f"TimelineView shows a Timeline, got {type(timeline).__name__}; "
+                "read one with cctviz.read_timeline"
+            )
+        self._tl = timeline
+        self._t00, t11 = timeline.span
+        self._whole = (0.0, max((t11 - self._t00) / PER_S, 1e-9))
+        ev = timeline.events
+        self._node = ev["node"].to_numpy()
+        self._prof = ev["profile"].to_numpy()
+        self._start = ev["start"].to_numpy()
+        self._end = ev["end"].to_numpy()
+        self._level = np.asarray(timeline.tree.depth, dtype=np.int64)[self._node]
+        self._inst: pd.DataFrame | None = None
+        self._ready = False
+        super().__init__(
+            window=self._whole if window is None else window,
+            depth=depth,
+            bins=bins,
+            _data={},
+            **traits,
+        )
+        share_space(self)
+        if self.selection is None:
+            self.selection = NodeSet(self.tree)
+        self._ready = True
+        self._refresh()
+
+    # ------------------------------------------------------------ public API
+    @property
+    def timeline(self) -> Timeline:
+        """The Timeline shown."""
+        return self._tl
+
+    @property
+    def tree(self) -> Any:
+        """The timeline's calling-context tree (what ``selection`` names)."""
+        return self._tl.tree
+
+    @property
+    def shown(self) -> Timeline:
+        """The Timeline shown."""
+        return self._tl
+
+    @property
+    def whole_window(self) -> tuple[float, float]:
+        """The whole timeline as a window: ``(0, duration)`` seconds."""
+        return self._whole
+
+    @property
+    def brushed_window(self) -> tuple[float, float]:
+        """The brushed window ``(t0, t1)`` in seconds from the start, or the
+        visible ``window`` when nothing is brushed: the time a linked view scopes to."""
+        return (self.brush[0], self.brush[1]) if len(self.brush) == 2 else tuple(self.window)
+
+    def window_ns(self, window: tuple[float, float] | None = None) -> tuple[int, int]:
+        """A window in seconds from the start (default :attr:`brushed_window`) on
+        the timeline's clock (ns), as :meth:`Timeline.window` takes it."""
+        t0, t1 = self.brushed_window if window is None else window
+        return (self._t00 + round(t0 * PER_S), self._t00 + round(t1 * PER_S))
+
+    def brushed_timeline(self) -> Timeline:
+        """The timeline of :attr:`brushed_window` (``timeline.window(...)``)."""
+        return self._tl.window(*self.window_ns())
+
+    @property
+    def lanes(self) -> np.ndarray:
+        """The profile ids drawn, top to bottom."""
+        sel = self.selected_profiles
+        return np.asarray(sel if sel else range(self._tl.n_profiles), dtype=np.int64)
+
+    @property
+    def rects(self) -> pd.DataFrame:
+        """The rectangles sent: lane (index), profile, level, node, name, kind,
+        bins ``[b0, b1)`` and their times ``t0``/``t1`` (s from the start)."""
+        return self._rects.copy()
+
+    def zoom(self, t0: float, t1: float) -> None:
+        """Show ``[t0, t1]`` seconds from the start (sets ``window``)."""
+        self.window = (t0, t1)
+
+    def figure_extras(self) -> dict[str, Any]:
+        """The whole window (the axis' context in a figure)."""
+        return {"whole": list(self._whole)}
+
+    # ------------------------------------------------------------ validation
+    @traitlets.validate("window")
+    def _v_window(self, proposal: dict) -> tuple[float, float]:
+        return _window_value(proposal["value"])
+
+    @traitlets.validate("brush")
+    def _v_brush(self, proposal: dict) -> list[float]:
+        v = list(proposal["value"] or [])
+        if not v:
+            return []
+        if len(v) != 2:
+            raise traitlets.TraitError(f"brush: expected [] or [t0, t1] seconds, got {v!r}")
+        t0, t1 = sorted(float(x) for x in v)
+        if not (math.isfinite(t0) and math.isfinite(t1)) or t1 <= t0:
+            raise traitlets.TraitError(f"brush: need finite t0 < t1 (seconds), got {v!r}")
+        return [t0, t1]
+
+    @traitlets.validate("depth")
+    def _v_depth(self, proposal: dict) -> int:
+        if proposal["value"] < 0:
+            raise traitlets.TraitError("depth must be 0 (the roots) or more")
+        return proposal["value"]
+
+    @traitlets.validate("bins")
+    def _v_bins(self, proposal: dict) -> int:
+        if not 1 <= proposal["value"] <= 100_000:
+            raise traitlets.TraitError("bins must be in [1, 100000]")
+        return proposal["value"]
+
+    @traitlets.validate("selected_profiles")
+    def _v_profiles(self, proposal: dict) -> list[int]:
+        return profile_ids(proposal["value"], self._tl.n_profiles)
+
+    @traitlets.validate("selection")
+    def _v_selection(self, proposal: dict) -> NodeSet:
+        v, t = proposal["value"], self.tree
+        if v is None:
+            return NodeSet(t)
+        if isinstance(v, str):
+            return t.query(v)
+        if isinstance(v, NodeSet):
+            return v.on(t)  # another tree's nodes: matched by call path
+        ids = np.unique(np.asarray([v] if np.isscalar(v) else list(v), dtype=np.int64))
+        if ids.size and (ids[0] < 0 or ids[-1] >= len(t)):
+            raise traitlets.TraitError(f"selection: node ids must be in [0, {len(t)})")
+        return NodeSet(t, ids)
+
+    # ------------------------------------------------------------ data
+    @traitlets.observe("window", "depth", "bins", "selected_profiles")
+    def _on_state(self, change: dict) -> None:
+        if self._ready:
+            self._refresh()
+
+    def _labels(self, ids: np.ndarray) -> list[str]:
+        p = self._tl.profiles
+        if "rank" in p.columns:
+            r = pd.to_numeric(p["rank"], errors="coerce").to_numpy()
+            return [f"rank {int(r[i])}" if np.isfinite(r[i]) else f"profile {int(i)}" for i in ids]
+        return [f"profile {int(i)}" for i in ids]
+
+    def _instances(self) -> pd.DataFrame:
+        if self._inst is None:
+            from ..ops.collectives import instances
+
+            self._inst = instances(self._tl)
+        return self._inst
+
+    def _markers(self, lane_of: np.ndarray, a: int, b: int) -> pd.DataFrame:
+        """Per collective instance whose last arrival is in ``[a, b)`` ns: the
+        late rank's profile, its arrival, the node, ``late_by``."""
+        inst = self._instances()
+        if not len(inst):
+            return pd.DataFrame({"profile": [], "arrival": [], "node": [], "late_by": []})
+        late = inst[inst["rank"].to_numpy() == inst["late"].to_numpy()]
+        late = late.sort_values("arrival", kind="stable").drop_duplicates("instance", keep="last")
+        t = late["arrival"].to_numpy(dtype=np.int64)
+        prof = late["profile"].to_numpy(dtype=np.int64)
+        ok = (t >= a) & (t < b) & (lane_of[prof] >= 0)
+        out = late[ok][["profile", "arrival", "node", "late_by", "ranks"]]
+        if len(out) > MAX_MARKERS:
+            out = out.nlargest(MAX_MARKERS, "late_by").sort_values("arrival", kind="stable")
+        return out
+
+    def _refresh(self) -> None:
+        tl, tree = self._tl, self._tl.tree
+        w0, w1 = self.window
+        a, b = self._t00 + w0 * PER_S, self._t00 + w1 * PER_S
+        lanes = self.lanes
+        lane_of = np.full(max(tl.n_profiles, 1), -1, dtype=np.int64)
+        lane_of[lanes] = np.arange(lanes.size)
+        n_levels = self.depth + 1
+        keep = (lane_of[self._prof] >= 0) & (self._level <= self.depth)
+        keep &= (self._end > a) & (self._start < b)
+        k = np.flatnonzero(keep)
+        r = lod_rects(
+            lane_of[self._prof[k]],
+            self._level[k],
+            self._node[k],
+            self._start[k] - a,  # relative: float64 keeps ns
+            self._end[k] - a,
+            0.0,
+            b - a,
+            self.bins,
+            n_levels,
+        )
+        marks = self._markers(lane_of, int(math.floor(a)), int(math.ceil(b)))
+        used = np.unique(np.r_[r["node"].to_numpy(), marks["node"].to_numpy(dtype=np.int64)])
+        used = used.astype(np.int64)
+        index = np.searchsorted(used, r["node"].to_numpy())
+        kinds_all = tree.nodes["kind"].astype(object).where(tree.nodes["kind"].notna(), "")
+        kinds_used = kinds_all.to_numpy()[used].astype(str)
+        kinds, kind_code = np.unique(kinds_used, return_inverse=True)
+        names = [str(x) for x in np.asarray(tree.names, dtype=object)[used]]
+        width = (w1 - w0) / self.bins
+        rects = r.assign(
+            profile=lanes[r["lane"].to_numpy()] if len(r) else np.empty(0, dtype=np.int64),
+            name=[names[i] for i in index],
+            kind=kinds_used[index] if len(r) else np.empty(0, dtype=object),
+            t0=w0 + r["b0"].to_numpy() * width,
+            t1=w0 + r["b1"].to_numpy() * width,
+        )
+        self._rects = rects
+        m_node = np.searchsorted(used, marks["node"].to_numpy(dtype=np.int64))
+        m_prof = marks["profile"].to_numpy(dtype=np.int64)
+        self._data = {
+            "n": int(len(r)),
+            "bins": int(self.bins),
+            "levels": int(n_levels),
+            "window": [float(w0), float(w1)],
+            "whole": list(self._whole),
+            "events": int(k.size),
+            "events_total": int(len(tl)),
+            "lanes": self._labels(lanes),
+            "lane_profile": i32(lanes),
+            "lane": i32(r["lane"].to_numpy()),
+            "level": i32(r["level"].to_numpy()),
+            "b0": i32(r["b0"].to_numpy()),
+            "b1": i32(r["b1"].to_numpy()),
+            "node": i32(index),
+            "cover": f32(r["cover"].to_numpy()),
+            "node_id": i32(used),
+            "names": names,
+            "node_kind": i32(kind_code),
+            "kinds": [k or "(none)" for k in kinds.tolist()],
+            "m": int(len(marks)),
+            "mark_x": f32((marks["arrival"].to_numpy(dtype=np.float64) - a) / PER_S),
+            "mark_lane": i32(lane_of[m_prof]),
+            "mark_rank": i32(self._ranks()[m_prof]),
+            "mark_node": i32(m_node),
+            "mark_late_by": f32(marks["late_by"].to_numpy(dtype=np.float64) / PER_S),
+            "unit": "s",
+        }
+
+    def _ranks(self) -> np.ndarray:
+        p = self._tl.profiles
+        if "rank" in p.columns:
+            return pd.to_numeric(p["rank"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+        return np.arange(len(p), dtype=np.int64)
+
+
+__all__ = ["TimelineView", "lod_rects"]

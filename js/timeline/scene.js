@@ -1,0 +1,224 @@
+// The TimelineView's scene: a pure function from the decoded `_data`, plain
+// settings and a text measure to lanes (one per profile, the levels stacked),
+// rectangles coloured by the node's kind, a time axis in one display unit,
+// late-rank markers of collectives, the brushed window and a legend of kinds,
+// as prims. No DOM: draw.js turns it into SVG, in the notebook and in export.
+
+import { linearAxis } from "../axis.js";
+import { r2 } from "../dom.js";
+import { formatValue } from "../format.js";
+import { FONT_FAMILY, TABLE_MEASURE } from "../measure.js";
+import { CATEGORY_COLORS, OTHER_COLOR } from "../profiles/scene.js";
+import { P } from "../scene-kit.js";
+
+/** Settings of a scene (plain values; every field has a default). */
+export const DEFAULT_SETTINGS = Object.freeze({
+  selection: [], // node ids (tree ids) outlined
+  brush: [], // [t0, t1] seconds, or []
+  fontSize: 12,
+  width: null, // the figure's width (null: natural)
+  height: null,
+  fit: false,
+  legends: true,
+  highlight: true,
+  title: "",
+  background: null,
+  style: "",
+});
+
+/** The colour of kind index k. */
+export const kindColor = (k) => (k >= 0 && k < CATEGORY_COLORS.length ? CATEGORY_COLORS[k] : OTHER_COLOR);
+
+/** Tooltip lines ({text, cls?}) of rectangle i. */
+export function rectLines(d, i) {
+  const w = (d.window[1] - d.window[0]) / d.bins;
+  const t0 = d.window[0] + d.b0[i] * w;
+  const t1 = d.window[0] + d.b1[i] * w;
+  const k = d.node[i];
+  const lines = [
+    { cls: "cctviz-tip-path", text: d.names[k] ?? "?" },
+    { text: `${d.lanes[d.lane[i]] ?? ""} \u00b7 level ${d.level[i]} \u00b7 ${d.kinds[d.nodeKind[k]] ?? ""}` },
+    { text: `${formatValue(t0, "s")} \u2013 ${formatValue(t1, "s")} (${formatValue(t1 - t0, "s")})` },
+  ];
+  if (d.cover[i] < 0.999) lines.push({ cls: "cctviz-tip-note", text: `covers ${Math.round(d.cover[i] * 100)}% of these pixels` });
+  return lines;
+}
+
+/** Tooltip lines of marker j. */
+export function markLines(d, j) {
+  return [
+    { cls: "cctviz-tip-path", text: d.names[d.markNode[j]] ?? "collective" },
+    { text: `last to arrive: ${d.lanes[d.markLane[j]] ?? `rank ${d.markRank[j]}`}` },
+    { text: `late by ${formatValue(d.markLateBy[j], "s")} at ${formatValue(d.window[0] + d.markX[j], "s")}` },
+  ];
+}
+
+/**
+ * Build the scene of a TimelineView.
+ *
+ * @param {import("./data.js").TimelineData} d decoded `_data`
+ * @param {object} settings see {@link DEFAULT_SETTINGS}
+ * @param {{text: Function, truncate: Function}} [measure]
+ * @returns {object} `frame`, `width`, `height`, `scale`, `plot` ({x, y, w, h}), `lanes` (lane
+ *   backgrounds and labels), `spans` (rectangles), `marks`, `axes`, `grid`, `brush`,
+ *   `legend`, `title`, `empty`, `time` ({toX, toT}: seconds <-> figure x), `laneTop`, `rowH`.
+ */
+export function timelineScene(d, settings, measure = TABLE_MEASURE) {
+  const st = { ...DEFAULT_SETTINGS, ...settings };
+  const font = st.fontSize;
+  const u = font / 12;
+  const small = r2(font * (11 / 12));
+  const margin = 14 * u;
+  const sel = new Set(st.highlight ? (st.selection || []).map(Number) : []);
+  const W = st.width || 900 * u;
+
+  let top = margin;
+  let title = null;
+  if (st.title) {
+    title = P("text", { class: "cctviz-title", x: r2(margin), y: r2(top), dy: "0.8em", "font-size": r2(font * 1.2), "font-weight": "700" }, measure.truncate(String(st.title), W - 2 * margin, font * 1.2, 700));
+    top += font * 1.2 + 10 * u;
+  }
+
+  // legend of kinds: swatches and names in rows across the width
+  let legend = null;
+  if (st.legends && d.kinds.length && d.n) {
+    const kids = [];
+    let x = 0;
+    let y = 0;
+    const sw = 10 * u;
+    const rowH = small + 6 * u;
+    const used = new Set();
+    for (let i = 0; i < d.n; i++) used.add(d.nodeKind[d.node[i]]);
+    kids.push(P("text", { class: "cctviz-legend-title", x: 0, y: 0, dy: "0.8em", "font-size": small, "font-weight": "700" }, "kind"));
+    x = measure.text("kind", small, 700) + 10 * u;
+    d.kinds.forEach((name, k) => {
+      if (!used.has(k)) return;
+      const label = measure.truncate(name, 160 * u, small) || "\u2026";
+      const w = sw + 4 * u + measure.text(label, small) + 12 * u;
+      if (x + w > W - 2 * margin && x > 0) {
+        x = 0;
+        y += rowH;
+      }
+      kids.push(P("rect", { class: "cctviz-legend-swatch", x: r2(x), y: r2(y + 1 * u), width: r2(sw), height: r2(sw), fill: kindColor(k) }));
+      kids.push(P("text", { class: "cctviz-legend-text", x: r2(x + sw + 4 * u), y: r2(y), dy: "0.8em", "font-size": small }, label));
+      x += w;
+    });
+    legend = P("g", { class: "cctviz-legend", transform: `translate(${r2(margin)},${r2(top)})` }, null, kids);
+    top += y + rowH + 6 * u;
+  }
+
+  // lanes: labels in a left gutter, levels stacked
+  const labelW = Math.min(140 * u, Math.max(30 * u, ...d.lanes.map((s) => measure.text(s, small))));
+  const plotX = margin + labelW + 8 * u;
+  const plotW = Math.max(120 * u, W - plotX - margin);
+  const rowH = 12 * u;
+  const laneGap = 6 * u;
+  const laneH = d.levels * rowH;
+  const plotY = top;
+  const laneTop = (k) => plotY + k * (laneH + laneGap);
+  const plotH = Math.max(rowH, d.lanes.length * (laneH + laneGap) - laneGap);
+  const plot = { x: plotX, y: plotY, w: plotW, h: plotH };
+
+  const [t0, t1] = d.window;
+  const toX = (t) => plotX + ((t - t0) / (t1 - t0)) * plotW;
+  const toT = (x) => t0 + ((x - plotX) / plotW) * (t1 - t0);
+
+  const lanes = [];
+  d.lanes.forEach((name, k) => {
+    const y = laneTop(k);
+    lanes.push(P("rect", { class: "cctviz-lane-bg", x: r2(plotX), y: r2(y), width: r2(plotW), height: r2(laneH) }));
+    lanes.push(P("text", { class: "cctviz-lane-label", x: r2(plotX - 6 * u), y: r2(y + Math.min(laneH, rowH) / 2), dy: "0.35em", "text-anchor": "end", "font-size": small, "data-lane": String(k) }, measure.truncate(name, labelW, small) || "\u2026"));
+  });
+
+  const spans = [];
+  const px = plotW / d.bins;
+  for (let i = 0; i < d.n; i++) {
+    const k = d.node[i];
+    const id = d.nodeId[k];
+    const selected = sel.has(id);
+    const cover = d.cover[i];
+    spans.push(
+      P("rect", {
+        class: selected ? "cctviz-span selected" : "cctviz-span",
+        x: r2(plotX + d.b0[i] * px),
+        y: r2(laneTop(d.lane[i]) + d.level[i] * rowH),
+        width: r2(Math.max((d.b1[i] - d.b0[i]) * px, 0.5)),
+        height: r2(rowH - 1 * u),
+        fill: kindColor(d.nodeKind[k]),
+        "fill-opacity": cover >= 0.999 ? null : r2(0.35 + 0.65 * cover),
+        "data-i": String(i),
+        "data-node": String(id),
+      }),
+    );
+  }
+
+  const marks = [];
+  const s = 4 * u;
+  for (let j = 0; j < d.m; j++) {
+    const x = toX(t0 + d.markX[j]);
+    const y = laneTop(d.markLane[j]);
+    marks.push(P("path", { class: "cctviz-late", d: `M${r2(x - s)},${r2(y - s)}L${r2(x + s)},${r2(y - s)}L${r2(x)},${r2(y + s)}Z`, "data-j": String(j), "data-rank": String(d.markRank[j]) }));
+  }
+
+  let brush = null;
+  if (Array.isArray(st.brush) && st.brush.length === 2) {
+    const a = Math.max(t0, Math.min(st.brush[0], st.brush[1]));
+    const b = Math.min(t1, Math.max(st.brush[0], st.brush[1]));
+    if (b > a) brush = P("rect", { class: "cctviz-brushed", x: r2(toX(a)), y: r2(plotY - 2 * u), width: r2(Math.max(toX(b) - toX(a), 1)), height: r2(plotH + 4 * u) });
+  }
+
+  // time axis (seconds from the timeline's start) in one display unit
+  const axisY = plotY + plotH + 6 * u;
+  const xa = linearAxis([t0, t1], [plotX, plotX + plotW], { unit: "s", pad: 0, count: Math.max(3, Math.round(plotW / (90 * u))) });
+  const axes = [P("line", { class: "cctviz-tick", x1: r2(plotX), x2: r2(plotX + plotW), y1: r2(axisY), y2: r2(axisY) })];
+  const grid = [];
+  for (const t of xa.ticks) {
+    const x = r2(t.pos);
+    grid.push(P("line", { class: "cctviz-grid", x1: x, x2: x, y1: r2(plotY), y2: r2(plotY + plotH) }));
+    axes.push(P("line", { class: "cctviz-tick", x1: x, x2: x, y1: r2(axisY), y2: r2(axisY + 4 * u) }));
+    axes.push(P("text", { class: "cctviz-tick-label", x, y: r2(axisY + 6 * u), dy: "0.8em", "text-anchor": "middle", "font-size": small }, t.text));
+  }
+  const axisTitle = `time since start${xa.unit ? ` [${xa.unit}]` : ""}`;
+  const titleY = axisY + 6 * u + small + 6 * u;
+  axes.push(P("text", { class: "cctviz-axis-title", x: r2(plotX + plotW / 2), y: r2(titleY), dy: "0.8em", "text-anchor": "middle", "font-size": font }, axisTitle));
+  let bottom = titleY + font + 4 * u;
+  const notes = [];
+  const line = `${d.events.toLocaleString("en-US")} of ${d.eventsTotal.toLocaleString("en-US")} events in the window; ${d.n.toLocaleString("en-US")} rectangles (${d.bins} bins)${d.m ? `; \u25bc last rank to arrive at a collective (${d.m})` : ""}`;
+  notes.push(P("text", { class: "cctviz-note", x: r2(margin), y: r2(bottom + 2 * u), dy: "0.8em", "font-size": small }, measure.truncate(line, W - 2 * margin, small) || "\u2026"));
+  bottom += small + 6 * u;
+  const empty = d.lanes.length ? null : P("text", { class: "cctviz-empty", x: r2(plotX + 12 * u), y: r2(plotY + 14 * u), "font-size": font }, "No lanes to show");
+
+  const width = W;
+  const height = bottom + margin;
+  let scale = 1;
+  if (st.fit && st.width && width > st.width) scale = st.width / width;
+  if (st.fit && st.height && height * scale > st.height) scale = st.height / height;
+  const outW = st.fit && st.width ? st.width : width * scale;
+  const outH = st.fit && st.height ? st.height : height * scale;
+  return {
+    kind: "timeline",
+    fontSize: font,
+    fontFamily: FONT_FAMILY,
+    width,
+    height,
+    scale,
+    frame: { width: `${r2(outW)}pt`, height: `${r2(outH)}pt`, viewBox: `0 0 ${r2(outW / scale)} ${r2(outH / scale)}` },
+    style: st.style || "",
+    background: st.background,
+    title,
+    legend,
+    plot,
+    lanes,
+    spans,
+    marks,
+    grid,
+    axes,
+    brush,
+    notes,
+    empty,
+    axis: xa,
+    time: { toX, toT },
+    laneTop: d.lanes.map((_, k) => laneTop(k)),
+    rowH,
+  };
+}

@@ -1,0 +1,27 @@
+// The TimelineView figure's stylesheet: the shared figure rules plus the
+// timeline's own, for a palette of js/kit/style.js.
+
+import { figureCSS } from "../kit/style.js";
+
+/**
+ * @param {object} p a palette (`PALETTES.light|dark` or `THEME_PALETTE`)
+ * @param {string} scope selector of the figures the rules are for
+ * @returns {string}
+ */
+export function timelineCSS(p, scope = ".cctviz-fig") {
+  const f = scope;
+  return [
+    figureCSS(p, scope),
+    `${f} .cctviz-lane-bg{fill:${p.rule};fill-opacity:0.35}`,
+    `${f} .cctviz-lane-label{fill:${p.fg}}`,
+    `${f} .cctviz-tick{stroke:${p.strong};stroke-width:0.75}`,
+    `${f} .cctviz-tick-label{fill:${p.muted}}`,
+    `${f} .cctviz-grid{stroke:${p.rule};stroke-width:0.75}`,
+    `${f} .cctviz-span{stroke:${p.bg};stroke-width:0.5}`,
+    `${f} .cctviz-span.selected{stroke:${p.accent};stroke-width:2}`,
+    `${f} .cctviz-late{fill:${p.alert};stroke:${p.bg};stroke-width:0.75}`,
+    `${f} .cctviz-brushed{fill:${p.accent};fill-opacity:0.12;stroke:${p.accent};stroke-width:1}`,
+    `${f} .cctviz-legend-swatch{stroke:${p.bg};stroke-width:0.75}`,
+    `${f} .cctviz-note{fill:${p.muted};font-style:italic}`,
+  ].join("\n");
+}

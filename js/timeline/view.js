@@ -1,0 +1,221 @@
+// The TimelineView widget (anywidget `render`): the scene (scene.js) drawn by
+// draw.js on the shared chrome (toolbar, tooltip, brush, keys, size), wired to
+// the model's traits. Contract: cctviz/views/CONTRACT.md ("TimelineView").
+//
+// Names are untrusted: only ever set with textContent / setAttribute.
+
+import { attachBrush } from "../chrome/brush.js";
+import { attachKeys } from "../chrome/keyboard.js";
+import { givenHeight, watchResize } from "../chrome/size.js";
+import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
+import { createTooltip } from "../chrome/tooltip.js";
+import { buildPrim, h } from "../dom.js";
+import { formatValue } from "../format.js";
+import { lifetime } from "../kit/lifetime.js";
+import { THEME_PALETTE } from "../kit/style.js";
+import { decodeTimeline } from "./data.js";
+import { drawTimeline } from "./draw.js";
+import { timelineSVG } from "./figure.js";
+import { markLines, rectLines, timelineScene } from "./scene.js";
+import { timelineCSS } from "./style.js";
+
+/** Label size on screen, px. */
+const FONT = 12;
+/** The narrowest the figure is drawn, px (a narrower box scrolls). */
+const MIN_WIDTH = 320;
+/** Wheel zoom: the window scales by exp(deltaY * WHEEL) per event. */
+const WHEEL = 0.0015;
+/** Wheel zoom asks Python for the new window's detail this long after the last wheel event, ms. */
+const WHEEL_WAIT = 150;
+
+/** The traits a figure depends on, as plain values (the export payload's `state`). */
+export function stateOf(model) {
+  const list = (k) => (Array.isArray(model.get(k)) ? model.get(k).map(Number) : []);
+  return {
+    window: list("window"),
+    depth: Number(model.get("depth") ?? 3),
+    bins: Number(model.get("bins") ?? 1000),
+    selected_profiles: list("selected_profiles"),
+    selection: list("selection"),
+    brush: list("brush"),
+  };
+}
+
+/** The window `[t0, t1]` scaled by `factor` around time `at` (seconds). */
+export function zoomWindow([t0, t1], at, factor) {
+  const a = at - (at - t0) * factor;
+  const b = at + (t1 - at) * factor;
+  return b - a > 1e-12 ? [a, b] : [t0, t1];
+}
+
+/**
+ * Render the TimelineView into `el`.
+ *
+ * @param {{model: object, el: HTMLElement}} ctx anywidget render context
+ * @returns {() => void} cleanup
+ */
+export function renderTimeline({ model, el }) {
+  const doc = el.ownerDocument;
+  const win = doc.defaultView;
+  const state = { renders: 0, data: decodeTimeline(null), scene: null, svg: null, brush: null, width: 0, wheel: null, timer: 0 };
+
+  const root = h(doc, "div", { class: "cctviz cctviz-timeline" });
+  el.appendChild(root);
+  const life = lifetime();
+  life.defer(() => root.remove());
+  root.appendChild(h(doc, "style", {}, timelineCSS(THEME_PALETTE, ".cctviz-live")));
+  const tb = life.own(createToolbar(doc, "Timeline view controls"));
+  root.appendChild(tb.element);
+  const depthSel = tb.select("Depth", { class: "cctviz-depth", "aria-label": "Deepest level drawn" });
+  const zoomBtn = tb.button("Zoom to brush", { class: "cctviz-btn cctviz-zoom-brush", title: "Show the brushed window (drag along the lanes to brush)" });
+  const wholeBtn = tb.button("Whole", { class: "cctviz-btn cctviz-whole", title: "Show the whole timeline" });
+  const saveBtn = tb.button("SVG", { class: "cctviz-btn cctviz-download", title: "Download the figure as SVG (the same file as view.save)" });
+  const { status } = tb.counts();
+  const holder = h(doc, "div", { class: "cctviz-holder" });
+  root.appendChild(holder);
+  const tooltip = life.own(createTooltip(root));
+
+  const list = (k) => (Array.isArray(model.get(k)) ? model.get(k).map(Number) : []);
+  const commit = (changes) => {
+    for (const [k, v] of Object.entries(changes)) model.set(k, v);
+    model.save_changes();
+  };
+
+  // ---- pointer: tooltips, clicks select a node, wheel zooms ----------------------
+  const spanOf = (t) => (t && t.closest ? t.closest(".cctviz-span") : null);
+  const markOf = (t) => (t && t.closest ? t.closest(".cctviz-late") : null);
+  function onMove(ev) {
+    if (ev.buttons) return tooltip.hide();
+    const s = spanOf(ev.target);
+    const m = markOf(ev.target);
+    if (s) tooltip.show(rectLines(state.data, Number(s.getAttribute("data-i"))), `r${s.getAttribute("data-i")}`, ev);
+    else if (m) tooltip.show(markLines(state.data, Number(m.getAttribute("data-j"))), `m${m.getAttribute("data-j")}`, ev);
+    else tooltip.hide();
+  }
+  function onClick(ev) {
+    if (state.brush && state.brush.moved()) return;
+    const s = spanOf(ev.target);
+    if (!s) return;
+    const id = Number(s.getAttribute("data-node"));
+    const sel = list("selection");
+    if (ev.shiftKey) commit({ selection: sel.includes(id) ? sel.filter((x) => x !== id) : [...sel, id].sort((a, b) => a - b) });
+    else commit({ selection: [id] });
+  }
+  function onWheel(ev) {
+    const sc = state.scene;
+    if (!sc || !state.svg) return;
+    const box = state.svg.getBoundingClientRect();
+    const x = ((ev.clientX - box.left) / Math.max(box.width, 1)) * sc.width;
+    if (x < sc.plot.x || x > sc.plot.x + sc.plot.w) return;
+    ev.preventDefault();
+    const base = state.wheel || state.data.window;
+    const at = sc.time.toT(x);
+    const factor = Math.exp(ev.deltaY * WHEEL);
+    const rel = (at - state.data.window[0]) / (state.data.window[1] - state.data.window[0]);
+    const pivot = base[0] + rel * (base[1] - base[0]);
+    state.wheel = zoomWindow(base, pivot, factor);
+    win.clearTimeout(state.timer);
+    state.timer = win.setTimeout(() => {
+      const w = state.wheel;
+      state.wheel = null;
+      if (w) commit({ window: w });
+    }, WHEEL_WAIT);
+  }
+  life.listen(holder, { mousemove: onMove, mouseleave: () => tooltip.hide(), click: onClick });
+  life.listen(holder, { wheel: onWheel }, { passive: false });
+  life.defer(() => win.clearTimeout(state.timer));
+
+  const keys = life.own(
+    attachKeys(holder, (key) => {
+      if (key === "Escape") commit({ brush: [] });
+      else if (key === "0") commit({ window: state.data.whole, brush: [] });
+      else return false;
+      return true;
+    }),
+  );
+
+  // ---- toolbar -----------------------------------------------------------------
+  function updateMenus() {
+    const d = state.data;
+    const depth = Number(model.get("depth") ?? 3);
+    const opts = Array.from({ length: Math.max(depth + 3, 8) }, (_, i) => String(i));
+    fillSelect(depthSel, opts, String(depth), undefined, (v) => (v === "0" ? "0 (roots)" : null));
+    const brush = list("brush");
+    zoomBtn.disabled = brush.length !== 2;
+    const [t0, t1] = d.window;
+    status.textContent = `${d.lanes.length} lanes \u00b7 ${formatValue(t0, "s")} \u2013 ${formatValue(t1, "s")} \u00b7 ${d.n} rectangles${brush.length === 2 ? ` \u00b7 brushed ${formatValue(brush[1] - brush[0], "s")}` : ""}`;
+  }
+  depthSel.addEventListener("change", () => commit({ depth: Number(depthSel.value) }));
+  zoomBtn.addEventListener("click", () => {
+    const b = list("brush");
+    if (b.length === 2) commit({ window: b, brush: [] });
+  });
+  wholeBtn.addEventListener("click", () => commit({ window: state.data.whole }));
+  saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-timeline.svg", timelineSVG(model.get("_data"), stateOf(model), {})));
+
+  // ---- selection and brush (no re-layout) -------------------------------------------
+  function applySelection() {
+    if (!state.svg) return;
+    const sel = new Set(list("selection"));
+    for (const r of state.svg.querySelectorAll(".cctviz-span")) r.classList.toggle("selected", sel.has(Number(r.getAttribute("data-node"))));
+  }
+  function applyBrush() {
+    if (!state.svg) return;
+    const layer = state.svg.querySelector(".cctviz-brush-layer");
+    const sc = timelineScene(state.data, { fontSize: FONT, width: state.width, brush: list("brush"), legends: true });
+    layer.replaceChildren(...(sc.brush ? [buildPrim(doc, sc.brush)] : []));
+    updateMenus();
+  }
+
+  // ---- render ----------------------------------------------------------------------
+  function render() {
+    tooltip.hide();
+    state.data = decodeTimeline(model.get("_data"));
+    state.width = Math.max(MIN_WIDTH, Math.round(holder.clientWidth || 900));
+    const scene = timelineScene(state.data, { selection: list("selection"), brush: list("brush"), fontSize: FONT, width: state.width });
+    state.scene = scene;
+    if (state.brush) state.brush.destroy();
+    if (state.svg) state.svg.remove();
+    const svg = drawTimeline(holder, scene);
+    svg.setAttribute("class", "cctviz-fig cctviz-live cctviz-canvas");
+    svg.setAttribute("width", String(Math.round(scene.width)));
+    svg.setAttribute("height", String(Math.round(scene.height)));
+    svg.setAttribute("viewBox", `0 0 ${Math.round(scene.width)} ${Math.round(scene.height)}`);
+    state.svg = svg;
+    const given = givenHeight(el, [tb.element]);
+    holder.style.maxHeight = given ? `${given}px` : "";
+    holder.style.overflowY = given ? "auto" : "";
+    // brush along x only: the rectangle's x extent is the window brushed
+    state.brush = attachBrush(svg, {
+      starts: (ev) => !(ev.target.closest && (ev.target.closest(".cctviz-legend") || ev.target.closest(".cctviz-late"))),
+      onBrush: (r) => {
+        const sc = state.scene;
+        const [w0, w1] = state.data.window;
+        const a = Math.max(w0, sc.time.toT(Math.max(r.x0, sc.plot.x)));
+        const b = Math.min(w1, sc.time.toT(Math.min(r.x1, sc.plot.x + sc.plot.w)));
+        if (b > a) commit({ brush: [a, b] });
+      },
+    });
+    applySelection();
+    updateMenus();
+    state.renders += 1;
+    root.setAttribute("data-rendered", String(state.renders));
+  }
+
+  life.model(model, [
+    ["change:_data", () => render()],
+    ["change:selection", () => applySelection()],
+    ["change:brush", () => applyBrush()],
+    ["change:depth", () => updateMenus()],
+  ]);
+  life.defer(() => state.brush && state.brush.destroy());
+  life.own(
+    watchResize(win, [holder], () => {
+      const w = Math.round(holder.clientWidth);
+      if (w > 0 && Math.abs(Math.max(MIN_WIDTH, w) - state.width) > 1) render();
+    }),
+  );
+
+  render();
+  return () => life.dispose();
+}

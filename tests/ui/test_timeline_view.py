@@ -1,0 +1,75 @@
+"""TimelineView in headless Chromium (the kernel-less harness): lanes drawn,
+brushing along the time axis writes ``brush`` to Python (the window stays),
+a selection set in Python outlines its intervals without a re-render."""
+
+from __future__ import annotations
+
+import pytest
+
+import cctviz
+from cctviz.views.timeline import TimelineView
+
+PING_PONG = "/work/shared/data/pipit/ping-pong-otf2/traces.otf2"
+SPAN = "rect.cctviz-span"
+
+
+@pytest.fixture(scope="module")
+def ping():
+    return cctviz.read_timeline(PING_PONG)
+
+
+def rendered(wp, view) -> int:
+    return int(wp.view(view).locator("[data-rendered]").get_attribute("data-rendered"))
+
+
+def test_lanes_and_rectangles_drawn(widget_page, ping):
+    view = TimelineView(ping)
+    wp = widget_page(view)
+    labels = wp.view(view).locator("text.cctviz-lane-label").all_text_contents()
+    assert labels == ["rank 0", "rank 1"]
+    assert wp.view(view).locator(SPAN).count() == view._data["n"] > 0
+    assert "time since start [ms]" in wp.view(view).locator("svg").text_content()
+
+
+def test_brush_writes_brush_not_window(widget_page, ping):
+    view = TimelineView(ping)
+    wp = widget_page(view)
+    lane = wp.view(view).locator("rect.cctviz-lane-bg").first.bounding_box()
+    x0, x1 = lane["x"] + lane["width"] * 0.25, lane["x"] + lane["width"] * 0.5
+    y = lane["y"] + lane["height"] / 2
+    page = wp.page
+    page.mouse.move(x0, y)
+    page.mouse.down()
+    page.mouse.move((x0 + x1) / 2, y, steps=4)
+    page.mouse.move(x1, y, steps=4)
+    page.mouse.up()
+    wp.sync()
+    w0, w1 = view.whole_window
+    assert len(view.brush) == 2
+    assert view.brush[0] == pytest.approx(w0 + 0.25 * (w1 - w0), rel=0.02)
+    assert view.brush[1] == pytest.approx(w0 + 0.5 * (w1 - w0), rel=0.02)
+    assert view.window == pytest.approx(view.whole_window)
+    assert wp.view(view).locator("rect.cctviz-brushed").count() == 1
+    # an explicit zoom asks Python for the brushed window's detail
+    r0 = rendered(wp, view)
+    wp.view(view).locator("button.cctviz-zoom-brush").click()
+    wp.sync()
+    assert view.window[0] == pytest.approx(view.whole_window[1] * 0.25, rel=0.02)
+    assert view.brush == []
+    wp.wait_rendered(r0 + 1, view)
+
+
+def test_python_selection_outlines_intervals(widget_page, ping):
+    view = TimelineView(ping)
+    wp = widget_page(view)
+    r0 = rendered(wp, view)
+    view.selection = [6]  # MPI_Recv
+    wp.sync()
+    sel = wp.view(view).locator(f"{SPAN}.selected")
+    assert sel.count() == int((view.rects["node"] == 6).sum()) > 0
+    assert set(sel.evaluate_all("els => els.map(e => e.dataset.node)")) == {"6"}
+    assert rendered(wp, view) == r0
+    # clicking a rectangle selects its node in Python
+    wp.view(view).locator(f'{SPAN}[data-node="1"]').first.click(force=True)
+    wp.sync()
+    assert view.selection.ids.tolist() == [1]

@@ -1,0 +1,220 @@
+"""TimelineView: the level of detail is bounded per lane at 10^6 events, its
+rectangles are the dominant context of each pixel (against a brute force), the
+window changes the detail, lanes and selections are checked, linking scopes a
+CCTView to the brushed window, and the SVG export is deterministic with axis
+units. Real data: the ping-pong OTF2 sample."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import traitlets
+
+import cctviz
+from cctviz.views.timeline import TimelineView, lod_rects
+
+PING_PONG = "/work/shared/data/pipit/ping-pong-otf2/traces.otf2"
+
+
+@pytest.fixture(scope="module")
+def ping():
+    return cctviz.read_timeline(PING_PONG)
+
+
+def synthetic(n_prof: int = 8, per: int = 125_000) -> cctviz.Timeline:
+    """``n_prof`` ranks of ``per`` events each: a root, steps with two phases
+    and an all-reduce whose arrival varies (a late rank per call)."""
+    tree = cctviz.Tree.from_parents(
+        [-1, 0, 1, 1, 3], ["main", "step", "forward", "backward", "all_reduce"],
+        kind=["root", "step", "function", "function", "comm"],
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    m = per // 4
+    s = np.cumsum(rng.integers(50, 150, m)) * 10
+    rows = []
+    for p in range(n_prof):
+        rows += [
+            pd.DataFrame({"profile": p, "node": 1, "start": s, "end": s + 900}),
+            pd.DataFrame({"profile": p, "node": 2, "start": s + 10, "end": s + 400}),
+            pd.DataFrame({"profile": p, "node": 3, "start": s + 410, "end": s + 800}),
+            pd.DataFrame(
+                {
+                    "profile": p,
+                    "node": 4,
+                    "start": s + 500 + rng.integers(0, 200, m),
+                    "end": s + 790,
+                }
+            ),
+            pd.DataFrame({"profile": [p], "node": [0], "start": [0], "end": [int(s[-1]) + 1000]}),
+        ]
+    return cctviz.Timeline(tree, pd.concat(rows, ignore_index=True))
+
+
+@pytest.fixture(scope="module")
+def big():
+    return synthetic()
+
+
+def brute(lane, level, node, start, end, t0, t1, bins, n_levels):
+    """The dominant node of every (lane, level, bin) by a loop over bins."""
+    w = (t1 - t0) / bins
+    out = {}
+    for r in set(zip(lane.tolist(), level.tolist())):
+        mine = (lane == r[0]) & (level == r[1])
+        for b in range(bins):
+            a, z = t0 + b * w, t0 + (b + 1) * w
+            cov = np.clip(np.minimum(end[mine], z) - np.maximum(start[mine], a), 0, None)
+            if cov.max(initial=0) <= 0:
+                continue
+            full = cov >= w * (1 - 1e-9)
+            per = pd.Series(cov).groupby(node[mine]).sum()
+            out[(r[0], r[1], b)] = (set(node[mine][full]) if full.any() else None, per)
+    return out
+
+
+def test_lod_matches_a_brute_force():
+    rng = np.random.default_rng(1)
+    n = 300
+    lane = rng.integers(0, 3, n)
+    level = rng.integers(0, 2, n)
+    node = rng.integers(0, 6, n)
+    start = rng.uniform(0, 100, n)
+    end = start + rng.exponential(4, n)
+    r = lod_rects(lane, level, node, start, end, 10.0, 90.0, 40, 2)
+    want = brute(lane, level, node, start, end, 10.0, 90.0, 40, 2)
+    got = {}
+    for row in r.itertuples():
+        assert row.b1 > row.b0
+        for b in range(row.b0, row.b1):
+            got[(row.lane, row.level, b)] = row.node
+    assert got.keys() == want.keys()  # every covered bin drawn, no empty bin drawn
+    for key, (full, per) in want.items():
+        if full:
+            assert got[key] in full
+        else:  # the node covering most of the bin (ties: any of them)
+            assert per[got[key]] == pytest.approx(per.max())
+    # adjacent rectangles of a row never hold the same node (runs are merged)
+    for _, g in r.groupby(["lane", "level"]):
+        g = g.sort_values("b0")
+        touching = g["b0"].to_numpy()[1:] == g["b1"].to_numpy()[:-1]
+        assert not (touching & (g["node"].to_numpy()[1:] == g["node"].to_numpy()[:-1])).any()
+
+
+def test_lod_is_bounded_per_lane_at_a_million_events(big):
+    assert len(big) >= 1_000_000
+    view = TimelineView(big, bins=500, depth=3)
+    r = view.rects
+    assert r.groupby(["lane", "level"]).size().max() <= 500
+    assert r.groupby("lane").size().max() <= 500 * 4
+    assert sorted(r["lane"].unique()) == list(range(8))
+    # the whole window: steps fill the step level from first to last bin
+    steps = r[r["level"] == 1]
+    assert (steps.groupby("lane")["b0"].min() == 0).all()
+    # a window of a few steps: one rectangle per interval, at its place
+    s = big.events
+    e = s[(s["profile"] == 0) & (s["node"] == 2)].iloc[1000]
+    t00 = big.span[0]
+    t0, t1 = (e["start"] - t00 - 2000) / 1e9, (e["start"] - t00 + 3000) / 1e9
+    view.window = (t0, t1)
+    z = view.rects
+    assert len(z) > len(r[r["lane"] == 0]) / 10  # detail appears
+    fwd = z[(z["lane"] == 0) & (z["name"] == "forward")]
+    hit = fwd[
+        (fwd["t0"] <= (e["start"] - t00) / 1e9 + 1e-8)
+        & (fwd["t1"] >= (e["end"] - t00) / 1e9 - 1e-8)
+    ]
+    assert len(hit) == 1
+    assert hit["t1"].iloc[0] - hit["t0"].iloc[0] == pytest.approx(390e-9, abs=2 * 5e-9 + 1e-12)
+    # collectives: a marker per all-reduce in the window on the late rank's lane
+    d = view._data
+    assert d["m"] > 0 and np.frombuffer(d["mark_lane"], "<i4").max() < 8
+
+
+def test_real_trace_lanes_and_window(ping):
+    view = TimelineView(ping)
+    assert view._data["lanes"] == ["rank 0", "rank 1"]
+    assert view.window == pytest.approx(view.whole_window)
+    assert view.window[1] == pytest.approx((ping.span[1] - ping.span[0]) / 1e9)
+    whole = view.rects
+    assert set(whole["name"]) >= {"int main(int, char**)", "MPI_Init", "MPI_Send", "MPI_Recv"}
+    # every event longer than two bins is covered by a rectangle of its node
+    w = (view.window[1] - view.window[0]) / view.bins
+    t00 = ping.span[0]
+    ev = ping.events
+    depth = np.asarray(ping.tree.depth)[ev["node"]]
+    long = ev[((ev["end"] - ev["start"]) / 1e9 > 3 * w) & (depth <= 3)]
+    for e in long.itertuples():
+        lane_rects = whole[(whole["profile"] == e.profile) & (whole["node"] == e.node)]
+        mid = ((e.start + e.end) / 2 - t00) / 1e9
+        assert ((lane_rects["t0"] <= mid) & (lane_rects["t1"] >= mid)).any()
+    # a narrower window: other, finer detail; depth cuts levels
+    view.window = (0.19, 0.1996)
+    assert len(view.rects) != len(whole) and view.rects["t0"].min() >= 0.19 - 1e-12
+    view.depth = 1
+    assert view.rects["level"].max() <= 1
+    view.selected_profiles = [1]
+    assert view._data["lanes"] == ["rank 1"] and set(view.rects["profile"]) == {1}
+
+
+def test_traits_are_checked_with_clear_errors(ping):
+    view = TimelineView(ping)
+    with pytest.raises(traitlets.TraitError, match=r"profile ids must be in \[0, 2\)"):
+        view.selected_profiles = [5]
+    with pytest.raises(traitlets.TraitError, match=r"node ids must be in \[0, 10\)"):
+        view.selection = [42]
+    with pytest.raises(traitlets.TraitError, match="finite t0 < t1"):
+        view.window = (0.2, 0.1)
+    with pytest.raises(traitlets.TraitError, match="brush"):
+        view.brush = [0.1]
+    with pytest.raises(traitlets.TraitError, match="depth"):
+        view.depth = -1
+    with pytest.raises(TypeError, match="read_timeline"):
+        TimelineView(ping.ensemble())
+    view.selection = 'MATCH (".", a) WHERE a."name" = "MPI_Send"'
+    assert view.selection.names.tolist() == ["MPI_Send"]
+    view.brush = [0.1, 0.05]
+    assert view.brush == [0.05, 0.1] and view.brushed_window == (0.05, 0.1)
+    assert view.window == pytest.approx(view.whole_window)  # a brush does not zoom
+
+
+def test_link_scopes_the_tree_to_the_brush_and_shares_selection(ping):
+    tv = TimelineView(ping)
+    cv = cctviz.CCTView(ping.ensemble())
+    with cctviz.link(tv, cv):
+        tv.brush = [0.19, 0.1996]
+        t0, t1 = tv.window_ns()
+        want = ping.window(t0, t1).ensemble()
+        assert np.array_equal(cv.shown.values("time"), want.values("time"))
+        assert cv.shown.values("time").sum() == pytest.approx(2 * 0.0096e9, rel=1e-6)
+        cv.selection = [6]
+        assert tv.selection.ids.tolist() == [6]
+        tv.brush = []  # no brush: the visible window (the whole timeline)
+        assert cv.shown.values("time").sum() == ping.ensemble().values("time").sum()
+    tv.brush = [0.1, 0.11]
+    assert cv.shown.values("time").sum() == ping.ensemble().values("time").sum()
+
+
+def test_export_svg_is_deterministic_with_axis_units(ping, tmp_path):
+    view = TimelineView(ping, selection=[6], brush=[0.05, 0.1])
+    a = view.save(tmp_path / "a.svg", width="7in").read_bytes()
+    b = TimelineView(ping, **view.state).save(tmp_path / "b.svg", width="7in").read_bytes()
+    assert a == b
+    text = a.decode()
+    assert "time since start [ms]" in text and "rank 0" in text and "rank 1" in text
+    assert 'width="504pt"' in text
+    assert text.count('class="cctviz-span selected"') == int((view.rects["node"] == 6).sum()) > 0
+    assert "cctviz-brushed" in text
+    for ext in ("pdf", "png"):
+        assert view.save(tmp_path / f"x.{ext}", width="7in").stat().st_size > 1000
+
+
+def test_registered_and_in_the_cli(ping, tmp_path):
+    from cctviz.cli import main
+    from cctviz.views.base import view_kinds
+
+    assert view_kinds()["timeline"] is TimelineView
+    assert cctviz.TimelineView is TimelineView
+    out = tmp_path / "t.svg"
+    assert main(["export", "--view", "timeline", PING_PONG, "-o", str(out)]) == 0
+    assert "time since start" in out.read_text()
