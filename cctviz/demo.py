@@ -28,13 +28,14 @@ from .ops.text import short_path
 from .readers import read, read_ensemble
 
 
-def example_script() -> Path:
-    """``train.py`` of the bundled GPT example (``examples/`` in a checkout)."""
+def example_script(name: str = "train.py") -> Path:
+    """A bundled example script (``examples/`` in a checkout): ``train.py`` (the GPT
+    example) or ``rotating_late.py`` (DDP whose late rank changes with the step)."""
     here = Path(__file__).resolve().parent
-    for cand in (here / "_examples" / "train.py", here.parent / "examples" / "train.py"):
+    for cand in (here / "_examples" / name, here.parent / "examples" / name):
         if cand.is_file():
             return cand
-    raise FileNotFoundError("the GPT example (examples/train.py) is not installed")
+    raise FileNotFoundError(f"the example examples/{name} is not installed")
 
 
 def profile_example(

@@ -39,9 +39,12 @@ def progress_bar(items: Iterable[Any], progress: bool | None, **kw: Any) -> Iter
     ``progress=True`` shows the bar at once, ``False`` never; ``None`` (the
     readers' default) shows it only once the work has run for
     :data:`PROGRESS_DELAY` seconds (tqdm's ``delay``), so a read that takes a
-    fraction of a second prints nothing. ``kw`` goes to tqdm (``desc``, ``unit``).
+    fraction of a second prints nothing; nor does a single item (a bar that jumps
+    from 0 to 1 says nothing). ``kw`` goes to tqdm (``desc``, ``unit``).
     """
     if progress is False:
+        return items
+    if progress is None and hasattr(items, "__len__") and len(items) <= 1:  # type: ignore[arg-type]
         return items
     from tqdm.auto import tqdm
 

@@ -548,7 +548,8 @@ class CCTView(View):
         data["match_total"] = int(m.size)
         data["match_ids"] = i32(m[:MATCH_IDS])
         ens = self._src.ensemble
-        if ens is not None and int(ens.live.sum()) > 1:  # one profile has no spread
+        # a single profile has no spread (a run with a failed rank still says so)
+        if ens is not None and ens.n_profiles > 1:
             data["spread"] = self._spread(lod, colors[0])
         return data
 

@@ -433,7 +433,9 @@ class TimelineView(View):
         index = np.searchsorted(used, r["node"].to_numpy())
         kinds_all = tree.nodes["kind"].astype(object).where(tree.nodes["kind"].notna(), "")
         kinds_used = kinds_all.to_numpy()[used].astype(str)
-        kinds, kind_code = np.unique(kinds_used, return_inverse=True)
+        # the kinds of the whole tree: a kind keeps its colour in every window
+        kinds = np.unique(kinds_all.to_numpy().astype(str))
+        kind_code = np.searchsorted(kinds, kinds_used)
         names = [str(x) for x in np.asarray(tree.names, dtype=object)[used]]
         width = (w1 - w0) / self.bins
         rects = r.assign(

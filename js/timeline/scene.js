@@ -183,7 +183,7 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
   axes.push(P("text", { class: "cctviz-axis-title", x: r2(plotX + plotW / 2), y: r2(titleY), dy: "0.8em", "text-anchor": "middle", "font-size": font }, axisTitle));
   let bottom = titleY + font + 4 * u;
   const notes = [];
-  const line = `${d.events.toLocaleString("en-US")} of ${d.eventsTotal.toLocaleString("en-US")} events in the window; ${d.n.toLocaleString("en-US")} rectangles (${d.bins} bins)${d.m ? `; \u25bc last rank to arrive at a collective (${d.m})` : ""}`;
+  const line = `${d.events.toLocaleString("en-US")} of ${d.eventsTotal.toLocaleString("en-US")} events in the window; ${d.n.toLocaleString("en-US")} rectangles (${d.bins} bins)${d.m ? `; red marks: the last rank to arrive at a collective (${d.m})` : ""}`;
   notes.push(P("text", { class: "cctviz-note", x: r2(margin), y: r2(bottom + 2 * u), dy: "0.8em", "font-size": small }, measure.truncate(line, W - 2 * margin, small) || "\u2026"));
   bottom += small + 6 * u;
   const empty = d.lanes.length ? null : P("text", { class: "cctviz-empty", x: r2(plotX + 12 * u), y: r2(plotY + 14 * u), "font-size": font }, "No lanes to show");

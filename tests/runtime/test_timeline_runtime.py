@@ -17,7 +17,9 @@ import pytest
 import cctviz
 from cctviz.ops.collectives import instances, stragglers
 
-from .conftest import CCTVIZ, SCRIPTS, run_job
+from cctviz.demo import example_script
+
+from .conftest import CCTVIZ, run_job
 
 RANKS, STEPS, SLEEP_MS = 3, 12, 200  # ms: jitter of a loaded machine stays well under 10%
 
@@ -37,7 +39,7 @@ def rotating(tmp_path_factory):
             "--warmup",
             "0",
             "--timeline",
-            str(SCRIPTS / "rotating_late.py"),
+            str(example_script("rotating_late.py")),
             str(STEPS),
             str(SLEEP_MS),
         ]  # fmt: skip
