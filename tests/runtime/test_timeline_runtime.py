@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 
 import cctviz
-from cctviz.ops.collectives import instances, stragglers
-
 from cctviz.demo import example_script
+from cctviz.ops.collectives import instances, stragglers
 
 from .conftest import CCTVIZ, run_job
 
