@@ -4,6 +4,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -75,6 +77,30 @@ def test_readme_perfmodel_block_runs(monkeypatch):
     monkeypatch.chdir(ROOT)
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     pm: dict = {}
-    exec(compile(blocks[6], "README.md", "exec"), pm)  # noqa: S102 - our own README
+    exec(compile(blocks[7], "README.md", "exec"), pm)  # noqa: S102 - our own README
     assert pm["top"].index[0] == 0  # main: the most time at 512 cores too
     assert round(pm["zero"].total / 1e9, 1) == 1.9  # the ZeRO paper's 7.5B example, 64 GPUs
+
+
+@pytest.mark.slow
+def test_readme_timeline_block_runs(tmp_path, monkeypatch):
+    """The timeline block, on a run traced with `cctviz run --timeline` (2 ranks)."""
+    import subprocess
+    import sys
+
+    from cctviz.demo import example_script
+
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "cctviz.cli", "run", "--standalone", "--nproc-per-node", "2",
+           "--out", str(run), "--warmup", "0", "--timeline",
+           str(example_script("rotating_late.py")), "3", "20"]  # fmt: skip
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    block = blocks[6]
+    assert "read_timeline" in block
+    ns: dict = {}
+    exec(compile(block.replace('"out/run-ddp"', repr(str(run))), "README.md", "exec"), ns)  # noqa: S102
+    assert ns["tl"].n_profiles == 2 and len(ns["inst"]) > 0
+    assert ns["late"]["last"].sum() >= 3  # a late rank at every step
+    assert ns["first_half"].n_profiles == 2
