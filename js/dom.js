@@ -88,6 +88,22 @@ export function buildPrim(doc, prim) {
  * @param {[object, object[]][]} layers [group attributes, prims] in drawing order
  * @returns {SVGSVGElement}
  */
+/**
+ * Append a flat figure (no zoomable viewport: the profiles view, the timeline) to
+ * `parent`: the svg root of `scene.frame`, its style and background, then `parts`
+ * (prims) in order. Returns the svg.
+ */
+export function drawFlat(parent, scene, parts) {
+  const head = [];
+  if (scene.style) head.push({ tag: "style", attrs: {}, text: scene.style });
+  if (scene.background) head.push({ tag: "rect", attrs: { class: "cctviz-bg", x: 0, y: 0, width: "100%", height: "100%", fill: scene.background } });
+  const { width, height, viewBox } = scene.frame;
+  const attrs = { class: "cctviz-fig", width, height, viewBox, "font-family": scene.fontFamily, "font-size": scene.fontSize };
+  const svg = buildPrim(parent.ownerDocument, { tag: "svg", attrs, children: [...head, ...parts] });
+  parent.appendChild(svg);
+  return svg;
+}
+
 export function drawFigure(parent, scene, layers) {
   const doc = parent.ownerDocument;
   const svg = h(doc, "svg:svg", {

@@ -146,3 +146,19 @@ export function typesetter(rules) {
   };
   return typeset;
 }
+
+/**
+ * The scale and svg frame of a flat figure (no zoomable viewport) of `width` x
+ * `height` figure units: an export (`st.fit`) is shrunk to the asked width (and
+ * height), never enlarged, so its fonts are never scaled up.
+ *
+ * @returns {{scale: number, frame: {width: string, height: string, viewBox: string}}}
+ */
+export function flatFrame(st, width, height) {
+  let scale = 1;
+  if (st.fit && st.width && width > st.width) scale = st.width / width;
+  if (st.fit && st.height && height * scale > st.height) scale = st.height / height;
+  const outW = st.fit && st.width ? st.width : width * scale;
+  const outH = st.fit && st.height ? st.height : height * scale;
+  return { scale, frame: { width: `${r2(outW)}pt`, height: `${r2(outH)}pt`, viewBox: `0 0 ${r2(outW / scale)} ${r2(outH / scale)}` } };
+}

@@ -69,3 +69,17 @@ export function contentHeight({ band, body, widthScale, fontSize, min, max }) {
 export function fitScale(w, h, W, H, fontSize) {
   return Math.max(readableScale(fontSize), Math.min(1, W / Math.max(w, 1), H / Math.max(h, 1)));
 }
+
+/**
+ * Make a flat figure's svg (profiles, timeline) a live canvas at the scene's own
+ * size: one figure unit per pixel (the notebook's text at its font size).
+ */
+export function asLiveCanvas(svg, scene) {
+  const w = String(Math.round(scene.width));
+  const h = String(Math.round(scene.height));
+  svg.setAttribute("class", "cctviz-fig cctviz-live cctviz-canvas");
+  svg.setAttribute("width", w);
+  svg.setAttribute("height", h);
+  svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  return svg;
+}

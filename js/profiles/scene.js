@@ -10,7 +10,7 @@ import { MISSING_COLOR, sequentialScale } from "../kit/color.js";
 import { r2 } from "../dom.js";
 import { formatValue } from "../format.js";
 import { FONT_FAMILY, TABLE_MEASURE } from "../measure.js";
-import { P } from "../scene-kit.js";
+import { P, flatFrame } from "../scene-kit.js";
 
 /** The text measure of the bundled font: the same in the notebook and in export. */
 
@@ -325,11 +325,7 @@ export function profilesScene(d, settings, measure = TABLE_MEASURE) {
 
   const width = plot.x + plot.w + legendW + m.margin;
   const height = Math.max(bottom, legendBottom) + m.margin;
-  let scale = 1;
-  if (st.fit && st.width && width > st.width) scale = st.width / width; // shrink, never enlarge the fonts
-  if (st.fit && st.height && height * scale > st.height) scale = st.height / height;
-  const outW = st.fit && st.width ? st.width : width * scale;
-  const outH = st.fit && st.height ? st.height : height * scale;
+  const { scale, frame } = flatFrame(st, width, height);
   return {
     kind: "profiles",
     fontSize: font,
@@ -337,7 +333,7 @@ export function profilesScene(d, settings, measure = TABLE_MEASURE) {
     width,
     height,
     scale,
-    frame: { width: `${r2(outW)}pt`, height: `${r2(outH)}pt`, viewBox: `0 0 ${r2(outW / scale)} ${r2(outH / scale)}` },
+    frame,
     style: st.style || "",
     background: st.background,
     title,

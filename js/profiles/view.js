@@ -8,7 +8,7 @@ import { attachBrush } from "../chrome/brush.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
-import { watchResize } from "../chrome/size.js";
+import { asLiveCanvas, watchResize } from "../chrome/size.js";
 import { THEME_PALETTE } from "../kit/style.js";
 import { h } from "../dom.js";
 import { lifetime } from "../kit/lifetime.js";
@@ -195,11 +195,7 @@ export function renderProfiles({ model, el }, opts = {}) {
     state.scene = scene;
     if (state.brush) state.brush.destroy();
     if (state.svg) state.svg.remove();
-    const svg = drawProfiles(holder, scene);
-    svg.setAttribute("class", "cctviz-fig cctviz-live cctviz-canvas");
-    svg.setAttribute("width", String(Math.round(scene.width)));
-    svg.setAttribute("height", String(Math.round(scene.height)));
-    svg.setAttribute("viewBox", `0 0 ${Math.round(scene.width)} ${Math.round(scene.height)}`);
+    const svg = asLiveCanvas(drawProfiles(holder, scene), scene);
     state.svg = svg;
     state.dotsG = svg.querySelector(".cctviz-dots");
     state.brush = attachBrush(svg, {

@@ -1,7 +1,7 @@
 // Draw a TimelineView scene (scene.js) as SVG. Only `parent.ownerDocument` is
 // used: no window, no global document, no measuring, no listeners, no timers.
 
-import { buildPrim } from "../dom.js";
+import { drawFlat } from "../dom.js";
 import { P } from "../scene-kit.js";
 
 /**
@@ -16,8 +16,6 @@ import { P } from "../scene-kit.js";
  */
 export function drawTimeline(parent, scene) {
   const parts = [];
-  if (scene.style) parts.push(P("style", {}, scene.style));
-  if (scene.background) parts.push(P("rect", { class: "cctviz-bg", x: 0, y: 0, width: "100%", height: "100%", fill: scene.background }));
   for (const p of [scene.title, scene.legend]) if (p) parts.push(p);
   parts.push(P("g", { class: "cctviz-grid-lines", "aria-hidden": "true" }, null, scene.grid));
   parts.push(P("g", { class: "cctviz-lanes" }, null, scene.lanes));
@@ -27,9 +25,5 @@ export function drawTimeline(parent, scene) {
   parts.push(P("g", { class: "cctviz-axes", "aria-hidden": "true" }, null, scene.axes));
   parts.push(P("g", { class: "cctviz-notes" }, null, scene.notes));
   if (scene.empty) parts.push(scene.empty);
-  const { width, height, viewBox } = scene.frame;
-  const attrs = { class: "cctviz-fig", width, height, viewBox, "font-family": scene.fontFamily, "font-size": scene.fontSize };
-  const svg = buildPrim(parent.ownerDocument, P("svg", attrs, null, parts));
-  parent.appendChild(svg);
-  return svg;
+  return drawFlat(parent, scene, parts);
 }

@@ -9,7 +9,7 @@ import { r2 } from "../dom.js";
 import { formatValue } from "../format.js";
 import { FONT_FAMILY, TABLE_MEASURE } from "../measure.js";
 import { CATEGORY_COLORS, OTHER_COLOR } from "../profiles/scene.js";
-import { P } from "../scene-kit.js";
+import { P, flatFrame } from "../scene-kit.js";
 
 /** Settings of a scene (plain values; every field has a default). */
 export const DEFAULT_SETTINGS = Object.freeze({
@@ -190,11 +190,7 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
 
   const width = W;
   const height = bottom + margin;
-  let scale = 1;
-  if (st.fit && st.width && width > st.width) scale = st.width / width;
-  if (st.fit && st.height && height * scale > st.height) scale = st.height / height;
-  const outW = st.fit && st.width ? st.width : width * scale;
-  const outH = st.fit && st.height ? st.height : height * scale;
+  const { scale, frame } = flatFrame(st, width, height);
   return {
     kind: "timeline",
     fontSize: font,
@@ -202,7 +198,7 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
     width,
     height,
     scale,
-    frame: { width: `${r2(outW)}pt`, height: `${r2(outH)}pt`, viewBox: `0 0 ${r2(outW / scale)} ${r2(outH / scale)}` },
+    frame,
     style: st.style || "",
     background: st.background,
     title,

@@ -6,7 +6,7 @@
 
 import { attachBrush } from "../chrome/brush.js";
 import { attachKeys } from "../chrome/keyboard.js";
-import { givenHeight, watchResize } from "../chrome/size.js";
+import { asLiveCanvas, givenHeight, watchResize } from "../chrome/size.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { buildPrim, h } from "../dom.js";
@@ -176,11 +176,7 @@ export function renderTimeline({ model, el }) {
     state.scene = scene;
     if (state.brush) state.brush.destroy();
     if (state.svg) state.svg.remove();
-    const svg = drawTimeline(holder, scene);
-    svg.setAttribute("class", "cctviz-fig cctviz-live cctviz-canvas");
-    svg.setAttribute("width", String(Math.round(scene.width)));
-    svg.setAttribute("height", String(Math.round(scene.height)));
-    svg.setAttribute("viewBox", `0 0 ${Math.round(scene.width)} ${Math.round(scene.height)}`);
+    const svg = asLiveCanvas(drawTimeline(holder, scene), scene);
     state.svg = svg;
     const given = givenHeight(el, [tb.element]);
     holder.style.maxHeight = given ? `${given}px` : "";
