@@ -8,8 +8,9 @@ import pytest
 
 import cctviz
 from cctviz.views.timeline import TimelineView
+from tests.conftest import DATA
 
-PING_PONG = "/work/shared/data/pipit/ping-pong-otf2/traces.otf2"
+PING_PONG = DATA / "pipit" / "ping-pong-otf2" / "traces.otf2"
 SPAN = "rect.cctviz-span"
 
 
@@ -73,3 +74,26 @@ def test_python_selection_outlines_intervals(widget_page, ping):
     wp.view(view).locator(f'{SPAN}[data-node="1"]').first.click(force=True)
     wp.sync()
     assert view.selection.ids.tolist() == [1]
+
+
+def test_the_view_wears_the_theme_colours(widget_page, ping):
+    """The timeline's figure rules use the theme's variables (they were defined for
+    the other views only: late marks drew black, lanes without their background)."""
+    from cctviz.ops.collectives import instances
+
+    tl = cctviz.read_timeline(DATA / "pipit" / "ping-pong-otf2" / "traces.otf2")
+    view = TimelineView(tl)
+    wp = widget_page(view)
+    colours = wp.view(view).evaluate(
+        """(root) => {
+          const v = root.querySelector(".cctviz-timeline");
+          const css = getComputedStyle(v);
+          const lane = root.querySelector("rect.cctviz-lane-bg");
+          return {alert: css.getPropertyValue("--cctviz-alert").trim(),
+                  bg: css.getPropertyValue("--cctviz-bg").trim(),
+                  lane: getComputedStyle(lane).fill};
+        }"""
+    )
+    assert colours["alert"] and colours["bg"], colours
+    assert colours["lane"] not in ("", "none", "rgb(0, 0, 0)"), colours
+    assert instances(tl).empty  # ping-pong: no collective marks to check here

@@ -13,8 +13,9 @@ import traitlets
 
 import cctviz
 from cctviz.views.timeline import TimelineView, lod_rects
+from tests.conftest import DATA
 
-PING_PONG = "/work/shared/data/pipit/ping-pong-otf2/traces.otf2"
+PING_PONG = DATA / "pipit" / "ping-pong-otf2" / "traces.otf2"
 
 
 @pytest.fixture(scope="module")
@@ -216,5 +217,5 @@ def test_registered_and_in_the_cli(ping, tmp_path):
     assert view_kinds()["timeline"] is TimelineView
     assert cctviz.TimelineView is TimelineView
     out = tmp_path / "t.svg"
-    assert main(["export", "--view", "timeline", PING_PONG, "-o", str(out)]) == 0
+    assert main(["export", "--view", "timeline", str(PING_PONG), "-o", str(out)]) == 0
     assert "time since start" in out.read_text()
