@@ -7,7 +7,10 @@ tree as an :class:`~cctviz.model.ensemble.Ensemble`:
   Ensemble's profiles), ``node`` (an id of :attr:`Timeline.tree`), ``start`` and
   ``end`` (int64 ns on the run's clock), ``timed`` (whether the interval is part of
   the time nesting: an operation recorded beside the frames, such as an MPI
-  record inside a region, is not), and per event what is known: metric columns
+  record inside a region, is not), optionally ``event`` and ``parent_event`` (an
+  id per event and the id of the timed event that encloses it in time, -1 at the
+  top: where a source nests by time containment rather than by call path, as
+  Kineto's sweep does), and per event what is known: metric columns
   (``comm_bytes``, ``bus_bytes``, ``comm_time``: additive, named in
   ``meta["event_metrics"]`` with their units) and descriptive ones (``kind``,
   ``collective``, ``group``, ``seq``, ``step``);
@@ -16,7 +19,8 @@ tree as an :class:`~cctviz.model.ensemble.Ensemble`:
 - ``profiles``: one row of metadata per profile.
 
 :meth:`Timeline.ensemble` aggregates: exclusive ``time`` (an interval's length
-less its timed children's, per profile and node), ``calls`` (intervals that start
+less its timed children's: by ``parent_event`` where given, each event's own time
+never below 0, else by the tree's parents per profile and node), ``calls`` (intervals that start
 in the timeline) and the event metrics (summed), by the model's rules.
 :meth:`Timeline.window` clips every interval to a window, so that windows that
 tile a run sum back to the whole: time by clipping, calls and event metrics
@@ -92,6 +96,8 @@ class Timeline:
         ev["timed"] = ev["timed"].to_numpy(dtype=bool)
         if "counted" not in ev.columns:  # starts inside this timeline (calls, metrics)
             ev["counted"] = True
+        if "parent_event" in ev.columns and "event" not in ev.columns:
+            ev["event"] = np.arange(len(ev), dtype=np.int64)  # ids: positions as given
         n = len(tree)
         if len(ev) and (ev["node"].min() < 0 or ev["node"].max() >= n):
             raise ValueError(f"events: node ids must be in [0, {n}) (the tree's nodes)")
@@ -258,6 +264,20 @@ def number_steps(events: pd.DataFrame, tree: Tree, kind: str = "step") -> np.nda
     return out
 
 
+def _own_time(ev: pd.DataFrame, dur: np.ndarray, timed: np.ndarray) -> np.ndarray:
+    """Each event's own time: its length less its timed children's (by
+    ``parent_event``), never below 0 (siblings that overlap in a trace)."""
+    ids = ev["event"].to_numpy(dtype=np.int64)
+    par = ev["parent_event"].to_numpy(dtype=np.int64)
+    pos = np.full(int(ids.max()) + 1 if len(ids) else 0, -1, dtype=np.int64)
+    pos[ids] = np.arange(len(ids))
+    ok = timed & (par >= 0) & (par < pos.shape[0])
+    ppos = np.where(ok, pos[np.where(ok, par, 0)], -1)
+    ok &= ppos >= 0
+    children = np.bincount(ppos[ok], weights=dur[ok], minlength=len(ids))
+    return np.maximum(dur - children, 0.0)
+
+
 def _aggregate(tl: Timeline) -> Ensemble:
     """Rows (node, profile, exclusive metrics) of the timeline's events."""
     ev = tl.events
@@ -270,15 +290,19 @@ def _aggregate(tl: Timeline) -> Ensemble:
     timed = ev["timed"].to_numpy(dtype=bool)
     counted = ev["counted"].to_numpy(dtype=bool)
     dur = (ev["end"].to_numpy() - ev["start"].to_numpy()).astype(np.float64)
-    inclusive = np.bincount(key[timed], weights=dur[timed], minlength=size)
-    parent = np.asarray(tree.parent)
-    # what the timed children of each node took, per profile
-    has_parent = parent[node] >= 0
-    sel = timed & has_parent
-    pkey = prof[sel] * n_nodes + parent[node[sel]]
-    children = np.bincount(pkey, weights=dur[sel], minlength=size)
+    if "parent_event" in ev.columns:
+        own = _own_time(ev, dur, timed)
+        exclusive = np.bincount(key[timed], weights=own[timed], minlength=size)
+    else:
+        inclusive = np.bincount(key[timed], weights=dur[timed], minlength=size)
+        parent = np.asarray(tree.parent)
+        # what the timed children of each node took, per profile
+        has_parent = parent[node] >= 0
+        sel = timed & has_parent
+        pkey = prof[sel] * n_nodes + parent[node[sel]]
+        exclusive = inclusive - np.bincount(pkey, weights=dur[sel], minlength=size)
     columns: dict[str, np.ndarray] = {
-        "time": inclusive - children,
+        "time": exclusive,
         "calls": np.bincount(key[counted], minlength=size).astype(np.float64),
     }
     for m in tl.event_metrics:

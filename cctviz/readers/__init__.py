@@ -108,7 +108,8 @@ def read_timeline(path: PathLike, format: str | None = None, **kw: Any) -> Any:
     per profile and calling context, on the same unified tree as :func:`read`'s
     Ensemble (``read_timeline(x).ensemble()`` aggregates to it).
 
-    Formats: OTF2 archives (Score-P's and ``cctviz run --trace``'s).
+    Formats: OTF2 archives (Score-P's and ``cctviz run --trace``'s), run folders
+    traced with ``cctviz run --timeline``, torch.profiler (Kineto) traces (one file).
 
     Example:
         >>> import cctviz

@@ -147,13 +147,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ProfileError
 from ..model._algo import TrieBuilder, level_order
 from ..model.collectives import NAME_PREFIX as _PREFIX
 from ..model.collectives import bus_factor, collective_kind, dtype_size, nccl_tests_elements
+from ..model.timeline import Timeline
 from ..model.tree import Tree
-from . import register
+from . import register, register_timeline
 from ._jsonstream import CHUNK, JsonStream
 
 # ----------------------------------------------------------------- categories
@@ -629,6 +631,8 @@ class _Cpu:
     """The CPU events nested, in (thread, ts, -dur) order."""
 
     ts: np.ndarray  # start
+    dur: np.ndarray  # duration (trimmed python frames: the part inside their parent)
+    tparent: np.ndarray  # the enclosing event in time (the sweep's; -1: none)
     th: np.ndarray  # thread code
     time: np.ndarray  # exclusive CPU time
     sparent: np.ndarray  # parent position (-1: the thread's top level)
@@ -675,6 +679,7 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
         part = np.asarray([end[i] - beg[i] for i in ci.tolist()], dtype=np.float64)
         cdur[ci] = np.maximum(part, 0)
     del end, beg
+    out.dur, out.tparent = cdur, tparent
     has = tparent >= 0
     time = cdur - np.bincount(tparent[has], weights=cdur[has], minlength=n)
     del has
@@ -799,7 +804,14 @@ def _meta(top: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return meta, kmeta
 
 
-def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_ids: bool) -> Tree:
+def _build(
+    path: Path,
+    col: _Columns,
+    top: dict[str, Any],
+    merge: bool,
+    thread_ids: bool,
+    with_events: bool = False,
+) -> Tree | tuple[Tree, pd.DataFrame]:
     n = len(col.c_ts)
     ng = len(col.g_ts)
     if n + ng == 0:
@@ -890,6 +902,7 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
     tkey[:S] = -np.inf
     tkey[S : S + n] = cpu.ts
     tkey[S + n :] = gts
+    cpu_ts = cpu.ts
     del cpu.ts
     meta, kmeta = _meta(top)
     world = _int(meta.get("world_size")) or None
@@ -991,10 +1004,11 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
                 dropped.setdefault(k, (set(), u, first[u], val))[0].add(u)
         cols[k] = _dense(first, m)
     mparent, mcode = tb.parent, tb.code
+    uid_events = uid
     del tb, uid, kind, name_code
     if dropped:
         _warn_dropped(dropped, name_arr[mcode])
-    return Tree.from_parents(
+    tree, new_id = Tree.from_parents_with_ids(
         mparent,
         name_arr[mcode],
         {k: mmetrics[k] for k in METRICS},
@@ -1002,6 +1016,72 @@ def _build(path: Path, col: _Columns, top: dict[str, Any], merge: bool, thread_i
         columns=cols,
         meta=meta,
     )
+    if not with_events:
+        return tree
+    cpu_part = (cpu_ts, cpu.dur, cpu.tparent)
+    return tree, _events(new_id[uid_events][S:], cpu_part, gts, gdur, heads - S, comm_vals)
+
+
+def _events(
+    node: np.ndarray,
+    cpu: tuple[np.ndarray, np.ndarray, np.ndarray],
+    gts: np.ndarray,
+    gdur: np.ndarray,
+    heads: np.ndarray,
+    comm_vals: dict[str, np.ndarray],
+) -> pd.DataFrame:
+    """The trace's intervals in the tree's ids (us -> whole ns): CPU events nested
+    as the sweep nested them (``parent_event``: the same exclusive time as the
+    tree's), GPU kernels, copies and sets beside them (untimed, with their
+    ``gpu_time``), collectives with their bytes and time."""
+    cpu_ts, cpu_dur, tparent = cpu
+    n, ng = cpu_ts.shape[0], gts.shape[0]
+    start = np.r_[cpu_ts, gts]
+    dur = np.r_[cpu_dur, gdur]
+    # epoch microseconds (~1.7e15) times 1e3 pass float64's 2**53: whole ns from a base,
+    # and each end from its given duration (ts + dur - ts loses digits)
+    base = float(np.floor(start.min())) if start.size else 0.0
+    begin = int(base) * 1000 + np.rint((start - base) * 1e3).astype(np.int64)
+    cols: dict[str, Any] = {
+        "node": node,
+        "start": begin,
+        "end": begin + np.rint(dur * 1e3).astype(np.int64),
+        "timed": np.r_[np.ones(n, dtype=bool), np.zeros(ng, dtype=bool)],
+        "event": np.arange(n + ng, dtype=np.int64),
+        "parent_event": np.r_[tparent, np.full(ng, -1, dtype=np.int64)],
+        "gpu_time": np.r_[np.full(n, np.nan), gdur * 1e3],
+    }
+    for k, v in comm_vals.items():
+        c = np.full(n + ng, np.nan)
+        c[heads] = v * (1e3 if k == "comm_time" else 1.0)
+        cols[k] = c
+    return pd.DataFrame(cols)
+
+
+@register_timeline("kineto")
+def read_kineto_timeline(path: Path, *, python_functions: bool = True) -> Timeline:
+    """A torch.profiler (Kineto) trace as a :class:`~cctviz.model.timeline.Timeline`:
+    its CPU events on their calling contexts (the tree :func:`read_kineto` gives),
+    GPU kernels, copies and sets beside them, collectives with their bytes. One
+    profile (the trace's rank); times in ns (the trace's microseconds, rounded to
+    whole ns), so ``.ensemble()`` gives :func:`read_kineto`'s metrics in ns.
+
+    Example:
+        >>> import cctviz
+        >>> tl = cctviz.read_timeline("../shared/data/kineto/hta_trace_filter_sampled_rank-0.json.gz")
+        >>> tl.n_profiles, int(tl.profiles["rank"][0])
+        (1, 0)
+    """
+    col, top = _parse(Path(path), python_functions)
+    tree, events = _build(Path(path), col, top, True, False, with_events=True)
+    events["profile"] = 0
+    rank = tree.meta.get("rank")
+    profiles = pd.DataFrame({"rank": [rank if rank is not None else 0], "file": [str(path)]})
+    units = {"gpu_time": "ns", "comm_time": "ns", "comm_bytes": "B", "bus_bytes": "B"}
+    present = {m: u for m, u in units.items() if np.isfinite(events[m]).any()}
+    meta = {k: v for k, v in tree.meta.items() if k not in ("units", "aggregation")}
+    meta.update(event_metrics=present, path=str(path), format="kineto")
+    return Timeline(tree, events, profiles, meta=meta)
 
 
 def _warn_dropped(dropped: dict[str, tuple[set[int], int, Any, Any]], names: np.ndarray) -> None:
