@@ -97,3 +97,44 @@ def test_the_view_wears_the_theme_colours(widget_page, ping):
     assert colours["alert"] and colours["bg"], colours
     assert colours["lane"] not in ("", "none", "rgb(0, 0, 0)"), colours
     assert instances(tl).empty  # ping-pong: no collective marks to check here
+
+
+def test_linked_in_jupyterlab_brush_scopes_the_tree_and_a_click_outlines(lab):
+    """In a real JupyterLab (kernel, comms): brushing a window on the timeline makes
+    the linked tree show that window's totals; clicking a node in the tree outlines
+    its intervals on the timeline."""
+    path = DATA / "pipit" / "ping-pong-otf2" / "traces.otf2"
+    cells = [
+        f"import cctviz\ntl = cctviz.read_timeline({str(path)!r})\n"
+        "view = cctviz.TimelineView(tl)\ntree = cctviz.CCTView(tl.ensemble())\n"
+        "link = cctviz.link(view, tree)\nview",
+        "tree",
+    ]
+    with lab.open_notebook(cells) as nb:
+        nb.run_all()
+        page = nb.page
+        page.locator(".cctviz-timeline rect.cctviz-lane-bg").first.wait_for()
+        page.locator(".cctviz-cct [role=treeitem]").first.wait_for()
+        lane = page.locator(".cctviz-timeline rect.cctviz-lane-bg").first.bounding_box()
+        x0, x1 = lane["x"] + lane["width"] * 0.2, lane["x"] + lane["width"] * 0.6
+        y = lane["y"] + lane["height"] / 2
+        page.mouse.move(x0, y)
+        page.mouse.down()
+        page.mouse.move(x1, y, steps=6)
+        page.mouse.up()
+        nb.kernel_wait("print(len(view.brush))", "2")
+        # the tree holds the brushed window's ensemble: its root time is the window's
+        got = nb.kernel_eval(
+            "import numpy as np\n"
+            "w = view.brushed_timeline().ensemble()\n"
+            "print(bool(np.allclose(tree.shown.values('time (inc)'), w.values('time (inc)'))),"
+            " bool(np.allclose(w.values('time (inc)'), tl.ensemble().values('time (inc)'))))"
+        ).split()
+        assert got == ["True", "False"], got  # the window's totals, not the whole run's
+        # click a tree node: the timeline outlines its intervals
+        recv = page.locator('.cctviz-cct [role=treeitem][aria-label^="MPI_Recv"]').first
+        recv.locator("circle").first.click(force=True)
+        nb.kernel_wait("print(len(view.selection.ids) > 0)", "True")
+        page.wait_for_function(
+            "() => document.querySelectorAll('.cctviz-timeline rect.cctviz-span.selected').length > 0"
+        )
