@@ -58,7 +58,7 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
     names = tree.nodes["name"].to_numpy()
     comm = kind[ev["node"].to_numpy()] == "comm"
     if not include_p2p:
-        base = np.asarray([str(n).split(" (")[0] for n in names], dtype=object)
+        base = _base_names(names)
         comm &= ~np.isin(base[ev["node"].to_numpy()], ("send", "recv", "isend", "irecv"))
     e = ev[comm & ev["counted"].to_numpy(dtype=bool)]
     if not len(e):
@@ -96,7 +96,7 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
         {
             "instance": inst_id,
             "node": node,
-            "collective": [str(x).split(" (")[0] for x in names[node]],
+            "collective": _base_names(names)[node],
             "seq": seq,
             "profile": prof,
             "rank": rank_of[prof],
@@ -165,7 +165,7 @@ def message_sizes(timeline: Timeline, by: str = "collective") -> pd.DataFrame:
     hi = np.where(b >= 1, lo * 2, 0)
     names = tree.nodes["name"].to_numpy()
     if by == "collective":
-        group = np.asarray([str(x).split(" (")[0] for x in names[node]], dtype=object)
+        group = _base_names(names)[node]
     else:
         group = tree.callpaths.to_numpy()[node]
     table = (
@@ -176,6 +176,12 @@ def message_sizes(timeline: Timeline, by: str = "collective") -> pd.DataFrame:
     )
     table.attrs["unit"] = "B"
     return table
+
+
+def _base_names(names: np.ndarray) -> np.ndarray:
+    """A collective's kind from its node's name ("all_reduce (2 ranks)" -> "all_reduce"),
+    once per tree node (events index it)."""
+    return np.asarray([str(n).split(" (")[0] for n in names], dtype=object)
 
 
 def _ranks(timeline: Timeline) -> np.ndarray:

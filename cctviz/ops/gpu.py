@@ -68,13 +68,15 @@ def gpu_breakdown(timeline: Timeline) -> pd.DataFrame:
     ev = timeline.events
     kind = timeline.tree.nodes["kind"].to_numpy()[ev["node"].to_numpy()]
     gpu = ev[np.isin(kind, GPU_KINDS)]
+    # kinds of kernel by name, once per tree node (events index them)
     names = timeline.tree.nodes["name"].astype(str).to_numpy()
+    is_comm = np.fromiter((bool(_COMM.match(x)) for x in names), dtype=bool, count=names.size)
+    is_comp = np.fromiter((not _NOT_COMPUTE.match(x) for x in names), dtype=bool, count=names.size)
     rows = []
-    for p, g in gpu.groupby("profile", sort=True):
+    for p, g in gpu.groupby("profile", sort=True):  # a loop per rank, not per event
         s, e = g["start"].to_numpy(), g["end"].to_numpy()
-        nm = names[g["node"].to_numpy()]
-        comm = np.fromiter((bool(_COMM.match(x)) for x in nm), dtype=bool, count=nm.size)
-        comp = np.fromiter((not _NOT_COMPUTE.match(x) for x in nm), dtype=bool, count=nm.size)
+        node = g["node"].to_numpy()
+        comm, comp = is_comm[node], is_comp[node]
         every = _union(s, e)
         span = int(every[1].max() - every[0][0]) if every[0].size else 0
         busy = _length(*every)
