@@ -230,6 +230,61 @@ class Timeline:
         ev = self._events[sel]
         return self.window(int(ev["start"].min()), int(ev["end"].max()))
 
+    @classmethod
+    def concat(cls, timelines: Sequence[Timeline]) -> Timeline:
+        """One timeline of several (the ranks of a job read one file each): trees
+        unified by call path, profiles one after the other, clocks as they are (the
+        sources put them on one clock: epoch ns, or a trace's base time).
+
+        >>> import pandas as pd
+        >>> from cctviz.model.tree import Tree
+        >>> a = Timeline(Tree.from_parents([-1, 0], ["main", "f"]),
+        ...              pd.DataFrame({"profile": [0], "node": [1], "start": [0], "end": [5]}))
+        >>> b = Timeline(Tree.from_parents([-1, 0], ["main", "g"]),
+        ...              pd.DataFrame({"profile": [0], "node": [1], "start": [1], "end": [3]}))
+        >>> both = Timeline.concat([a, b])
+        >>> both.n_profiles, both.tree.nodes["name"].tolist(), both.events["node"].tolist()
+        (2, ['main', 'f', 'g'], [1, 2])
+        """
+        from .unify import unify_structures
+
+        timelines = list(timelines)
+        if not timelines:
+            raise ValueError("concat: no timeline given")
+        tree, maps = unify_structures([t.tree for t in timelines])
+        parts, offset, next_id = [], 0, 0
+        for t, m in zip(timelines, maps):
+            ev = t.events.copy()
+            ev["node"] = m[ev["node"].to_numpy()]
+            ev["profile"] = ev["profile"].to_numpy() + offset
+            if "event" in ev.columns:  # event ids stay unique across the parts
+                par = ev["parent_event"].to_numpy()
+                ev["event"] = ev["event"].to_numpy() + next_id
+                ev["parent_event"] = np.where(par >= 0, par + next_id, -1)
+                next_id = int(ev["event"].max()) + 1 if len(ev) else next_id
+            parts.append(ev)
+            offset += t.n_profiles
+        counters = [
+            t.counters.assign(profile=t.counters["profile"].to_numpy() + o)
+            for t, o in zip(timelines, np.cumsum([0] + [t.n_profiles for t in timelines[:-1]]))
+            if len(t.counters)
+        ]
+        metrics: dict[str, str] = {}
+        for t in timelines:
+            metrics.update(t.meta.get("event_metrics", {}))
+        meta = {**timelines[0].meta, "event_metrics": metrics, "parts": len(timelines)}
+        units: dict[str, str] = {}
+        for t in timelines:
+            units.update(t._units)
+        return cls(
+            tree,
+            pd.concat(parts, ignore_index=True),
+            pd.concat([t.profiles for t in timelines], ignore_index=True),
+            counters=pd.concat(counters, ignore_index=True) if counters else None,
+            units=units,
+            meta=meta,
+        )
+
     def select(self, profiles: Sequence[int] | np.ndarray) -> Timeline:
         """Only the events of ``profiles`` (ids kept: the profiles table is whole)."""
         ids = np.asarray(profiles, dtype=np.int64)

@@ -60,6 +60,8 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
     if not include_p2p:
         base = _base_names(names)
         comm &= ~np.isin(base[ev["node"].to_numpy()], ("send", "recv", "isend", "irecv"))
+    if "comm_bytes" in ev.columns:  # the call itself, not the ops nested in it (Kineto)
+        comm &= np.isfinite(ev["comm_bytes"].to_numpy(dtype=np.float64))
     e = ev[comm & ev["counted"].to_numpy(dtype=bool)]
     if not len(e):
         return _empty()

@@ -103,13 +103,16 @@ def register_timeline(name: str) -> Callable[[Callable[..., Any]], Callable[...,
     return deco
 
 
-def read_timeline(path: PathLike, format: str | None = None, **kw: Any) -> Any:
+def read_timeline(
+    path: PathLike | Iterable[PathLike], format: str | None = None, **kw: Any
+) -> Any:
     """Read a trace as a :class:`~cctviz.model.timeline.Timeline`: its intervals
     per profile and calling context, on the same unified tree as :func:`read`'s
     Ensemble (``read_timeline(x).ensemble()`` aggregates to it).
 
     Formats: OTF2 archives (Score-P's and ``cctviz run --trace``'s), run folders
-    traced with ``cctviz run --timeline``, torch.profiler (Kineto) traces (one file).
+    traced with ``cctviz run --timeline``, torch.profiler (Kineto) traces; a list
+    of files (or a glob) reads the ranks of one job into one timeline.
 
     Example:
         >>> import cctviz
@@ -117,6 +120,14 @@ def read_timeline(path: PathLike, format: str | None = None, **kw: Any) -> Any:
         >>> tl.n_profiles, sorted(tl.event_metrics)
         (2, ['bus_bytes', 'comm_bytes', 'comm_time'])
     """
+    several = not isinstance(path, (str, os.PathLike)) or any(c in os.fspath(path) for c in "*?")
+    if several:  # several files (or a glob): one timeline, ranks in order
+        from ..model.timeline import Timeline
+
+        paths = _expand_paths(path)
+        if not paths:
+            raise ValueError("read_timeline: no file given")
+        return Timeline.concat([read_timeline(q, format=format, **kw) for q in paths])
     p = Path(path)
     name = format or detect(p)
     fn = _TIMELINES.get(name)

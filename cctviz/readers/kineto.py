@@ -1063,8 +1063,10 @@ def read_kineto_timeline(path: Path, *, python_functions: bool = True) -> Timeli
     """A torch.profiler (Kineto) trace as a :class:`~cctviz.model.timeline.Timeline`:
     its CPU events on their calling contexts (the tree :func:`read_kineto` gives),
     GPU kernels, copies and sets beside them, collectives with their bytes. One
-    profile (the trace's rank); times in ns (the trace's microseconds, rounded to
-    whole ns), so ``.ensemble()`` gives :func:`read_kineto`'s metrics in ns.
+    profile (the trace's rank); times in ns on the epoch (the trace's microseconds,
+    from its ``baseTimeNanoseconds`` where it has one, rounded to whole ns), so that
+    the ranks of a job line up (``read_timeline([rank0, rank1])``) and
+    ``.ensemble()`` gives :func:`read_kineto`'s metrics in ns.
 
     Example:
         >>> import cctviz
@@ -1075,6 +1077,10 @@ def read_kineto_timeline(path: Path, *, python_functions: bool = True) -> Timeli
     col, top = _parse(Path(path), python_functions)
     tree, events = _build(Path(path), col, top, True, False, with_events=True)
     events["profile"] = 0
+    base = _int(top.get("baseTimeNanoseconds"))
+    if base:  # newer traces count microseconds from a base: on the epoch, as the others
+        events["start"] += base
+        events["end"] += base
     rank = tree.meta.get("rank")
     profiles = pd.DataFrame({"rank": [rank if rank is not None else 0], "file": [str(path)]})
     units = {"gpu_time": "ns", "comm_time": "ns", "comm_bytes": "B", "bus_bytes": "B"}

@@ -59,3 +59,38 @@ def test_tiles_sum_to_the_trace(pair):
     # event is clamped at 0 per window, as the reader clamps it per event)
     total = sum(p.values("time") for p in parts)
     assert np.all(total >= whole.values("time") - 1e-6)
+
+
+RANKS = sorted((DATA / "kineto").glob("hta_trace_filter_sampled_rank-*.json.gz"))
+
+
+def test_the_ranks_of_a_job_make_one_timeline_and_their_calls_pair_up():
+    """The two sampled ranks of one NCCL job: one timeline (a glob or a list), on one
+    clock (epoch ns), and `instances()` pairs their collective calls: an all-reduce
+    moves as many bytes on both ranks, and one of the two waits for the other."""
+    from cctviz.ops.collectives import instances
+
+    assert len(RANKS) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tl = cctviz.read_timeline(str(DATA / "kineto" / "hta_trace_filter_sampled_rank-*.json.gz"))
+        again = cctviz.read_timeline(RANKS)
+    assert tl.n_profiles == 2 and tl.profiles["rank"].tolist() == [0, 1]
+    assert len(tl) == len(again) and tl.span == again.span
+    t0 = [tl.events.loc[tl.events["profile"] == p, "start"].min() for p in (0, 1)]
+    assert abs(t0[0] - t0[1]) < 10**9  # the same second of the epoch: one clock
+    inst = instances(tl)
+    pairs = inst[inst["ranks"] == 2]
+    assert pairs["instance"].nunique() >= 5  # 7 calls fall in both sampled windows
+    ar = pairs[pairs["collective"].str.contains("allreduce")]
+    assert len(ar) and (ar.groupby("instance")["bytes"].nunique() == 1).all()
+    waits = pairs.groupby("instance")["wait"].agg(["min", "max"])
+    assert (waits["min"] == 0).all() and (waits["max"] >= 0).all()
+
+
+def test_a_base_time_puts_the_trace_on_the_epoch():
+    path = DATA / "kineto" / "hta_nccl_parser_config_nccl_data.json.gz"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tl = cctviz.read_timeline(path)
+    assert tl.span[0] > 1_700_000_000 * 10**9  # 2023 or later, in ns
