@@ -54,12 +54,12 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
     """
     ev = timeline.events
     tree = timeline.tree
-    kind = tree.nodes["kind"].to_numpy()
     names = tree.nodes["name"].to_numpy()
-    comm = kind[ev["node"].to_numpy()] == "comm"
+    # which nodes are calls to match: decided once per node, then looked up per event
+    wanted = tree.nodes["kind"].to_numpy() == "comm"
     if not include_p2p:
-        base = _base_names(names)
-        comm &= ~np.isin(base[ev["node"].to_numpy()], ("send", "recv", "isend", "irecv"))
+        wanted &= ~np.isin(_base_names(names), ("send", "recv", "isend", "irecv"))
+    comm = wanted[ev["node"].to_numpy()]
     if "comm_bytes" in ev.columns:  # the call itself, not the ops nested in it (Kineto)
         comm &= np.isfinite(ev["comm_bytes"].to_numpy(dtype=np.float64))
     e = ev[comm & ev["counted"].to_numpy(dtype=bool)]
@@ -158,9 +158,9 @@ def message_sizes(timeline: Timeline, by: str = "collective") -> pd.DataFrame:
     tree = timeline.tree
     if "comm_bytes" not in ev.columns:
         raise ValueError("message_sizes: this timeline records no bytes (no comm_bytes)")
-    kind = tree.nodes["kind"].to_numpy()[ev["node"].to_numpy()]
+    is_comm = (tree.nodes["kind"].to_numpy() == "comm")[ev["node"].to_numpy()]
     b = ev["comm_bytes"].to_numpy(dtype=np.float64)
-    keep = (kind == "comm") & ev["counted"].to_numpy(dtype=bool) & np.isfinite(b)
+    keep = is_comm & ev["counted"].to_numpy(dtype=bool) & np.isfinite(b)
     node = ev["node"].to_numpy()[keep]
     b = b[keep]
     lo = np.where(b >= 1, 2.0 ** np.floor(np.log2(np.maximum(b, 1))), 0).astype(np.int64)

@@ -66,8 +66,8 @@ def gpu_breakdown(timeline: Timeline) -> pd.DataFrame:
     1.0
     """
     ev = timeline.events
-    kind = timeline.tree.nodes["kind"].to_numpy()[ev["node"].to_numpy()]
-    gpu = ev[np.isin(kind, GPU_KINDS)]
+    on_gpu = np.isin(timeline.tree.nodes["kind"].to_numpy(), GPU_KINDS)  # per node
+    gpu = ev[on_gpu[ev["node"].to_numpy()]]
     # kinds of kernel by name, once per tree node (events index them)
     names = timeline.tree.nodes["name"].astype(str).to_numpy()
     is_comm = np.fromiter((bool(_COMM.match(x)) for x in names), dtype=bool, count=names.size)
