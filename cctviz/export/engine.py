@@ -85,7 +85,9 @@ class V8Thread:
             raise ExportError("the V8 thread of this engine is gone (it was made before a fork)")
         done, out = threading.Event(), []
         self._jobs.put((fn, args, done, out))
-        done.wait()
+        while not done.wait(1.0):  # a V8 thread that died never answers: say so
+            if not self._thread.is_alive():
+                raise ExportError("the V8 thread of this process stopped (mini-racer failed)")
         ok, value = out[0]
         if not ok:
             raise value
