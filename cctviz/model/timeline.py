@@ -296,6 +296,14 @@ class Timeline:
         )
 
 
+def profile_ranks(profiles: pd.DataFrame) -> np.ndarray:
+    """The rank of every profile of a profiles table (an Ensemble's or a Timeline's):
+    its ``rank`` column where there is one (-1 where unknown), else its position."""
+    if "rank" in profiles.columns:
+        return pd.to_numeric(profiles["rank"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    return np.arange(len(profiles), dtype=np.int64)
+
+
 def number_steps(events: pd.DataFrame, tree: Tree, kind: str = "step") -> np.ndarray:
     """The step of every event: the index (per profile, in time order) of the
     interval of a ``kind`` node (a runtime's ``step`` context) that holds its start;
@@ -381,4 +389,4 @@ def _aggregate(tl: Timeline) -> Ensemble:
     return Ensemble(structure, rows, tl.profiles, meta={**meta, "units": units})
 
 
-__all__ = ["EVENT_COLUMNS", "TIME_UNIT", "Timeline", "number_steps"]
+__all__ = ["EVENT_COLUMNS", "TIME_UNIT", "Timeline", "number_steps", "profile_ranks"]

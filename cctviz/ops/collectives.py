@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model.timeline import Timeline
+from ..model.timeline import Timeline, profile_ranks
 
 #: columns of :func:`instances`
 COLUMNS = (
@@ -93,7 +93,7 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
     has_two = ranks[late_inst] > 1
     second[late_inst[has_two]] = start[by_arrival[pos_last[has_two] - 1]]
     late_by = np.where(ranks > 1, last - second, 0)
-    rank_of = _ranks(timeline)
+    rank_of = profile_ranks(timeline.profiles)
     out = pd.DataFrame(
         {
             "instance": inst_id,
@@ -184,14 +184,6 @@ def _base_names(names: np.ndarray) -> np.ndarray:
     """A collective's kind from its node's name ("all_reduce (2 ranks)" -> "all_reduce"),
     once per tree node (events index it)."""
     return np.asarray([str(n).split(" (")[0] for n in names], dtype=object)
-
-
-def _ranks(timeline: Timeline) -> np.ndarray:
-    """The rank of every profile (its ``rank`` column where there is one)."""
-    p = timeline.profiles
-    if "rank" in p.columns:
-        return pd.to_numeric(p["rank"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-    return np.arange(len(p), dtype=np.int64)
 
 
 def _empty() -> pd.DataFrame:

@@ -44,7 +44,7 @@ import pandas as pd
 
 from ..model import units as _units
 from ..model.ensemble import Ensemble
-from ..model.timeline import Timeline
+from ..model.timeline import Timeline, profile_ranks
 from ..model.tree import Tree
 
 #: the metrics :func:`wait_transfer` adds (exclusive, per rank, the unit of the time metric)
@@ -307,7 +307,7 @@ def _per_call_table(ens: Ensemble, inst: pd.DataFrame) -> pd.DataFrame:
     gc = per_call.groupby("node")
     top = gc["late"].agg(lambda x: x.value_counts().idxmax())
     share = gc["late"].agg(lambda x: x.value_counts(normalize=True).max())
-    rank_label = {int(r): labels[i] for i, r in enumerate(_profile_ranks(ens))}
+    rank_label = {int(r): labels[i] for i, r in enumerate(profile_ranks(ens.profiles))}
     out = pd.DataFrame(
         {
             "calls": gc.size(),
@@ -325,13 +325,6 @@ def _per_call_table(ens: Ensemble, inst: pd.DataFrame) -> pd.DataFrame:
     out.insert(1, "context", paths[out["node"].to_numpy()])
     out.insert(2, "kind", names[out["node"].to_numpy()])
     return in_seconds(out[cols], ("wait_mean", "wait_max", "late_by"), "ns")
-
-
-def _profile_ranks(ens: Ensemble) -> np.ndarray:
-    p = ens.profiles
-    if "rank" in p.columns:
-        return pd.to_numeric(p["rank"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-    return np.arange(len(p), dtype=np.int64)
 
 
 def _with_metrics(ens: Ensemble, new: dict[str, tuple[np.ndarray, str | None, str]]) -> Ensemble:

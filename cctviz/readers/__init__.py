@@ -103,9 +103,7 @@ def register_timeline(name: str) -> Callable[[Callable[..., Any]], Callable[...,
     return deco
 
 
-def read_timeline(
-    path: PathLike | Iterable[PathLike], format: str | None = None, **kw: Any
-) -> Any:
+def read_timeline(path: PathLike | Iterable[PathLike], format: str | None = None, **kw: Any) -> Any:
     """Read a trace as a :class:`~cctviz.model.timeline.Timeline`: its intervals
     per profile and calling context, on the same unified tree as :func:`read`'s
     Ensemble (``read_timeline(x).ensemble()`` aggregates to it).

@@ -41,7 +41,7 @@ import pandas as pd
 import traitlets
 
 from ..model.nodeset import NodeSet
-from ..model.timeline import Timeline
+from ..model.timeline import Timeline, profile_ranks
 from .base import View, f32, i32, ids_json, profile_ids, register_view, share_space
 
 #: the events' times (ns) per second
@@ -471,17 +471,11 @@ class TimelineView(View):
             "m": int(len(marks)),
             "mark_x": f32((marks["arrival"].to_numpy(dtype=np.float64) - a) / PER_S),
             "mark_lane": i32(lane_of[m_prof]),
-            "mark_rank": i32(self._ranks()[m_prof]),
+            "mark_rank": i32(profile_ranks(self._tl.profiles)[m_prof]),
             "mark_node": i32(m_node),
             "mark_late_by": f32(marks["late_by"].to_numpy(dtype=np.float64) / PER_S),
             "unit": "s",
         }
-
-    def _ranks(self) -> np.ndarray:
-        p = self._tl.profiles
-        if "rank" in p.columns:
-            return pd.to_numeric(p["rank"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-        return np.arange(len(p), dtype=np.int64)
 
 
 __all__ = ["TimelineView", "lod_rects"]
