@@ -76,8 +76,7 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
     run_start = np.maximum.accumulate(np.where(first, np.arange(len(grp)), 0))
     seq = np.empty(len(grp), dtype=np.int64)
     seq[order] = np.arange(len(grp)) - run_start
-    key = pd.MultiIndex.from_arrays([node, seq])
-    inst_id, _ = pd.factorize(key)
+    inst_id, _ = pd.factorize(node * (int(seq.max()) + 1) + seq)  # by (node, seq)
     n_inst = int(inst_id.max()) + 1
     last = np.full(n_inst, np.iinfo(np.int64).min)
     np.maximum.at(last, inst_id, start)

@@ -51,6 +51,112 @@ PER_S = 1e9
 MAX_MARKERS = 2000
 
 
+#: at most this many (cell, node) sums are kept in one dense table by
+#: :func:`lod_rects` (8 bytes each); beyond it the sums are sorted instead
+DENSE_CELLS = 1 << 22
+
+
+def _covering(row, node, ps, pe, bins, cells):
+    """Per cell: the node of an interval that covers the cell's bin whole (-1
+    if none). Of several, the one that started last; of nested ones that began
+    before, the one reaching furthest."""
+    owner = np.full(cells, -1, dtype=np.int64)
+    cand = np.flatnonzero(pe - ps >= 1.0)  # shorter ones cover no bin whole
+    f0 = np.ceil(ps[cand]).astype(np.int64)
+    f1 = np.floor(pe[cand]).astype(np.int64)
+    whole = f1 > f0
+    if not whole.any():
+        return owner
+    k = cand[whole]
+    c0 = row[k] * bins + f0[whole]
+    c1 = row[k] * bins + f1[whole]  # exclusive
+    order = np.argsort(c0, kind="stable")
+    k, c0, c1 = k[order], c0[order], c1[order]
+    idx = np.full(cells, -1, dtype=np.int64)
+    idx[c0] = np.arange(k.size)  # last of equal starts wins
+    last = np.maximum.accumulate(idx)
+    reach = np.maximum.accumulate(c1)  # c1 sorted by start: furthest end so far
+    far = np.zeros(k.size, dtype=np.int64)
+    best = np.flatnonzero(np.r_[True, c1[1:] > reach[:-1]])
+    far[best] = best
+    far = np.maximum.accumulate(far)
+    cell = np.arange(cells)
+    ok = last >= 0
+    j = np.where(ok, last, 0)
+    inside = ok & (cell < c1[j])
+    jf = far[j]
+    inside_far = ok & ~inside & (cell < c1[jf])
+    pick = np.where(inside, j, np.where(inside_far, jf, -1))
+    return np.where(pick >= 0, node[k[np.maximum(pick, 0)]], -1)
+
+
+def _numbered_within_level(level, node, n_levels):
+    """Nodes numbered within their level, so that a (cell, node) table is only
+    cells x (the most nodes on one level) wide: ``(local number per interval,
+    ids[level, local] -> node, width)``, or None if a node sits on several levels."""
+    level_of = np.full(int(node.max()) + 1, -1, dtype=np.int64)
+    level_of[node] = level
+    if not np.array_equal(level_of[node], level):
+        return None
+    used = np.flatnonzero(level_of >= 0)
+    by_level = used[np.argsort(level_of[used], kind="stable")]
+    lv = level_of[by_level]
+    rank = np.arange(by_level.size) - np.searchsorted(lv, lv)
+    local_of = np.zeros(level_of.size, dtype=np.int64)
+    local_of[by_level] = rank
+    ids = np.full((n_levels, int(rank.max()) + 1), -1, dtype=np.int64)
+    ids[lv, rank] = by_level
+    return local_of[node], ids, ids.shape[1]
+
+
+def _most_covering(row, level, node, ps, pe, bins, cells, n_levels):
+    """Per cell: the node whose intervals cover most of the cell's bin, counting
+    only the bins an interval touches in part (its first and its last) and the
+    share covered. Returns ``(node or -1, share)``. Sums with ``np.bincount``
+    over a dense (cell, node-of-its-level) table, or sorted keys when that table
+    would be too large. In-place arithmetic: at 10^7 intervals each pass counts."""
+    numbered = _numbered_within_level(level, node, n_levels)
+    if numbered is None:  # a node on several levels: number the (level, node) pairs
+        size = int(node.max()) + 1
+        pairs, pair = np.unique(level * size + node, return_inverse=True)
+        winner, share = _most_covering(row, level, pair, ps, pe, bins, cells, n_levels)
+        return np.where(winner >= 0, pairs[winner] % size, -1), share
+    loc, ids, width = numbered
+    b0 = np.floor(ps)
+    np.minimum(b0, bins - 1, out=b0)  # the first bin touched
+    first = b0 + 1.0
+    np.minimum(first, pe, out=first)  # where the interval leaves its first bin
+    multi = np.flatnonzero(first < pe)  # intervals touching more than one bin
+    first -= ps
+    key0 = row * bins
+    key0 += b0.astype(np.int64)
+    key0 *= width
+    key0 += loc
+    b1 = np.minimum(np.ceil(pe[multi]).astype(np.int64) - 1, bins - 1)  # the last
+    last = pe[multi] - b1
+    key1 = (row[multi] * bins + b1) * width + loc[multi]
+    if cells * width <= DENSE_CELLS:
+        n = cells * width
+        sums = np.bincount(key0, first, minlength=n)
+        sums += np.bincount(key1, last, minlength=n)
+        table = sums.reshape(cells, width)
+        pick = table.argmax(axis=1)
+        amount = table[np.arange(cells), pick]
+    else:
+        keys, inverse = np.unique(np.r_[key0, key1], return_inverse=True)
+        sums = np.bincount(inverse, np.r_[first, last])
+        cell_of = keys // width
+        top = np.lexsort((-sums, cell_of))
+        top = top[np.r_[True, cell_of[top][1:] != cell_of[top][:-1]]]
+        pick = np.zeros(cells, dtype=np.int64)
+        amount = np.zeros(cells)
+        pick[cell_of[top]] = keys[top] % width
+        amount[cell_of[top]] = sums[top]
+    level_of_cell = (np.arange(cells) // bins) % n_levels
+    winner = np.where(amount > 0, ids[level_of_cell, pick], -1)
+    return winner, np.minimum(amount, 1.0)
+
+
 def lod_rects(
     lane: np.ndarray,
     level: np.ndarray,
@@ -64,7 +170,8 @@ def lod_rects(
 ) -> pd.DataFrame:
     """The level of detail of intervals in the window ``[t0, t1)``: per (lane,
     level) and pixel bin, the node covering most of the bin; runs of bins of one
-    node merged. Vectorised.
+    node merged. Vectorised: a few passes over the intervals, sums by
+    ``np.bincount``.
 
     A bin fully covered by an interval belongs to it (if several intervals of one
     level cover it whole, the one that started last); any other bin goes to the
@@ -73,7 +180,9 @@ def lod_rects(
 
     Args:
         lane, level, node, start, end: one entry per interval (``level`` in
-            ``[0, n_levels)``, times in any unit, the same as ``t0``/``t1``).
+            ``[0, n_levels)``, the same for every interval of a node; times in
+            any unit, the same as ``t0``/``t1``; integer times with integer
+            ``t0`` are subtracted exactly, as epoch nanoseconds need).
         bins: bins across the window.
 
     Returns:
@@ -90,77 +199,37 @@ def lod_rects(
     lane = np.asarray(lane, dtype=np.int64)
     level = np.asarray(level, dtype=np.int64)
     node = np.asarray(node, dtype=np.int64)
-    s = np.asarray(start, dtype=np.float64)
-    e = np.asarray(end, dtype=np.float64)
-    width = (t1 - t0) / bins
+    s, e = np.asarray(start), np.asarray(end)
     keep = (e > t0) & (s < t1) & (e > s)
-    lane, level, node, s, e = lane[keep], level[keep], node[keep], s[keep], e[keep]
+    if not keep.all():
+        lane, level, node, s, e = lane[keep], level[keep], node[keep], s[keep], e[keep]
     empty = pd.DataFrame(
         {c: np.empty(0, dtype=np.int64) for c in ("lane", "level", "node", "b0", "b1")}
     ).assign(cover=np.empty(0))
     if not lane.size:
         return empty
-    # positions in bins
-    ps = (np.maximum(s, t0) - t0) / width
-    pe = (np.minimum(e, t1) - t0) / width
-    b0 = np.minimum(np.floor(ps).astype(np.int64), bins - 1)
-    b1 = np.minimum(np.ceil(pe).astype(np.int64) - 1, bins - 1)  # last bin touched
-    b1 = np.maximum(b1, b0)
-    row = lane * n_levels + level
+    per_bin = bins / (t1 - t0)
+    ps = np.asarray(s - t0, dtype=np.float64)  # positions in bins
+    ps *= per_bin
+    np.maximum(ps, 0.0, out=ps)
+    pe = np.asarray(e - t0, dtype=np.float64)
+    pe *= per_bin
+    np.minimum(pe, float(bins), out=pe)
+    row = lane * n_levels
+    row += level
     n_rows = int(row.max()) + 1
     cells = n_rows * bins
-    # 1. bins covered whole: [ceil(ps), floor(pe)) per interval
-    f0 = np.ceil(ps).astype(np.int64)
-    f1 = np.floor(pe).astype(np.int64)
-    whole = f1 > f0
-    owner = np.full(cells, -1, dtype=np.int64)
-    if whole.any():
-        k = np.flatnonzero(whole)
-        c0 = row[k] * bins + f0[k]
-        c1 = row[k] * bins + f1[k]  # exclusive
-        order = np.argsort(c0, kind="stable")
-        k, c0, c1 = k[order], c0[order], c1[order]
-        # the interval that started last at or before each cell, and among those
-        # started, the one reaching furthest (for nested intervals of one level)
-        idx = np.full(cells, -1, dtype=np.int64)
-        idx[c0] = np.arange(k.size)  # last of equal starts wins
-        last = np.maximum.accumulate(idx)
-        reach = np.maximum.accumulate(c1)  # c1 sorted by start: furthest end so far
-        far = np.zeros(k.size, dtype=np.int64)
-        # position of the furthest-reaching interval so far
-        best = np.flatnonzero(np.r_[True, c1[1:] > reach[:-1]])
-        far[best] = best
-        far = np.maximum.accumulate(far)
-        cell = np.arange(cells)
-        ok = last >= 0
-        j = np.where(ok, last, 0)
-        inside = ok & (cell < c1[j])
-        jf = far[j]
-        inside_far = ok & ~inside & (cell < c1[jf])
-        pick = np.where(inside, j, np.where(inside_far, jf, -1))
-        owner = np.where(pick >= 0, node[k[np.maximum(pick, 0)]], -1)
-    # 2. partial bins: the first and the last bin an interval touches
-    part_cell = np.r_[row * bins + b0, row * bins + b1]
-    lo = np.r_[np.maximum(ps, b0), np.maximum(ps, b1)]
-    hi = np.r_[np.minimum(pe, b0 + 1), np.minimum(pe, b1 + 1)]
-    amount = hi - lo
-    amount[b0.size :][b1 == b0] = 0.0  # one bin: counted once
-    part_node = np.r_[node, node]
-    sel = amount > 0
-    part_cell, part_node, amount = part_cell[sel], part_node[sel], amount[sel]
-    frame = pd.DataFrame({"cell": part_cell, "node": part_node, "amount": amount})
-    sums = frame.groupby(["cell", "node"], sort=False)["amount"].sum().reset_index()
-    # add the whole bins' owners (cover 1) so that a partial bin's winner is compared
-    sums = sums.sort_values(["cell", "amount"], ascending=[True, False], kind="stable")
-    top = sums.drop_duplicates("cell")
-    winner = np.full(cells, -1, dtype=np.int64)
-    cover = np.zeros(cells)
-    winner[top["cell"].to_numpy()] = top["node"].to_numpy()
-    cover[top["cell"].to_numpy()] = np.minimum(top["amount"].to_numpy(), 1.0)
+    owner = _covering(row, node, ps, pe, bins, cells)
+    winner, cover = _most_covering(row, level, node, ps, pe, bins, cells, n_levels)
     has = owner >= 0
     winner[has] = owner[has]
     cover[has] = 1.0
-    # 3. runs of one node per row
+    return _runs(winner, cover, n_rows, bins, n_levels, empty)
+
+
+def _runs(winner, cover, n_rows, bins, n_levels, empty):
+    """Runs of bins of one node per row, as rectangles (see :func:`lod_rects`)."""
+    cells = n_rows * bins
     w = winner.reshape(n_rows, bins)
     change = np.ones_like(w, dtype=bool)
     change[:, 1:] = w[:, 1:] != w[:, :-1]
@@ -247,9 +316,11 @@ class TimelineView(View):
         ev = timeline.events
         self._node = ev["node"].to_numpy()
         self._prof = ev["profile"].to_numpy()
-        self._start = ev["start"].to_numpy()
-        self._end = ev["end"].to_numpy()
+        # ns from the start: exact in int64, and float64 keeps ns for any run
+        self._start = ev["start"].to_numpy() - self._t00
+        self._end = ev["end"].to_numpy() - self._t00
         self._level = np.asarray(timeline.tree.depth, dtype=np.int64)[self._node]
+        self._max_level = int(self._level.max()) if self._level.size else 0
         self._inst: pd.DataFrame | None = None
         self._ready = False
         super().__init__(
@@ -405,29 +476,43 @@ class TimelineView(View):
             out = out.nlargest(MAX_MARKERS, "late_by").sort_values("arrival", kind="stable")
         return out
 
+    def _in_view(self, lane_of: np.ndarray, a: float, b: float) -> np.ndarray | slice:
+        """The events drawn: on a shown lane, at most ``depth`` deep, meeting
+        ``[a, b)`` (ns from the start). A slice (no copy) when that is all of them."""
+        keep = None
+        if (lane_of < 0).any():
+            keep = lane_of[self._prof] >= 0
+        if self.depth < self._max_level:
+            keep = self._level <= self.depth if keep is None else keep & (self._level <= self.depth)
+        t00, t11 = self._tl.span
+        if a > 0 or b < t11 - t00:
+            inside = (self._end > a) & (self._start < b)
+            keep = inside if keep is None else keep & inside
+        return slice(None) if keep is None else np.flatnonzero(keep)
+
     def _refresh(self) -> None:
         tl, tree = self._tl, self._tl.tree
         w0, w1 = self.window
-        a, b = self._t00 + w0 * PER_S, self._t00 + w1 * PER_S
+        a, b = w0 * PER_S, w1 * PER_S  # ns from the start
         lanes = self.lanes
         lane_of = np.full(max(tl.n_profiles, 1), -1, dtype=np.int64)
         lane_of[lanes] = np.arange(lanes.size)
         n_levels = self.depth + 1
-        keep = (lane_of[self._prof] >= 0) & (self._level <= self.depth)
-        keep &= (self._end > a) & (self._start < b)
-        k = np.flatnonzero(keep)
+        k = self._in_view(lane_of, a, b)
+        identity = lanes.size == lane_of.size and bool((lanes == lane_of).all())
         r = lod_rects(
-            lane_of[self._prof[k]],
+            self._prof[k] if identity else lane_of[self._prof[k]],
             self._level[k],
             self._node[k],
-            self._start[k] - a,  # relative: float64 keeps ns
-            self._end[k] - a,
-            0.0,
-            b - a,
+            self._start[k],
+            self._end[k],
+            a,
+            b,
             self.bins,
             n_levels,
         )
-        marks = self._markers(lane_of, int(math.floor(a)), int(math.ceil(b)))
+        t00 = self._t00
+        marks = self._markers(lane_of, t00 + math.floor(a), t00 + math.ceil(b))
         used = np.unique(np.r_[r["node"].to_numpy(), marks["node"].to_numpy(dtype=np.int64)])
         used = used.astype(np.int64)
         index = np.searchsorted(used, r["node"].to_numpy())
@@ -454,7 +539,7 @@ class TimelineView(View):
             "levels": int(n_levels),
             "window": [float(w0), float(w1)],
             "whole": list(self._whole),
-            "events": int(k.size),
+            "events": int(len(self._node[k])),
             "events_total": int(len(tl)),
             "lanes": self._labels(lanes),
             "lane_profile": i32(lanes),
@@ -469,7 +554,7 @@ class TimelineView(View):
             "node_kind": i32(kind_code),
             "kinds": [k or "(none)" for k in kinds.tolist()],
             "m": int(len(marks)),
-            "mark_x": f32((marks["arrival"].to_numpy(dtype=np.float64) - a) / PER_S),
+            "mark_x": f32((marks["arrival"].to_numpy(dtype=np.int64) - t00 - a) / PER_S),
             "mark_lane": i32(lane_of[m_prof]),
             "mark_rank": i32(profile_ranks(self._tl.profiles)[m_prof]),
             "mark_node": i32(m_node),

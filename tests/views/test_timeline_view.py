@@ -12,6 +12,7 @@ import pytest
 import traitlets
 
 import cctviz
+from cctviz.views import timeline as timeline_view
 from cctviz.views.timeline import TimelineView, lod_rects
 from tests.conftest import DATA
 
@@ -74,12 +75,16 @@ def brute(lane, level, node, start, end, t0, t1, bins, n_levels):
     return out
 
 
-def test_lod_matches_a_brute_force():
+@pytest.mark.parametrize("sums", ["dense table", "sorted keys"])
+@pytest.mark.parametrize("levels", ["a node on one level", "nodes on several levels"])
+def test_lod_matches_a_brute_force(monkeypatch, sums, levels):
+    if sums == "sorted keys":
+        monkeypatch.setattr(timeline_view, "DENSE_CELLS", 0)
     rng = np.random.default_rng(1)
     n = 300
     lane = rng.integers(0, 3, n)
-    level = rng.integers(0, 2, n)
     node = rng.integers(0, 6, n)
+    level = node % 2 if levels == "a node on one level" else rng.integers(0, 2, n)
     start = rng.uniform(0, 100, n)
     end = start + rng.exponential(4, n)
     r = lod_rects(lane, level, node, start, end, 10.0, 90.0, 40, 2)
