@@ -179,6 +179,149 @@ def message_sizes(timeline: Timeline, by: str = "collective") -> pd.DataFrame:
     return table
 
 
+#: columns of :func:`wait_causes`
+CAUSE_COLUMNS = (
+    "collective", "calls", "waited", "late", "late_calls", "caused", "late_ranks",
+    "before", "before_time", "late_window",
+)  # fmt: skip
+
+
+def wait_causes(
+    timeline: Timeline, inst: pd.DataFrame | None = None, groups: np.ndarray | None = None
+) -> pd.DataFrame:
+    """Who the waiting at each collective context waits for, and what that rank
+    was doing: one row per ``comm`` node of the timeline's tree (index ``node``),
+    or per group of nodes (``groups``: a group id per tree node, -1 for none;
+    index ``group``: a Sankey's super nodes).
+
+    Waiting is not working: the rank whose time in a collective stands out is the
+    one that waits, not the one that causes it. Per context, over its instances
+    with at least two ranks:
+
+    - ``calls``; ``waited``: the ranks' waits summed (ns);
+    - ``late``: the rank whose lateness cost the others most (``caused``: their
+      waits at the calls it was last at, ns; ``late_calls``: how many), and
+      ``late_ranks``: how many ranks were last at some call (ties do not count);
+    - ``before``: what the late ranks were doing while the others waited: the
+      node (tree id, -1 if none) with the most time on the late rank between the
+      first and the last arrival, among the intervals that ended by the late
+      arrival (so not the calls enclosing the collective), ``before_time`` (ns,
+      summed over the calls) out of ``late_window`` (the first-to-last arrival
+      spans summed, ns).
+
+    Args:
+        timeline: a :class:`~cctviz.model.timeline.Timeline`.
+        inst: its :func:`instances` if already computed.
+        groups: contexts to pool, a group id per tree node (None: each node).
+
+    Returns:
+        a DataFrame indexed by node with :data:`CAUSE_COLUMNS`; ``attrs["unit"]``
+        is ``"ns"``. No row for a context without an instance of two ranks.
+
+    Example:
+        >>> import pandas as pd
+        >>> from cctviz.model.timeline import Timeline
+        >>> from cctviz.model.tree import Tree
+        >>> tree = Tree.from_parents([-1, 0, 0], ["step", "io", "all_reduce"],
+        ...                          kind=["step", "io", "comm"])
+        >>> ev = pd.DataFrame({"profile": [0, 0, 1, 1, 1],
+        ...                    "node": [0, 2, 0, 1, 2],
+        ...                    "start": [0, 10, 0, 0, 40], "end": [60, 50, 60, 40, 50]})
+        >>> c = wait_causes(Timeline(tree, ev))
+        >>> c[["late", "caused", "before", "before_time", "late_window"]].values.tolist()
+        [[1, 30, 1, 30, 30]]
+    """
+    inst = instances(timeline) if inst is None else inst
+    name = "node" if groups is None else "group"
+    multi = inst[inst["ranks"].to_numpy() > 1]
+    node = multi["node"].to_numpy(dtype=np.int64)
+    ctx = node if groups is None else np.asarray(groups, dtype=np.int64)[node]
+    multi = multi[ctx >= 0].assign(ctx=ctx[ctx >= 0])
+    if not len(multi):
+        return _empty_causes(name)
+    table = multi.groupby("ctx").agg(waited=("wait", "sum"))
+    calls = multi.drop_duplicates("instance")
+    table["calls"] = calls.groupby("ctx").size()
+    table["collective"] = calls.groupby("ctx")["collective"].first()
+    # the late rank per context: by the waits it caused at the calls it was last at
+    late = calls[calls["late_by"].to_numpy() > 0]
+    caused = multi[multi["late_by"].to_numpy() > 0].groupby(["ctx", "late"])["wait"].sum()
+    n_last = late.groupby(["ctx", "late"]).size()
+    by_rank = pd.DataFrame({"caused": caused, "late_calls": n_last}).reset_index()
+    by_rank = by_rank.sort_values(["ctx", "caused"], ascending=[True, False], kind="stable")
+    top = by_rank.drop_duplicates("ctx").set_index("ctx")
+    table["late"] = top["late"]
+    table["late_calls"] = top["late_calls"]
+    table["caused"] = top["caused"]
+    table["late_ranks"] = by_rank.groupby("ctx").size()
+    before = _before_arrival(timeline, multi)
+    table = table.join(before)
+    table = table.fillna({"late": -1, "late_calls": 0, "caused": 0, "late_ranks": 0})
+    table = table.fillna({"before": -1, "before_time": 0, "late_window": 0})
+    for c in ("calls", "waited", "late", "late_calls", "caused", "late_ranks", "before"):
+        table[c] = table[c].astype(np.int64)
+    for c in ("before_time", "late_window"):
+        table[c] = table[c].astype(np.int64)
+    table = table[list(CAUSE_COLUMNS)]
+    table.index.name = name
+    table.attrs["unit"] = "ns"
+    return table
+
+
+def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
+    """Per context: the node the late ranks spent most time in between the
+    first and the last arrival (intervals that ended by the late arrival),
+    that time, and the spans summed (see :func:`wait_causes`). Vectorised: the
+    intervals ending in each span are a range of the (profile, end) order."""
+    arrive = multi.groupby("instance").agg(first=("arrival", "min"), ctx=("ctx", "first"))
+    last = multi[multi["rank"].to_numpy() == multi["late"].to_numpy()]
+    last = last.sort_values("arrival", kind="stable").drop_duplicates("instance", keep="last")
+    last = last[last["late_by"].to_numpy() > 0].set_index("instance")
+    w = arrive.join(last[["profile", "arrival"]], how="inner")
+    out = pd.DataFrame(index=pd.Index([], name="ctx", dtype=np.int64))
+    if not len(w):
+        return out.assign(before=[], before_time=[], late_window=[])
+    ev = timeline.events
+    timed = ev["timed"].to_numpy(dtype=bool) if "timed" in ev.columns else slice(None)
+    prof = ev["profile"].to_numpy()[timed]
+    start = ev["start"].to_numpy()[timed]
+    end = ev["end"].to_numpy()[timed]
+    node = ev["node"].to_numpy()[timed]
+    t00 = int(start.min())
+    scale = int(end.max()) - t00 + 1  # (profile, end) as one sortable int64
+    key = prof.astype(np.int64) * scale + (end - t00)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    wp = w["profile"].to_numpy(dtype=np.int64) * scale
+    a0 = w["first"].to_numpy(dtype=np.int64)
+    a1 = w["arrival"].to_numpy(dtype=np.int64)
+    lo = np.searchsorted(key, wp + (a0 - t00), side="right")  # ended after the first arrival
+    hi = np.searchsorted(key, wp + (a1 - t00), side="right")  # and by the late arrival
+    n = hi - lo
+    which = np.repeat(np.arange(len(w)), n)
+    pos = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+    ev_i = order[pos]
+    inside = end[ev_i] - np.maximum(start[ev_i], a0[which])
+    ctx = w["ctx"].to_numpy(dtype=np.int64)
+    spent = pd.DataFrame({"ctx": ctx[which], "before": node[ev_i], "t": inside})
+    spent = spent.groupby(["ctx", "before"])["t"].sum().reset_index()
+    spent = spent.sort_values(["ctx", "t"], ascending=[True, False], kind="stable")
+    best = spent.drop_duplicates("ctx").set_index("ctx")
+    spans = pd.Series(a1 - a0, index=ctx).groupby(level=0).sum()
+    out = pd.DataFrame({"before": best["before"], "before_time": best["t"]})
+    out = out.reindex(spans.index)
+    out["late_window"] = spans
+    out.index.name = "ctx"
+    return out
+
+
+def _empty_causes(name: str = "node") -> pd.DataFrame:
+    out = pd.DataFrame({c: pd.Series(dtype=np.int64) for c in CAUSE_COLUMNS})
+    out.index.name = name
+    out.attrs["unit"] = "ns"
+    return out
+
+
 def _base_names(names: np.ndarray) -> np.ndarray:
     """A collective's kind from its node's name ("all_reduce (2 ranks)" -> "all_reduce"),
     once per tree node (events index it)."""
@@ -191,4 +334,4 @@ def _empty() -> pd.DataFrame:
     return out
 
 
-__all__ = ["COLUMNS", "instances", "message_sizes", "stragglers"]
+__all__ = ["CAUSE_COLUMNS", "COLUMNS", "instances", "message_sizes", "stragglers", "wait_causes"]

@@ -30,11 +30,12 @@ import traitlets
 from ..model._algo import accumulate_up
 from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
+from ..model.timeline import Timeline
 from ..model.tree import Tree, base_metric
 from ..ops.transform import OTHER
 from .base import CUE_SHARE, View, f32, i32, ids_json, profile_ids, register_view, share_space
 from .lod import HAS_CHILDREN, LevelOfDetail, ancestors_closure, level_of_detail, other_values
-from .source import MetricSource, split_metric
+from .source import MetricSource, split_metric, waits_payload
 
 #: a tree view whose first level of detail has more rows than this opens
 #: collapsed below its first levels (:meth:`CCTView._open_shallow`) ...
@@ -67,7 +68,11 @@ class CCTView(View):
     highlights those nodes in the view, expanding their collapsed ancestors.
 
     Args:
-        data: a Tree or an Ensemble (per-node spread over its profiles is shown).
+        data: a Tree, an Ensemble (per-node spread over its profiles is shown)
+            or a Timeline (its ensemble; on collective contexts, whom the waiting
+            waits for: the late rank and what it did meanwhile, see
+            :func:`cctviz.ops.collectives.wait_causes`, instead of flagging the
+            waiter's imbalance).
         color: metric for node colour, or a pair of metrics for a bivariate
             colour scale (default the inclusive time).
         size: metric for node size ("" or None: all the same size; default the
@@ -128,7 +133,7 @@ class CCTView(View):
 
     def __init__(
         self,
-        data: Tree | Ensemble,
+        data: Tree | Ensemble | Timeline,
         color: str | tuple[str, str] | None = None,
         size: str | None = None,
         chart: str = "tree",
@@ -223,9 +228,9 @@ class CCTView(View):
             }
         )
 
-    def replace_data(self, data: Tree | Ensemble) -> None:
-        """Show ``data`` instead (a Tree or an Ensemble; a linked TimelineView
-        gives the ensemble of its brushed window). The state is kept where it
+    def replace_data(self, data: Tree | Ensemble | Timeline) -> None:
+        """Show ``data`` instead (a Tree, an Ensemble or a Timeline; a linked
+        TimelineView gives the timeline of its brushed window). The state is kept where it
         still means something: the selection (matched by call path), the colour
         and size metrics when ``data`` has them (else the defaults); collapsed,
         expanded and focus when the tree is the same size (a window of one
@@ -253,7 +258,7 @@ class CCTView(View):
         self._restoring = True
         try:
             self._src = (
-                MetricSource(whole, profiles=self.selected_profiles) if keep_profiles else src
+                MetricSource(src.origin, profiles=self.selected_profiles) if keep_profiles else src
             )
             self._names_lower = None
             self._matches_text = None  # search again in the new tree
@@ -336,7 +341,7 @@ class CCTView(View):
         if whole is None:
             return
         ids = change["new"]
-        self._src = MetricSource(whole, profiles=ids if ids else None)
+        self._src = MetricSource(self._src.origin, profiles=ids if ids else None)
         if not self._restoring:
             self._refresh(force=True)
 
@@ -551,7 +556,20 @@ class CCTView(View):
         # a single profile has no spread (a run with a failed rank still says so)
         if ens is not None and ens.n_profiles > 1:
             data["spread"] = self._spread(lod, colors[0])
+        waits = self._waits(lod)
+        if waits is not None:
+            data["waits"] = waits
         return data
+
+    def _waits(self, lod: LevelOfDetail) -> dict[str, Any] | None:
+        """Who the waiting at the shown collective contexts waits for (a
+        Timeline's :attr:`MetricSource.waits`), per row."""
+        w = self._src.waits
+        if w is None or not len(w):
+            return None
+        row_of = np.full(len(self.tree), -1, dtype=np.int64)
+        row_of[lod.shown] = lod.row_of_shown
+        return waits_payload(w, row_of[w.index.to_numpy(dtype=np.int64)], self.tree.names)
 
     def _spread(self, lod: LevelOfDetail, color: str) -> dict[str, Any]:
         """Per-row statistics over profiles of ``color``'s base metric

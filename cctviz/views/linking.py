@@ -116,9 +116,9 @@ class Link:
         def handler(change: dict) -> None:
             if change.get("name") == "window" and len(timeline_view.brush):
                 return  # the brush decides while there is one
-            ens = timeline_view.brushed_timeline().ensemble()
+            window = timeline_view.brushed_timeline()  # its ensemble, and its waits
             for v in scoped:
-                v.replace_data(ens)
+                v.replace_data(window)
 
         return handler
 

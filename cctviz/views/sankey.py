@@ -39,10 +39,12 @@ import traitlets
 from ..model.ensemble import Ensemble
 from ..model.nodeset import NodeSet
 from ..model.stats import BINS, box_plots, counted_matrix, histogram, node_stats
+from ..model.timeline import Timeline
 from ..model.tree import Tree
+from ..ops.collectives import instances, wait_causes
 from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
 from .base import CUE_SHARE, View, f32, i32, ids_json, profile_ids, register_view, share_space
-from .source import MetricSource
+from .source import MetricSource, waits_payload
 
 #: call sites drawn in an expanded super node
 SITES = 200
@@ -187,7 +189,7 @@ class SankeyView(View):
 
     def __init__(
         self,
-        data: Ensemble | Tree | None = None,
+        data: Ensemble | Tree | Timeline | None = None,
         group_by: GroupBy | None = None,
         metric: str | None = None,
         diff: tuple[Any, Any] | None = None,
@@ -200,9 +202,13 @@ class SankeyView(View):
             data = Ensemble.concat(list(diff), extra=[{"diff": la}, {"diff": lb}])
             diff = ({"diff": la}, {"diff": lb})
             labels = [la, lb]
+        self._timeline = data if isinstance(data, Timeline) else None
+        self._calls: pd.DataFrame | None = None  # its collective instances, once
+        if self._timeline is not None:  # its aggregate; waits from its calls
+            data = self._timeline.ensemble()
         if not isinstance(data, (Ensemble, Tree)):
             raise TypeError(
-                f"SankeyView: expected an Ensemble or a Tree, got {type(data).__name__}"
+                f"SankeyView: expected an Ensemble, a Tree or a Timeline, got {type(data).__name__}"
             )
         self._ens = data if isinstance(data, Ensemble) else None
         self._tree = data.tree if isinstance(data, Ensemble) else data
@@ -568,6 +574,8 @@ class SankeyView(View):
             "diff": self._diff_payload(per, pids) if self._diff is not None else None,
             "tree_size": len(self._tree),
         }
+        if self._timeline is not None and self._diff is None:
+            out["waits"] = self._waits(g)
         for k in ("min", "max", "std", "q1", "median", "q3", "whisker_lo", "whisker_hi"):
             out[k] = f32(d[k])
         if sel.size:
@@ -577,6 +585,21 @@ class SankeyView(View):
                 sm = _nanmean(per[:, in_sel]) if in_sel.any() else np.full(n, np.nan)
             out["sel_mean"] = f32(sm)
         return out
+
+    def _waits(self, g: SankeyGraph) -> dict[str, Any]:
+        """Who the waiting at the collectives of each super node waits for: the
+        calls of its member contexts pooled (:func:`~cctviz.ops.collectives.wait_causes`)."""
+        assert self._timeline is not None
+        if self._calls is None:
+            self._calls = instances(self._timeline)
+        w = wait_causes(self._timeline, self._calls, groups=g.members)
+        # a super node of collectives only gets the late rank as its cue; one
+        # that also holds other contexts (a module) tells its collectives' waits
+        comm = self._tree.nodes["kind"].to_numpy() == "comm"
+        mixed = np.zeros(len(g.nodes), dtype=bool)
+        mixed[g.members[(g.members >= 0) & ~comm]] = True
+        ids = w.index.to_numpy(dtype=np.int64)
+        return waits_payload(w, ids, self._tree.names, pure=~mixed[ids])
 
     def _diff_payload(self, per: np.ndarray, pids: np.ndarray) -> dict[str, Any]:
         """``per``: the counted values (:meth:`_counted`; NaN: left out)."""

@@ -41,7 +41,9 @@ import pandas as pd
 
 from ..model import units as _units
 from ..model.ensemble import Ensemble
+from ..model.timeline import Timeline
 from ..model.tree import INC, Tree, base_metric
+from .base import f32, i32
 
 #: derived spread columns of an Ensemble, ``"<metric> [<stat>]"``
 STATS = ("max", "min", "std", "cost", "imbalance")
@@ -65,10 +67,17 @@ def split_metric(name: str) -> tuple[str, str | None]:
 class MetricSource:
     """Per-node metric columns of a Tree or an Ensemble (see the module docstring)."""
 
-    def __init__(self, data: Tree | Ensemble, profiles: Any = None) -> None:
+    def __init__(self, data: Tree | Ensemble | Timeline, profiles: Any = None) -> None:
         """``profiles``: for an Ensemble, the profile ids whose statistics the
         columns show (None: all). The tree, node ids and profile ids stay the
-        whole ensemble's; only the means and spreads change."""
+        whole ensemble's; only the means and spreads change. A Timeline shows
+        its aggregate (``timeline.ensemble()``) and, on collective contexts, who
+        the waiting waits for (:attr:`waits`)."""
+        #: the Timeline shown, if any (its ensemble is :attr:`whole`)
+        self.timeline: Timeline | None = data if isinstance(data, Timeline) else None
+        self._waits: pd.DataFrame | None = None
+        if self.timeline is not None:
+            data = self.timeline.ensemble()
         #: the whole ensemble (labels, profile ids), None for a Tree
         self.whole: Ensemble | None = data if isinstance(data, Ensemble) else None
         #: profile ids of :attr:`ensemble` in :attr:`whole` (None: all of them)
@@ -99,6 +108,26 @@ class MetricSource:
 
     def __len__(self) -> int:
         return len(self.tree)
+
+    @property
+    def origin(self) -> Tree | Ensemble | Timeline:
+        """What the source was made from (the Timeline, else the whole data)."""
+        if self.timeline is not None:
+            return self.timeline
+        return self.whole if self.whole is not None else self.tree
+
+    @property
+    def waits(self) -> pd.DataFrame | None:
+        """Per collective context of a Timeline: who the waiting waits for and
+        what that rank was doing (:func:`cctviz.ops.collectives.wait_causes`,
+        computed once); None without a Timeline."""
+        if self.timeline is None:
+            return None
+        if self._waits is None:
+            from ..ops.collectives import wait_causes
+
+            self._waits = wait_causes(self.timeline)
+        return self._waits
 
     def check(self, name: str) -> str:
         """``name`` if it is a metric, else a ``KeyError`` listing the metrics."""
@@ -231,3 +260,32 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
+
+
+def waits_payload(
+    waits: pd.DataFrame, rows: np.ndarray, names: Any, pure: np.ndarray | None = None
+) -> dict[str, Any]:
+    """The ``waits`` entry of a view's data (``js/kit/waits.js``): the rows of
+    :func:`~cctviz.ops.collectives.wait_causes` whose ``rows`` (the view's row
+    or super node per table row) are >= 0, as columns; ``before`` named from
+    ``names`` (the tree's node names); ``pure`` per table row: the view's mark
+    is only collectives (default), so the late rank is its cue, else the waits
+    are those of the collectives inside it (told, not cued)."""
+    keep = rows >= 0
+    pure = np.ones(len(waits), dtype=bool) if pure is None else np.asarray(pure, dtype=bool)
+    w = waits[keep]
+    before = w["before"].to_numpy(dtype=np.int64)
+    names = np.asarray(names, dtype=object)
+    ints = {c: i32(w[c].to_numpy()) for c in ("calls", "late", "late_calls", "late_ranks")}
+    floats = {
+        c: f32(w[c].to_numpy(dtype=np.float64))
+        for c in ("waited", "caused", "before_time", "late_window")
+    }
+    return {
+        "row": i32(rows[keep]),
+        **ints,
+        **floats,
+        "before": [str(names[b]) if b >= 0 else "" for b in before],
+        "pure": i32(pure[keep].astype(np.int32)),
+        "unit": waits.attrs.get("unit", "ns"),
+    }

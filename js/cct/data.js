@@ -2,6 +2,7 @@
 // Pure functions: no DOM, no d3.
 
 import { column, columnLength, formatRatio, formatValue, unitLabel } from "../format.js";
+import { decodeWaits } from "../kit/waits.js";
 
 /** Flag bits of `_data.flags`. */
 export const FLAG_HAS_CHILDREN = 1;
@@ -134,6 +135,7 @@ function aggregationOf(d) {
  * @property {number} matchTotal search matches in the whole tree (not only the rows shown)
  * @property {number[]} matchIds their node ids in tree order (at most Python's cap)
  * @property {object|null} spread
+ * @property {Map<number,object>} waits who the waiting at collective rows waits for (kit/waits.js decodeWaits)
  * @property {number[][]} children row indices of each row's children, in order
  * @property {number[]} roots top rows, in order
  * @property {Map<number,number>} rowOf id -> row
@@ -223,10 +225,16 @@ export function decodeData(raw) {
     matchTotal: Number.isFinite(d.match_total) ? d.match_total : 0,
     matchIds: d.match_ids !== undefined && d.match_ids !== null ? Array.from(column(d.match_ids, "int32", columnLength(d.match_ids, 4))) : [],
     spread,
+    waits: decodeWaits(d.waits, n),
     children,
     roots,
     rowOf,
   };
+}
+
+/** Who the waiting at row i waits for (kit/waits.js), or undefined. */
+export function waitOf(data, i) {
+  return data.waits ? data.waits.get(i) : undefined;
 }
 
 /** True for an "other" node (folded siblings). */
@@ -277,6 +285,8 @@ export function imbalanceCost(data, i) {
 export function hasImbalanceCue(data, i) {
   const s = data.spread;
   if (!s || s.costThreshold === null || isOther(data, i)) return false;
+  const w = waitOf(data, i);
+  if (w && w.pure) return false; // the waiter is not the cause: the wait cue names it
   const c = imbalanceCost(data, i);
   return c > 0 && c >= s.costThreshold;
 }

@@ -7,6 +7,7 @@
 
 import { r2 } from "../dom.js";
 import { formatPercent, formatRatio } from "../format.js";
+import { WAIT_CLASS, waitCue, waitHeading, waitSentences } from "../kit/waits.js";
 import { FONT_FAMILY, TABLE_MEASURE, distinctCutter, measureText, truncateToWidth } from "../measure.js";
 import {
   BIVARIATE,
@@ -26,6 +27,7 @@ import {
   formatMetricValue,
   hasImbalanceCue,
   imbalance,
+  waitOf,
   imbalanceCost,
   isAdditive,
   isCollapsed,
@@ -138,6 +140,17 @@ export function cueText(d, i) {
   return `${TRIANGLE} ${formatMetricValue(d, d.spread.metric, imbalanceCost(d, i))}`;
 }
 
+/**
+ * The cue of row i ({text, cls}) or "": on a collective context whose waiting
+ * is known (a Timeline), the rank the others waited for ("late: rank 2"), not
+ * the waiters' imbalance; elsewhere the imbalance cue where it costs enough.
+ */
+export function rowCue(d, i) {
+  const w = waitOf(d, i);
+  if (w && w.pure) return w.late >= 0 ? { text: waitCue(w), cls: WAIT_CLASS } : "";
+  return hasImbalanceCue(d, i) ? { text: cueText(d, i), cls: "cctviz-imbalance" } : "";
+}
+
 /** The accessible label of row i: its name and the values it shows. */
 export function ariaLabel(d, enc, i) {
   const parts = [d.names[i]];
@@ -154,6 +167,7 @@ export function ariaLabel(d, enc, i) {
     const costs = Number.isFinite(cost) ? ` costing ${formatMetricValue(d, d.spread.metric, cost)}` : "";
     parts.push(`imbalance ${formatRatio(imb)}${costs}${hasImbalanceCue(d, i) ? " (flagged)" : ""}`);
   }
+  parts.push(...waitSentences(waitOf(d, i)));
   return parts.join(", ");
 }
 
@@ -216,6 +230,11 @@ export function tooltipLines(d, settings, row) {
       lines.push({ cls: hasImbalanceCue(d, row) ? "cctviz-tip-alert" : undefined, text: parts.join(", ") });
     }
   }
+  const waits = waitSentences(waitOf(d, row));
+  if (waits.length) {
+    lines.push({ cls: "cctviz-tip-head", text: waitHeading(waitOf(d, row)) });
+    for (const text of waits) lines.push({ text });
+  }
   return lines;
 }
 
@@ -237,13 +256,14 @@ function spreadPrim(d, i, x, y, w, cls = "cctviz-spread") {
 
 /** Attributes every node group carries (the accessible DOM contract). */
 function nodeAttrs(d, enc, i, x, y, selected, cue) {
+  // cue: the row's cue ({text, cls}) or ""
   const sibs = d.parent[i] >= 0 ? d.children[d.parent[i]] : d.roots;
   const cls = ["cctviz-node"];
   if (selected) cls.push("selected");
   if (d.flags[i] & FLAG_MATCH) cls.push("match");
   if (isOther(d, i)) cls.push("other");
   if (isCollapsed(d, i) && isExpandable(d, i) && !isOther(d, i)) cls.push("collapsed");
-  if (cue) cls.push("imbalanced");
+  if (cue) cls.push(cue.cls === WAIT_CLASS ? "waiting" : "imbalanced");
   const attrs = {
     class: cls.join(" "),
     transform: `translate(${r2(x)},${r2(y)})`,
@@ -271,7 +291,7 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel) {
   const radius = (i) => (enc.sizeMetric && d.size ? enc.radiusOf(d.size[i]) : 4.5 * m.u);
   const lw = (i) => {
     let w = measure.text(labels[i] + more[i], m.font);
-    if (ensemble) w = Math.max(w, m.whisker + 6 * m.u + (cue[i] ? measure.text(cue[i], m.small, 700) : 0));
+    if (ensemble) w = Math.max(w, m.whisker + 6 * m.u + (cue[i] ? measure.text(cue[i].text, m.small, 700) : 0));
     return w;
   };
   const g = treeLayout(d, { rowHeight, radius, labelWidth: lw, labelGap: 6 * m.u, linkGap: 28 * m.u });
@@ -300,7 +320,7 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel) {
       const sp = spreadPrim(d, i, r + 6 * m.u, 8 * m.u, m.whisker);
       if (sp) kids.push(sp);
       if (cue[i]) {
-        kids.push(P("text", { class: "cctviz-imbalance", x: r2(r + 6 * m.u + m.whisker + 6 * m.u), y: r2(8 * m.u), dy: "0.35em" }, cue[i]));
+        kids.push(P("text", { class: cue[i].cls, x: r2(r + 6 * m.u + m.whisker + 6 * m.u), y: r2(8 * m.u), dy: "0.35em" }, cue[i].text));
       }
     }
     nodes.push(P("g", nodeAttrs(d, enc, i, g.x[i], g.y[i], sel.has(d.id[i]), cue[i]), null, kids));
@@ -352,14 +372,14 @@ function icicleContent(d, enc, m, measure, cue, sel, settings) {
     const labelled = hgt >= 15 * m.u;
     if (labelled) {
       // the name first: the imbalance cue only where it leaves the name room
-      let cueW = cue[i] ? measure.text(cue[i], m.small, 700) + 6 * m.u : 0;
+      let cueW = cue[i] ? measure.text(cue[i].text, m.small, 700) + 6 * m.u : 0;
       if (cueW && w - 12 * m.u - cueW < 56 * m.u) cueW = 0;
       const avail = w - 12 * m.u - cueW;
       const label = avail > 0 ? cutName(d.names[i], avail) : "";
       const y = hgt >= 34 * m.u ? 11 * m.u : hgt / 2;
       if (label) kids.push(P("text", { class: `cctviz-label ${ink}`, x: r2(5 * m.u), y: r2(y), dy: "0.35em" }, label));
       if (cueW && avail > 0) {
-        kids.push(P("text", { class: `cctviz-imbalance ${ink}`, x: r2(w - 6 * m.u), y: r2(y), dy: "0.35em", "text-anchor": "end" }, cue[i]));
+        kids.push(P("text", { class: `${cue[i].cls} ${ink}`, x: r2(w - 6 * m.u), y: r2(y), dy: "0.35em", "text-anchor": "end" }, cue[i].text));
       }
       if (hgt >= 34 * m.u && valueCol && Number.isFinite(valueCol[i])) {
         const v = formatMetricValue(d, valueMetric, valueCol[i]);
@@ -524,6 +544,14 @@ function legendItems(d, enc, m, measure, settings, geom, maxW) {
       w = Math.max(w, W + 6 * u + tw(t2));
       hgt = y + 22 * u;
     }
+    if (d.waits && d.waits.size) {
+      const yw = hgt + 7 * u;
+      const t3 = "the rank the others waited for most at a collective (the waiters are not flagged)";
+      kids.push(P("text", { class: WAIT_CLASS, x: 0, y: r2(yw), dy: "0.35em" }, "late:"));
+      kids.push(text(W + 6 * u, yw, t3, { dy: "0.35em" }));
+      w = Math.max(w, W + 6 * u + tw(t3));
+      hgt = yw + 7 * u;
+    }
     items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(w, tw(t, 700)), hgt]);
   }
   return items;
@@ -531,8 +559,8 @@ function legendItems(d, enc, m, measure, settings, geom, maxW) {
 
 /** Font size and weight of a text prim by its class. */
 const typeset = typesetter({
-  bold: ["cctviz-legend-title", "cctviz-imbalance"],
-  small: ["cctviz-value", "cctviz-more", "cctviz-imbalance", "cctviz-legend-title", "cctviz-legend-text"],
+  bold: ["cctviz-legend-title", "cctviz-imbalance", WAIT_CLASS],
+  small: ["cctviz-value", "cctviz-more", "cctviz-imbalance", WAIT_CLASS, "cctviz-legend-title", "cctviz-legend-text"],
 });
 
 /**
@@ -560,7 +588,7 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
   const cue = new Array(d.n).fill("");
   for (let i = 0; i < d.n; i++) {
     if (!isOther(d, i) && isCollapsed(d, i) && isExpandable(d, i)) more[i] = d.folded[i] > 0 ? `\u00a0+${d.folded[i]}` : "\u00a0+";
-    if (hasImbalanceCue(d, i)) cue[i] = cueText(d, i);
+    cue[i] = rowCue(d, i);
   }
   const body =
     st.chart === "tree" ? treeContent(d, enc, m, measure, labels, more, cue, sel) : icicleContent(d, enc, m, measure, cue, sel, st);

@@ -49,6 +49,7 @@ export function figureCSS(p, scope = ".cctviz-fig") {
     `${f} path.cctviz-ink-dark{fill:#111111}`,
     `${f} path.cctviz-ink-light{fill:#ffffff}`,
     `${f} .cctviz-imbalance{font-weight:700;fill:${p.alert}}`,
+    `${f} .cctviz-wait{font-weight:700;fill:${p.fg}}`,
     `${f} .cctviz-spread-track{stroke:${p.line};stroke-width:1}`,
     `${f} .cctviz-spread-range{stroke:${p.muted};stroke-width:2.5}`,
     `${f} .cctviz-spread-mean{stroke:${p.fg};stroke-width:1.5}`,

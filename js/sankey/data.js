@@ -2,6 +2,7 @@
 // "SankeyView"). Pure: no DOM. Binary buffers (DataViews) and plain arrays
 // are both accepted wherever a numeric column is expected.
 
+import { decodeWaits } from "../kit/waits.js";
 import { column, columnLength, formatValue } from "../format.js";
 
 const strings = (a, n) => Array.from({ length: n }, (_, i) => (Array.isArray(a) && a[i] !== undefined && a[i] !== null ? String(a[i]) : ""));
@@ -138,6 +139,7 @@ export function decodeSankey(raw) {
     costThreshold: numOrNull(d.cost_threshold),
     sites,
     diff: decodeDiff(d.diff, n, B),
+    waits: decodeWaits(d.waits, n),
     treeSize: Math.max(0, int(d.tree_size)),
   };
   out.outliersOf = Array.from({ length: n }, () => []);
@@ -160,11 +162,18 @@ export function profileLabel(d, p) {
   return typeof s === "string" && s ? s : `profile ${p}`;
 }
 
-/** Whether node k gets the imbalance cue (`cost >= cost_threshold`, > 0). */
+/** Whether node k gets the imbalance cue (`cost >= cost_threshold`, > 0); not
+ *  a collective whose waiting is known (its cue names the late rank instead). */
 export function hasCue(d, k) {
-  if (d.costThreshold === null || d.diff) return false;
+  const w = waitOf(d, k);
+  if (d.costThreshold === null || d.diff || (w && w.pure)) return false;
   const c = d.cost[k];
   return Number.isFinite(c) && c > 0 && c >= d.costThreshold;
+}
+
+/** Who the waiting at super node k waits for (kit/waits.js), or undefined. */
+export function waitOf(d, k) {
+  return d.waits && !d.diff ? d.waits.get(k) : undefined;
 }
 
 /** The range of node k's distribution as drawn: [min, max], or the differences' range in diff mode. */

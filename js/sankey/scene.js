@@ -10,7 +10,8 @@ import { formatRatio, formatValue, unitLabel } from "../format.js";
 import { FONT_FAMILY, TABLE_MEASURE, distinctCutter } from "../measure.js";
 import { P, colorBar, frameSize, frameTop, legendFlowWidth, legendKit, typesetter } from "../scene-kit.js";
 import { MISSING_COLOR, sequentialScale, textColorOn, valueAt } from "../kit/color.js";
-import { binsOf, distRange, fmt, hasCue, profileLabel } from "./data.js";
+import { binsOf, distRange, fmt, hasCue, profileLabel, waitOf } from "./data.js";
+import { waitCue, waitHeading, waitSentences } from "../kit/waits.js";
 import { sankeyLayout } from "./layout.js";
 
 const TRIANGLE = "\u25b2";
@@ -92,6 +93,14 @@ export function cueText(d, k) {
   return `${TRIANGLE} ${fmt(d, d.cost[k])}`;
 }
 
+/** The cue of node k: the late rank on a collective whose waiting is known
+ *  ("late: rank 2"), else the imbalance cue where it costs enough, else "". */
+export function nodeCue(d, k) {
+  const w = waitOf(d, k);
+  if (w && w.pure) return waitCue(w);
+  return hasCue(d, k) ? cueText(d, k) : "";
+}
+
 /** The metric's name above values that carry their units: "time (inc)" (with
  *  "[unit unknown]" where no unit is known: cct/data.js legendName). */
 export function metricText(d) {
@@ -112,6 +121,7 @@ export function ariaLabel(d, k) {
   else {
     parts.push(`min ${fmt(d, d.min[k])}`, `max ${fmt(d, d.max[k])}`);
     if (Number.isFinite(d.imbalance[k])) parts.push(`imbalance ${formatRatio(d.imbalance[k])}${hasCue(d, k) ? ` costing ${fmt(d, d.cost[k])} (flagged)` : ""}`);
+    parts.push(...waitSentences(waitOf(d, k)));
   }
   parts.push(`${d.members[k]} call site${d.members[k] === 1 ? "" : "s"}`);
   return parts.join(", ");
@@ -140,6 +150,11 @@ export function tooltipLines(d, k) {
   if (outl.length) {
     const more = d.outlierMore[k] > 0 ? ` and ${d.outlierMore[k]} more` : "";
     lines.push({ text: `outliers: ${outl.map((j) => `${profileLabel(d, d.outlierProfile[j])} ${fmt(d, d.outlierValue[j])}`).join(", ")}${more}` });
+  }
+  const waits = waitSentences(waitOf(d, k));
+  if (waits.length) {
+    lines.push({ cls: "cctviz-tip-head", text: waitHeading(waitOf(d, k)) });
+    for (const text of waits) lines.push({ text });
   }
   if (d.selMean && Number.isFinite(d.selMean[k])) lines.push({ cls: "cctviz-tip-sel", text: `selected profiles: mean ${fmt(d, d.selMean[k])}` });
   if (d.diff) {
@@ -402,6 +417,14 @@ function legendItems(d, colors, m, measure, st, maxW) {
       w = Math.max(w, W + 22 * u + tw(t2));
       hgt = y + 30 * u; // the cue's row ends below the box plot's
     }
+    if (!d.diff && [...d.waits.values()].some((w) => waitCue(w))) {
+      const yw = hgt + 6 * u;
+      const t3 = "the rank the others waited for most at a collective (the waiters are not flagged)";
+      kids.push(P("text", { class: "cctviz-cue", x: r2(W + 8 * u), y: r2(yw), dy: "0.35em" }, "late:"));
+      kids.push(text(W + 8 * u + tw("late: ", 700), yw, t3, { dy: "0.35em" }));
+      w = Math.max(w, W + 8 * u + tw("late: ", 700) + tw(t3));
+      hgt = yw + 8 * u;
+    }
     const sel = (st.selectedProfiles || []).map(Number);
     if (sel.length) {
       const names = sel.slice(0, 4).map((p) => profileLabel(d, p)).join(", ") + (sel.length > 4 ? `, ${ELLIPSIS}` : "");
@@ -494,7 +517,7 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
     const fill = colors.fill(k);
     const inkColor = textColorOn(fill);
     const ink = inkColor === "#ffffff" ? "cctviz-ink-light" : "cctviz-ink-dark";
-    const cue = hasCue(d, k) ? cueText(d, k) : "";
+    const cue = nodeCue(d, k);
     const kids = [P("rect", { class: "cctviz-smark", width: r2(w), height: r2(hgt), fill })];
     let inside = false;
     let head = 0; // rows of text at the top of the node
@@ -515,8 +538,10 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
         label = cutLabel(d.label[k], w - 8 * u) || "";
         cueY = m.row * 1.5;
         head = 2 * m.row;
+        // a row of its own, but wider than the node: the triangle, or nothing for a late rank
+        if (cueW - 6 * u > w - 8 * u) cueText_ = hasCue(d, k) ? TRIANGLE : "";
       } else if (squeezed) {
-        cueText_ = TRIANGLE;
+        cueText_ = hasCue(d, k) ? TRIANGLE : ""; // a late rank's cue does not shrink: the tooltip has it
         label = cutLabel(d.label[k], w - 10 * u - measure.text(TRIANGLE, m.small, 700)) || "";
       }
       if (label) {
@@ -584,7 +609,7 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
     if (list.some((yy) => Math.abs(yy - cy) < lh)) continue;
     list.push(cy);
     taken.set(c, list);
-    const cue = hasCue(d, k) ? cueText(d, k) : "";
+    const cue = nodeCue(d, k);
     const room = (c === columns - 1 ? rightPad : gapX) - 10 * u;
     const cueW = cue ? measure.text(cue, m.small, 700) + 4 * u : 0;
     const label = cutLabel(d.label[k], room - cueW);

@@ -11,12 +11,15 @@ by ``cctviz run --timeline`` (into the run folder: `read_timeline(run)`).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import cctviz
 from cctviz.demo import example_script
-from cctviz.ops.collectives import instances, stragglers
+from cctviz.model.units import format_value
+from cctviz.ops.collectives import instances, stragglers, wait_causes
 
 from .conftest import CCTVIZ, run_job
 
@@ -113,3 +116,67 @@ def test_wait_transfer_of_a_timeline_works_per_call(rotating):
     node = int(row["node"])
     took = tl.ensemble().values("time (inc)")[node]
     np.testing.assert_allclose(ens.values(WAIT)[node] + ens.values(TRANSFER)[node], took)
+
+
+def _gradient_all_reduce(tl):
+    inst = instances(tl)
+    grads = inst[(inst["collective"] == "all_reduce") & (inst["step"] >= 0)]
+    assert grads["node"].nunique() == 1
+    return inst, grads, int(grads["node"].iloc[0])
+
+
+def test_wait_causes_name_whom_the_waiting_waits_for(rotating):
+    """Per context: every rank was last at some call (no single culprit), the
+    named one is the rank whose lateness cost the others most, and while they
+    waited the late rank was still in forward, where it slept."""
+    _, trace = rotating
+    tl = cctviz.read_timeline(trace)
+    inst, grads, node = _gradient_all_reduce(tl)
+    row = wait_causes(tl, inst).loc[node]
+    assert row["calls"] == grads["instance"].nunique()
+    assert row["waited"] == grads["wait"].sum()
+    assert row["late_ranks"] == RANKS
+    late_calls = grads[grads["late_by"] > 0].drop_duplicates("instance")
+    per_rank = grads[grads["late_by"] > 0].groupby("late")["wait"].sum()
+    assert row["late"] == per_rank.idxmax() and row["caused"] == per_rank.max()
+    assert row["late_calls"] == (late_calls["late"] == row["late"]).sum()
+    assert tl.tree.names[row["before"]] == "forward"
+    assert row["before_time"] >= 0.9 * row["late_window"]
+    # first to last arrival: about one sleep per call
+    spans = grads.groupby("instance")["arrival"].agg(lambda a: a.max() - a.min())
+    assert row["late_window"] == spans[spans.index.isin(late_calls["instance"])].sum()
+    assert row["late_window"] == pytest.approx(len(late_calls) * SLEEP_MS * 1e6, rel=0.1)
+
+
+def _aria(svg: str, attr: str, value: int) -> str:
+    m = re.search(rf'<g [^>]*{attr}="{value}"[^>]*aria-label="([^"]*)"', svg)
+    assert m, f"no mark with {attr}={value}"
+    return m.group(1)
+
+
+def test_tree_and_sankey_of_a_timeline_name_the_late_rank(rotating, tmp_path):
+    """A CCTView or SankeyView of a Timeline names, on the collective, the rank
+    the others waited for and what it did meanwhile (the numbers of
+    ``wait_causes``, with units), and does not flag the waiters' imbalance."""
+    run, _ = rotating
+    tl = cctviz.read_timeline(run)
+    _, _, node = _gradient_all_reduce(tl)
+    row = wait_causes(tl).loc[node]
+    said = [
+        f"others waited {format_value(row['waited'], 'ns')} for this collective",
+        f"last to arrive: rank {row['late']} at {row['late_calls']} of {row['calls']} calls",
+        f"its lateness cost the others {format_value(row['caused'], 'ns')}",
+        "the late ranks were in forward",
+    ]
+    tree = cctviz.CCTView(tl, collapsed=[]).save(tmp_path / "tree.svg").read_text()
+    label = _aria(tree, "data-id", node)
+    for text in said:
+        assert text in label, label
+    assert "(flagged)" not in label
+    assert f"late: rank {row['late']}</text>" in tree
+    sankey = cctviz.SankeyView(tl, group_by="name")
+    k = int(np.flatnonzero(sankey.graph.nodes["group"].to_numpy() == "all_reduce")[0])
+    label = _aria(sankey.save(tmp_path / "sankey.svg").read_text(), "data-node", k)
+    for text in said:
+        assert text in label, label
+    assert "(flagged)" not in label
