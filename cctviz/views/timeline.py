@@ -258,6 +258,21 @@ def _runs(winner, cover, n_rows, bins, n_levels, empty):
     )
 
 
+def _by_series_then_time(series, ts, value, n_series):
+    """The samples ordered by series, then time (stable: equal times keep their
+    order). Two stable sorts, each skipped when not needed: by time only if
+    ``ts`` is not already in order (a view keeps its counters by time), by
+    series with a radix sort (the ids as int16 where they fit)."""
+    if ts.size > 1 and not (ts[1:] >= ts[:-1]).all():
+        order = np.argsort(ts, kind="stable")
+        series, ts, value = series[order], ts[order], value[order]
+    if n_series > 1:
+        small = series.astype(np.int16) if n_series <= np.iinfo(np.int16).max else series
+        order = np.argsort(small, kind="stable")
+        series, ts, value = series[order], ts[order], value[order]
+    return series, ts, value
+
+
 def counter_peaks(
     series: np.ndarray,
     ts: np.ndarray,
@@ -289,8 +304,7 @@ def counter_peaks(
     """
     series = np.asarray(series, dtype=np.int64)
     ts, value = np.asarray(ts), np.asarray(value, dtype=np.float64)
-    order = np.lexsort((ts, series))
-    series, ts, value = series[order], ts[order], value[order]
+    series, ts, value = _by_series_then_time(series, ts, value, n_series)
     ext = np.full((n_series, bins + 1), np.nan)  # column 0: the value at t0
     before = np.flatnonzero(ts < t0)
     if before.size:  # the last sample before the window, per series
@@ -519,6 +533,7 @@ class TimelineView(View):
         c = timeline.counters
         p = c["profile"].to_numpy(dtype=np.int64)
         c = c[(p >= 0) & (p < timeline.n_profiles)]  # as the lanes: profiles described
+        c = c.iloc[np.argsort(c["ts"].to_numpy(), kind="stable")]  # by time: sorts skipped later
         tracks, code = np.unique(c["track"].astype(str).to_numpy(), return_inverse=True)
         self._tracks = [str(t) for t in tracks]
         units = timeline.units
