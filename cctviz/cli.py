@@ -335,10 +335,8 @@ def _export_ensemble(a: argparse.Namespace) -> int:
 
 def _cmd_view(a: argparse.Namespace) -> int:
     from .export import save
-    from .readers import read
+    from .readers import read, read_timeline
 
-    if a.view == "timeline":
-        raise CCTVizError("--view timeline: export a figure (cctviz export); no HTML page yet")
     opts = _figure_options(a, "html")
     if a.output:
         target = Path(a.output)
@@ -346,11 +344,13 @@ def _cmd_view(a: argparse.Namespace) -> int:
         target = Path(tempfile.mkdtemp(prefix="cctviz-")) / f"{_stem(a.profiles[0])}.html"
     from .readers import read_ensemble
 
-    data = (
-        read(a.profiles[0], format=a.input_format)
-        if len(a.profiles) == 1
-        else read_ensemble(a.profiles, format=a.input_format)
-    )
+    if a.view == "timeline":  # a trace (or several: one timeline), read as a Timeline
+        paths = a.profiles[0] if len(a.profiles) == 1 else a.profiles
+        data = read_timeline(paths, format=a.input_format)
+    elif len(a.profiles) == 1:
+        data = read(a.profiles[0], format=a.input_format)
+    else:
+        data = read_ensemble(a.profiles, format=a.input_format)
     view = _make_view(data, a)
     print(save(view, target, format="html", **opts))
     return 0
@@ -370,7 +370,7 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
         default="cct",
         help="the calling-context tree (default), the ensemble Sankey: modules and"
         " how each spreads over the profiles (several PROFILEs make one ensemble),"
-        " or the timeline of a trace (export only)",
+        " or the timeline of a trace (several traces: the ranks of one job)",
     )
     g.add_argument(
         "--group-by",

@@ -258,6 +258,79 @@ def _runs(winner, cover, n_rows, bins, n_levels, empty):
     )
 
 
+def _by_series_then_time(series, ts, value, n_series):
+    """The samples ordered by series, then time (stable: equal times keep their
+    order). Two stable sorts, each skipped when not needed: by time only if
+    ``ts`` is not already in order (a view keeps its counters by time), by
+    series with a radix sort (the ids as int16 where they fit)."""
+    if ts.size > 1 and not (ts[1:] >= ts[:-1]).all():
+        order = np.argsort(ts, kind="stable")
+        series, ts, value = series[order], ts[order], value[order]
+    if n_series > 1:
+        small = series.astype(np.int16) if n_series <= np.iinfo(np.int16).max else series
+        order = np.argsort(small, kind="stable")
+        series, ts, value = series[order], ts[order], value[order]
+    return series, ts, value
+
+
+def counter_peaks(
+    series: np.ndarray,
+    ts: np.ndarray,
+    value: np.ndarray,
+    t0: float,
+    t1: float,
+    bins: int,
+    n_series: int,
+) -> np.ndarray:
+    """The level of detail of sampled series (counters) in the window ``[t0, t1)``:
+    per (series, pixel bin) the highest value the series holds in the bin, so no
+    peak is lost however many samples fall in one pixel. A sample's value holds
+    until the series' next sample (memory stays allocated until it is freed), so a
+    bin with no sample shows the value carried into it; NaN before a series' first
+    sample. Vectorised: one sort, ``np.maximum.reduceat`` and a forward fill.
+
+    Args:
+        series: the series of each sample, in ``[0, n_series)``.
+        ts, value: the samples' times (the unit of ``t0``/``t1``) and values.
+        bins: bins across the window.
+
+    Returns:
+        float64 ``(n_series, bins)``.
+
+    Example:
+        >>> counter_peaks(np.array([0, 0, 0, 1]), np.array([1, 2, 7, 3]),
+        ...               np.array([5.0, 9.0, 1.0, 4.0]), 0, 10, 5, 2).tolist()
+        [[5.0, 9.0, 9.0, 9.0, 1.0], [nan, 4.0, 4.0, 4.0, 4.0]]
+    """
+    series = np.asarray(series, dtype=np.int64)
+    ts, value = np.asarray(ts), np.asarray(value, dtype=np.float64)
+    series, ts, value = _by_series_then_time(series, ts, value, n_series)
+    ext = np.full((n_series, bins + 1), np.nan)  # column 0: the value at t0
+    before = np.flatnonzero(ts < t0)
+    if before.size:  # the last sample before the window, per series
+        s = series[before]
+        last = before[np.r_[s[1:] != s[:-1], True]]
+        ext[series[last], 0] = value[last]
+    peak = np.full(n_series * bins, np.nan)
+    inside = np.flatnonzero((ts >= t0) & (ts < t1))
+    if inside.size:
+        b = np.floor((ts[inside] - t0) * (bins / (t1 - t0))).astype(np.int64)
+        cell = series[inside] * bins + np.minimum(b, bins - 1)  # sorted: by series, ts
+        starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+        v = value[inside]
+        peak[cell[starts]] = np.maximum.reduceat(v, starts)
+        ends = np.r_[starts[1:], cell.size] - 1  # a bin's last sample: what it carries on
+        flat = ext[:, 1:].reshape(-1).copy()
+        flat[cell[starts]] = v[ends]
+        ext[:, 1:] = flat.reshape(n_series, bins)
+    # the value carried into bin k: the last known at a column <= k of ``ext``
+    idx = np.where(np.isnan(ext), -1, np.arange(bins + 1))
+    np.maximum.accumulate(idx, axis=1, out=idx)
+    carried = np.take_along_axis(ext, np.maximum(idx, 0), axis=1)
+    carried[idx < 0] = np.nan
+    return np.fmax(peak.reshape(n_series, bins), carried[:, :bins])
+
+
 def _window_value(value: Any) -> tuple[float, float]:
     try:
         t0, t1 = (float(v) for v in value)
@@ -321,6 +394,7 @@ class TimelineView(View):
         self._end = ev["end"].to_numpy() - self._t00
         self._level = np.asarray(timeline.tree.depth, dtype=np.int64)[self._node]
         self._max_level = int(self._level.max()) if self._level.size else 0
+        self._init_counters(timeline)
         self._inst: pd.DataFrame | None = None
         self._ready = False
         super().__init__(
@@ -453,6 +527,56 @@ class TimelineView(View):
             return [f"rank {int(r[i])}" if np.isfinite(r[i]) else f"profile {int(i)}" for i in ids]
         return [f"profile {int(i)}" for i in ids]
 
+    def _init_counters(self, timeline: Timeline) -> None:
+        """The counters as arrays: profile, track code (into ``self._tracks``),
+        ns from the start, value."""
+        c = timeline.counters
+        p = c["profile"].to_numpy(dtype=np.int64)
+        c = c[(p >= 0) & (p < timeline.n_profiles)]  # as the lanes: profiles described
+        c = c.iloc[np.argsort(c["ts"].to_numpy(), kind="stable")]  # by time: sorts skipped later
+        tracks, code = np.unique(c["track"].astype(str).to_numpy(), return_inverse=True)
+        self._tracks = [str(t) for t in tracks]
+        units = timeline.units
+        self._track_units = [str(units.get(t) or "") for t in self._tracks]
+        self._c_prof = c["profile"].to_numpy(dtype=np.int64)
+        self._c_track = np.asarray(code, dtype=np.int64).reshape(-1)
+        self._c_ts = c["ts"].to_numpy(dtype=np.int64) - self._t00
+        self._c_val = c["value"].to_numpy(dtype=np.float64)
+        # the (profile, track) pairs that have samples anywhere: a band each,
+        # whatever the window (bands do not come and go as one zooms)
+        self._c_pairs = np.unique(self._c_prof * max(len(tracks), 1) + self._c_track)
+
+    def _counters(self, lane_of: np.ndarray, a: float, b: float) -> dict[str, Any]:
+        """The counter bands of the shown lanes: per (lane, track) its peak per
+        bin in ``[a, b)`` ns from the start (:func:`counter_peaks`)."""
+        nt = max(len(self._tracks), 1)
+        prof, track = self._c_pairs // nt, self._c_pairs % nt
+        shown = lane_of[prof] >= 0 if prof.size else np.zeros(0, dtype=bool)
+        lane = lane_of[prof[shown]]
+        track = track[shown]
+        order = np.lexsort((lane, track))  # grouped by track, lanes in order
+        lane, track = lane[order], track[order]
+        keys = lane * nt + track  # in display order
+        by_key = np.argsort(keys)
+        series = np.zeros(self._c_prof.size, dtype=np.int64)
+        ok = np.zeros(self._c_prof.size, dtype=bool)
+        if keys.size:
+            sample_key = lane_of[self._c_prof] * nt + self._c_track
+            pos = np.minimum(np.searchsorted(keys[by_key], sample_key), keys.size - 1)
+            ok = (lane_of[self._c_prof] >= 0) & (keys[by_key][pos] == sample_key)
+            series = by_key[pos]
+        peaks = counter_peaks(
+            series[ok], self._c_ts[ok], self._c_val[ok], a, b, self.bins, int(keys.size)
+        )
+        return {
+            "k": int(keys.size),
+            "tracks": self._tracks,
+            "track_units": self._track_units,
+            "counter_lane": i32(lane),
+            "counter_track": i32(track),
+            "counter_peak": f32(peaks.reshape(-1)),
+        }
+
     def _instances(self) -> pd.DataFrame:
         if self._inst is None:
             from ..ops.collectives import instances
@@ -560,7 +684,8 @@ class TimelineView(View):
             "mark_node": i32(m_node),
             "mark_late_by": f32(marks["late_by"].to_numpy(dtype=np.float64) / PER_S),
             "unit": "s",
+            **self._counters(lane_of, a, b),
         }
 
 
-__all__ = ["TimelineView", "lod_rects"]
+__all__ = ["TimelineView", "counter_peaks", "lod_rects"]

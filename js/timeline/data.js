@@ -33,6 +33,13 @@ const pair = (v, fallback) => (Array.isArray(v) && v.length === 2 && v.every(Num
  * @property {Int32Array} markRank
  * @property {Int32Array} markNode
  * @property {Float32Array} markLateBy seconds
+ * @property {number} k counter bands (one per (lane, track))
+ * @property {string[]} tracks counter track names
+ * @property {string[]} trackUnits unit of each track ("" = none)
+ * @property {Int32Array} counterLane lane of each band
+ * @property {Int32Array} counterTrack index into `tracks`
+ * @property {Float32Array} counterPeak k x bins: the highest value per bin (NaN: none yet)
+ * @property {string} note replaces the events line under the axis when set (a page zoomed locally)
  * @property {number} events events in the window
  * @property {number} eventsTotal
  */
@@ -50,9 +57,11 @@ export function decodeTimeline(raw) {
   const names = strings(d.names);
   const lanes = strings(d.lanes);
   const window = pair(d.window, [0, 1]);
+  const bins = count(d.bins) || 1;
+  const k = count(d.k);
   return {
     n,
-    bins: count(d.bins) || 1,
+    bins,
     levels: count(d.levels) || 1,
     window,
     whole: pair(d.whole, window),
@@ -74,6 +83,13 @@ export function decodeTimeline(raw) {
     markRank: column(d.mark_rank, "int32", m, -1),
     markNode: column(d.mark_node, "int32", m, 0),
     markLateBy: column(d.mark_late_by, "float32", m, 0),
+    k,
+    tracks: strings(d.tracks),
+    trackUnits: strings(d.track_units),
+    counterLane: column(d.counter_lane, "int32", k, 0),
+    counterTrack: column(d.counter_track, "int32", k, 0),
+    counterPeak: column(d.counter_peak, "float32", k * bins, NaN),
+    note: typeof d.note === "string" ? d.note : "",
     events: count(d.events),
     eventsTotal: count(d.events_total),
   };

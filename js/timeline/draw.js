@@ -8,6 +8,7 @@ import { P } from "../scene-kit.js";
  * Append the SVG of `scene` to `parent` and return it. Structure (the widget
  * relies on it): `svg.cctviz-fig` > [style] [rect.cctviz-bg] [title] [g.cctviz-legend]
  * g.cctviz-grid-lines, g.cctviz-lanes, g.cctviz-spans > rect.cctviz-span,
+ * g.cctviz-counters > g.cctviz-counter > [text.cctviz-counter-title, rect.cctviz-counter-bg, path.cctviz-counter-area],
  * g.cctviz-marks > path.cctviz-late, g.cctviz-brush-layer, g.cctviz-axes, g.cctviz-notes [empty].
  *
  * @param {Element} parent
@@ -18,8 +19,9 @@ export function drawTimeline(parent, scene) {
   const parts = [];
   for (const p of [scene.title, scene.legend]) if (p) parts.push(p);
   parts.push(P("g", { class: "cctviz-grid-lines", "aria-hidden": "true" }, null, scene.grid));
-  parts.push(P("g", { class: "cctviz-lanes" }, null, scene.lanes));
+  parts.push(P("g", { class: "cctviz-lanes", role: "list", "aria-label": "Lanes: one per profile" }, null, scene.lanes));
   parts.push(P("g", { class: "cctviz-spans", role: "img", "aria-label": "Intervals per lane over time" }, null, scene.spans));
+  parts.push(P("g", { class: "cctviz-counters", role: "img", "aria-label": "Counters: the peak per pixel over time" }, null, scene.counters || []));
   parts.push(P("g", { class: "cctviz-marks" }, null, scene.marks));
   parts.push(P("g", { class: "cctviz-brush-layer" }, null, scene.brush ? [scene.brush] : []));
   parts.push(P("g", { class: "cctviz-axes", "aria-hidden": "true" }, null, scene.axes));

@@ -53,6 +53,100 @@ export function markLines(d, j) {
   ];
 }
 
+/** The accessible name of lane k: its label, the rectangles shown, the levels. */
+function laneLabel(d, k, n) {
+  const [t0, t1] = d.window;
+  return `${d.lanes[k]}: ${n} rectangle${n === 1 ? "" : "s"} over ${d.levels} level${d.levels === 1 ? "" : "s"}, ${formatValue(t0, "s")} \u2013 ${formatValue(t1, "s")}`;
+}
+
+/** The label of counter band c: lane and track, and the axis' display unit. */
+export function bandTitle(d, c, axisUnit) {
+  const lane = d.lanes[d.counterLane[c]] ?? "";
+  const track = d.tracks[d.counterTrack[c]] ?? "";
+  return `${lane} \u00b7 ${track}${axisUnit ? ` [${axisUnit}]` : ""}`;
+}
+
+/** The highest peak of each track over its bands (one y scale per track). */
+function trackPeaks(d) {
+  const top = new Float64Array(d.tracks.length);
+  for (let c = 0; c < d.k; c++) {
+    const t = d.counterTrack[c];
+    for (let i = c * d.bins, e = i + d.bins; i < e; i++) if (d.counterPeak[i] > top[t]) top[t] = d.counterPeak[i];
+  }
+  return top;
+}
+
+/** The area of band c's peaks as a step path (bins with no value yet are left open). */
+function areaPath(d, c, x0, px, axis, base) {
+  const parts = [];
+  let open = false;
+  let prev = 0;
+  for (let i = 0; i <= d.bins; i++) {
+    const v = i < d.bins ? d.counterPeak[c * d.bins + i] : NaN;
+    const x = r2(x0 + i * px);
+    if (!Number.isFinite(v)) {
+      if (open) parts.push(`L${x},${prev}L${x},${r2(base)}Z`);
+      open = false;
+      continue;
+    }
+    const y = r2(axis.scale(v));
+    if (!open) parts.push(`M${x},${r2(base)}L${x},${y}`);
+    else if (y !== prev) parts.push(`L${x},${prev}L${x},${y}`);
+    open = true;
+    prev = y;
+  }
+  return parts.join("");
+}
+
+/**
+ * Counter bands under the lanes: one per (lane, track), the peak of each pixel bin
+ * as an area over a y axis in the track's unit (one scale per track).
+ *
+ * @returns {{prims: object[], bands: object[], bottom: number}}
+ */
+function counterBands(d, box, g, measure) {
+  const { u, small, rowH, gap } = g;
+  const prims = [];
+  const bands = [];
+  if (!d.k || !d.lanes.length) return { prims, bands, bottom: box.y };
+  const top = trackPeaks(d);
+  const headH = small + 4 * u;
+  const chartH = 3 * rowH;
+  const px = box.w / d.bins;
+  let y = box.y;
+  for (let c = 0; c < d.k; c++) {
+    const t = d.counterTrack[c];
+    const unit = d.trackUnits[t] || null;
+    const y0 = y + headH;
+    const base = y0 + chartH;
+    const axis = linearAxis(top[t] > 0 ? [0, top[t]] : [0, 1], [base, y0], { unit, count: 2, pad: 0 });
+    const kids = [P("text", { class: "cctviz-counter-title", x: r2(box.x), y: r2(y), dy: "0.8em", "font-size": small }, measure.truncate(bandTitle(d, c, axis.unit), box.w, small) || "\u2026")];
+    kids.push(P("rect", { class: "cctviz-counter-bg", x: r2(box.x), y: r2(y0), width: r2(box.w), height: r2(chartH), "data-c": String(c) }));
+    for (const tk of axis.ticks) {
+      kids.push(P("line", { class: "cctviz-grid", x1: r2(box.x), x2: r2(box.x + box.w), y1: r2(tk.pos), y2: r2(tk.pos) }));
+      kids.push(P("text", { class: "cctviz-tick-label", x: r2(box.x - 4 * u), y: r2(tk.pos), dy: "0.35em", "text-anchor": "end", "font-size": small }, measure.truncate(tk.text, box.labelW, small) || "\u2026"));
+    }
+    kids.push(P("path", { class: "cctviz-counter-area", d: areaPath(d, c, box.x, px, axis, base), "data-c": String(c) }));
+    prims.push(P("g", { class: "cctviz-counter", "data-c": String(c), "data-track": d.tracks[t] ?? "" }, null, kids));
+    bands.push({ c, top: y0, h: chartH, axis });
+    y = base + gap;
+  }
+  return { prims, bands, bottom: y - gap };
+}
+
+/** Tooltip lines of counter band c at bin i: the peak in that pixel. */
+export function counterLines(d, c, i) {
+  const t = d.counterTrack[c];
+  const w = (d.window[1] - d.window[0]) / d.bins;
+  const v = d.counterPeak[c * d.bins + i];
+  const a = d.window[0] + i * w;
+  return [
+    { cls: "cctviz-tip-path", text: bandTitle(d, c, "") },
+    { text: Number.isFinite(v) ? `peak ${formatValue(v, d.trackUnits[t] || null)}` : "no sample yet" },
+    { text: `${formatValue(a, "s")} \u2013 ${formatValue(a + w, "s")}` },
+  ];
+}
+
 /**
  * Build the scene of a TimelineView.
  *
@@ -61,7 +155,7 @@ export function markLines(d, j) {
  * @param {{text: Function, truncate: Function}} [measure]
  * @returns {object} `frame`, `width`, `height`, `scale`, `plot` ({x, y, w, h}), `lanes` (lane
  *   backgrounds and labels), `spans` (rectangles), `marks`, `axes`, `grid`, `brush`,
- *   `legend`, `title`, `empty`, `time` ({toX, toT}: seconds <-> figure x), `laneTop`, `rowH`.
+ *   `legend`, `title`, `empty`, `counters` (counter bands), `bands` ({c, top, h, axis} per band), `time` ({toX, toT}: seconds <-> figure x), `laneTop`, `rowH`.
  */
 export function timelineScene(d, settings, measure = TABLE_MEASURE) {
   const st = { ...DEFAULT_SETTINGS, ...settings };
@@ -116,17 +210,21 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
   const laneH = d.levels * rowH;
   const plotY = top;
   const laneTop = (k) => plotY + k * (laneH + laneGap);
-  const plotH = Math.max(rowH, d.lanes.length * (laneH + laneGap) - laneGap);
+  const lanesH = Math.max(rowH, d.lanes.length * (laneH + laneGap) - laneGap);
+  const [t0, t1] = d.window;
+  const bands = counterBands(d, { x: plotX, y: plotY + lanesH + 2 * laneGap, w: plotW, labelW }, { u, small, rowH, gap: laneGap }, measure);
+  const plotH = bands.prims.length ? bands.bottom - plotY : lanesH;
   const plot = { x: plotX, y: plotY, w: plotW, h: plotH };
 
-  const [t0, t1] = d.window;
   const toX = (t) => plotX + ((t - t0) / (t1 - t0)) * plotW;
   const toT = (x) => t0 + ((x - plotX) / plotW) * (t1 - t0);
 
   const lanes = [];
+  const perLane = new Int32Array(d.lanes.length);
+  for (let i = 0; i < d.n; i++) if (d.lane[i] < perLane.length) perLane[d.lane[i]] += 1;
   d.lanes.forEach((name, k) => {
     const y = laneTop(k);
-    lanes.push(P("rect", { class: "cctviz-lane-bg", x: r2(plotX), y: r2(y), width: r2(plotW), height: r2(laneH) }));
+    lanes.push(P("rect", { class: "cctviz-lane-bg", x: r2(plotX), y: r2(y), width: r2(plotW), height: r2(laneH), role: "listitem", "aria-label": laneLabel(d, k, perLane[k] || 0) }));
     lanes.push(P("text", { class: "cctviz-lane-label", x: r2(plotX - 6 * u), y: r2(y + Math.min(laneH, rowH) / 2), dy: "0.35em", "text-anchor": "end", "font-size": small, "data-lane": String(k) }, measure.truncate(name, labelW, small) || "\u2026"));
   });
 
@@ -183,7 +281,7 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
   axes.push(P("text", { class: "cctviz-axis-title", x: r2(plotX + plotW / 2), y: r2(titleY), dy: "0.8em", "text-anchor": "middle", "font-size": font }, axisTitle));
   let bottom = titleY + font + 4 * u;
   const notes = [];
-  const line = `${d.events.toLocaleString("en-US")} of ${d.eventsTotal.toLocaleString("en-US")} events in the window; ${d.n.toLocaleString("en-US")} rectangles (${d.bins} bins)${d.m ? `; red marks: the last rank to arrive at a collective (${d.m})` : ""}`;
+  const line = d.note || `${d.events.toLocaleString("en-US")} of ${d.eventsTotal.toLocaleString("en-US")} events in the window; ${d.n.toLocaleString("en-US")} rectangles (${d.bins} bins)${d.m ? `; red marks: the last rank to arrive at a collective (${d.m})` : ""}`;
   notes.push(P("text", { class: "cctviz-note", x: r2(margin), y: r2(bottom + 2 * u), dy: "0.8em", "font-size": small }, measure.truncate(line, W - 2 * margin, small) || "\u2026"));
   bottom += small + 6 * u;
   const empty = d.lanes.length ? null : P("text", { class: "cctviz-empty", x: r2(plotX + 12 * u), y: r2(plotY + 14 * u), "font-size": font }, "No lanes to show");
@@ -206,6 +304,8 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
     plot,
     lanes,
     spans,
+    counters: bands.prims,
+    bands: bands.bands,
     marks,
     grid,
     axes,

@@ -22,6 +22,9 @@ export function timelineCSS(p, scope = ".cctviz-fig") {
     `${f} .cctviz-late{fill:${p.alert};stroke:${p.bg};stroke-width:0.75}`,
     `${f} .cctviz-brushed{fill:${p.accent};fill-opacity:0.12;stroke:${p.accent};stroke-width:1}`,
     `${f} .cctviz-legend-swatch{stroke:${p.bg};stroke-width:0.75}`,
+    `${f} .cctviz-counter-bg{fill:${p.rule};fill-opacity:0.2}`,
+    `${f} .cctviz-counter-area{fill:${p.accent};fill-opacity:0.35;stroke:${p.accent};stroke-width:1}`,
+    `${f} .cctviz-counter-title{fill:${p.fg}}`,
     `${f} .cctviz-note{fill:${p.muted};font-style:italic}`,
   ].join("\n");
 }

@@ -16,7 +16,7 @@ import { THEME_PALETTE } from "../kit/style.js";
 import { decodeTimeline } from "./data.js";
 import { drawTimeline } from "./draw.js";
 import { timelineSVG } from "./figure.js";
-import { markLines, rectLines, timelineScene } from "./scene.js";
+import { counterLines, markLines, rectLines, timelineScene } from "./scene.js";
 import { timelineCSS } from "./style.js";
 
 /** Label size on screen, px. */
@@ -41,6 +41,47 @@ export function stateOf(model) {
   };
 }
 
+/** Keys: a pan moves the window by this share of its span (shift: {@link PAN_BIG}). */
+export const PAN = 0.1;
+const PAN_BIG = 0.5;
+/** Keys: "+" shows this share of the window (around its middle), "-" its inverse. */
+export const ZOOM_STEP = 0.5;
+
+/**
+ * The window `w` moved inside `whole`: kept its span where it fits, else `whole`.
+ *
+ * @param {[number, number]} w
+ * @param {[number, number]} whole
+ */
+export function clampWindow([a, b], [lo, hi]) {
+  const span = b - a;
+  if (!(span > 0) || span >= hi - lo) return [lo, hi];
+  if (a < lo) return [lo, lo + span];
+  if (b > hi) return [hi - span, hi];
+  return [a, b];
+}
+
+/**
+ * The window after key `key` (ArrowLeft/ArrowRight pan, "+"/"=" and "-"/"_" zoom
+ * around the middle), kept inside `whole`; null for any other key.
+ *
+ * @param {string} key
+ * @param {[number, number]} w the window, seconds
+ * @param {[number, number]} whole
+ * @param {boolean} [big] shift held: a larger pan
+ * @returns {[number, number]|null}
+ */
+export function keyWindow(key, w, whole, big = false) {
+  const span = w[1] - w[0];
+  const step = span * (big ? PAN_BIG : PAN);
+  const mid = (w[0] + w[1]) / 2;
+  if (key === "ArrowLeft") return clampWindow([w[0] - step, w[1] - step], whole);
+  if (key === "ArrowRight") return clampWindow([w[0] + step, w[1] + step], whole);
+  if (key === "+" || key === "=") return clampWindow(zoomWindow(w, mid, ZOOM_STEP), whole);
+  if (key === "-" || key === "_") return clampWindow(zoomWindow(w, mid, 1 / ZOOM_STEP), whole);
+  return null;
+}
+
 /** The window `[t0, t1]` scaled by `factor` around time `at` (seconds). */
 export function zoomWindow([t0, t1], at, factor) {
   const a = at - (at - t0) * factor;
@@ -52,9 +93,11 @@ export function zoomWindow([t0, t1], at, factor) {
  * Render the TimelineView into `el`.
  *
  * @param {{model: object, el: HTMLElement}} ctx anywidget render context
+ * @param {{local?: boolean}} [options] `local`: a standalone page (no Python: the
+ *   depth menu, which needs it, is hidden)
  * @returns {() => void} cleanup
  */
-export function renderTimeline({ model, el }) {
+export function renderTimeline({ model, el }, options = {}) {
   const doc = el.ownerDocument;
   const win = doc.defaultView;
   const state = { renders: 0, data: decodeTimeline(null), scene: null, svg: null, brush: null, width: 0, wheel: null, timer: 0 };
@@ -67,11 +110,17 @@ export function renderTimeline({ model, el }) {
   const tb = life.own(createToolbar(doc, "Timeline view controls"));
   root.appendChild(tb.element);
   const depthSel = tb.select("Depth", { class: "cctviz-depth", "aria-label": "Deepest level drawn" });
+  if (options.local) depthSel.parentElement.style.display = "none"; // the depth needs Python
   const zoomBtn = tb.button("Zoom to brush", { class: "cctviz-btn cctviz-zoom-brush", title: "Show the brushed window (drag along the lanes to brush)" });
   const wholeBtn = tb.button("Whole", { class: "cctviz-btn cctviz-whole", title: "Show the whole timeline" });
   const saveBtn = tb.button("SVG", { class: "cctviz-btn cctviz-download", title: "Download the figure as SVG (the same file as view.save)" });
   const { status } = tb.counts();
-  const holder = h(doc, "div", { class: "cctviz-holder" });
+  const holder = h(doc, "div", {
+    class: "cctviz-holder",
+    tabindex: "0",
+    role: "group",
+    "aria-label": "Timeline: arrow keys pan, + and - zoom, 0 shows the whole run, Escape clears the brush",
+  });
   root.appendChild(holder);
   const tooltip = life.own(createTooltip(root));
 
@@ -84,13 +133,27 @@ export function renderTimeline({ model, el }) {
   // ---- pointer: tooltips, clicks select a node, wheel zooms ----------------------
   const spanOf = (t) => (t && t.closest ? t.closest(".cctviz-span") : null);
   const markOf = (t) => (t && t.closest ? t.closest(".cctviz-late") : null);
+  const bandOf = (t) => (t && t.closest ? t.closest(".cctviz-counter") : null);
+  /** The bin under the pointer (figure x from the event), or -1. */
+  function binAt(ev) {
+    const sc = state.scene;
+    const box = state.svg.getBoundingClientRect();
+    const x = ((ev.clientX - box.left) / Math.max(box.width, 1)) * sc.width;
+    const i = Math.floor(((x - sc.plot.x) / sc.plot.w) * state.data.bins);
+    return i >= 0 && i < state.data.bins ? i : -1;
+  }
   function onMove(ev) {
     if (ev.buttons) return tooltip.hide();
     const s = spanOf(ev.target);
     const m = markOf(ev.target);
     if (s) tooltip.show(rectLines(state.data, Number(s.getAttribute("data-i"))), `r${s.getAttribute("data-i")}`, ev);
     else if (m) tooltip.show(markLines(state.data, Number(m.getAttribute("data-j"))), `m${m.getAttribute("data-j")}`, ev);
-    else tooltip.hide();
+    else {
+      const b = bandOf(ev.target);
+      const i = b ? binAt(ev) : -1;
+      if (i >= 0) tooltip.show(counterLines(state.data, Number(b.getAttribute("data-c")), i), `c${b.getAttribute("data-c")}:${i}`, ev);
+      else tooltip.hide();
+    }
   }
   function onClick(ev) {
     if (state.brush && state.brush.moved()) return;
@@ -126,10 +189,15 @@ export function renderTimeline({ model, el }) {
   life.defer(() => win.clearTimeout(state.timer));
 
   const keys = life.own(
-    attachKeys(holder, (key) => {
+    attachKeys(holder, (key, ev) => {
       if (key === "Escape") commit({ brush: [] });
       else if (key === "0") commit({ window: state.data.whole, brush: [] });
-      else return false;
+      else {
+        const w = list("window");
+        const next = keyWindow(key, w.length === 2 ? w : state.data.window, state.data.whole, ev.shiftKey);
+        if (!next) return false;
+        if (next[0] !== w[0] || next[1] !== w[1]) commit({ window: next });
+      }
       return true;
     }),
   );

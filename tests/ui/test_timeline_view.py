@@ -1,14 +1,17 @@
 """TimelineView in headless Chromium (the kernel-less harness): lanes drawn,
 brushing along the time axis writes ``brush`` to Python (the window stays),
-a selection set in Python outlines its intervals without a re-render."""
+a selection set in Python outlines its intervals without a re-render; keys and
+the wheel zoom; the standalone page renders offline with a counter band."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import cctviz
 from cctviz.views.timeline import TimelineView
 from tests.conftest import DATA
+from tests.ui.harness import offline_page
 
 PING_PONG = DATA / "pipit" / "ping-pong-otf2" / "traces.otf2"
 SPAN = "rect.cctviz-span"
@@ -138,3 +141,100 @@ def test_linked_in_jupyterlab_brush_scopes_the_tree_and_a_click_outlines(lab):
         page.wait_for_function(
             "() => document.querySelectorAll('.cctviz-timeline rect.cctviz-span.selected').length > 0"
         )
+
+
+def test_keyboard_pans_zooms_resets_and_clears_the_brush(widget_page, ping):
+    """The view takes focus; + and - zoom around the middle, the arrows pan, 0
+    shows the whole run, Escape clears the brush; Python gets each window."""
+    view = TimelineView(ping)
+    wp = widget_page(view)
+    holder = wp.view(view).locator(".cctviz-holder")
+    assert holder.get_attribute("tabindex") == "0"
+    assert "arrow keys pan" in holder.get_attribute("aria-label")
+    lanes = wp.view(view).locator("rect.cctviz-lane-bg")
+    assert [a.split(":")[0] for a in lanes.evaluate_all("els => els.map(e => e.ariaLabel)")] == [
+        "rank 0",
+        "rank 1",
+    ]
+    w0, w1 = view.whole_window
+    holder.focus()
+    holder.press("+")
+    wp.sync()
+    assert view.window == pytest.approx((w0 + 0.25 * (w1 - w0), w0 + 0.75 * (w1 - w0)))
+    holder.press("ArrowRight")
+    wp.sync()
+    assert view.window == pytest.approx((w0 + 0.3 * (w1 - w0), w0 + 0.8 * (w1 - w0)))
+    holder.press("-")
+    wp.sync()
+    assert view.window == pytest.approx(view.whole_window)  # kept inside the run
+    view.window = (w0 + 0.4 * (w1 - w0), w0 + 0.5 * (w1 - w0))
+    view.brush = [w0 + 0.42 * (w1 - w0), w0 + 0.45 * (w1 - w0)]
+    wp.sync()
+    holder.press("Escape")
+    wp.sync()
+    assert view.brush == []
+    holder.press("0")
+    wp.sync()
+    assert view.window == pytest.approx(view.whole_window)
+
+
+def test_wheel_zooms_around_the_pointer(widget_page, ping):
+    view = TimelineView(ping)
+    wp = widget_page(view)
+    lane = wp.view(view).locator("rect.cctviz-lane-bg").first.bounding_box()
+    x = lane["x"] + lane["width"] * 0.25
+    wp.page.mouse.move(x, lane["y"] + lane["height"] / 2)
+    wp.page.mouse.wheel(0, -400)  # one step in: the window scales by exp(-400 * 0.0015)
+    wp.page.wait_for_timeout(600)  # the view asks Python once the wheel rests (150 ms)
+    wp.sync()
+    w0, w1 = view.whole_window
+    f = np.exp(-400 * 0.0015)
+    at = w0 + 0.25 * (w1 - w0)  # the time under the pointer stays where it was
+    assert view.window[1] - view.window[0] == pytest.approx(f * (w1 - w0), rel=0.02)
+    assert view.window[0] == pytest.approx(at - 0.25 * f * (w1 - w0), rel=0.02)
+    assert view.brush == []
+
+
+def test_standalone_page_offline_with_counters_and_keys(browser, tmp_path):
+    """``save("x.html")`` of a real torch.profiler trace with its memory counter:
+    the page renders lanes, rectangles and the counter band with nothing from the
+    network; keys zoom within the exported detail; Escape clears a brush."""
+    from tests.torch_memory import memory_timeline, record
+
+    tl, _ = memory_timeline(record(tmp_path / "trace.json"))
+    view = TimelineView(tl)
+    page_file = view.save(tmp_path / "timeline.html")
+    with offline_page(browser, page_file) as (page, requests, errors):
+        page.wait_for_selector(".cctviz-timeline[data-rendered]")
+        assert page.locator("text.cctviz-lane-label").all_text_contents() == ["rank 0"]
+        assert page.locator(SPAN).count() == view._data["n"] > 0
+        assert page.locator("path.cctviz-counter-area").count() == 1
+        assert "Total Allocated [MB]" in page.locator("text.cctviz-counter-title").text_content()
+        assert page.locator("select.cctviz-depth").is_hidden()  # the depth needs Python
+        status = page.locator(".cctviz-status")
+        before = status.text_content()
+        holder = page.locator(".cctviz-holder")
+        holder.focus()
+        holder.press("+")
+        page.wait_for_function(
+            "() => document.querySelector('.cctviz-timeline').dataset.rendered === '2'"
+        )
+        assert status.text_content() != before
+        assert "re-binned in this page" in page.locator("text.cctviz-note").text_content()
+        holder.press("0")
+        page.wait_for_function(
+            "() => document.querySelector('.cctviz-timeline').dataset.rendered === '3'"
+        )
+        assert status.text_content() == before
+        lane = page.locator("rect.cctviz-lane-bg").first.bounding_box()
+        y = lane["y"] + lane["height"] / 2
+        page.mouse.move(lane["x"] + 40, y)
+        page.mouse.down()
+        page.mouse.move(lane["x"] + 200, y, steps=5)
+        page.mouse.up()
+        assert page.locator("rect.cctviz-brushed").count() == 1
+        holder.press("Escape")
+        assert page.locator("rect.cctviz-brushed").count() == 0
+        page.screenshot(path=str(tmp_path / "page.png"))
+        assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
+        assert errors == []

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import traitlets
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cctviz
 from cctviz.views import timeline as timeline_view
@@ -224,3 +226,122 @@ def test_registered_and_in_the_cli(ping, tmp_path):
     out = tmp_path / "t.svg"
     assert main(["export", "--view", "timeline", str(PING_PONG), "-o", str(out)]) == 0
     assert "time since start" in out.read_text()
+
+
+# ---------------------------------------------------------------- counters
+def brute_peaks(series, ts, value, t0, t1, bins, n_series):
+    """Per (series, bin): the highest value the step function holds in the bin,
+    one bin and one sample at a time: the samples in the bin and the value held
+    when the bin starts (the last sample of an earlier bin, or before the window)."""
+
+    def bin_of(t):
+        return min(int(np.floor((t - t0) * (bins / (t1 - t0)))), bins - 1)
+
+    out = np.full((n_series, bins), np.nan)
+    for s in range(n_series):
+        order = np.argsort(ts[series == s], kind="stable")
+        t, v = ts[series == s][order], value[series == s][order]
+        for k in range(bins):
+            inside = [v[j] for j in range(t.size) if t0 <= t[j] < t1 and bin_of(t[j]) == k]
+            earlier = [v[j] for j in range(t.size) if t[j] < t0 or (t[j] < t1 and bin_of(t[j]) < k)]
+            vals = inside + earlier[-1:]
+            if vals:
+                out[s, k] = max(vals)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(-50, 1050), st.floats(0, 1e9)),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(1, 40),
+    st.integers(0, 400),
+    st.integers(1, 700),
+)
+def test_counter_peaks_match_a_brute_force(samples, bins, t0, span):
+    series, ts, value = (np.array(c) for c in zip(*samples))
+    ts = ts.astype(np.int64)
+    got = timeline_view.counter_peaks(series, ts, value, t0, t0 + span, bins, 3)
+    want = brute_peaks(series, ts, value.astype(np.float64), t0, t0 + span, bins, 3)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory):
+    from tests.torch_memory import memory_timeline, record
+
+    return memory_timeline(record(tmp_path_factory.mktemp("mem") / "trace.json"))
+
+
+def test_memory_counter_band_keeps_every_peak(memory):
+    """A real torch.profiler memory counter: one band, in bytes; at every zoom each
+    sample's value is at most its pixel's peak and each peak is a value held
+    there, so the 4 MiB tensors show even when they live less than a pixel."""
+    from tests.torch_memory import BIG_BYTES, TRACK
+
+    tl, samples = memory
+    view = TimelineView(tl, bins=400)
+    d = view._data
+    assert (d["k"], d["tracks"], d["track_units"]) == (1, [TRACK], ["B"])
+    t = samples["ts"].to_numpy() - tl.span[0]
+    v = samples["value"].to_numpy()
+    for window in (view.whole_window, (t[1] / 1e9, t[4] / 1e9)):
+        view.window = window
+        peak = np.asarray(view._data["counter_peak"], dtype=np.float64)
+        a, b = window[0] * 1e9, window[1] * 1e9
+        inside = (t >= a) & (t < b)
+        k = np.minimum(((t[inside] - a) * (400 / (b - a))).astype(int), 399)
+        assert (peak[k] >= v[inside]).all()
+        held = np.isfinite(peak)
+        assert np.isin(peak[held], v).all()
+    view.window = view.whole_window
+    peak = np.asarray(view._data["counter_peak"], dtype=np.float64)
+    assert np.nanmax(peak) == v.max() >= BIG_BYTES  # the 4 MiB tensor is seen
+    # memory falls between the steps: some pixels hold less than the tensor
+    assert np.nanmin(peak) < BIG_BYTES
+    # lanes not shown take their bands with them
+    view.selected_profiles = [0]
+    assert view._data["k"] == 1
+
+
+def test_memory_counter_export_has_units_and_readable_text(memory, tmp_path):
+    """The exported figure at 7 in: the band's title names its unit, its axis
+    ticks are in that unit, no text below 9 pt (js/chrome/size.js READABLE_PX),
+    drawn at scale 1, and the same bytes twice."""
+    from tests.export.checks import SVG_NS, svg_root
+
+    tl, samples = memory
+    view = TimelineView(tl)
+    a = view.save(tmp_path / "a.svg", width="7in").read_bytes()
+    b = TimelineView(tl, **view.state).save(tmp_path / "b.svg", width="7in").read_bytes()
+    assert a == b
+    root = svg_root(a.decode())
+    assert root.get("width") == "504pt" and root.get("viewBox").split()[2] == "504"
+    texts = {"".join(t.itertext()): t for t in root.iter(f"{SVG_NS}text")}
+    assert "rank 0 \u00b7 Total Allocated [MB]" in texts
+    assert {"time since start [s]", "time since start [ms]"} & set(texts)
+    sizes = [float(t.get("font-size") or root.get("font-size")) for t in texts.values()]
+    assert min(sizes) >= 9
+    areas = [p for p in root.iter(f"{SVG_NS}path") if p.get("class") == "cctviz-counter-area"]
+    assert len(areas) == 1 and areas[0].get("d").startswith("M")
+    for ext in ("pdf", "png"):
+        assert view.save(tmp_path / f"x.{ext}", width="7in").stat().st_size > 1000
+
+
+def test_html_page_is_offline_and_deterministic(ping, tmp_path):
+    """``save("x.html")`` and ``cctviz view --view timeline``: one page, the same
+    bytes each time, nothing to fetch."""
+    import re
+
+    from cctviz.cli import main
+
+    view = TimelineView(ping)
+    a = view.save(tmp_path / "a.html").read_text()
+    assert a == TimelineView(ping).save(tmp_path / "b.html").read_text()
+    assert main(["view", "--view", "timeline", str(PING_PONG), "-o", str(tmp_path / "c.html")]) == 0
+    c = (tmp_path / "c.html").read_text()
+    assert '"kind":"timeline"' in c and "rank 1" in c
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", c)
