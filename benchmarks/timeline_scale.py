@@ -13,6 +13,14 @@ rotates), so that events nest as a runtime trace's do. Measured per size:
   of detail) and the bytes it sends (JSON + binary buffers); ``zoom s``: setting
   ``view.window`` to a tenth of the run (the round trip's Python side).
 
+With ``--browser``, the same view in headless Chromium (the kernel-less harness
+of tests/ui/harness.py, as ``view_scale.py``): ``first paint s`` from
+``TimelineView(timeline)`` until the page has drawn it (Python, transfer,
+module load on the first size, render), ``rects`` drawn, ``render ms`` (one
+full re-render of the same data, median of 5), ``zoom rt s`` (``view.window``
+set to a tenth of the run until the page has drawn the new window) and
+``page KB`` (everything sent to the page for the view, the bundle included).
+
 Peer, in the same run: pandas ``groupby([profile, node]).sum()`` of the same
 durations, the plain aggregate any script would write (cctviz's ``ensemble()``
 also nests exclusive time and counts calls). Goal (issue 21): a view of 10M events
@@ -159,13 +167,69 @@ def measure(n_events: int, ranks: int) -> dict:
     }
 
 
+def measure_browser(page, n_events: int, ranks: int) -> dict:
+    """The view of a synthetic timeline in the harness page (module docstring)."""
+    import statistics
+
+    tl = synthetic(n_events, ranks)
+    page.reset_counters()
+    t = time.perf_counter()
+    view = TimelineView(tl)
+    page.show(view)  # delivers the state and waits until the page rendered it
+    first = time.perf_counter() - t
+    rects = page.eval(
+        "() => document.querySelectorAll('.harness-view:last-of-type rect.cctviz-span').length"
+    )
+    sent = page.bytes_sent
+    renders = [page.rerender_ms(view) for _ in range(5)]
+    root = page.view(view).locator("[data-rendered]")
+    before = int(root.get_attribute("data-rendered"))
+    t0, t1 = tl.span
+    t = time.perf_counter()
+    view.window = (0.0, (t1 - t0) / 1e9 / 10)
+    page.sync()
+    page.wait_rendered(before + 1, view, timeout=60_000)
+    zoom = time.perf_counter() - t
+    page.check()
+    return {
+        "events": len(tl),
+        "first paint s": round(first, 3),
+        "rects": rects,
+        "render ms": round(statistics.median(renders), 1),
+        "zoom rt s": round(zoom, 3),
+        "page KB": round(sent / 1e3, 1),
+    }
+
+
+def browser_rows(sizes: list[int], ranks: int) -> list[dict]:
+    from playwright.sync_api import sync_playwright
+
+    from tests.ui.harness import HarnessServer, WidgetPage, launch_browser
+
+    rows = []
+    with sync_playwright() as p, HarnessServer() as server:
+        browser = launch_browser(p)
+        try:
+            ctx = browser.new_context(viewport={"width": 1200, "height": 800})
+            page = WidgetPage(ctx.new_page(), server.url)
+            for n in sizes:
+                rows.append(measure_browser(page, n, ranks))
+            ctx.close()
+        finally:
+            browser.close()
+    return rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--events", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     p.add_argument("--ranks", type=int, default=8)
+    p.add_argument("--browser", action="store_true", help="also show the view in Chromium")
     a = p.parse_args()
     rows = [measure(n, a.ranks) for n in a.events]
     print(pd.DataFrame(rows).to_string(index=False))
+    if a.browser:
+        print(pd.DataFrame(browser_rows(a.events, a.ranks)).to_string(index=False))
 
 
 if __name__ == "__main__":
