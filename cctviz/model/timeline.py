@@ -71,7 +71,16 @@ class Timeline:
         meta: metadata (``event_metrics``: the additive per-event columns).
     """
 
-    __slots__ = ("_tree", "_events", "_profiles", "_counters", "_units", "_meta", "_cache")
+    __slots__ = (
+        "_tree",
+        "_events",
+        "_profiles",
+        "_counters",
+        "_units",
+        "_meta",
+        "_cache",
+        "_whole",
+    )
 
     def __init__(
         self,
@@ -130,8 +139,16 @@ class Timeline:
         self._meta = dict(meta or {})
         self._units = {**dict(units or {}), **self._meta.get("event_metrics", {})}
         self._cache: dict[str, Any] = {}
+        self._whole: Timeline = self
 
     # ------------------------------------------------------------ attributes
+    @property
+    def whole(self) -> Timeline:
+        """The timeline this one is a window of (itself if it is no window):
+        windows share its profiles, so views of a run and of its windows select
+        profiles together (:func:`cctviz.link`)."""
+        return self._whole
+
     @property
     def tree(self) -> Tree:
         """The unified calling-context tree (structure)."""
@@ -214,7 +231,9 @@ class Timeline:
         c = self._counters
         cw = c[(c["ts"] >= t0) & (c["ts"] < t1)] if len(c) else c
         meta = {**self._meta, "window": (t0, t1)}
-        return Timeline(self._tree, out, self._profiles, counters=cw, units=self._units, meta=meta)
+        part = Timeline(self._tree, out, self._profiles, counters=cw, units=self._units, meta=meta)
+        part._whole = self._whole
+        return part
 
     def steps(self, first: int, last: int | None = None) -> Timeline:
         """The window from the start of step ``first`` to the end of step ``last``

@@ -195,6 +195,12 @@ class CCTView(View):
         return self._src.whole if self._src.whole is not None else self._src.tree
 
     @property
+    def timeline(self) -> Timeline | None:
+        """The Timeline whose ensemble is shown (a window of it after a linked
+        TimelineView's brush), or None."""
+        return self._src.timeline
+
+    @property
     def selected(self) -> pd.DataFrame:
         """The selected nodes: attributes, call path, every plain metric (an
         Ensemble's: the mean over profiles) and the derived ones in use."""

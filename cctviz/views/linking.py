@@ -40,6 +40,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.ensemble import Ensemble
+from ..model.timeline import Timeline
 
 #: the traits a link shares
 SHARED = ("selection", "selected_profiles")
@@ -51,7 +52,14 @@ def _size(value: Any) -> int:
 
 
 def _profile_space(view: Any) -> Ensemble | None:
+    """The profiles a view's ``selected_profiles`` index: its Ensemble, or for
+    a view of a Timeline (or of a window of one) the whole run's ensemble, so
+    that a TimelineView, the trees of its windows and the Sankey or profiles
+    view of ``timeline.ensemble()`` select ranks together."""
     data = getattr(view, "shown", None)
+    timeline = data if isinstance(data, Timeline) else getattr(view, "timeline", None)
+    if isinstance(timeline, Timeline):
+        return timeline.whole.ensemble()
     return data if isinstance(data, Ensemble) else None
 
 

@@ -258,6 +258,11 @@ class SankeyView(View):
         return self._ens if self._ens is not None else self._tree
 
     @property
+    def timeline(self) -> Timeline | None:
+        """The Timeline whose ensemble is shown, or None."""
+        return self._timeline
+
+    @property
     def graph(self) -> SankeyGraph:
         """The super graph shown (:func:`cctviz.ops.sankey.module_graph`)."""
         return self._graph()[0]

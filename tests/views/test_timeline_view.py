@@ -203,6 +203,28 @@ def test_link_scopes_the_tree_to_the_brush_and_shares_selection(ping):
     assert cv.shown.values("time").sum() == ping.ensemble().values("time").sum()
 
 
+def test_ranks_selected_anywhere_show_only_their_lanes(ping):
+    """Selecting ranks in a Sankey, a profiles view or a tree of the same run
+    shows only those lanes, and the other way round, also once the tree shows a
+    brushed window (its own Timeline, the same run's profiles)."""
+    tv, cv = TimelineView(ping), cctviz.CCTView(ping)
+    sv, pv = cctviz.SankeyView(ping), cctviz.ProfilesView(ping.ensemble())
+    with cctviz.link(tv, cv, sv, pv):
+        sv.selected_profiles = [1]
+        assert tv.selected_profiles == cv.selected_profiles == pv.selected_profiles == [1]
+        assert tv.lanes.tolist() == [1] and set(tv.rects["profile"]) == {1}
+        tv.brush = [0.19, 0.1996]
+        assert cv.timeline is not ping and cv.timeline.whole is ping
+        pv.selected_profiles = [0]
+        assert tv.selected_profiles == cv.selected_profiles == sv.selected_profiles == [0]
+        tv.selected_profiles = []
+        assert cv.selected_profiles == sv.selected_profiles == pv.selected_profiles == []
+    other = cctviz.ProfilesView(ping.ensemble().select([0, 1]))  # another ensemble
+    with cctviz.link(tv, other):
+        other.selected_profiles = [1]
+        assert tv.selected_profiles == []
+
+
 def test_export_svg_is_deterministic_with_axis_units(ping, tmp_path):
     view = TimelineView(ping, selection=[6], brush=[0.05, 0.1])
     a = view.save(tmp_path / "a.svg", width="7in").read_bytes()
