@@ -106,7 +106,7 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
     called = np.unique(node)
     kind[called] = [collective_kind(str(k)) or str(k) for k in kinds[called]]
     matched, seq, key = _match(e, node, prof, start, end, nbytes, kind)
-    inst_id, _ = pd.factorize(pd.MultiIndex.from_arrays(key))
+    inst_id, _ = pd.factorize(key)
     n_inst = int(inst_id.max()) + 1
     last = np.full(n_inst, np.iinfo(np.int64).min)
     np.maximum.at(last, inst_id, start)
@@ -142,8 +142,8 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
             "late_by": late_by[inst_id],
             "ranks": ranks[inst_id],
             "step": e["step"].to_numpy() if "step" in e.columns else -1,
-            "group": e["group"].to_numpy() if "group" in e.columns else None,
-            "matched": np.asarray(["seq", "order", "aligned"], dtype=object)[matched],
+            "group": pd.Categorical(e["group"] if "group" in e.columns else [None] * len(e)),
+            "matched": pd.Categorical.from_codes(matched, ["seq", "order", "aligned"]),
         }
     )
     out = out.sort_values(["instance", "profile"], kind="stable").reset_index(drop=True)
@@ -159,14 +159,14 @@ def _match(
     end: np.ndarray,
     nbytes: np.ndarray,
     kind: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """How each call is matched (0 seq, 1 order, 2 aligned), its number in its
-    instance's sequence, and the key columns of its instance (module docstring)."""
+    instance's sequence, and an int64 key of its instance (module docstring)."""
     n = len(e)
     how = np.ones(n, dtype=np.int64)
-    k1 = node.astype(np.int64).copy()  # key: (rule, k1, k2, k3)
+    k1 = node.astype(np.int64).copy()  # key: (rule, k1, k2)
     k2 = np.zeros(n, dtype=np.int64)
-    k3 = np.zeros(n, dtype=np.int64)
+    k3 = np.zeros(n, dtype=np.int64)  # the recorded seq
     recorded = np.zeros(n, dtype=bool)
     if "seq" in e.columns and "group" in e.columns:
         rseq = e["seq"].to_numpy(dtype=np.float64)
@@ -175,8 +175,9 @@ def _match(
         if recorded.any():
             how[recorded] = 0
             k1[recorded] = pd.factorize(grp[recorded].astype(str))[0]
-            k2[recorded] = np.isin(kind, POINT_TO_POINT)[node[recorded]]
             k3[recorded] = rseq[recorded].astype(np.int64)
+            p2p = np.isin(kind, POINT_TO_POINT)[node[recorded]]  # numbered apart
+            k2[recorded] = p2p * (int(k3.max()) + 1) + k3[recorded]
     same_size = np.isin(kind, SAME_SIZE)
     # the k-th call of a context on a rank: rank order within (profile, node) by start
     rest = np.flatnonzero(~recorded)
@@ -208,11 +209,12 @@ def _match(
         bad[node[rest][disagree]] = True
     for u in np.flatnonzero(bad).tolist():  # a loop per inconsistent context
         rows = order[node[order] == u]
-        _align(rows, prof, seq, end, nbytes, bool(same_size[u]), how, k1, k2, k3)
+        _align(rows, prof, seq, end, nbytes, bool(same_size[u]), how, k1, k2)
     number = np.where(recorded, k3, seq)
     paired = (how == 2) & (k1 >= 0)
     number[paired] = k2[paired]  # the reference's call number
-    return how, number, [how, k1, k2, k3]
+    r1, r2 = int(k1.max()) + 2, int(k2.max()) + 1  # one int64 code: (rule, k1, k2)
+    return how, number, (how * r1 + (k1 + 1)) * r2 + k2
 
 
 def _align(
@@ -225,7 +227,6 @@ def _align(
     how: np.ndarray,
     k1: np.ndarray,
     k2: np.ndarray,
-    k3: np.ndarray,
 ) -> None:
     """Align every rank's calls of one context (``rows``, by rank then start) to
     the reference rank's by a shift (module docstring); writes the keys."""
@@ -244,7 +245,7 @@ def _align(
         ok[ok] &= _agree(nbytes[c][ok], r_b[j[ok]], same_size)
         k2[c[ok]] = j[ok]  # the reference's call number
         lone = c[~ok]  # an instance of its own: a key no other call has
-        k1[lone], k2[lone], k3[lone] = -1, lone, 1
+        k1[lone], k2[lone] = -1, lone
 
 
 def _agree(a: np.ndarray, b: np.ndarray, same_size: bool) -> np.ndarray:
