@@ -1,10 +1,32 @@
 """Every collective call matched across the ranks of its group (a Timeline's).
 
 A call of a collective is an *instance*: the ranks that take part each enter it
-once. Without a recorded sequence number, instances are matched by the order of
-calls: the k-th call of a calling context (a ``comm`` node of the unified tree)
-on one rank meets the k-th call of the same context on the others (SPMD
-programs call their collectives in the same order on every rank).
+once. How the calls of the ranks are matched (the ``matched`` column says which
+rule matched each call):
+
+- ``"seq"``: where the trace records the call's process group and its sequence
+  number on that group (the events' ``group`` and ``seq`` columns; Kineto's
+  ``record_param_comms`` of NCCL in PyTorch >= 2.4), calls with the same
+  (group, point-to-point or not, seq) are one instance, whatever their context.
+- ``"order"``: otherwise the k-th call of a calling context (a ``comm`` node of
+  the unified tree) on one rank meets the k-th call of the same context on the
+  others (SPMD programs call their collectives in the same order on every rank),
+  where that is consistent: every rank that calls the context calls it as often,
+  and the k-th calls move the same bytes on every rank (for the collectives whose
+  size is the same on every rank, :data:`SAME_SIZE`: not all_to_all, gather,
+  scatter, whose per-rank sizes may differ).
+- ``"aligned"``: where it is not (traces whose windows start at different calls,
+  or sampled traces that keep some calls only), each rank's sequence of calls of
+  the context is aligned to the reference rank's (the rank with the most calls;
+  the lowest on a tie) by a shift: call ``i`` meets the reference's call ``i +
+  s``. The shift chosen is the one that pairs the most calls whose bytes agree
+  (:data:`SAME_SIZE` kinds; for the others, the most calls), then the one whose
+  paired calls' ends are closest (median absolute difference: ranks leave a
+  blocking collective together), then the smallest. Shifts tried: 0 and those
+  that pair calls with their nearest call in time on the reference (up to 16,
+  the most frequent). Pairs whose bytes disagree are not matched: such calls, and
+  calls with no partner on the reference, are instances of their own (one rank).
+  A call that the reference lacks is not matched with the other ranks' calls.
 
 Per (instance, rank): ``arrival`` (the rank's start), ``end``, ``wait`` (the last
 rank's arrival minus this rank's: time spent waiting for the others), ``transfer``
@@ -32,13 +54,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..model.collectives import POINT_TO_POINT, collective_kind
 from ..model.timeline import Timeline, profile_ranks
 
 #: columns of :func:`instances`
 COLUMNS = (
     "instance", "node", "collective", "seq", "profile", "arrival", "end", "wait",
-    "transfer", "bytes", "late", "late_by", "ranks", "step",
+    "transfer", "bytes", "late", "late_by", "ranks", "step", "group", "matched",
 )  # fmt: skip
+#: collectives that move the same bytes on every rank of the group (nccl-tests sizes)
+SAME_SIZE = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "barrier")
+#: at most this many shifts are tried per (context, rank) when aligning sequences
+MAX_SHIFTS = 16
 
 
 def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
@@ -69,14 +96,17 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
     prof = e["profile"].to_numpy()
     start = e["start"].to_numpy()
     end = e["end"].to_numpy()
-    # the k-th call of a context on a rank: rank order within (profile, node) by start
-    order = np.lexsort((start, node, prof))
-    grp = prof[order] * (len(tree) + 1) + node[order]
-    first = np.r_[True, grp[1:] != grp[:-1]]
-    run_start = np.maximum.accumulate(np.where(first, np.arange(len(grp)), 0))
-    seq = np.empty(len(grp), dtype=np.int64)
-    seq[order] = np.arange(len(grp)) - run_start
-    inst_id, _ = pd.factorize(node * (int(seq.max()) + 1) + seq)  # by (node, seq)
+    nbytes = (
+        e["comm_bytes"].to_numpy(dtype=np.float64)
+        if "comm_bytes" in e.columns
+        else np.full(len(e), np.nan)
+    )
+    kinds = _base_names(names)
+    kind = np.full(len(names), None, dtype=object)  # the collective kind, per called node
+    called = np.unique(node)
+    kind[called] = [collective_kind(str(k)) or str(k) for k in kinds[called]]
+    matched, seq, key = _match(e, node, prof, start, end, nbytes, kind)
+    inst_id, _ = pd.factorize(key)
     n_inst = int(inst_id.max()) + 1
     last = np.full(n_inst, np.iinfo(np.int64).min)
     np.maximum.at(last, inst_id, start)
@@ -97,7 +127,7 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
         {
             "instance": inst_id,
             "node": node,
-            "collective": _base_names(names)[node],
+            "collective": kinds[node],
             "seq": seq,
             "profile": prof,
             "rank": rank_of[prof],
@@ -112,11 +142,150 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
             "late_by": late_by[inst_id],
             "ranks": ranks[inst_id],
             "step": e["step"].to_numpy() if "step" in e.columns else -1,
+            "group": pd.Categorical(e["group"] if "group" in e.columns else [None] * len(e)),
+            "matched": pd.Categorical.from_codes(matched, ["seq", "order", "aligned"]),
         }
     )
     out = out.sort_values(["instance", "profile"], kind="stable").reset_index(drop=True)
     out.attrs["unit"] = "ns"
     return out
+
+
+def _match(
+    e: pd.DataFrame,
+    node: np.ndarray,
+    prof: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    nbytes: np.ndarray,
+    kind: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How each call is matched (0 seq, 1 order, 2 aligned), its number in its
+    instance's sequence, and an int64 key of its instance (module docstring)."""
+    n = len(e)
+    how = np.ones(n, dtype=np.int64)
+    k1 = node.astype(np.int64).copy()  # key: (rule, k1, k2)
+    k2 = np.zeros(n, dtype=np.int64)
+    k3 = np.zeros(n, dtype=np.int64)  # the recorded seq
+    recorded = np.zeros(n, dtype=bool)
+    if "seq" in e.columns and "group" in e.columns:
+        rseq = e["seq"].to_numpy(dtype=np.float64)
+        grp = e["group"]
+        recorded = np.isfinite(rseq) & grp.notna().to_numpy()
+        if recorded.any():
+            how[recorded] = 0
+            k1[recorded] = pd.factorize(grp[recorded].astype(str))[0]
+            k3[recorded] = rseq[recorded].astype(np.int64)
+            p2p = np.isin(kind, POINT_TO_POINT)[node[recorded]]  # numbered apart
+            k2[recorded] = p2p * (int(k3.max()) + 1) + k3[recorded]
+    same_size = np.isin(kind, SAME_SIZE)
+    # the k-th call of a context on a rank: rank order within (profile, node) by start
+    rest = np.flatnonzero(~recorded)
+    order = rest[np.lexsort((start[rest], node[rest], prof[rest]))]
+    run = prof[order] * (int(node.max()) + 1) + node[order]
+    first = np.r_[True, run[1:] != run[:-1]] if order.size else np.zeros(0, bool)
+    run_start = np.maximum.accumulate(np.where(first, np.arange(order.size), 0))
+    seq = np.zeros(n, dtype=np.int64)
+    seq[order] = np.arange(order.size) - run_start
+    k2[rest] = seq[rest]
+    # order is consistent for a context where every rank calls it as often and the
+    # k-th calls agree in bytes (SAME_SIZE kinds)
+    runs = order[first]  # first call of each (profile, node)
+    counts = np.diff(np.r_[np.flatnonzero(first), order.size])
+    m = int(node.max()) + 1
+    lo = np.full(m, np.iinfo(np.int64).max)
+    hi = np.full(m, -1)
+    np.minimum.at(lo, node[runs], counts)
+    np.maximum.at(hi, node[runs], counts)
+    bad = (lo != hi) & (hi >= 0)  # nodes not called have no count
+    if rest.size:
+        ck, _ = pd.factorize(node[rest] * (int(seq.max()) + 1) + seq[rest])
+        b = np.where(np.isnan(nbytes[rest]), -1.0, nbytes[rest])
+        bmin = np.full(int(ck.max()) + 1, np.inf)
+        bmax = np.full(int(ck.max()) + 1, -np.inf)
+        np.minimum.at(bmin, ck, b)
+        np.maximum.at(bmax, ck, b)
+        disagree = (bmin[ck] != bmax[ck]) & same_size[node[rest]]
+        bad[node[rest][disagree]] = True
+    for u in np.flatnonzero(bad).tolist():  # a loop per inconsistent context
+        rows = order[node[order] == u]
+        _align(rows, prof, seq, end, nbytes, bool(same_size[u]), how, k1, k2)
+    number = np.where(recorded, k3, seq)
+    paired = (how == 2) & (k1 >= 0)
+    number[paired] = k2[paired]  # the reference's call number
+    r1, r2 = int(k1.max()) + 2, int(k2.max()) + 1  # one int64 code: (rule, k1, k2)
+    return how, number, (how * r1 + (k1 + 1)) * r2 + k2
+
+
+def _align(
+    rows: np.ndarray,
+    prof: np.ndarray,
+    seq: np.ndarray,
+    end: np.ndarray,
+    nbytes: np.ndarray,
+    same_size: bool,
+    how: np.ndarray,
+    k1: np.ndarray,
+    k2: np.ndarray,
+) -> None:
+    """Align every rank's calls of one context (``rows``, by rank then start) to
+    the reference rank's by a shift (module docstring); writes the keys."""
+    p = prof[rows]
+    ids, counts = np.unique(p, return_counts=True)
+    ref = ids[np.argmax(counts)]  # the most calls; the lowest profile on a tie
+    r = rows[p == ref]
+    how[rows] = 2
+    r_end, r_b = end[r], nbytes[r]
+    r_sorted = np.argsort(r_end, kind="stable")
+    for q in ids[ids != ref].tolist():  # a loop per rank of the context
+        c = rows[p == q]
+        s = _best_shift(end[c], nbytes[c], r_end, r_b, r_sorted, same_size)
+        j = np.arange(c.size) + s
+        ok = (j >= 0) & (j < r.size)
+        ok[ok] &= _agree(nbytes[c][ok], r_b[j[ok]], same_size)
+        k2[c[ok]] = j[ok]  # the reference's call number
+        lone = c[~ok]  # an instance of its own: a key no other call has
+        k1[lone], k2[lone] = -1, lone
+
+
+def _agree(a: np.ndarray, b: np.ndarray, same_size: bool) -> np.ndarray:
+    if not same_size:
+        return np.ones(a.shape, dtype=bool)
+    return (a == b) | (np.isnan(a) & np.isnan(b))
+
+
+def _best_shift(
+    c_end: np.ndarray,
+    c_b: np.ndarray,
+    r_end: np.ndarray,
+    r_b: np.ndarray,
+    r_sorted: np.ndarray,
+    same_size: bool,
+) -> int:
+    """The shift ``s`` (call ``i`` meets the reference's ``i + s``) that pairs the
+    most agreeing calls, then the closest ends, then the smallest."""
+    se = r_end[r_sorted]
+    k = np.clip(np.searchsorted(se, c_end), 1, max(se.size - 1, 1))
+    if se.size > 1:
+        k -= (c_end - se[k - 1]) < (se[k] - c_end)
+    else:
+        k[:] = 0
+    near = r_sorted[np.minimum(k, se.size - 1)] - np.arange(c_end.size)
+    vals, freq = np.unique(near, return_counts=True)
+    cands = np.r_[0, vals[np.argsort(-freq, kind="stable")][:MAX_SHIFTS]]
+    best: tuple[int, float, int] | None = None
+    best_s = 0
+    for s in np.unique(cands).tolist():  # a few shifts, each vectorised
+        i = np.arange(c_end.size)
+        j = i + s
+        ok = (j >= 0) & (j < r_end.size)
+        i, j = i[ok], j[ok]
+        agree = _agree(c_b[i], r_b[j], same_size)
+        gap = np.abs(c_end[i][agree] - r_end[j][agree])
+        score = (-int(agree.sum()), float(np.median(gap)) if gap.size else np.inf, abs(s))
+        if best is None or score < best:
+            best, best_s = score, s
+    return best_s
 
 
 def stragglers(inst: pd.DataFrame) -> pd.DataFrame:
@@ -334,4 +503,13 @@ def _empty() -> pd.DataFrame:
     return out
 
 
-__all__ = ["CAUSE_COLUMNS", "COLUMNS", "instances", "message_sizes", "stragglers", "wait_causes"]
+__all__ = [
+    "CAUSE_COLUMNS",
+    "COLUMNS",
+    "MAX_SHIFTS",
+    "SAME_SIZE",
+    "instances",
+    "message_sizes",
+    "stragglers",
+    "wait_causes",
+]

@@ -15,11 +15,13 @@ from __future__ import annotations
 import glob as _glob
 import importlib
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError, UnknownFormatError
@@ -109,8 +111,13 @@ def read_timeline(path: PathLike | Iterable[PathLike], format: str | None = None
     Ensemble (``read_timeline(x).ensemble()`` aggregates to it).
 
     Formats: OTF2 archives (Score-P's and ``cctviz run --trace``'s), run folders
-    traced with ``cctviz run --timeline``, torch.profiler (Kineto) traces; a list
-    of files (or a glob) reads the ranks of one job into one timeline.
+    traced with ``cctviz run --timeline``, torch.profiler (Kineto) traces. A list
+    of files, a glob or a folder of traces (one per rank, as torch.profiler's
+    ``tensorboard_trace_handler`` writes them) reads the ranks of one job into one
+    timeline (:meth:`~cctviz.model.timeline.Timeline.concat`): a glob's or a
+    folder's files in the order of their ranks (``distributedInfo.rank`` for
+    Kineto), a list's as given. Each reader puts its times on the epoch where the
+    file says how (Kineto's ``baseTimeNanoseconds``), so the ranks share a clock.
 
     Example:
         >>> import cctviz
@@ -118,16 +125,25 @@ def read_timeline(path: PathLike | Iterable[PathLike], format: str | None = None
         >>> tl.n_profiles, sorted(tl.event_metrics)
         (2, ['bus_bytes', 'comm_bytes', 'comm_time'])
     """
-    several = not isinstance(path, (str, os.PathLike)) or any(c in os.fspath(path) for c in "*?")
-    if several:  # several files (or a glob): one timeline, ranks in order
-        from ..model.timeline import Timeline
-
+    listed = not isinstance(path, (str, os.PathLike))
+    if listed or any(c in os.fspath(path) for c in "*?"):  # several files: one timeline
         paths = _expand_paths(path)
         if not paths:
             raise ValueError("read_timeline: no file given")
-        return Timeline.concat([read_timeline(q, format=format, **kw) for q in paths])
+        return _concat_timelines(paths, format, by_rank=not listed, **kw)
     p = Path(path)
     name = format or detect(p)
+    if p.is_dir() and (name == FOLDER or (format is not None and format not in _FOLDER_FORMATS)):
+        files = _folder_files(p, format)
+        kinds = sorted(set(files.values()))
+        if not files or any(k not in _TIMELINES for k in kinds):
+            have = ", ".join(sorted(_TIMELINES))
+            raise ProfileError(
+                p, f"the folder holds no trace cctviz reads as a timeline (timelines: {have})"
+            )
+        if len(kinds) > 1:
+            raise ProfileError(p, f"the folder mixes formats ({', '.join(kinds)})")
+        return _concat_timelines(list(files), kinds[0], by_rank=True, **kw)
     fn = _TIMELINES.get(name)
     if fn is None:
         have = ", ".join(sorted(_TIMELINES)) or "none"
@@ -135,6 +151,30 @@ def read_timeline(path: PathLike | Iterable[PathLike], format: str | None = None
             p, f"{name} files hold no timeline that cctviz reads (timelines: {have}); read() it"
         )
     return fn(p, **kw)
+
+
+def _concat_timelines(paths: list[Path], format: str | None, by_rank: bool, **kw: Any) -> Any:
+    """One timeline of the files' timelines (:func:`read_timeline`), those that
+    name their ranks in rank order when ``by_rank`` (files without a rank keep
+    their place after them); a warning where two files name the same rank."""
+    from ..model.timeline import Timeline, profile_ranks
+
+    parts = [read_timeline(q, format=format, **kw) for q in paths]
+    ranks = [profile_ranks(t.profiles) if "rank" in t.profiles.columns else None for t in parts]
+    if by_rank:
+        key = [int(r.min()) if r is not None and len(r) and r.min() >= 0 else None for r in ranks]
+        order = sorted(range(len(parts)), key=lambda i: (key[i] is None, key[i] or 0, i))
+        parts, paths = [parts[i] for i in order], [paths[i] for i in order]
+        ranks = [ranks[i] for i in order]
+    known = np.concatenate([r[r >= 0] for r in ranks if r is not None] or [np.empty(0, int)])
+    uniq, counts = np.unique(known, return_counts=True)
+    if (counts > 1).any():
+        warnings.warn(
+            f"read_timeline: rank(s) {uniq[counts > 1].tolist()[:5]} appear in several of "
+            f"{len(paths)} files; each file is a profile of its own",
+            stacklevel=3,
+        )
+    return Timeline.concat(parts)
 
 
 def formats() -> dict[str, str]:

@@ -22,8 +22,12 @@ Format facts (PyTorch 1.8 to 2.x, Kineto ``schemaVersion`` 1):
   (``ac2g``, ``async``, ``async_cpu_to_gpu``) carry the same number as their
   ``id``, so they add nothing and are not read.
 - ``M`` events name processes and threads (``process_name``,
-  ``process_labels``, ``thread_name``); ``i`` events (``[memory]``) and the
-  ``Trace`` span are not read.
+  ``process_labels``, ``thread_name``); ``i`` events: ``[memory]`` (``args``:
+  ``Device Type`` (c10's code: 0 CPU, 1 CUDA...), ``Device Id`` (-1 for the
+  host), ``Bytes`` (+ allocated, - freed), and since about PyTorch 1.10 ``Total
+  Allocated``/``Total Reserved``, ``Addr``) are read by the timeline reader as
+  counter tracks; the ``Trace`` span and other instants are not read. No sample
+  here and no CPU trace of torch 2.13 has ``C`` (counter) events.
 - Collectives: ``record_param_comms`` (cpu_op) with ``Collective name``,
   ``In msg nelems``, ``Out msg nelems``, ``dtype``, ``Group size``,
   ``Process Group Name``/``Ranks`` (PyTorch >= 2.1; older ones have only
@@ -253,6 +257,7 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
     group: int | None = None
     pg: Any = None
     ranks: Any = None
+    seq: int | None = None
     nbytes: int | None = None
     outer_first: int | None = None  # a c10d:: op's first tensor (an all_gather's output)
     annot: int | None = None  # bytes of an nccl:/gloo: annotation's tensors
@@ -268,6 +273,7 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
             group = g if g else group
             pg = args.get("Process Group Name", args.get("Process Group ID", pg))
             ranks = args.get("Process Group Ranks", ranks)
+            seq = _int(args.get("Seq", seq))  # per process group (PyTorch >= 2.4, NCCL)
             size = dtype_size(args.get("dtype"))
             n_in, n_out = _int(args.get("In msg nelems")), _int(args.get("Out msg nelems"))
             if size is not None and (n_in is not None or n_out is not None) and nbytes is None:
@@ -301,6 +307,7 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
         "group_size": group,
         "process_group": None if pg is None else str(pg),
         "process_group_ranks": None if ranks is None else str(ranks),
+        "seq": seq,
     }
 
 
@@ -347,6 +354,12 @@ class _Columns:
         self.process_labels: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.skipped: dict[str, int] = {}
+        # [memory] instant events: ts, device type and id, Bytes, Total Allocated/Reserved
+        self.m_ts = array("d")
+        self.m_dev = array("q")
+        self.m_bytes = array("d")
+        self.m_alloc = array("d")
+        self.m_res = array("d")
 
 
 def _parse(
@@ -428,6 +441,8 @@ def _parse(
                     g_corr(-1 if corr is None else corr)
             elif ph == "M":
                 _metadata(ev, col)
+            elif ph == "i" and ev.get("name") == "[memory]":
+                _memory_event(ev, col)
     except ProfileError:
         raise
     except AttributeError:
@@ -464,6 +479,51 @@ def _metadata(ev: dict, col: _Columns) -> None:
         col.process_names[ev.get("pid")] = str(args.get("name"))
     elif nm == "process_labels":
         col.process_labels[ev.get("pid")] = str(args.get("labels"))
+
+
+def _memory_event(ev: dict, col: _Columns) -> None:
+    """Keep one ``[memory]`` instant event (``args``: ``Device Type``, ``Device Id``,
+    ``Bytes``, and since about PyTorch 1.10 ``Total Allocated``/``Total Reserved``)."""
+    args = ev.get("args") or {}
+    dtype, dev = _number(args.get("Device Type")), _number(args.get("Device Id"))
+    ts, nbytes = _number(ev.get("ts")), _number(args.get("Bytes"))
+    if ts is None or nbytes is None or dtype is None:
+        col.skipped["[memory] without ts, Bytes or Device Type"] = (
+            col.skipped.get("[memory] without ts, Bytes or Device Type", 0) + 1
+        )
+        return
+    col.m_ts.append(ts)
+    col.m_dev.append(int(dtype) * _DEVICE_STRIDE + int(dev if dev is not None else -1) + 1)
+    col.m_bytes.append(nbytes)
+    alloc, res = _number(args.get("Total Allocated")), _number(args.get("Total Reserved"))
+    col.m_alloc.append(np.nan if alloc is None else alloc)
+    col.m_res.append(np.nan if res is None else res)
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    return None
+
+
+#: c10::DeviceType codes of the devices whose allocators torch.profiler reports
+DEVICE_TYPES = {
+    0: "cpu",
+    1: "cuda",
+    6: "hip",
+    12: "xpu",
+    13: "mps",
+    19: "mtia",
+    20: "privateuseone",
+}
+_DEVICE_STRIDE = 1 << 20  # device code = type * stride + id + 1
+
+
+def _device_name(code: int) -> str:
+    """``cpu``, ``cuda:0``... from a device code (type and id)."""
+    dtype, dev = divmod(code, _DEVICE_STRIDE)
+    name = DEVICE_TYPES.get(dtype, f"device type {dtype}")
+    return name if dev == 0 else f"{name}:{dev - 1}"
 
 
 def _key(v: Any) -> Any:
@@ -1019,7 +1079,17 @@ def _build(
     if not with_events:
         return tree
     cpu_part = (cpu_ts, cpu.dur, cpu.tparent)
-    return tree, _events(new_id[uid_events][S:], cpu_part, gts, gdur, heads - S, comm_vals)
+    calls = {
+        "group": np.asarray([c["process_group"] for c in coll], dtype=object),
+        "seq": np.asarray([np.nan if c["seq"] is None else c["seq"] for c in coll], dtype=float),
+    }
+    ev = _events(new_id[uid_events][S:], cpu_part, gts, gdur, heads - S, comm_vals)
+    for k, v in calls.items():  # what identifies a call across ranks, where recorded
+        if pd.notna(v).any():
+            col_ = np.full(len(ev), None if k == "group" else np.nan, dtype=v.dtype)
+            col_[heads - S] = v
+            ev[k] = col_
+    return tree, ev
 
 
 def _events(
@@ -1038,10 +1108,7 @@ def _events(
     n, ng = cpu_ts.shape[0], gts.shape[0]
     start = np.r_[cpu_ts, gts]
     dur = np.r_[cpu_dur, gdur]
-    # epoch microseconds (~1.7e15) times 1e3 pass float64's 2**53: whole ns from a base,
-    # and each end from its given duration (ts + dur - ts loses digits)
-    base = float(np.floor(start.min())) if start.size else 0.0
-    begin = int(base) * 1000 + np.rint((start - base) * 1e3).astype(np.int64)
+    begin = _whole_ns(start)  # and each end from its given duration (ts + dur - ts loses digits)
     cols: dict[str, Any] = {
         "node": node,
         "start": begin,
@@ -1058,6 +1125,57 @@ def _events(
     return pd.DataFrame(cols)
 
 
+def _whole_ns(us: np.ndarray) -> np.ndarray:
+    """Trace microseconds as whole int64 ns. Epoch microseconds (~1.7e15) times 1e3
+    pass float64's 2**53: whole ns from a base (the first whole us), exactly."""
+    base = float(np.floor(us.min())) if us.size else 0.0
+    return int(base) * 1000 + np.rint((us - base) * 1e3).astype(np.int64)
+
+
+def _memory_counters(
+    col: _Columns, offset: int
+) -> tuple[pd.DataFrame | None, dict[str, str], list[str]]:
+    """The ``[memory]`` events as counter tracks per device (``memory allocated
+    (cuda:0)``, ``memory reserved (cuda:0)``; ``cpu`` for the host), in bytes, at
+    each event's time (whole ns, plus ``offset``: the trace's base time).
+
+    The allocated track is the allocator's ``Total Allocated`` after each event
+    where every event of the device records it; older traces (``Bytes`` only) get
+    the running sum of ``Bytes`` in time order, which counts from 0 at the start of
+    profiling (memory allocated before it is not in the track). Reserved memory is
+    kept where recorded (left out for the host, whose allocator reserves nothing:
+    all 0). Also returns the tracks summed from ``Bytes``."""
+    if not len(col.m_ts):
+        return None, {}, []
+    ts = np.frombuffer(col.m_ts, dtype=np.float64)
+    order = np.argsort(ts, kind="stable")  # same-time events keep the file's order
+    ns = _whole_ns(ts[order]) + offset
+    dev = np.frombuffer(col.m_dev, dtype=np.int64)[order]
+    nbytes = np.frombuffer(col.m_bytes, dtype=np.float64)[order]
+    alloc = np.frombuffer(col.m_alloc, dtype=np.float64)[order]
+    res = np.frombuffer(col.m_res, dtype=np.float64)[order]
+    parts: list[pd.DataFrame] = []
+    summed: list[str] = []
+    for code in np.unique(dev).tolist():  # a loop per device, not per event
+        sel = dev == code
+        name = _device_name(code)
+        a = alloc[sel]
+        value = a if np.isfinite(a).all() else np.cumsum(nbytes[sel])
+        if value is not a:
+            summed.append(f"memory allocated ({name})")
+        parts.append(
+            pd.DataFrame({"track": f"memory allocated ({name})", "ts": ns[sel], "value": value})
+        )
+        r = res[sel]
+        if np.isfinite(r).all() and (not name.startswith("cpu") or (r != 0).any()):
+            parts.append(
+                pd.DataFrame({"track": f"memory reserved ({name})", "ts": ns[sel], "value": r})
+            )
+    counters = pd.concat(parts, ignore_index=True)
+    counters.insert(0, "profile", 0)
+    return counters, dict.fromkeys(counters["track"].unique().tolist(), "B"), summed
+
+
 @register_timeline("kineto")
 def read_kineto_timeline(path: Path, *, python_functions: bool = True) -> Timeline:
     """A torch.profiler (Kineto) trace as a :class:`~cctviz.model.timeline.Timeline`:
@@ -1066,7 +1184,15 @@ def read_kineto_timeline(path: Path, *, python_functions: bool = True) -> Timeli
     profile (the trace's rank); times in ns on the epoch (the trace's microseconds,
     from its ``baseTimeNanoseconds`` where it has one, rounded to whole ns), so that
     the ranks of a job line up (``read_timeline([rank0, rank1])``) and
-    ``.ensemble()`` gives :func:`read_kineto`'s metrics in ns.
+    ``.ensemble()`` gives :func:`read_kineto`'s metrics in ns. ``[memory]`` events
+    become counter tracks (``timeline.counters``; bytes): ``memory allocated
+    (<device>)`` (the allocator's ``Total Allocated``, or in traces that record
+    only ``Bytes`` their running sum from 0 at the start of profiling, named in
+    ``meta["memory_from_bytes"]``) and ``memory reserved (<device>)``. A
+    collective's process group and sequence number, where ``record_param_comms``
+    records them (``Process Group Name``, ``Seq``), are the events' ``group`` and
+    ``seq`` columns, by which :func:`~cctviz.ops.collectives.instances` matches
+    calls across ranks.
 
     Example:
         >>> import cctviz
@@ -1077,17 +1203,20 @@ def read_kineto_timeline(path: Path, *, python_functions: bool = True) -> Timeli
     col, top = _parse(Path(path), python_functions)
     tree, events = _build(Path(path), col, top, True, False, with_events=True)
     events["profile"] = 0
-    base = _int(top.get("baseTimeNanoseconds"))
+    base = _int(top.get("baseTimeNanoseconds")) or 0
     if base:  # newer traces count microseconds from a base: on the epoch, as the others
         events["start"] += base
         events["end"] += base
+    counters, counter_units, summed = _memory_counters(col, base)
     rank = tree.meta.get("rank")
     profiles = pd.DataFrame({"rank": [rank if rank is not None else 0], "file": [str(path)]})
     units = {"gpu_time": "ns", "comm_time": "ns", "comm_bytes": "B", "bus_bytes": "B"}
     present = {m: u for m, u in units.items() if np.isfinite(events[m]).any()}
     meta = {k: v for k, v in tree.meta.items() if k not in ("units", "aggregation")}
     meta.update(event_metrics=present, path=str(path), format="kineto")
-    return Timeline(tree, events, profiles, meta=meta)
+    if summed:  # Bytes only: allocated since profiling began
+        meta["memory_from_bytes"] = summed
+    return Timeline(tree, events, profiles, counters=counters, units=counter_units, meta=meta)
 
 
 def _warn_dropped(dropped: dict[str, tuple[set[int], int, Any, Any]], names: np.ndarray) -> None:

@@ -68,3 +68,62 @@ def test_message_sizes_add_up_to_the_aggregate():
     assert by_context["calls"].sum() == sizes["calls"].sum()
     with pytest.raises(ValueError, match="'collective' or 'context'"):
         message_sizes(tl, by="rank")
+
+
+def _windows(first_call: dict[int, int], n_calls: int, sizes, seq: bool = False) -> Timeline:
+    """A job whose all-reduce ``k`` (bytes ``sizes[k]``) runs from 100k + rank to
+    100k + 50 on every rank (ranks leave together), traced on rank ``r`` from its
+    call ``first_call[r]`` on; with ``seq``, each call records (group, k)."""
+    tree = cctviz.Tree.from_parents([-1, 0], ["main", "all_reduce"], kind=["root", "comm"])
+    rows = [
+        (r, 1, 100 * k + r, 100 * k + 50, sizes[k], k)
+        for r, k0 in first_call.items()
+        for k in range(k0, n_calls)
+    ]
+    ev = pd.DataFrame(rows, columns=["profile", "node", "start", "end", "comm_bytes", "call"])
+    if seq:
+        ev["group"], ev["seq"] = "0", ev["call"]
+    return Timeline(tree, ev, meta={"event_metrics": {"comm_bytes": "B"}})
+
+
+@pytest.mark.parametrize("sizes", [[100, 200, 300] * 3, [100] * 9], ids=["sizes", "one size"])
+def test_windows_that_start_at_different_calls_are_aligned(sizes):
+    """Rank 1's trace starts 2 calls later and rank 2's 1 later: by order the k-th
+    traced calls would meet (calls 0, 2 and 1); aligned by the shift whose calls agree
+    in bytes and end together (when all sizes are equal, the ends decide)."""
+    tl = _windows({0: 0, 1: 2, 2: 1}, 9, sizes)
+    inst = instances(tl)
+    truth = tl.events.set_index(["profile", "start"])["call"]
+    inst["call"] = truth.loc[list(zip(inst["profile"], inst["arrival"]))].to_numpy()
+    assert (inst.groupby("instance")["call"].nunique() == 1).all()
+    ranks = inst.groupby("call")["ranks"].first()
+    assert ranks.tolist() == [1, 2, 3, 3, 3, 3, 3, 3, 3]  # who traced each call
+    assert set(inst["matched"]) == {"aligned"}
+    both = inst[inst["ranks"] == 3]
+    assert (both["late"] == 2).all() and (both.groupby("instance")["wait"].max() == 2).all()
+
+
+def test_recorded_sequence_numbers_match_calls_across_contexts():
+    """Where the events carry (group, seq), calls match by them, even when the
+    ranks' windows start at different calls and a rank calls from another context."""
+    tl = _windows({0: 0, 1: 3}, 6, [100] * 6, seq=True)
+    ev = tl.events.copy()
+    tree = cctviz.Tree.from_parents(
+        [-1, 0, 0], ["main", "all_reduce", "other all_reduce"], kind=["root", "comm", "comm"]
+    )
+    ev.loc[ev["profile"] == 1, "node"] = 2
+    inst = instances(Timeline(tree, ev, meta=tl.meta))
+    assert set(inst["matched"]) == {"seq"}
+    per = inst.groupby("seq")["ranks"].first()
+    assert per.tolist() == [1, 1, 1, 2, 2, 2]
+    assert (inst.groupby("instance")["seq"].nunique() == 1).all()
+    # without the numbers, the contexts differ: nothing pairs
+    plain = instances(Timeline(tree, ev.drop(columns=["seq", "group"]), meta=tl.meta))
+    assert (plain["ranks"] == 1).all()
+
+
+def test_consistent_order_is_kept():
+    tl = _windows({0: 0, 1: 0}, 4, [100, 200, 300, 400])
+    inst = instances(tl)
+    assert set(inst["matched"]) == {"order"} and (inst["ranks"] == 2).all()
+    assert inst.groupby("instance")["bytes"].nunique().eq(1).all()

@@ -206,3 +206,56 @@ def test_ddp_ranks_unify(traces):
         calls = sum(e["name"] == "gloo:all_reduce" for e in ev)
         assert t.metrics["comm_bytes"].sum() == 2704 * calls
         assert t.metrics["bus_bytes"].sum() == 2704 * calls  # 2(n-1)/n = 1 for 2 ranks
+
+
+def test_memory_counters_follow_the_allocator(traces):
+    """torch.profiler(profile_memory=True): the allocated track is the allocator's
+    Total Allocated after each [memory] event, on the timeline's clock; it agrees
+    with the Bytes deltas (their running sum from the first total)."""
+    doc = json.loads(traces["shapes+memory"].read_text())
+    mem = sorted(
+        (e for e in doc["traceEvents"] if e.get("name") == "[memory]"), key=lambda e: e["ts"]
+    )
+    assert len(mem) > 20 and {e["args"]["Device Type"] for e in mem} == {0}
+    tl = cctviz.read_timeline(traces["shapes+memory"])
+    c = tl.counters
+    assert set(c["track"]) == {"memory allocated (cpu)"}  # the host reserves nothing
+    assert tl.units["memory allocated (cpu)"] == "B" and "memory_from_bytes" not in tl.meta
+    total = np.asarray([e["args"]["Total Allocated"] for e in mem], dtype=float)
+    delta = np.asarray([e["args"]["Bytes"] for e in mem], dtype=float)
+    np.testing.assert_array_equal(c["value"], total)
+    assert c["value"].iloc[-1] == mem[-1]["args"]["Total Allocated"]
+    np.testing.assert_array_equal(total, total[0] - delta[0] + np.cumsum(delta))
+    base = doc["baseTimeNanoseconds"]
+    want = np.asarray([base + round(e["ts"] * 1000) for e in mem], dtype=np.int64)
+    assert np.abs(c["ts"].to_numpy() - want).max() <= 1  # whole ns
+    t0, t1 = tl.span
+    assert t0 <= c["ts"].min() and c["ts"].max() <= t1
+
+
+def test_a_folder_of_rank_traces_is_one_timeline(traces):
+    """The DDP job's folder (rank0.json, rank1.json): one profile per rank, on the
+    epoch (baseTimeNanoseconds), and every gloo all-reduce of one rank meets the
+    other's. torch 2.13's gloo writes no record_param_comms, so no sequence number
+    is recorded: the calls match by their order."""
+    from cctviz.ops.collectives import instances
+
+    folder = traces["ddp rank 0"].parent
+    tl = cctviz.read_timeline(folder)
+    assert tl.profiles["rank"].tolist() == [0, 1] and tl.n_profiles == 2
+    assert tl.profiles["file"].tolist() == [str(folder / "rank0.json"), str(folder / "rank1.json")]
+    assert tl.span[0] > 1_700_000_000 * 10**9  # epoch ns
+    both = cctviz.read_timeline([folder / "rank1.json", folder / "rank0.json"])
+    assert both.profiles["rank"].tolist() == [1, 0]  # a list keeps its order
+    assert len(both) == len(tl) and both.span == tl.span
+    for r in (0, 1):
+        doc = json.loads((folder / f"rank{r}.json").read_text())
+        assert not any(e.get("name") == "record_param_comms" for e in doc["traceEvents"])
+    assert "seq" not in tl.events.columns
+    inst = instances(tl)
+    gloo = inst[inst["collective"] == "gloo:all_reduce"]
+    assert len(gloo) >= 6 and (gloo["ranks"] == 2).all() and set(gloo["matched"]) == {"order"}
+    assert gloo.groupby("instance")["bytes"].nunique().eq(1).all()
+    # a blocking all-reduce: the two ranks' calls overlap in time (one clock)
+    span = gloo.groupby("instance").agg(a=("arrival", "max"), e=("end", "min"))
+    assert (span["a"] < span["e"]).all()
