@@ -1,10 +1,10 @@
 """A real timeline with a memory counter, made in the test: torch.profiler with
 ``profile_memory=True`` records a ``[memory]`` event per allocation and free
-(with the total allocated after it); the trace's intervals are read with
-``cctviz.read_timeline`` and its memory events become the Timeline's counter
-track ``Total Allocated`` (bytes), on the reader's clock (whole ns on the epoch
-from ``baseTimeNanoseconds``). The reader keeps no counters yet, so the test does
-this much itself."""
+(with the total allocated after it); ``cctviz.read_timeline`` reads the trace
+with its memory as the counter track ``memory allocated (cpu)`` (bytes), and
+:func:`memory_samples` reads the same events straight from the JSON (the
+oracle: ``ts`` in whole ns on the epoch from ``baseTimeNanoseconds``, the
+``Total Allocated`` after each event)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import cctviz
 
 #: the size of the tensor allocated (and freed) at every step: float32 1024 x 1024
 BIG_BYTES = 1024 * 1024 * 4
-TRACK = "Total Allocated"
+TRACK = "memory allocated (cpu)"
 
 
 def record(path: pathlib.Path, steps: int = 6) -> pathlib.Path:
@@ -48,16 +48,13 @@ def memory_samples(path: pathlib.Path) -> pd.DataFrame:
     base = float(np.floor(ts.min()))
     ns = int(base) * 1000 + np.rint((ts - base) * 1e3).astype(np.int64)
     ns += int(top.get("baseTimeNanoseconds") or 0)
-    value = np.array([e["args"][TRACK] for e in mem], dtype=np.float64)
+    value = np.array([e["args"]["Total Allocated"] for e in mem], dtype=np.float64)
     return pd.DataFrame({"ts": ns, "value": value})
 
 
 def memory_timeline(path: pathlib.Path) -> tuple[cctviz.Timeline, pd.DataFrame]:
-    """The trace at ``path`` as a Timeline with its memory counter, and the samples."""
+    """The trace at ``path`` as the reader gives it (with its memory counter),
+    and the samples read from the JSON."""
     tl = cctviz.read_timeline(path)
-    samples = memory_samples(path)
-    counters = samples.assign(profile=0, track=TRACK)[["profile", "track", "ts", "value"]]
-    timeline = cctviz.Timeline(
-        tl.tree, tl.events, tl.profiles, counters=counters, units={TRACK: "B"}, meta=tl.meta
-    )
-    return timeline, samples
+    assert TRACK in set(tl.counters["track"]), sorted(set(tl.counters["track"]))
+    return tl, memory_samples(path)

@@ -209,7 +209,10 @@ def test_standalone_page_offline_with_counters_and_keys(browser, tmp_path):
         assert page.locator("text.cctviz-lane-label").all_text_contents() == ["rank 0"]
         assert page.locator(SPAN).count() == view._data["n"] > 0
         assert page.locator("path.cctviz-counter-area").count() == 1
-        assert "Total Allocated [MB]" in page.locator("text.cctviz-counter-title").text_content()
+        assert (
+            "memory allocated (cpu) [MB]"
+            in page.locator("text.cctviz-counter-title").text_content()
+        )
         assert page.locator("select.cctviz-depth").is_hidden()  # the depth needs Python
         status = page.locator(".cctviz-status")
         before = status.text_content()

@@ -343,7 +343,7 @@ def test_memory_counter_export_has_units_and_readable_text(memory, tmp_path):
     root = svg_root(a.decode())
     assert root.get("width") == "504pt" and root.get("viewBox").split()[2] == "504"
     texts = {"".join(t.itertext()): t for t in root.iter(f"{SVG_NS}text")}
-    assert "rank 0 \u00b7 Total Allocated [MB]" in texts
+    assert "rank 0 \u00b7 memory allocated (cpu) [MB]" in texts
     assert {"time since start [s]", "time since start [ms]"} & set(texts)
     sizes = [float(t.get("font-size") or root.get("font-size")) for t in texts.values()]
     assert min(sizes) >= 9
