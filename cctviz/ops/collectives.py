@@ -142,7 +142,9 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
             "late_by": late_by[inst_id],
             "ranks": ranks[inst_id],
             "step": e["step"].to_numpy() if "step" in e.columns else -1,
-            "group": pd.Categorical(e["group"] if "group" in e.columns else [None] * len(e)),
+            "group": pd.Categorical(e["group"])
+            if "group" in e.columns
+            else pd.Categorical.from_codes(np.full(len(e), -1), pd.Index([], dtype=object)),
             "matched": pd.Categorical.from_codes(matched, ["seq", "order", "aligned"]),
         }
     )
