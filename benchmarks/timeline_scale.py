@@ -16,7 +16,9 @@ rotates), so that events nest as a runtime trace's do. Measured per size:
 With ``--browser``, the same view in headless Chromium (the kernel-less harness
 of tests/ui/harness.py, as ``view_scale.py``): ``first paint s`` from
 ``TimelineView(timeline)`` until the page has drawn it (Python, transfer,
-module load on the first size, render), ``rects`` drawn, ``render ms`` (one
+module load on the first size, render), ``markers s`` until the collective
+markers are drawn too (beyond ``MARKS_AFTER`` events they follow the first
+view: the page asks for them), ``rects`` drawn, ``render ms`` (one
 full re-render of the same data, median of 5), ``zoom rt s`` (``view.window``
 set to a tenth of the run until the page has drawn the new window) and
 ``page KB`` (everything sent to the page for the view, the bundle included).
@@ -175,8 +177,12 @@ def measure_browser(page, n_events: int, ranks: int) -> dict:
     page.reset_counters()
     t = time.perf_counter()
     view = TimelineView(tl)
-    page.show(view)  # delivers the state and waits until the page rendered it
+    page.show(view, wait_render=False)  # the page renders the state it is handed
     first = time.perf_counter() - t
+    page.wait_rendered(1, view, timeout=60_000)
+    page.sync()  # a large timeline's markers follow its first view: asked for, sent
+    page.wait_rendered(2 if view._version > 1 else 1, view, timeout=60_000)
+    marks = time.perf_counter() - t
     rects = page.eval(
         "() => document.querySelectorAll('.harness-view:last-of-type rect.cctviz-span').length"
     )
@@ -194,6 +200,8 @@ def measure_browser(page, n_events: int, ranks: int) -> dict:
     return {
         "events": len(tl),
         "first paint s": round(first, 3),
+        "markers s": round(marks, 3),
+        "markers": int(view._data["m"]),
         "rects": rects,
         "render ms": round(statistics.median(renders), 1),
         "zoom rt s": round(zoom, 3),

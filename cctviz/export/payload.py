@@ -207,6 +207,9 @@ def payload(view: ViewLike, **options: Any) -> dict[str, Any]:
         >>> _ = json.dumps(p, allow_nan=False)
     """
     opts = drawing_options(**options)
+    complete = getattr(view, "complete_data", None)
+    if complete is not None:  # what a view sends after its first paint
+        complete()
     data = getattr(view, "_data", None)
     if not data:
         raise ValueError(f"{type(view).__name__} has no data to draw (its _data trait is empty)")

@@ -49,6 +49,10 @@ PER_S = 1e9
 #: at most this many collective markers go to the browser (the latest arrivals
 #: by how late they were: ``late_by``)
 MAX_MARKERS = 2000
+#: beyond this many events the first view goes out before its collective markers
+#: (matching every call across the ranks takes a while at 10^7 events): the front
+#: end asks for them once it has drawn (``_marks_wanted``) and they follow
+MARKS_AFTER = 2_000_000
 
 
 #: at most this many (cell, node) sums are kept in one dense table by
@@ -366,6 +370,7 @@ class TimelineView(View):
     selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
     brush = traitlets.List(traitlets.Float()).tag(sync=True)
     _data = traitlets.Dict().tag(sync=True)
+    _marks_wanted = traitlets.Int(-1).tag(sync=True)
 
     #: traits that make up a view's state (see :attr:`state`)
     STATE = ("window", "depth", "bins", "selected_profiles", "selection", "brush")
@@ -396,6 +401,8 @@ class TimelineView(View):
         self._max_level = int(self._level.max()) if self._level.size else 0
         self._init_counters(timeline)
         self._inst: pd.DataFrame | None = None
+        self._lod: tuple[tuple, pd.DataFrame, int] | None = None  # see _rects_of
+        self._version = 0  # of _data: the front end asks for markers by it
         self._ready = False
         super().__init__(
             window=self._whole if window is None else window,
@@ -614,14 +621,24 @@ class TimelineView(View):
             keep = inside if keep is None else keep & inside
         return slice(None) if keep is None else np.flatnonzero(keep)
 
-    def _refresh(self) -> None:
-        tl, tree = self._tl, self._tl.tree
-        w0, w1 = self.window
-        a, b = w0 * PER_S, w1 * PER_S  # ns from the start
+    @traitlets.observe("_marks_wanted")
+    def _on_marks_wanted(self, change: dict) -> None:
+        if change["new"] == self._version and self._data.get("marks_pending"):
+            self._refresh(marks=True)
+
+    def complete_data(self) -> None:
+        """Add the collective markers if the first view went out without them
+        (:data:`MARKS_AFTER`): a figure draws everything."""
+        if self._data.get("marks_pending"):
+            self._refresh(marks=True)
+
+    def _rects_of(self, lane_of: np.ndarray, a: float, b: float) -> tuple[pd.DataFrame, int]:
+        """The level of detail of the window (and the events it holds), kept for
+        a refresh of the same window, lanes, depth and bins (markers arriving)."""
+        key = (a, b, self.depth, self.bins, lane_of.tobytes())
+        if self._lod is not None and self._lod[0] == key:
+            return self._lod[1], self._lod[2]
         lanes = self.lanes
-        lane_of = np.full(max(tl.n_profiles, 1), -1, dtype=np.int64)
-        lane_of[lanes] = np.arange(lanes.size)
-        n_levels = self.depth + 1
         k = self._in_view(lane_of, a, b)
         identity = lanes.size == lane_of.size and bool((lanes == lane_of).all())
         r = lod_rects(
@@ -633,10 +650,26 @@ class TimelineView(View):
             a,
             b,
             self.bins,
-            n_levels,
+            self.depth + 1,
         )
+        self._lod = (key, r, int(len(self._node[k])))
+        return r, self._lod[2]
+
+    def _refresh(self, marks: bool = False) -> None:
+        tl, tree = self._tl, self._tl.tree
+        w0, w1 = self.window
+        a, b = w0 * PER_S, w1 * PER_S  # ns from the start
+        lanes = self.lanes
+        lane_of = np.full(max(tl.n_profiles, 1), -1, dtype=np.int64)
+        lane_of[lanes] = np.arange(lanes.size)
+        n_levels = self.depth + 1
+        r, n_events = self._rects_of(lane_of, a, b)
         t00 = self._t00
-        marks = self._markers(lane_of, t00 + math.floor(a), t00 + math.ceil(b))
+        pending = not marks and self._inst is None and len(tl) > MARKS_AFTER
+        if pending:
+            marks = pd.DataFrame({c: [] for c in ("profile", "arrival", "node", "late_by")})
+        else:
+            marks = self._markers(lane_of, t00 + math.floor(a), t00 + math.ceil(b))
         used = np.unique(np.r_[r["node"].to_numpy(), marks["node"].to_numpy(dtype=np.int64)])
         used = used.astype(np.int64)
         index = np.searchsorted(used, r["node"].to_numpy())
@@ -657,13 +690,14 @@ class TimelineView(View):
         self._rects = rects
         m_node = np.searchsorted(used, marks["node"].to_numpy(dtype=np.int64))
         m_prof = marks["profile"].to_numpy(dtype=np.int64)
+        self._version += 1
         self._data = {
             "n": int(len(r)),
             "bins": int(self.bins),
             "levels": int(n_levels),
             "window": [float(w0), float(w1)],
             "whole": list(self._whole),
-            "events": int(len(self._node[k])),
+            "events": n_events,
             "events_total": int(len(tl)),
             "lanes": self._labels(lanes),
             "lane_profile": i32(lanes),
@@ -684,6 +718,8 @@ class TimelineView(View):
             "mark_node": i32(m_node),
             "mark_late_by": f32(marks["late_by"].to_numpy(dtype=np.float64) / PER_S),
             "unit": "s",
+            "marks_pending": pending,
+            "version": self._version,
             **self._counters(lane_of, a, b),
         }
 

@@ -264,6 +264,17 @@ export function renderTimeline({ model, el }, options = {}) {
     updateMenus();
     state.renders += 1;
     root.setAttribute("data-rendered", String(state.renders));
+    askForMarks();
+  }
+
+  // a large timeline's first view comes before its collective markers: once it
+  // is drawn, ask Python for them (by the data's version; they replace `_data`)
+  function askForMarks() {
+    const raw = model.get("_data") || {};
+    if (raw.marks_pending && Number.isInteger(raw.version) && model.get("_marks_wanted") !== raw.version) {
+      model.set("_marks_wanted", raw.version);
+      model.save_changes();
+    }
   }
 
   life.model(model, [

@@ -241,3 +241,29 @@ def test_standalone_page_offline_with_counters_and_keys(browser, tmp_path):
         page.screenshot(path=str(tmp_path / "page.png"))
         assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
         assert errors == []
+
+
+def test_markers_of_a_large_timeline_follow_its_first_view(widget_page, monkeypatch, tmp_path):
+    """Beyond MARKS_AFTER events the first view goes out without collective
+    markers; once drawn, the page asks for them (``_marks_wanted``) and they
+    come with the same rectangles (real traces: two sampled NCCL ranks)."""
+    from cctviz.views import timeline as timeline_view
+
+    monkeypatch.setattr(timeline_view, "MARKS_AFTER", 0)  # these traces count as large
+    tl = cctviz.read_timeline(sorted((DATA / "kineto").glob("hta_trace_filter_sampled_rank-*")))
+    view = TimelineView(tl)
+    first = dict(view._data)
+    assert first["marks_pending"] and first["m"] == 0
+    wp = widget_page(view)  # draws, then the page's request arrives and the markers follow
+    wp.sync()
+    assert view._marks_wanted == first["version"]
+    assert not view._data["marks_pending"] and view._data["m"] > 0
+    assert view._data["n"] == first["n"]  # the same level of detail
+    assert bytes(view._data["b0"]) == bytes(first["b0"])
+    wp.wait_rendered(2, view)
+    assert wp.view(view).locator("path.cctviz-late").count() == view._data["m"]
+    # a figure of a view whose markers never came draws them too
+    other = TimelineView(tl)
+    assert other._data["marks_pending"]
+    svg = other.save(tmp_path / "t.svg").read_text()
+    assert svg.count('class="cctviz-late') == other._data["m"] > 0
