@@ -67,7 +67,12 @@ comm events on the leaves), the comm metrics above and the counters.
 Profiles (``ens.profiles``): ``rank`` (the location's position in MPI's
 location group, else its location group's), ``thread`` (its position in its
 location group), ``location`` (the OTF2 id), ``location_name``, ``process``
-(the location group's name), ``host``.
+(the location group's name), ``host``, and one column per location property
+(named as the property; cctviz's own without the ``cctviz::`` namespace: a
+runtime trace's ``timeline_limit``, ``timeline_events``, ``timeline_dropped``,
+``timeline_cut_ns``). A runtime trace that hit its cap (some
+``timeline_dropped`` > 0) warns and sets ``meta["cut_ns"]``, the earliest cut
+(ns): before it every profile is complete (:mod:`cctviz.runtime.trace`).
 
 Streaming: events are read location by location with the ``otf2`` library's
 event reader and small callbacks that append to :mod:`array` columns (region

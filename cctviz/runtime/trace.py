@@ -29,6 +29,39 @@ How a trace is made
    simpler and gives the same archive. The raw files are removed after the
    archive is written.
 
+The cap (``timeline_limit``)
+----------------------------
+A rank's trace keeps its first ``limit`` transitions (default
+:data:`DEFAULT_LIMIT`, one million: 24 MB of raw events per rank, about 13 MB
+of archive; ``None``: no cap). The first transition past it becomes one
+row that leaves every open context at its time, the *cut*; the ones after it
+are counted, not kept. So the trace stays well formed (every Enter has its
+Leave) and is the prefix of the uncapped trace up to the cut. A cap, not a
+ring that keeps the last ``limit``: the raw files are append-only batches
+(what is on disk after a crash is a valid prefix) and a row means something
+only after the rows before it (a ring's first row would need the stack at
+that moment, and the batches rewritten); the profile has the whole run
+anyway. The hot path does not check the cap: :meth:`TracingRecorder.flush`,
+once per batch, cuts; past the cut the buffer is still filled (the same
+list extend) and emptied unwritten, so memory stays bounded by a batch.
+
+What the metadata says: the rank's profile meta (hence ``cctviz.read(run)
+.profiles``) and the archive's location properties ``cctviz::timeline_*``
+(hence ``cctviz.read_timeline(...).profiles``) carry ``timeline_limit``,
+``timeline_events`` (rows kept, the closing one included),
+``timeline_dropped`` (transitions past the cut) and ``timeline_cut_ns``
+(where the trace stops, on the trace's clock; absent when it has the whole
+rank). A timeline read from a capped archive warns and gives the earliest cut
+in ``meta["cut_ns"]``: every rank is complete before it.
+
+What stays equal: uncapped, ``read_timeline(run).ensemble()`` equals
+``read(run)`` (up to the known gaps below). Capped, a rank's timeline is the
+profile of the time from its start to its cut: it equals what the uncapped
+trace's ``window(start, cut)`` would give (exclusive time exactly; calls and
+bytes of what starts before the cut), so per context its time and calls are
+at most the profile's and its times sum to ``cut - start``. The profile
+(``read(run)``) is complete whatever the cap.
+
 What the archive holds
 ----------------------
 ``DIR/traces.otf2`` (anchor), ``DIR/traces.def``, ``DIR/traces/<rank>.evt``:
@@ -62,6 +95,7 @@ What the archive holds
   calls are ``MpiSend``/``MpiRecv`` (peer rank, tag, length) before the
   Leave. Asynchronous collectives are recorded at their issue; ``wait``
   regions carry no record.
+- location properties: ``cctviz::timeline_*`` (INT64), the cap's facts above.
 - communicators: one per process group (``WORLD (gloo)``, ``group 1
   (gloo)``), a COMM_GROUP of its global ranks within the COMM_LOCATIONS
   group of all ranks. OTF2 has no paradigm for torch.distributed: the
@@ -143,7 +177,9 @@ def check_limit(limit: int | None) -> int | None:
     if limit is None:
         return None
     if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
-        raise ValueError(f"timeline_limit must be a positive number of transitions or None, not {limit!r}")
+        raise ValueError(
+            f"timeline_limit must be a positive number of transitions or None, not {limit!r}"
+        )
     return int(limit)
 
 
