@@ -874,7 +874,8 @@ def cut_of(profiles: pd.DataFrame, where: Path) -> int | None:
     warnings.warn(
         f"{where}: the trace stops early on {int(capped.sum())} of {len(profiles)} profiles "
         f"(its cap: {listing}); every profile is complete before {first} ns "
-        "(meta['cut_ns']), the run's profile has the whole run",
+        "(meta['cut_ns']: window there to compare ranks call by call); "
+        "the run's profile has the whole run",
         stacklevel=5,
     )
     return first
