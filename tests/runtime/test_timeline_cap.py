@@ -24,11 +24,11 @@ import pandas as pd
 import pytest
 
 import cctviz
-from cctviz.runtime.launch import LaunchError, parse_limit, split_command
+from cctviz.runtime.launch import LaunchError, parse_limit, run, split_command
 from cctviz.runtime.recorder import Recorder
 from cctviz.runtime.trace import DEFAULT_LIMIT, TracingRecorder, merge_when_complete, replay
 
-from .conftest import example_run
+from .conftest import EXAMPLE, example_run
 from .test_trace import rebuild
 
 STEPS = 30
@@ -166,6 +166,8 @@ def test_limit_options():
     assert ours["timeline_limit"] == "50" and args == ["--timeline-limit", "x"]
     with pytest.raises(ValueError, match="timeline_limit must be a positive"):
         cctviz.profile(out="/tmp/unused", timeline=True, timeline_limit=0)
+    with pytest.raises(LaunchError, match="give --timeline"):  # a cap of nothing
+        run(["--timeline-limit", "5", str(EXAMPLE)])
 
 
 # ------------------------------------------------------------ real runs
