@@ -480,6 +480,12 @@ def _cmd_run(rest: Sequence[str]) -> int:
         print(
             "                  [--timeline]  (trace into DIR/timeline: cctviz.read_timeline(DIR))"
         )
+        from .runtime.trace import DEFAULT_LIMIT
+
+        print(
+            "                  [--timeline-limit N|none]"
+            f"  (transitions kept per rank; default {DEFAULT_LIMIT})"
+        )
         print("                  script.py [args]")
         print(launch.__doc__)
         return 0

@@ -63,6 +63,15 @@ RANK0_FACTS = (
 #: line is the whole ``cctviz run ...``, rank 0's only the script's
 LAUNCHER_KEEPS = ("command",)
 
+# ---- the runtime's trace (``cctviz run --timeline``; cctviz.runtime.trace)
+#: how much of a rank its trace holds, in the rank's profile meta and as OTF2
+#: location properties (named ``cctviz::<key>``): the cap (transitions; absent:
+#: none), the rows kept, the transitions dropped past the cap, and the cut (ns on
+#: the trace's clock; absent: the trace has the whole rank)
+TIMELINE_FACTS = ("timeline_limit", "timeline_events", "timeline_dropped", "timeline_cut_ns")
+#: the namespace of cctviz's own OTF2 definitions (attributes, location properties)
+OTF2_NAMESPACE = "cctviz::"
+
 
 def rank_file_name(rank: int) -> str:
     """The name of rank ``rank``'s profile in a run folder."""

@@ -27,7 +27,14 @@ import pandas as pd
 
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
-from ..model.formats import RANK_GLOB, RUN_FILE, rank_file, rank_of, world_size
+from ..model.formats import (
+    RANK_GLOB,
+    RUN_FILE,
+    TIMELINE_FACTS,
+    rank_file,
+    rank_of,
+    world_size,
+)
 from ..model.tree import Tree
 from . import register, register_timeline
 
@@ -41,6 +48,7 @@ _PROFILE_META = (
     "strategy",
     "mode",
     "steps",
+    *TIMELINE_FACTS,  # traced runs: how much of the rank its trace holds
 )
 #: what the runtime records of the model, the same on every rank: kept in the
 #: ensemble's meta for the performance models (cctviz.perfmodel)

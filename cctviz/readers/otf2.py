@@ -67,7 +67,12 @@ comm events on the leaves), the comm metrics above and the counters.
 Profiles (``ens.profiles``): ``rank`` (the location's position in MPI's
 location group, else its location group's), ``thread`` (its position in its
 location group), ``location`` (the OTF2 id), ``location_name``, ``process``
-(the location group's name), ``host``.
+(the location group's name), ``host``, and one column per location property
+(named as the property; cctviz's own without the ``cctviz::`` namespace: a
+runtime trace's ``timeline_limit``, ``timeline_events``, ``timeline_dropped``,
+``timeline_cut_ns``). A runtime trace that hit its cap (some
+``timeline_dropped`` > 0) warns and sets ``meta["cut_ns"]``, the earliest cut
+(ns): before it every profile is complete (:mod:`cctviz.runtime.trace`).
 
 Streaming: events are read location by location with the ``otf2`` library's
 event reader and small callbacks that append to :mod:`array` columns (region
@@ -86,6 +91,7 @@ and a location's columns are dropped once its tree is built.
 
 from __future__ import annotations
 
+import warnings
 from array import array
 from collections.abc import Callable
 from pathlib import Path
@@ -98,6 +104,7 @@ from ..errors import ProfileError
 from ..model.build import NestingError, nest_enter_leave
 from ..model.collectives import OTF2_OPS, bus_factor, leaf_name, nccl_tests_elements
 from ..model.ensemble import Ensemble
+from ..model.formats import OTF2_NAMESPACE, TIMELINE_FACTS
 from ..model.timeline import Timeline, number_steps
 from ..model.tree import Tree
 from ..model.units import canonical
@@ -830,6 +837,50 @@ def _open(path: Path) -> tuple[Path, Any, Any, Any]:
     return anchor, reader, otf2, _otf2
 
 
+def _location_properties(defs: Any) -> dict[int, dict[str, Any]]:
+    """Per location ref, its properties by name (cctviz's own without their
+    ``cctviz::`` namespace: how much of a rank a runtime trace holds)."""
+    out: dict[int, dict[str, Any]] = {}
+    for p in defs.location_properties:
+        name = str(getattr(p.name, "name", p.name)).removeprefix(OTF2_NAMESPACE)
+        out.setdefault(p.location._ref, {})[name] = p.value
+    return out
+
+
+def cut_of(profiles: pd.DataFrame, where: Path) -> int | None:
+    """The earliest cut of a capped runtime trace (ns; None: every profile is
+    whole), with a warning that names the ranks, where they stop and what they
+    dropped; completes the ``timeline_*`` columns of ``profiles`` in place."""
+    if "timeline_dropped" not in profiles.columns:
+        return None
+    for k in TIMELINE_FACTS:  # a fact no rank had (no cap, no cut): a column of NaN
+        if k not in profiles.columns:
+            profiles[k] = np.nan
+    dropped = pd.to_numeric(profiles["timeline_dropped"], errors="coerce").fillna(0)
+    cut = pd.to_numeric(profiles["timeline_cut_ns"], errors="coerce")
+    capped = (dropped > 0) & cut.notna()
+    if not capped.any():
+        return None
+    listing = ", ".join(
+        f"rank {r}: {int(d):,} transitions dropped past {int(n):,}"
+        for r, d, n in zip(
+            profiles.loc[capped, "rank"],
+            dropped[capped],
+            profiles.loc[capped, "timeline_limit"],
+            strict=True,
+        )
+    )
+    first = int(cut[capped].min())
+    warnings.warn(
+        f"{where}: the trace stops early on {int(capped.sum())} of {len(profiles)} profiles "
+        f"(its cap: {listing}); every profile is complete before {first} ns "
+        "(meta['cut_ns']: window there to compare ranks call by call); "
+        "the run's profile has the whole run",
+        stacklevel=5,
+    )
+    return first
+
+
 def _read(
     anchor: Path,
     reader: Any,
@@ -871,6 +922,7 @@ def _read(
     thread_in_group: dict[int, int] = {}
     located: list[pd.DataFrame] = []  # per location, its intervals (timeline)
     group_index = {g._ref: k for k, g in enumerate(defs.location_groups)}
+    properties = _location_properties(defs)
     try:
         for loc in progress_bar(locations, progress, desc="reading locations", unit="location"):
             evt_file = f"{anchor.stem}/{loc._ref}.evt"
@@ -922,6 +974,7 @@ def _read(
                     "location_name": loc.name,
                     "process": g.name if g is not None else None,
                     "host": host,
+                    **properties.get(loc._ref, {}),
                 }
             )
     finally:
@@ -939,7 +992,9 @@ def _read(
         "otf2": {"events": n_events, "unclosed": unclosed, "timer_resolution": res},
         "world_size": arc.world_size,
     }
-    ens = Ensemble.from_trees(trees, profiles=pd.DataFrame(rows), meta=meta)
+    profiles = pd.DataFrame(rows)
+    meta["cut_ns"] = cut_of(profiles, anchor)
+    ens = Ensemble.from_trees(trees, profiles=profiles, meta=meta)
     if with_events:
         return ens, [_on_unified(t, ens.tree, ev) for t, ev in zip(trees, located)]
     return ens

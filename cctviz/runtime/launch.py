@@ -11,7 +11,13 @@ profiles the script in-process and writes its rank file. The cctviz options
 ``--trace DIR`` also writes an OTF2 trace of the job into ``DIR`` (needs
 ``cctviz[scorep]``): each rank logs its transitions, the last rank to stop
 writes the archive, and the launcher writes it after the job if no rank
-did (a rank died); see :mod:`cctviz.runtime.trace`.
+did (a rank died); see :mod:`cctviz.runtime.trace`. ``--timeline`` traces
+into ``OUT/timeline`` instead (``cctviz.read_timeline(OUT)``).
+
+``--timeline-limit N`` caps each rank's trace at ``N`` transitions (default
+one million, :data:`cctviz.runtime.trace.DEFAULT_LIMIT`; ``none``: no cap).
+Past it the rank's trace stops, closed at the cut, and its metadata says so
+(``timeline_dropped``, ``timeline_cut_ns``); the profiles stay complete.
 
 On several nodes give ``--out`` a folder every node can write (a shared
 file system): each rank writes its own file there.
@@ -38,6 +44,7 @@ OPTIONS = {
     "--python-frames": False,
     "--trace": True,
     "--timeline": False,
+    "--timeline-limit": True,
 }
 
 
@@ -112,6 +119,28 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], dict[str, Any], str, 
     raise LaunchError("no training script given")
 
 
+def parse_limit(text: str | None) -> int | None:
+    """``--timeline-limit``: a positive integer, or ``none`` for no cap (default
+    :data:`~cctviz.runtime.trace.DEFAULT_LIMIT` when not given).
+
+    >>> parse_limit("500"), parse_limit("none"), parse_limit(None)
+    (500, None, 1000000)
+    """
+    from .trace import DEFAULT_LIMIT
+
+    if text is None:
+        return DEFAULT_LIMIT
+    if str(text).strip().lower() == "none":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise LaunchError(f"--timeline-limit needs a positive integer or 'none', not {text!r}")
+    return n
+
+
 def _opt(tokens: list[str], *names: str) -> str | None:
     for k, t in enumerate(tokens):
         key, eq, val = t.partition("=")
@@ -147,6 +176,9 @@ def run(argv: Sequence[str]) -> int:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(ours.get("out") or f"cctviz-run-{stem}-{stamp}")
     trace = Path(ours["trace"]) if ours.get("trace") else None
+    limit = parse_limit(ours.get("timeline_limit"))
+    if "timeline_limit" in ours and trace is None and not ours.get("timeline"):
+        raise LaunchError("--timeline-limit: give --timeline (or --trace DIR) as well")
     if trace is None and ours.get("timeline"):  # the trace inside the run: read_timeline(out)
         trace = out / TIMELINE_DIR
     if trace is not None:
@@ -171,6 +203,7 @@ def run(argv: Sequence[str]) -> int:
     worker += ["--python-frames"] if ours.get("python_frames") else []
     worker += ["--module"] if module else []
     worker += ["--trace", str(trace)] if trace is not None else []
+    worker += ["--timeline-limit", str(limit)] if trace is not None else []
     args = torchrun.parse_args([*tokens, *worker, script, *script_args])
     out.mkdir(parents=True, exist_ok=True)
     if node_rank == "0":
@@ -186,6 +219,7 @@ def run(argv: Sequence[str]) -> int:
         }
         if trace is not None:
             facts["trace"] = str(trace)
+            facts["timeline_limit"] = limit
         if nnodes.isdigit() and nproc.isdigit():
             facts["expected_world_size"] = int(nnodes) * int(nproc)
         update_run_file(out, facts)
@@ -227,6 +261,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--python-frames", action="store_true")
     p.add_argument("--module", action="store_true")
     p.add_argument("--trace", default=None)
+    p.add_argument("--timeline-limit", default=None)
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
@@ -242,6 +277,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
         python_frames=a.python_frames,
         root=root,
         trace=a.trace,
+        timeline_limit=parse_limit(a.timeline_limit),
     )
     with prof:
         if a.module:

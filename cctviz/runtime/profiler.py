@@ -33,6 +33,7 @@ from typing import Any
 
 from ..model.formats import LAUNCHER_KEEPS, RUN_FILE, merge_run_facts, rank0_facts, rank_file
 from .recorder import Recorder
+from .trace import DEFAULT_LIMIT, check_limit
 
 log = logging.getLogger("cctviz.runtime")
 
@@ -95,6 +96,11 @@ class Profiler:
             gives the same folder; the last rank to stop writes the archive.
         timeline: trace into ``out/timeline`` (when ``trace`` is not given), so
             that ``cctviz.read_timeline(out)`` finds it.
+        timeline_limit: the most transitions a rank's trace keeps (default
+            :data:`~cctviz.runtime.trace.DEFAULT_LIMIT`, one million: 24 MB of raw
+            events per rank; ``None``: no cap). Past it the trace stops (every
+            open context is left at the cut) and the rank's metadata says where
+            and how many transitions were dropped; the profile stays complete.
         meta: extra metadata stored with the profile.
 
     Example:
@@ -116,6 +122,7 @@ class Profiler:
         meta: Mapping[str, Any] | None = None,
         trace: str | os.PathLike | None = None,
         timeline: bool = False,
+        timeline_limit: int | None = DEFAULT_LIMIT,
     ) -> None:
         if mode not in ("light", "detailed"):
             raise ValueError(f"mode must be 'light' or 'detailed', not {mode!r}")
@@ -134,6 +141,7 @@ class Profiler:
 
             trace = self.out / TIMELINE_DIR
         self.trace = Path(trace) if trace is not None else None
+        self.timeline_limit = check_limit(timeline_limit)
         #: the OTF2 archive's anchor file, once this rank wrote it
         self.trace_archive: Path | None = None
         if self.trace is not None:
@@ -173,7 +181,11 @@ class Profiler:
             from .trace import TracingRecorder
 
             self.rec = TracingRecorder(
-                self.root, trace_dir=self.trace, warmup=self.warmup, per_step=self.per_step
+                self.root,
+                trace_dir=self.trace,
+                limit=self.timeline_limit,
+                warmup=self.warmup,
+                per_step=self.per_step,
             )
         else:
             self.rec = Recorder(self.root, warmup=self.warmup, per_step=self.per_step)
@@ -360,6 +372,8 @@ class Profiler:
             "units": dict(UNITS),
             **self.meta,
         }
+        if getattr(rec, "tracing", False):  # how much of this rank the trace holds
+            meta.update(rec.timeline_facts())
         return meta
 
     def _write(self) -> Path:

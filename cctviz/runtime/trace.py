@@ -29,6 +29,39 @@ How a trace is made
    simpler and gives the same archive. The raw files are removed after the
    archive is written.
 
+The cap (``timeline_limit``)
+----------------------------
+A rank's trace keeps its first ``limit`` transitions (default
+:data:`DEFAULT_LIMIT`, one million: 24 MB of raw events per rank, about 13 MB
+of archive; ``None``: no cap). The first transition past it becomes one
+row that leaves every open context at its time, the *cut*; the ones after it
+are counted, not kept. So the trace stays well formed (every Enter has its
+Leave) and is the prefix of the uncapped trace up to the cut. A cap, not a
+ring that keeps the last ``limit``: the raw files are append-only batches
+(what is on disk after a crash is a valid prefix) and a row means something
+only after the rows before it (a ring's first row would need the stack at
+that moment, and the batches rewritten); the profile has the whole run
+anyway. The hot path does not check the cap: :meth:`TracingRecorder.flush`,
+once per batch, cuts; past the cut the buffer is still filled (the same
+list extend) and emptied unwritten, so memory stays bounded by a batch.
+
+What the metadata says: the rank's profile meta (hence ``cctviz.read(run)
+.profiles``) and the archive's location properties ``cctviz::timeline_*``
+(hence ``cctviz.read_timeline(...).profiles``) carry ``timeline_limit``,
+``timeline_events`` (rows kept, the closing one included),
+``timeline_dropped`` (transitions past the cut) and ``timeline_cut_ns``
+(where the trace stops, on the trace's clock; absent when it has the whole
+rank). A timeline read from a capped archive warns and gives the earliest cut
+in ``meta["cut_ns"]``: every rank is complete before it.
+
+What stays equal: uncapped, ``read_timeline(run).ensemble()`` equals
+``read(run)`` (up to the known gaps below). Capped, a rank's timeline is the
+profile of the time from its start to its cut: it equals what the uncapped
+trace's ``window(start, cut)`` would give (exclusive time exactly; calls and
+bytes of what starts before the cut), so per context its time and calls are
+at most the profile's and its times sum to ``cut - start``. The profile
+(``read(run)``) is complete whatever the cap.
+
 What the archive holds
 ----------------------
 ``DIR/traces.otf2`` (anchor), ``DIR/traces.def``, ``DIR/traces/<rank>.evt``:
@@ -62,6 +95,7 @@ What the archive holds
   calls are ``MpiSend``/``MpiRecv`` (peer rank, tag, length) before the
   Leave. Asynchronous collectives are recorded at their issue; ``wait``
   regions carry no record.
+- location properties: ``cctviz::timeline_*`` (INT64), the cap's facts above.
 - communicators: one per process group (``WORLD (gloo)``, ``group 1
   (gloo)``), a COMM_GROUP of its global ranks within the COMM_LOCATIONS
   group of all ranks. OTF2 has no paradigm for torch.distributed: the
@@ -99,7 +133,6 @@ import os
 import socket
 import sys
 import time
-from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -107,18 +140,21 @@ from typing import Any
 import numpy as np
 
 from ..model.collectives import KINDS, OTF2_OP_OF, ROOTED, kind_of_leaf
+from ..model.formats import OTF2_NAMESPACE, TIMELINE_FACTS
 from .recorder import K_COMM, Recorder
 
 log = logging.getLogger("cctviz.runtime")
 
 #: events per batch written to the raw file
 BATCH = 1 << 16
+#: transitions a rank logs by default before its trace stops (``timeline_limit``)
+DEFAULT_LIMIT = 1_000_000
 _FLUSH_AT = 3 * BATCH
 RAW_DIR = ".cctviz-trace"
 ARCHIVE = "traces"
 LOCK = "merge.lock"
 #: the attribute with the profile's bytes of a collective call
-BYTES_ATTRIBUTE = "cctviz::comm_bytes"
+BYTES_ATTRIBUTE = f"{OTF2_NAMESPACE}comm_bytes"
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 _COMM_COLS = 7  # event index, kind, comm, root/peer, tag, bytes, group size
 
@@ -131,6 +167,21 @@ def require_otf2() -> None:
         raise ImportError("OTF2 traces need the otf2 package: pip install 'cctviz[scorep]'") from e
 
 
+def check_limit(limit: int | None) -> int | None:
+    """The cap on a rank's transitions: a positive integer, or None (no cap).
+
+    >>> check_limit(10), check_limit(None)
+    (10, None)
+    """
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
+        raise ValueError(
+            f"timeline_limit must be a positive number of transitions or None, not {limit!r}"
+        )
+    return int(limit)
+
+
 class TracingRecorder(Recorder):
     """A :class:`Recorder` that also logs every transition for the OTF2 trace.
 
@@ -140,10 +191,23 @@ class TracingRecorder(Recorder):
 
     tracing = True
 
-    def __init__(self, root: str = "main", *, trace_dir: str | os.PathLike | None, **kw: Any):
+    def __init__(
+        self,
+        root: str = "main",
+        *,
+        trace_dir: str | os.PathLike | None,
+        limit: int | None = DEFAULT_LIMIT,
+        **kw: Any,
+    ):
+        self.limit = check_limit(limit)
         self._ev: list[int] = []
         self._cm: list[int] = []
-        self._flushed = 0  # events already in the raw file
+        self._seen = 0  # transitions flushed so far, kept or not
+        self._kept = 0  # rows in the raw file (the cut's closing row included)
+        #: the time of the first transition past the cap (None: not reached), and
+        #: the transitions not in the trace; both as of the last :meth:`flush`
+        self.cut_ns: int | None = None
+        self.dropped = 0
         self._end_mark = -1
         self._suppress = False
         self.comms: list[dict[str, Any]] = []
@@ -164,26 +228,58 @@ class TracingRecorder(Recorder):
 
     # ------------------------------------------------------------ logging
     def _count(self) -> int:
-        return self._flushed + len(self._ev) // 3
+        return self._seen + len(self._ev) // 3
 
     def flush(self) -> None:
-        """Append the buffered events to the raw files (or the memory list)."""
+        """Append the buffered events to the raw files (or the memory list).
+
+        Past the cap nothing more is written: the first transition beyond it
+        becomes a row that leaves every open context at its time (the cut),
+        the rest are counted in :attr:`dropped`. The hot path never checks the
+        cap; only this, once per batch, does.
+        """
         ev, cm = self._ev, self._cm
         self._ev, self._cm = [], []
-        a = array("q", ev)  # native int64: several times faster than numpy from a list
-        c = array("q", cm)
-        if sys.byteorder != "little":
-            a.byteswap()
-            c.byteswap()
-        self._flushed += len(a) // 3
+        n = len(ev) // 3
+        first = self._seen  # the index of the first buffered transition
+        self._seen += n
+        if self.cut_ns is not None:  # past the cap: counted, not kept
+            self.dropped += n
+            return
+        room = n if self.limit is None else self.limit - first
+        if n > room:
+            ev, cm = self._cut(ev, cm, room)
+        # little-endian int64 straight from the list: numpy 2 converts Python ints
+        # about a third faster than array("q") (the conversion is most of what
+        # logging costs: benchmarks/runtime_overhead.py, the hot path)
+        a = np.array(ev, dtype="<i8")
+        c = np.array(cm, dtype="<i8")
+        self._kept += len(a) // 3
         if self._raw is None:
-            self._mem.append(np.frombuffer(a, dtype="<i8"))
-            self._mem_cm.append(np.frombuffer(c, dtype="<i8"))
+            self._mem.append(a)
+            self._mem_cm.append(c)
             return
         with open(self._raw.with_suffix(".events"), "ab") as f:
             a.tofile(f)
         with open(self._raw.with_suffix(".comms"), "ab") as f:
             c.tofile(f)
+
+    def _cut(self, ev: list[int], cm: list[int], room: int) -> tuple[list[int], list[int]]:
+        """The buffer up to the cap, then one row that closes the stack at the
+        time of the first transition past it; the collectives entered before it."""
+        t = ev[3 * room]
+        self.cut_ns = t
+        self.dropped = len(ev) // 3 - room
+        rows = np.asarray(cm, dtype=np.int64).reshape(-1, _COMM_COLS)
+        rows = rows[rows[:, 0] < self.limit]  # a call entered before the cut
+        return [*ev[: 3 * room], t, 0, -1], rows.ravel().tolist()
+
+    def timeline_facts(self) -> dict[str, int | None]:
+        """What the trace holds of this rank: the cap, the rows kept, the
+        transitions dropped and where it stops (the recorder's clock, ns)."""
+        self.flush()
+        facts = (self.limit, self._kept, self.dropped, self.cut_ns)
+        return dict(zip(TIMELINE_FACTS, facts, strict=True))
 
     def event_array(self) -> np.ndarray:
         """All events so far as an ``(n, 3)`` array (in-memory recorders only)."""
@@ -293,7 +389,8 @@ class TracingRecorder(Recorder):
             "comms": self.comms,
             "mono0_ns": self.mono0_ns,
             "wall0_ns": self.wall0_ns,
-            "events": self._flushed,
+            "events": self._kept,
+            **self.timeline_facts(),
             "program": sys.argv[0] if sys.argv else "",
             "arguments": sys.argv[1:],
         }
@@ -411,6 +508,22 @@ def merge_when_complete(trace_dir: str | os.PathLike, *, force: bool = False) ->
     return anchor
 
 
+def cap_properties(desc: dict[str, Any], shift: int = 0) -> dict[str, int]:
+    """The location properties that say how much of a rank the trace holds
+    (``cctviz::timeline_*``; the cut on the archive's clock, moved by ``shift``).
+
+    >>> cap_properties({"timeline_limit": 5, "timeline_events": 6,
+    ...                 "timeline_dropped": 9, "timeline_cut_ns": 100}, 7)["cctviz::timeline_cut_ns"]
+    107
+    """
+    out = {}
+    for key in TIMELINE_FACTS:
+        v = desc.get(key)
+        if v is not None:
+            out[f"{OTF2_NAMESPACE}{key}"] = int(v) + (shift if key == "timeline_cut_ns" else 0)
+    return out
+
+
 _ROLE = {
     "root": "ARTIFICIAL",
     "step": "LOOP",
@@ -477,7 +590,10 @@ def write_archive(
                 location_group_type=LocationGroupType.PROCESS,
                 system_tree_parent=nodes[d.get("hostname", "")],
             )
-            locs.append(defs.location(f"rank {r}", type=LocationType.CPU_THREAD, group=g))
+            loc = defs.location(f"rank {r}", type=LocationType.CPU_THREAD, group=g)
+            locs.append(loc)
+            for name, value in cap_properties(d, shift[d.get("hostname", "")]).items():
+                defs.location_property(loc, name, Type.INT64, value)
         rank_ids = [int(d.get("rank", 0)) for _, d in ranks]
         defs.group(  # all ranks: the COMM_LOCATIONS group the communicators index
             "torch.distributed ranks",
