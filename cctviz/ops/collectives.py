@@ -77,7 +77,9 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
             like the others (not by message: see the module docstring).
 
     Returns:
-        a DataFrame with :data:`COLUMNS`; ``attrs["unit"]`` is ``"ns"``.
+        a DataFrame with :data:`COLUMNS`; ``attrs["unit"]`` is ``"ns"``. A
+        trace cut by the runtime's cap (``timeline.meta["cut_ns"]``) is matched
+        before its earliest cut only, where every rank is complete.
     """
     ev = timeline.events
     tree = timeline.tree
@@ -89,7 +91,11 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
     comm = wanted[ev["node"].to_numpy()]
     if "comm_bytes" in ev.columns:  # the call itself, not the ops nested in it (Kineto)
         comm &= np.isfinite(ev["comm_bytes"].to_numpy(dtype=np.float64))
-    e = ev[comm & ev["counted"].to_numpy(dtype=bool)]
+    keep = comm & ev["counted"].to_numpy(dtype=bool)
+    cut = timeline.meta.get("cut_ns")
+    if cut is not None:  # a capped trace: past the earliest cut some ranks' calls are gone
+        keep &= ev["start"].to_numpy() < int(cut)
+    e = ev[keep]
     if not len(e):
         return _empty()
     node = e["node"].to_numpy()

@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 import cctviz
+from cctviz.ops.collectives import instances
 from cctviz.runtime.launch import LaunchError, parse_limit, run, split_command
 from cctviz.runtime.recorder import Recorder
 from cctviz.runtime.trace import DEFAULT_LIMIT, TracingRecorder, merge_when_complete, replay
@@ -203,6 +204,11 @@ def test_a_cap_that_is_hit(capped_runs):
     for k in ("timeline_limit", "timeline_events", "timeline_dropped", "timeline_cut_ns"):
         np.testing.assert_array_equal(q[k].to_numpy(), p.loc[q.index, k].to_numpy(), err_msg=k)
     assert tl.meta["cut_ns"] == p["timeline_cut_ns"].min()
+    # collective calls are matched before the earliest cut only (every rank complete)
+    inst = instances(tl)
+    comm = tl.events[tl.tree.nodes["kind"].to_numpy()[tl.events["node"].to_numpy()] == "comm"]
+    assert len(inst) and (inst["arrival"] < tl.meta["cut_ns"]).all()
+    assert (comm["start"] >= tl.meta["cut_ns"]).any() or len(inst) == len(comm)
     # well formed: every Enter has its Leave, nothing left open (rebuild asserts it)
     t = rebuild(run / "timeline" / "traces.otf2")
     assert set(t) >= {"rank 0", "rank 1"}
