@@ -49,6 +49,9 @@ PER_S = 1e9
 #: at most this many collective markers go to the browser (the latest arrivals
 #: by how late they were: ``late_by``)
 MAX_MARKERS = 2000
+#: profile columns that group the lanes, outermost first (those with more than
+#: one value; a lane's label names its groups: "sim · rank 0")
+LANE_GROUPS = ("component", "host", "run")
 #: beyond this many events the first view goes out before its collective markers
 #: (matching every call across the ranks takes a while at 10^7 events): the front
 #: end asks for them once it has drawn (``_marks_wanted``) and they follow
@@ -403,6 +406,7 @@ class TimelineView(View):
         self._inst: pd.DataFrame | None = None
         self._lod: tuple[tuple, pd.DataFrame, int] | None = None  # see _rects_of
         self._version = 0  # of _data: the front end asks for markers by it
+        self._lane_order = self._order_lanes()
         self._ready = False
         super().__init__(
             window=self._whole if window is None else window,
@@ -456,9 +460,11 @@ class TimelineView(View):
 
     @property
     def lanes(self) -> np.ndarray:
-        """The profile ids drawn, top to bottom."""
+        """The profile ids drawn, top to bottom: grouped by the profiles'
+        :data:`LANE_GROUPS` columns that differ, then by rank."""
+        order = self._lane_order
         sel = self.selected_profiles
-        return np.asarray(sel if sel else range(self._tl.n_profiles), dtype=np.int64)
+        return order[np.isin(order, sel)] if sel else order
 
     @property
     def rects(self) -> pd.DataFrame:
@@ -527,12 +533,33 @@ class TimelineView(View):
         if self._ready:
             self._refresh()
 
+    def _groups(self) -> list[str]:
+        """The :data:`LANE_GROUPS` columns of the profiles that hold more than one value."""
+        p = self._tl.profiles
+        return [c for c in LANE_GROUPS if c in p.columns and p[c].nunique(dropna=False) > 1]
+
+    def _order_lanes(self) -> np.ndarray:
+        """Profile ids by group (component, host, run: those that differ), then rank."""
+        p = self._tl.profiles
+        keys = [p[c].astype(str).to_numpy() for c in self._groups()]
+        rank = pd.to_numeric(p["rank"], errors="coerce") if "rank" in p.columns else None
+        if rank is not None:
+            keys.append(rank.fillna(np.inf).to_numpy())
+        ids = np.arange(len(p), dtype=np.int64)
+        return ids[np.lexsort([ids, *keys[::-1]])] if keys else ids
+
     def _labels(self, ids: np.ndarray) -> list[str]:
         p = self._tl.profiles
         if "rank" in p.columns:
             r = pd.to_numeric(p["rank"], errors="coerce").to_numpy()
-            return [f"rank {int(r[i])}" if np.isfinite(r[i]) else f"profile {int(i)}" for i in ids]
-        return [f"profile {int(i)}" for i in ids]
+            names = [f"rank {int(r[i])}" if np.isfinite(r[i]) else f"profile {int(i)}" for i in ids]
+        else:
+            names = [f"profile {int(i)}" for i in ids]
+        groups = self._groups()
+        if not groups:
+            return names
+        cols = [p[c].astype(str).to_numpy() for c in groups]
+        return [" \u00b7 ".join([*(c[i] for c in cols), nm]) for i, nm in zip(ids, names)]
 
     def _init_counters(self, timeline: Timeline) -> None:
         """The counters as arrays: profile, track code (into ``self._tracks``),

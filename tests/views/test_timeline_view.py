@@ -225,6 +225,23 @@ def test_ranks_selected_anywhere_show_only_their_lanes(ping):
         assert tv.selected_profiles == []
 
 
+def test_lanes_are_grouped_by_what_differs(ping):
+    """Lanes group by component, host or run where the profiles differ in it
+    (labels name the group), then go by rank; a selection keeps that order."""
+    prof = ping.profiles.assign(host=["node-b", "node-a"])
+    tl = cctviz.Timeline(ping.tree, ping.events, prof)
+    view = TimelineView(tl)
+    assert view.lanes.tolist() == [1, 0]
+    assert view._data["lanes"] == ["node-a \u00b7 rank 1", "node-b \u00b7 rank 0"]
+    assert view._data["lane_profile"].tolist() == [1, 0]
+    assert set(view.rects.loc[view.rects["lane"] == 0, "profile"]) == {1}
+    view.selected_profiles = [0, 1]
+    assert view.lanes.tolist() == [1, 0]
+    # one host for all: no group in the labels, rank order
+    same = TimelineView(cctviz.Timeline(ping.tree, ping.events, prof.assign(host="n")))
+    assert same._data["lanes"] == ["rank 0", "rank 1"]
+
+
 def test_export_svg_is_deterministic_with_axis_units(ping, tmp_path):
     view = TimelineView(ping, selection=[6], brush=[0.05, 0.1])
     a = view.save(tmp_path / "a.svg", width="7in").read_bytes()
