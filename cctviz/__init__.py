@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # views import anywidget and read the built front-end bundle: load on first use
-    if name in ("profile", "Profiler"):
+    if name in ("profile", "Profiler", "region"):
         from .runtime import profiler
 
         return getattr(profiler, name)
@@ -66,6 +66,7 @@ __all__ = [
     "Timeline",
     "profile",
     "Profiler",
+    "region",
     "write",
     "diff",
     "diff_table",

@@ -88,6 +88,36 @@ def test_manual_steps(tmp_path):
     assert tree.metrics.loc[p[("step", "work", "Net")], "calls"] == 3
 
 
+def test_regions_in_any_code(tmp_path):
+    """``cctviz.region`` as a context manager and a decorator makes contexts of
+    kind ``region`` (nested, timed, counted) where a profiler runs, and does
+    nothing where none does."""
+    import time
+
+    @cctviz.region("prepare")
+    def prepare():
+        time.sleep(0.02)
+
+    with cctviz.region("before"):  # no profiler yet: nothing, no error
+        prepare()
+    with cctviz.profile(out=tmp_path) as prof:
+        for _ in range(2):
+            with cctviz.region("load"):
+                prepare()
+                time.sleep(0.01)
+    tree = cctviz.read(prof.path)
+    p = node_paths(tree)
+    load = next(k for k in p if k and k[-1] == "load")
+    inner = p[(*load, "prepare")]
+    assert tree.nodes.loc[p[load], "kind"] == "region" == tree.nodes.loc[inner, "kind"]
+    assert tree.metrics.loc[p[load], "calls"] == 2 == tree.metrics.loc[inner, "calls"]
+    inc = tree.metrics.loc[p[load], "time"] + tree.metrics.loc[inner, "time"]
+    assert inc >= 2 * 0.03e9 and tree.metrics.loc[inner, "time"] >= 2 * 0.02e9
+    assert not any("before" in k for k in p)
+    with cctviz.region("after"):  # stopped: nothing again
+        pass
+
+
 def test_training_unchanged_and_hooks_removed(tmp_path):
     backward = torch.autograd.backward
     base = train(3)
