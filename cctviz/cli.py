@@ -487,9 +487,15 @@ def _cmd_run(rest: Sequence[str]) -> int:
             f"  (transitions kept per rank; default {DEFAULT_LIMIT})"
         )
         print("                  script.py [args]")
+        print("       cctviz run --workflow workflow.toml [--out DIR] [--mode M] [--grace S]")
+        print("                  (a coupled workflow: cctviz.runtime.workflow)")
         print(launch.__doc__)
         return 0
     try:
+        if any(t == "--workflow" or t.startswith("--workflow=") for t in rest):
+            from .runtime.workflow import workflow_main
+
+            return workflow_main(rest)
         return run(rest)
     except LaunchError as e:
         print(f"cctviz run: {e}", file=sys.stderr)

@@ -39,6 +39,8 @@ from ..model.tree import Tree
 from . import register, register_timeline
 
 _PROFILE_META = (
+    "component",  # a workflow's processes (cctviz run --workflow)
+    "component_rank",
     "local_rank",
     "hostname",
     "pid",

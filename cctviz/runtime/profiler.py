@@ -326,8 +326,9 @@ class Profiler:
     def rank_info(self) -> dict[str, Any]:
         """Rank, world size, backend, device and host of this process."""
         facts = dict(self.hooks.facts) if self.hooks is not None else {}
+        rank = facts.get("rank", _env_int("RANK", 0))
         info: dict[str, Any] = {
-            "rank": facts.get("rank", _env_int("RANK", 0)),
+            "rank": rank,
             "local_rank": _env_int("LOCAL_RANK", 0),
             "world_size": facts.get("world_size", _env_int("WORLD_SIZE", 1)),
             "backend": facts.get("backend", "none"),
@@ -335,6 +336,13 @@ class Profiler:
             "pid": os.getpid(),
             "strategy": facts.get("strategy", "none"),
         }
+        from .workflow import ENV_COMPONENT, ENV_RANK_OFFSET
+
+        component = os.environ.get(ENV_COMPONENT)
+        if component:  # a workflow's process: numbered across the workflow
+            info["component"] = component
+            info["component_rank"] = rank
+            info["rank"] = _env_int(ENV_RANK_OFFSET, 0) + int(rank)
         for k in ("params", "model", "ddp_comm_hook", "model_spec", "bucket_bytes"):
             if k in facts:
                 info[k] = facts[k]
@@ -358,7 +366,9 @@ class Profiler:
         info = self.rank_info()
         meta: dict[str, Any] = {
             **info,
-            "profile": f"rank {info['rank']}",
+            "profile": f"{info['component']} rank {info['component_rank']}"
+            if "component" in info
+            else f"rank {info['rank']}",
             "status": self.status,
             "mode": self.mode,
             "warmup": self.warmup,

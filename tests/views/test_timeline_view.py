@@ -315,6 +315,7 @@ def memory(tmp_path_factory):
     return memory_timeline(record(tmp_path_factory.mktemp("mem") / "trace.json"))
 
 
+@pytest.mark.slow  # torch.profiler: not in the torch-free core suite
 def test_memory_counter_band_keeps_every_peak(memory):
     """A real torch.profiler memory counter: one band, in bytes; at every zoom each
     sample's value is at most its pixel's peak and each peak is a value held
@@ -346,6 +347,7 @@ def test_memory_counter_band_keeps_every_peak(memory):
     assert view._data["k"] == 1
 
 
+@pytest.mark.slow  # torch.profiler: not in the torch-free core suite
 def test_memory_counter_export_has_units_and_readable_text(memory, tmp_path):
     """The exported figure at 7 in: the band's title names its unit, its axis
     ticks are in that unit, no text below 9 pt (js/chrome/size.js READABLE_PX),

@@ -1,0 +1,281 @@
+"""``cctviz run --workflow workflow.toml``: a coupled workflow, every process profiled.
+
+A workflow file lists components; each runs a Python command on some processes::
+
+    [component.sim]
+    command = ["python", "sim.py", "--steps", "40"]
+    processes = 2
+    [component.train]
+    command = ["python", "train.py"]
+    processes = 2
+    torch = true
+
+Keys of a component: ``command`` (a list: ``python`` (or ``python3``) then a
+script and its arguments, or ``-m module``), ``processes`` (default 1),
+``torch`` (a torch.distributed job, launched as ``cctviz run`` launches one:
+torchrun, one rendezvous per component; default false: plain processes, each
+told its place by ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``), ``env`` (extra
+environment variables) and ``cwd`` (relative to the workflow file's folder,
+where commands run by default).
+
+All components start together and are profiled into one run folder: one
+profile per process, numbered across the workflow in the file's order (the
+profile's ``rank``), with ``component`` and ``component_rank`` (its rank within
+the component) among the profiles' columns (``cctviz.read(run).profiles``).
+When a component fails (a process exits non-zero), it is flagged in
+``run.json`` (``components``) and, after ``grace`` seconds, the others are
+stopped (SIGTERM: each process writes its profile as it stops), so that what
+they measured is kept, as for a crashed rank of one job.
+
+Not yet: one OTF2 archive of the whole workflow (``--trace``/``--timeline``),
+MPI components through ``mpirun``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .launch import LaunchError
+
+#: environment variables the workflow launcher gives every process (the
+#: profiler reads them: profile numbering and the ``component`` column)
+ENV_COMPONENT = "CCTVIZ_COMPONENT"
+ENV_RANK_OFFSET = "CCTVIZ_RANK_OFFSET"
+#: seconds the others keep running after a component failed
+GRACE_S = 10.0
+_PYTHONS = ("python", "python3", "python3.10", "python3.11", "python3.12", "python3.13")
+_KEYS = {"command", "processes", "torch", "env", "cwd"}
+
+
+@dataclass
+class Component:
+    """One component of a workflow (module docstring)."""
+
+    name: str
+    command: list[str]
+    processes: int = 1
+    torch: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = Path(".")
+
+    @property
+    def target(self) -> tuple[bool, str, list[str]]:
+        """``(is_module, script or module, arguments)`` of the Python command."""
+        rest = self.command[1:]
+        if rest[0] == "-m":
+            return True, rest[1], rest[2:]
+        return False, rest[0], rest[1:]
+
+
+def load_workflow(path: str | os.PathLike) -> list[Component]:
+    """The components of a workflow file, checked (errors name the file and the
+    component).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> f = pathlib.Path(tempfile.mkdtemp()) / "wf.toml"
+        >>> _ = f.write_text('[component.sim]\\ncommand = ["python", "sim.py"]\\nprocesses = 2\\n')
+        >>> [(c.name, c.processes, c.torch) for c in load_workflow(f)]
+        [('sim', 2, False)]
+    """
+    path = Path(path)
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            raise LaunchError("--workflow: needs Python 3.11 or the tomli package") from None
+    try:
+        doc = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise LaunchError(f"{path}: cannot read the workflow file ({e.strerror})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise LaunchError(f"{path}: not TOML ({e})") from None
+    table = doc.get("component")
+    if not isinstance(table, Mapping) or not table:
+        raise LaunchError(f"{path}: no [component.NAME] table")
+    return [_component(path, name, spec) for name, spec in table.items()]
+
+
+def _component(path: Path, name: str, spec: Any) -> Component:
+    where = f"{path}: component {name!r}"
+    if not isinstance(spec, Mapping):
+        raise LaunchError(f"{where}: expected a table of keys")
+    unknown = set(spec) - _KEYS
+    if unknown:
+        raise LaunchError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(_KEYS)}")
+    cmd = spec.get("command")
+    if not (isinstance(cmd, list) and len(cmd) >= 2 and all(isinstance(x, str) for x in cmd)):
+        raise LaunchError(f"{where}: command must be a list of strings, e.g. ['python', 'x.py']")
+    if Path(cmd[0]).name not in _PYTHONS and cmd[0] != sys.executable:
+        raise LaunchError(f"{where}: only Python commands are profiled, not {cmd[0]!r}")
+    if cmd[1] == "-m" and len(cmd) < 3:
+        raise LaunchError(f"{where}: '-m' needs a module name")
+    n = spec.get("processes", 1)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise LaunchError(f"{where}: processes must be a positive integer, not {n!r}")
+    use_torch = spec.get("torch", False)
+    if not isinstance(use_torch, bool):
+        raise LaunchError(f"{where}: torch must be true or false")
+    env = spec.get("env", {})
+    if not isinstance(env, Mapping):
+        raise LaunchError(f"{where}: env must be a table of strings")
+    cwd = (path.parent / str(spec.get("cwd", "."))).resolve()
+    if not cwd.is_dir():
+        raise LaunchError(f"{where}: cwd {cwd} is not a folder")
+    c = Component(name, list(cmd), n, use_torch, {str(k): str(v) for k, v in env.items()}, cwd)
+    is_module, script, _ = c.target
+    if not is_module and not (cwd / script).is_file():
+        raise LaunchError(f"{where}: no script {script} in {cwd}")
+    return c
+
+
+def _worker(c: Component, out: Path, mode: str, sample: list[str]) -> list[str]:
+    """The profiled command line of one process (after the launcher's part)."""
+    is_module, script, args = c.target
+    w = ["-m", "cctviz.runtime.worker", "--out", str(out), "--mode", mode, *sample]
+    w += ["--module"] if is_module else []
+    return [*w, script, *args]
+
+
+def _commands(
+    components: Sequence[Component], out: Path, mode: str, sample: list[str]
+) -> list[tuple[Component, int, list[str], dict[str, str]]]:
+    """(component, local rank or -1 for a torchrun launcher, argv, env) of every process."""
+    procs = []
+    offset = 0
+    for c in components:
+        env = {**os.environ, **c.env, ENV_COMPONENT: c.name, ENV_RANK_OFFSET: str(offset)}
+        worker = _worker(c, out, mode, sample)
+        if c.torch:
+            argv = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+            argv += ["--nproc-per-node", str(c.processes), *worker]
+            procs.append((c, -1, argv, env))
+        else:
+            for r in range(c.processes):
+                e = {**env, "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(c.processes)}
+                procs.append((c, r, [sys.executable, *worker], e))
+        offset += c.processes
+    return procs
+
+
+def run_workflow(
+    path: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    mode: str = "light",
+    grace: float = GRACE_S,
+) -> int:
+    """Run the workflow of ``path`` with every process profiled into ``out``;
+    returns 0 when every component succeeded, else 1 (module docstring)."""
+    components = load_workflow(path)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sample: list[str] = []  # the worker's sampler options (none yet)
+    from .profiler import update_run_file
+
+    total = sum(c.processes for c in components)
+    update_run_file(
+        out,
+        {
+            "run": out.name,
+            "workflow": str(Path(path).resolve()),
+            "command": " ".join(["cctviz", "run", "--workflow", str(path)]),
+            "expected_world_size": total,
+            "mode": mode,
+            "launched": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "components": {c.name: {"processes": c.processes} for c in components},
+        },
+    )
+    print(f"cctviz: workflow {path} ({total} processes) into {out}/", file=sys.stderr, flush=True)
+    running = [
+        (c, subprocess.Popen(argv, env=env, cwd=c.cwd, start_new_session=True))
+        for c, _, argv, env in _commands(components, out, mode, sample)
+    ]
+    status = _wait(running, grace)
+    facts = {c.name: {"processes": c.processes, **status[c.name]} for c in components}
+    update_run_file(out, {"components": facts})
+    failed = [n for n, s in status.items() if s["status"] != "complete"]
+    for n in failed:
+        print(f"cctviz: component {n}: {status[n]['status']}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _wait(running: list[tuple[Component, subprocess.Popen]], grace: float) -> dict[str, dict]:
+    """Wait for every process; once one fails, stop the others after ``grace``
+    seconds. Per component: ``status`` (complete, failed (exit N), stopped) and
+    the exit codes."""
+    codes: dict[int, int] = {}
+    failed_at: float | None = None
+    stopped: set[int] = set()
+    while len(codes) < len(running):
+        for k, (_, p) in enumerate(running):
+            if k not in codes and p.poll() is not None:
+                codes[k] = p.returncode
+                if p.returncode != 0 and k not in stopped and failed_at is None:
+                    failed_at = time.monotonic()
+        if failed_at is not None and time.monotonic() - failed_at >= grace:
+            for k, (_, p) in enumerate(running):
+                if k not in codes and k not in stopped:
+                    stopped.add(k)
+                    _terminate(p)
+        time.sleep(0.05)
+    out: dict[str, dict] = {}
+    for k, (c, _) in enumerate(running):
+        s = out.setdefault(c.name, {"status": "complete", "exit": []})
+        s["exit"].append(codes[k])
+        if k in stopped and s["status"] == "complete":
+            s["status"] = "stopped (another component failed)"
+        elif codes[k] != 0 and k not in stopped:
+            s["status"] = f"failed (exit {codes[k]})"
+    return out
+
+
+def _terminate(p: subprocess.Popen) -> None:
+    """SIGTERM to the process's group (a torchrun launcher and its workers)."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def workflow_main(argv: Sequence[str]) -> int:
+    """``cctviz run --workflow FILE [--out DIR] [--mode M] [--grace S]``."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="cctviz run --workflow", add_help=False)
+    p.add_argument("--workflow", required=True)
+    p.add_argument("--out", default=None)
+    p.add_argument("--mode", default="light", choices=("light", "detailed"))
+    p.add_argument("--grace", type=float, default=GRACE_S)
+    try:
+        a, extra = p.parse_known_args(list(argv))
+    except SystemExit:
+        raise LaunchError(
+            "--workflow FILE [--out DIR] [--mode light|detailed] [--grace S]"
+        ) from None
+    if extra:
+        raise LaunchError(f"--workflow: options not known with a workflow: {extra}")
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = a.out or f"cctviz-run-{Path(a.workflow).stem}-{stamp}"
+    return run_workflow(a.workflow, out, mode=a.mode, grace=a.grace)
+
+
+__all__ = [
+    "Component",
+    "ENV_COMPONENT",
+    "ENV_RANK_OFFSET",
+    "load_workflow",
+    "run_workflow",
+    "workflow_main",
+]
