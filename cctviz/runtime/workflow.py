@@ -82,9 +82,11 @@ def load_workflow(path: str | os.PathLike) -> list[Component]:
 
     Example:
         >>> import tempfile, pathlib
-        >>> f = pathlib.Path(tempfile.mkdtemp()) / "wf.toml"
-        >>> _ = f.write_text('[component.sim]\\ncommand = ["python", "sim.py"]\\nprocesses = 2\\n')
-        >>> [(c.name, c.processes, c.torch) for c in load_workflow(f)]
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "sim.py").write_text("print('simulating')")
+        >>> _ = (d / "wf.toml").write_text(
+        ...     '[component.sim]\\ncommand = ["python", "sim.py"]\\nprocesses = 2\\n')
+        >>> [(c.name, c.processes, c.torch) for c in load_workflow(d / "wf.toml")]
         [('sim', 2, False)]
     """
     path = Path(path)
