@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # views import anywidget and read the built front-end bundle: load on first use
-    if name in ("profile", "Profiler", "region"):
+    if name in ("profile", "Profiler", "region", "moved"):
         from .runtime import profiler
 
         return getattr(profiler, name)
@@ -67,6 +67,7 @@ __all__ = [
     "profile",
     "Profiler",
     "region",
+    "moved",
     "write",
     "diff",
     "diff_table",

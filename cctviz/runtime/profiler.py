@@ -45,7 +45,11 @@ UNITS = {
     "comm_time": "ns",
     "gpu_time": "ns",
     "mem_peak": "B",
+    "data_in_bytes": "B",
+    "data_out_bytes": "B",
 }
+#: the kind of the contexts :func:`moved` records data under
+K_DATA = "data"
 
 _active: Profiler | None = None
 
@@ -419,6 +423,35 @@ def profile(out: str | os.PathLike = "cctviz-run", **kw: Any) -> Profiler:
 def active() -> Profiler | None:
     """The running profiler of this process, if any."""
     return _active
+
+
+def moved(nbytes: int, channel: str, *, direction: str = "out") -> None:
+    """Say that this process moved ``nbytes`` through ``channel``, a way cctviz
+    does not see by itself (a queue, a database, a socket of your own): a
+    context named ``channel`` (kind ``data``) under the current one counts the
+    call and adds the bytes to ``data_out_bytes`` or ``data_in_bytes`` (B,
+    summed). Without a running profiler it does nothing.
+
+    Args:
+        nbytes: bytes moved (>= 0).
+        channel: where they went or came from ("queue:snapshots", "redis").
+        direction: ``"out"`` (sent, written) or ``"in"`` (received, read).
+
+    Example:
+        >>> import cctviz
+        >>> cctviz.moved(4096, "queue:snapshots")  # no profiler: nothing recorded
+    """
+    if direction not in ("in", "out"):
+        raise ValueError(f"moved: direction is 'in' or 'out', not {direction!r}")
+    n = int(nbytes)
+    if n < 0:
+        raise ValueError(f"moved: nbytes must be >= 0, not {nbytes!r}")
+    prof = _active
+    if prof is None or prof.rec is None or prof.status != "running":
+        return
+    with prof._lock:
+        ctx = prof.rec.leaf_here(str(channel), K_DATA)
+        prof.rec.add(ctx, f"data_{direction}_bytes", n)
 
 
 class region(contextlib.ContextDecorator):  # noqa: N801 (used like a function)

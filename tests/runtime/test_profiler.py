@@ -118,6 +118,32 @@ def test_regions_in_any_code(tmp_path):
         pass
 
 
+def test_data_moved_through_channels_of_your_own(tmp_path):
+    """``cctviz.moved`` records a ``data`` context per channel under the current
+    context, with the calls and the bytes in and out (B, summed)."""
+    cctviz.moved(10, "queue")  # no profiler: nothing
+    with cctviz.profile(out=tmp_path) as prof:
+        for _ in range(3):
+            with cctviz.region("publish"):
+                cctviz.moved(1000, "queue:snapshots")
+        with cctviz.region("consume"):
+            cctviz.moved(500, "queue:snapshots", direction="in")
+    tree = cctviz.read(prof.path)
+    p = node_paths(tree)
+    pub = next(k for k in p if k and k[-1] == "publish")
+    con = next(k for k in p if k and k[-1] == "consume")
+    out, into = p[(*pub, "queue:snapshots")], p[(*con, "queue:snapshots")]
+    assert tree.nodes.loc[out, "kind"] == "data"
+    assert tree.metrics.loc[out, "calls"] == 3 and tree.metrics.loc[into, "calls"] == 1
+    assert tree.metrics.loc[out, "data_out_bytes"] == 3000
+    assert tree.metrics.loc[into, "data_in_bytes"] == 500
+    assert tree.units["data_out_bytes"] == "B"
+    with pytest.raises(ValueError, match="direction"):
+        cctviz.moved(1, "x", direction="sideways")
+    with pytest.raises(ValueError, match=">= 0"):
+        cctviz.moved(-1, "x")
+
+
 def test_training_unchanged_and_hooks_removed(tmp_path):
     backward = torch.autograd.backward
     base = train(3)
