@@ -262,6 +262,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--module", action="store_true")
     p.add_argument("--trace", default=None)
     p.add_argument("--timeline-limit", default=None)
+    p.add_argument("--files", action="store_true", help="record the files opened")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
@@ -278,6 +279,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
         root=root,
         trace=a.trace,
         timeline_limit=parse_limit(a.timeline_limit),
+        files=a.files,
     )
     with prof:
         if a.module:

@@ -105,6 +105,10 @@ class Profiler:
             events per rank; ``None``: no cap). Past it the trace stops (every
             open context is left at the cut) and the rank's metadata says where
             and how many transitions were dropped; the profile stays complete.
+        files: record the files the process opens (audit hooks,
+            :mod:`cctviz.runtime.files`): a context ``files`` with the bytes read
+            and written, and the opens in the profile's metadata (``files``); on
+            in workflows, where components couple through files.
         meta: extra metadata stored with the profile.
 
     Example:
@@ -127,6 +131,7 @@ class Profiler:
         trace: str | os.PathLike | None = None,
         timeline: bool = False,
         timeline_limit: int | None = DEFAULT_LIMIT,
+        files: bool = False,
     ) -> None:
         if mode not in ("light", "detailed"):
             raise ValueError(f"mode must be 'light' or 'detailed', not {mode!r}")
@@ -165,6 +170,8 @@ class Profiler:
         self._deferred_signal: int | None = None
         self._stopping = False
         self._started_wall = ""
+        self.files = files
+        self._files: Any = None
 
     # ------------------------------------------------------------ control
     def start(self) -> Profiler:
@@ -211,6 +218,11 @@ class Profiler:
             self.hooks.install()
         except Exception as e:  # noqa: BLE001 - never kill the job
             self.hooks.fail(e)
+        if self.files:
+            from .files import FileLog
+
+            self._files = FileLog(self.rec, self._lock)
+            self._files.start()
         self.status = "running"
         _active = self
         self._install_signals()
@@ -255,6 +267,8 @@ class Profiler:
             self.status = status if failed is None else f"{status}; profiler failed: {failed!r}"
             try:
                 try:
+                    if self._files is not None:
+                        self._files.stop()  # before this rank's own files are written
                     self.rec.finish()
                     if self.gpu is not None:
                         self.gpu.resolve()
@@ -386,6 +400,8 @@ class Profiler:
             "units": dict(UNITS),
             **self.meta,
         }
+        if self._files is not None:  # the files opened: a workflow matches them by path
+            meta.update(self._files.facts())
         if getattr(rec, "tracing", False):  # how much of this rank the trace holds
             meta.update(rec.timeline_facts())
         return meta

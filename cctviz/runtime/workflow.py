@@ -18,6 +18,9 @@ told its place by ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``), ``env`` (extra
 environment variables) and ``cwd`` (relative to the workflow file's folder,
 where commands run by default).
 
+Every process records the files it opens (:mod:`cctviz.runtime.files`), so
+that data moved between components through files can be matched by path.
+
 All components start together and are profiled into one run folder: one
 profile per process, numbered across the workflow in the file's order (the
 profile's ``rank``), with ``component`` and ``component_rank`` (its rank within
@@ -145,7 +148,7 @@ def _component(path: Path, name: str, spec: Any) -> Component:
 def _worker(c: Component, out: Path, mode: str, sample: list[str]) -> list[str]:
     """The profiled command line of one process (after the launcher's part)."""
     is_module, script, args = c.target
-    w = ["-m", "cctviz.runtime.worker", "--out", str(out), "--mode", mode, *sample]
+    w = ["-m", "cctviz.runtime.worker", "--out", str(out), "--mode", mode, "--files", *sample]
     w += ["--module"] if is_module else []
     return [*w, script, *args]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -142,6 +143,40 @@ def test_data_moved_through_channels_of_your_own(tmp_path):
         cctviz.moved(1, "x", direction="sideways")
     with pytest.raises(ValueError, match=">= 0"):
         cctviz.moved(-1, "x")
+
+
+def test_files_opened_are_recorded_per_context(tmp_path):
+    """``files=True``: every open of a regular file counts in a ``files``
+    context under the current one (bytes read at open, bytes written when the
+    profiler stops) and is listed with its path in the profile's metadata."""
+    data = tmp_path / "data"
+    data.mkdir()
+    with cctviz.profile(out=tmp_path / "run", files=True) as prof:
+        with cctviz.region("write"):
+            for k in range(3):
+                (data / f"snap-{k}.bin").write_bytes(b"x" * 100_000)
+        with cctviz.region("read"):
+            for k in range(2):
+                assert len((data / f"snap-{k}.bin").read_bytes()) == 100_000
+            (data / "snap-2.bin").unlink()  # consumed: its writer cannot count it
+    with open(data / "after.txt", "w") as f:  # stopped: not recorded
+        f.write("x")
+    tree = cctviz.read(prof.path)
+    p = node_paths(tree)
+    w = p[(*next(k for k in p if k and k[-1] == "write"), "files")]
+    r = p[(*next(k for k in p if k and k[-1] == "read"), "files")]
+    assert tree.nodes.loc[w, "kind"] == "data" == tree.nodes.loc[r, "kind"]
+    assert tree.metrics.loc[w, "calls"] == 3 and tree.metrics.loc[r, "calls"] == 2
+    assert tree.metrics.loc[r, "data_in_bytes"] == 200_000
+    assert tree.metrics.loc[w, "data_out_bytes"] == 200_000  # snap-2 was gone at the end
+    opens = tree.meta["files"]
+    assert [(Path(o[2]).name, o[3], o[4]) for o in opens] == [
+        ("snap-0.bin", "w", 0), ("snap-1.bin", "w", 0), ("snap-2.bin", "w", 0),
+        ("snap-0.bin", "r", 100_000), ("snap-1.bin", "r", 100_000),
+    ]  # fmt: skip
+    assert opens[0][1].endswith("/write") and opens[3][1].endswith("/read")
+    assert [o[0] for o in opens] == sorted(o[0] for o in opens)
+    assert not any(str(tmp_path / "run") in o[2] for o in opens)  # not its own files
 
 
 def test_training_unchanged_and_hooks_removed(tmp_path):

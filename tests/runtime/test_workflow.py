@@ -71,6 +71,23 @@ def test_every_process_profiled_into_one_run(coupled):
     }
 
 
+def test_files_between_components_match_by_path(coupled):
+    """The simulation's snapshots (written, then renamed into place) are the
+    files the training reads: the same paths, listed in each process's profile,
+    and the bytes read are the bytes written."""
+    run, stage, _ = coupled
+    metas = [cctviz.read(f).meta for f in sorted(run.glob("rank-*.cctviz"))]
+    opens = {m["component"]: [] for m in metas}
+    for m in metas:
+        opens[m["component"]] += m["files"]
+    written = {o[2] for o in opens["sim"] if o[3] == "w"}
+    assert written == {str(f) for f in stage.glob("snap-*.bin")}  # renamed into place
+    read = [o for o in opens["train"] if o[3] == "r" and o[2].startswith(str(stage))]
+    assert read and {o[2] for o in read} <= written
+    assert all(o[4] == 4096 for o in read)  # the size written
+    assert all(o[1].endswith("/write") for o in opens["sim"] if o[3] == "w")
+
+
 def test_a_failing_component_is_flagged_and_the_others_stopped(tmp_path):
     wf = workflow_file(
         tmp_path,
