@@ -16,7 +16,8 @@ script and its arguments, or ``-m module``), ``processes`` (default 1),
 torchrun, one rendezvous per component; default false: plain processes, each
 told its place by ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``), ``env`` (extra
 environment variables) and ``cwd`` (relative to the workflow file's folder,
-where commands run by default).
+where commands run by default). ``{out}`` in a command's arguments is the run
+folder (a staging folder inside it, say: ``"{out}/stage"``).
 
 Every process records the files it opens (:mod:`cctviz.runtime.files`), so
 that data moved between components through files can be matched by path.
@@ -148,6 +149,7 @@ def _component(path: Path, name: str, spec: Any) -> Component:
 def _worker(c: Component, out: Path, mode: str, sample: list[str]) -> list[str]:
     """The profiled command line of one process (after the launcher's part)."""
     is_module, script, args = c.target
+    args = [x.replace("{out}", str(out.resolve())) for x in args]
     w = ["-m", "cctviz.runtime.worker", "--out", str(out), "--mode", mode, "--files", *sample]
     w += ["--module"] if is_module else []
     return [*w, script, *args]
