@@ -486,6 +486,7 @@ def _cmd_run(rest: Sequence[str]) -> int:
             "                  [--timeline-limit N|none]"
             f"  (transitions kept per rank; default {DEFAULT_LIMIT})"
         )
+        print("                  [--sample-hz HZ]  (CPU, memory, I/O per context; default 0: off)")
         print("                  script.py [args]")
         print(launch.__doc__)
         return 0
