@@ -486,8 +486,10 @@ def _cmd_run(rest: Sequence[str]) -> int:
             "                  [--timeline-limit N|none]"
             f"  (transitions kept per rank; default {DEFAULT_LIMIT})"
         )
+        print("                  [--sample-hz HZ]  (CPU, memory, I/O per context; default 0: off)")
         print("                  script.py [args]")
-        print("       cctviz run --workflow workflow.toml [--out DIR] [--mode M] [--grace S]")
+        print("       cctviz run --workflow workflow.toml [--out DIR] [--mode M] [--sample-hz HZ]")
+        print("                  [--grace S]")
         print("                  (a coupled workflow: cctviz.runtime.workflow)")
         print(launch.__doc__)
         return 0

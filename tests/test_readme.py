@@ -77,7 +77,7 @@ def test_readme_perfmodel_block_runs(monkeypatch):
     monkeypatch.chdir(ROOT)
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     pm: dict = {}
-    exec(compile(blocks[7], "README.md", "exec"), pm)  # noqa: S102 - our own README
+    exec(compile(blocks[8], "README.md", "exec"), pm)  # noqa: S102 - our own README
     assert pm["top"].index[0] == 0  # main: the most time at 512 cores too
     assert round(pm["zero"].total / 1e9, 1) == 1.9  # the ZeRO paper's 7.5B example, 64 GPUs
 
@@ -97,10 +97,27 @@ def test_readme_timeline_block_runs(tmp_path, monkeypatch):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    block = blocks[6]
+    block = blocks[7]
     assert "read_timeline" in block
     ns: dict = {}
     exec(compile(block.replace('"out/run-ddp"', repr(str(run))), "README.md", "exec"), ns)  # noqa: S102
     assert ns["tl"].n_profiles == 2 and len(ns["inst"]) > 0
     assert ns["late"]["last"].sum() >= 3  # a late rank at every step
     assert ns["first_half"].n_profiles == 2
+
+
+def test_readme_sampler_block_runs(tmp_path, monkeypatch):
+    """The sampler block: its regions get their CPU share, bytes written and RSS peak."""
+    monkeypatch.chdir(ROOT)
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    block = blocks[6].replace("runs/sampled", str(tmp_path / "sampled"))
+    ns: dict = {}
+    exec(compile(block, "README.md", "exec"), ns)  # noqa: S102 - our own README
+    t = ns["used"]
+    ids = {n: i for i, n in enumerate(t.names)}
+    size = (tmp_path / "sampled" / "state.npy").stat().st_size
+    assert t.metrics.loc[ids["write"], "io_write_bytes (inc)"] >= size
+    assert (
+        t.metrics.loc[ids["wait"], "cpu_util (inc)"] < t.metrics.loc[ids["solve"], "cpu_util (inc)"]
+    )
+    assert t.metrics.loc[ids["solve"], "rss_peak (inc)"] > 0

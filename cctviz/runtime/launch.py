@@ -19,6 +19,12 @@ one million, :data:`cctviz.runtime.trace.DEFAULT_LIMIT`; ``none``: no cap).
 Past it the rank's trace stops, closed at the cut, and its metadata says so
 (``timeline_dropped``, ``timeline_cut_ns``); the profiles stay complete.
 
+``--sample-hz HZ`` samples each rank's CPU, memory, file/pipe I/O and
+context switches ``HZ`` times a second, charged to its current context
+(:mod:`cctviz.runtime.sampler`; ``cpu_util``, ``rss_peak``,
+``io_read_bytes``, ``io_write_bytes`` per context). Off (0) by default for
+``cctviz run``.
+
 On several nodes give ``--out`` a folder every node can write (a shared
 file system): each rank writes its own file there.
 """
@@ -45,6 +51,7 @@ OPTIONS = {
     "--trace": True,
     "--timeline": False,
     "--timeline-limit": True,
+    "--sample-hz": True,
 }
 
 
@@ -119,6 +126,23 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], dict[str, Any], str, 
     raise LaunchError("no training script given")
 
 
+def parse_hz(text: str | None) -> float:
+    """``--sample-hz``: samples per second, >= 0 (0 or absent: no sampler).
+
+    >>> parse_hz("10"), parse_hz(None)
+    (10.0, 0.0)
+    """
+    if text is None:
+        return 0.0
+    try:
+        hz = float(text)
+    except ValueError:
+        hz = -1.0
+    if not hz >= 0 or hz == float("inf"):
+        raise LaunchError(f"--sample-hz needs a number of samples per second >= 0, not {text!r}")
+    return hz
+
+
 def parse_limit(text: str | None) -> int | None:
     """``--timeline-limit``: a positive integer, or ``none`` for no cap (default
     :data:`~cctviz.runtime.trace.DEFAULT_LIMIT` when not given).
@@ -170,6 +194,7 @@ def run(argv: Sequence[str]) -> int:
         warmup = int(ours.get("warmup", 0))
     except ValueError:
         raise LaunchError(f"--warmup needs an integer, not {ours['warmup']!r}") from None
+    sample_hz = parse_hz(ours.get("sample_hz"))
     if not module and not Path(script).is_file():
         raise LaunchError(f"{script}: no such script")
     stem = script.rsplit(".", 1)[-1] if module else Path(script).stem
@@ -204,6 +229,7 @@ def run(argv: Sequence[str]) -> int:
     worker += ["--module"] if module else []
     worker += ["--trace", str(trace)] if trace is not None else []
     worker += ["--timeline-limit", str(limit)] if trace is not None else []
+    worker += ["--sample-hz", str(sample_hz)] if sample_hz else []
     args = torchrun.parse_args([*tokens, *worker, script, *script_args])
     out.mkdir(parents=True, exist_ok=True)
     if node_rank == "0":
@@ -214,6 +240,7 @@ def run(argv: Sequence[str]) -> int:
             "nproc_per_node": nproc,
             "mode": mode,
             "warmup": warmup,
+            "sample_hz": sample_hz,
             "torch_version": torch.__version__,
             "launched": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         }
@@ -263,6 +290,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--trace", default=None)
     p.add_argument("--timeline-limit", default=None)
     p.add_argument("--files", action="store_true", help="record the files opened")
+    p.add_argument("--sample-hz", type=float, default=0.0)
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
@@ -280,6 +308,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
         trace=a.trace,
         timeline_limit=parse_limit(a.timeline_limit),
         files=a.files,
+        sample_hz=a.sample_hz,
     )
     with prof:
         if a.module:

@@ -109,6 +109,12 @@ class Profiler:
             :mod:`cctviz.runtime.files`): a context ``files`` with the bytes read
             and written, and the opens in the profile's metadata (``files``); on
             in workflows, where components couple through files.
+        sample_hz: sample the process's CPU, memory, file/pipe I/O and context
+            switches (and an NVIDIA GPU's utilisation when NVML is there) this
+            many times a second, charged to the current context
+            (:mod:`cctviz.runtime.sampler`: ``cpu_util``, ``rss_peak``,
+            ``io_read_bytes``, ``io_write_bytes``...); 0 (the default): no
+            sampler.
         meta: extra metadata stored with the profile.
 
     Example:
@@ -132,6 +138,7 @@ class Profiler:
         timeline: bool = False,
         timeline_limit: int | None = DEFAULT_LIMIT,
         files: bool = False,
+        sample_hz: float = 0,
     ) -> None:
         if mode not in ("light", "detailed"):
             raise ValueError(f"mode must be 'light' or 'detailed', not {mode!r}")
@@ -151,6 +158,11 @@ class Profiler:
             trace = self.out / TIMELINE_DIR
         self.trace = Path(trace) if trace is not None else None
         self.timeline_limit = check_limit(timeline_limit)
+        if not (sample_hz >= 0):
+            raise ValueError(f"sample_hz must be >= 0 (0: no sampler), not {sample_hz!r}")
+        self.sample_hz = float(sample_hz)
+        #: the resource sampler while it runs (:mod:`cctviz.runtime.sampler`)
+        self.sampler: Any = None
         #: the OTF2 archive's anchor file, once this rank wrote it
         self.trace_archive: Path | None = None
         if self.trace is not None:
@@ -223,6 +235,11 @@ class Profiler:
 
             self._files = FileLog(self.rec, self._lock)
             self._files.start()
+        if self.sample_hz > 0:
+            from .sampler import Sampler
+
+            gpu = torch.cuda.current_device() if use_cuda else None
+            self.sampler = Sampler(self.rec, self.sample_hz, gpu_index=gpu).start()
         self.status = "running"
         _active = self
         self._install_signals()
@@ -244,12 +261,23 @@ class Profiler:
     @contextlib.contextmanager
     def region(self, name: str) -> Iterator[None]:
         """A named context of your own (a step activity), e.g. ``with prof.region("eval"):``."""
+        self.boundary()
         token = self.hooks.region(str(name)) if self.hooks is not None else None
         try:
             yield
         finally:
             if self.hooks is not None:
+                self.boundary()
                 self.hooks._exit(token)
+
+    def boundary(self) -> None:
+        """A sample now, when sampling (user regions call it as they are entered and left)."""
+        s = self.sampler
+        if s is not None:
+            try:
+                s.sample()
+            except Exception:  # noqa: BLE001 - never kill the job
+                log.debug("cctviz: boundary sample failed", exc_info=True)
 
     def stop(self, status: str = "complete") -> Path | None:
         """Remove the hooks and write this rank's file; returns its path (None if not running)."""
@@ -261,6 +289,8 @@ class Profiler:
             failed = self.hooks.failed if self.hooks is not None else None
             if self.hooks is not None:
                 self.hooks.uninstall()
+            if self.sampler is not None:
+                self.sampler.stop()  # its last sample closes the last interval
             if _active is self:
                 _active = None
             status = status.strip().split("\n", 1)[0][:300]
@@ -376,7 +406,15 @@ class Profiler:
 
     def tree(self):
         """The tree recorded so far (a snapshot; the profiler keeps running)."""
-        return self.rec.to_tree(self._meta()) if self.rec is not None else None
+        return self._tree(self._meta()) if self.rec is not None else None
+
+    def _tree(self, meta: dict[str, Any]):
+        tree = self.rec.to_tree(meta)
+        if self.sampler is not None:  # the averages, from the sampled sums
+            from .sampler import add_ratios
+
+            tree = add_ratios(tree)
+        return tree
 
     def _meta(self) -> dict[str, Any]:
         rec = self.rec
@@ -404,13 +442,19 @@ class Profiler:
             meta.update(self._files.facts())
         if getattr(rec, "tracing", False):  # how much of this rank the trace holds
             meta.update(rec.timeline_facts())
+        if self.sampler is not None:
+            from .sampler import METRICS
+
+            meta["units"].update({m: u for m, (u, _r) in METRICS.items()})
+            meta["sample_hz"] = self.sample_hz
+            meta["samples"] = self.sampler.series()
         return meta
 
     def _write(self) -> Path:
         from ..writers import write
 
         meta = self._meta()
-        tree = self.rec.to_tree(meta)
+        tree = self._tree(meta)
         path = rank_file(self.out, int(meta["rank"]))
         write(tree, path)  # atomic: temp file + rename
         if int(meta["rank"]) == 0:
@@ -497,6 +541,7 @@ class region(contextlib.ContextDecorator):  # noqa: N801 (used like a function)
     def __enter__(self) -> region:
         prof = _active
         if prof is not None and prof.hooks is not None and prof.status == "running":
+            prof.boundary()
             self._open.append((prof, prof.hooks.region(self.name)))
         else:
             self._open.append((None, None))  # type: ignore[arg-type]
@@ -505,5 +550,6 @@ class region(contextlib.ContextDecorator):  # noqa: N801 (used like a function)
     def __exit__(self, *exc: object) -> bool:
         prof, token = self._open.pop()
         if prof is not None and prof.hooks is not None:
+            prof.boundary()
             prof.hooks._exit(token)
         return False

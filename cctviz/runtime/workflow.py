@@ -20,7 +20,9 @@ where commands run by default). ``{out}`` in a command's arguments is the run
 folder (a staging folder inside it, say: ``"{out}/stage"``).
 
 Every process records the files it opens (:mod:`cctviz.runtime.files`), so
-that data moved between components through files can be matched by path.
+that data moved between components through files can be matched by path, and
+is sampled ``sample_hz`` times a second (default 10: CPU, memory, I/O per
+context, :mod:`cctviz.runtime.sampler`).
 
 All components start together and are profiled into one run folder: one
 profile per process, numbered across the workflow in the file's order (the
@@ -54,6 +56,8 @@ from .launch import LaunchError
 #: profiler reads them: profile numbering and the ``component`` column)
 ENV_COMPONENT = "CCTVIZ_COMPONENT"
 ENV_RANK_OFFSET = "CCTVIZ_RANK_OFFSET"
+#: samples a second of each process (CPU, memory, I/O: :mod:`cctviz.runtime.sampler`)
+SAMPLE_HZ = 10.0
 #: seconds the others keep running after a component failed
 GRACE_S = 10.0
 _PYTHONS = ("python", "python3", "python3.10", "python3.11", "python3.12", "python3.13")
@@ -181,6 +185,7 @@ def run_workflow(
     out: str | os.PathLike,
     *,
     mode: str = "light",
+    sample_hz: float = SAMPLE_HZ,
     grace: float = GRACE_S,
 ) -> int:
     """Run the workflow of ``path`` with every process profiled into ``out``;
@@ -188,7 +193,7 @@ def run_workflow(
     components = load_workflow(path)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sample: list[str] = []  # the worker's sampler options (none yet)
+    sample = ["--sample-hz", str(sample_hz)] if sample_hz > 0 else []
     from .profiler import update_run_file
 
     total = sum(c.processes for c in components)
@@ -257,7 +262,7 @@ def _terminate(p: subprocess.Popen) -> None:
 
 
 def workflow_main(argv: Sequence[str]) -> int:
-    """``cctviz run --workflow FILE [--out DIR] [--mode M] [--grace S]``."""
+    """``cctviz run --workflow FILE [--out DIR] [--mode M] [--sample-hz HZ] [--grace S]``."""
     import argparse
 
     p = argparse.ArgumentParser(prog="cctviz run --workflow", add_help=False)
@@ -265,6 +270,7 @@ def workflow_main(argv: Sequence[str]) -> int:
     p.add_argument("--out", default=None)
     p.add_argument("--mode", default="light", choices=("light", "detailed"))
     p.add_argument("--grace", type=float, default=GRACE_S)
+    p.add_argument("--sample-hz", type=float, default=SAMPLE_HZ)
     try:
         a, extra = p.parse_known_args(list(argv))
     except SystemExit:
@@ -275,7 +281,9 @@ def workflow_main(argv: Sequence[str]) -> int:
         raise LaunchError(f"--workflow: options not known with a workflow: {extra}")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = a.out or f"cctviz-run-{Path(a.workflow).stem}-{stamp}"
-    return run_workflow(a.workflow, out, mode=a.mode, grace=a.grace)
+    if a.sample_hz < 0:
+        raise LaunchError(f"--sample-hz must be >= 0 (0: no sampler), not {a.sample_hz}")
+    return run_workflow(a.workflow, out, mode=a.mode, sample_hz=a.sample_hz, grace=a.grace)
 
 
 __all__ = [
