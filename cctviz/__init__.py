@@ -39,10 +39,10 @@ def __getattr__(name: str):
         from .views.timeline import TimelineView
 
         return TimelineView
-    if name == "perfmodel":  # a submodule: import_module, not `from . import` (it asks here)
+    if name in ("perfmodel", "workflow"):  # submodules: import_module (`from .` asks here)
         import importlib
 
-        return importlib.import_module(".perfmodel", __name__)
+        return importlib.import_module(f".{name}", __name__)
     if name in ("link", "Link"):
         from .views import linking
 

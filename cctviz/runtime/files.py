@@ -14,7 +14,9 @@ reader's ``data_in_bytes`` has it). The opens go to the profile's metadata
 :data:`MAX_OPENS`), where a workflow's components are matched by path.
 
 A written file that is then renamed (``os.rename``, ``os.replace``: the
-write-then-rename of a staging folder) is listed under its new name.
+write-then-rename of a staging folder) is listed under its new name with its
+size then (complete: its writer closed it), which counts in ``data_out_bytes``
+if the file is gone when the profiler stops.
 
 Audit hooks cannot be removed: the hook stays installed for the process's life
 and returns at once when no log is active. Opens during imports (``.py``,
@@ -74,6 +76,7 @@ class FileLog:
         self.opens: list[list[Any]] = []
         self.dropped = 0
         self._written: dict[str, int] = {}  # path -> the context of its last write open
+        self._renamed: dict[str, int] = {}  # path -> size when it was renamed into place
         self._skip = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
 
     def start(self) -> None:
@@ -92,8 +95,8 @@ class FileLog:
             for path, ctx in self._written.items():
                 try:
                     size = os.stat(path).st_size
-                except OSError:
-                    continue
+                except OSError:  # gone (consumed): its size when renamed, if it was
+                    size = self._renamed.get(path, 0)
                 self.rec.add(ctx, "data_out_bytes", size)
 
     def opened(self, path: str, mode: Any, flags: Any) -> None:
@@ -138,9 +141,14 @@ class FileLog:
             if ctx is None:
                 return
             self._written[b] = ctx
+            try:  # the audit event comes before the rename: the file is complete
+                size = int(os.stat(a).st_size)
+            except OSError:
+                size = 0
+            self._renamed[b] = size
             for o in reversed(self.opens):
                 if o[2] == a and o[3] == "w":
-                    o[2] = b
+                    o[2], o[4] = b, size
                     break
 
     def facts(self) -> dict[str, Any]:

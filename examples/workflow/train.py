@@ -48,13 +48,15 @@ def main() -> None:
     p.add_argument("--work", type=int, default=5, help="optimizer steps per snapshot")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for data")
     a = p.parse_args()
+    t0, start = time.perf_counter(), time.time()  # its wall time: all of its run
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
-    model = DDP(torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(), torch.nn.Linear(256, 64)))
+    model = DDP(
+        torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(), torch.nn.Linear(256, 64))
+    )
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     waited = 0.0
-    t0, start = time.perf_counter(), time.time()
     prev = None
     for n in range(a.snapshots):
         path = a.stage / f"snap-{n}-{rank}.npy"

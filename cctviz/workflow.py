@@ -1,0 +1,304 @@
+"""What a coupled workflow's components did and who waited for whom:
+``cctviz.workflow.summary(run)`` of a ``cctviz run --workflow`` run folder.
+
+Per process, its wall time (the root's inclusive time: all its profiled run) is
+split by context, from the sampler's per-context ``cpu_time`` and
+``sampled_time`` (:mod:`cctviz.runtime.sampler`):
+
+- **blocked**: time in a communication call (``comm`` contexts: collectives,
+  send, recv: waiting for peers, already timed), and time in a context of the
+  program's own (``region``) during which the process used less than
+  :data:`LOW_CPU` of a core (polling or blocking: a wait, whatever its name);
+- **idle**: other time with that little CPU (outside the program's regions:
+  start-up waits, a framework's sleeps);
+- **busy**: the rest (contexts without a sample count as busy: too short to tell).
+
+The three are shares of the wall time and sum to 1; a component's are the means
+over its live processes. Whom a component waits for is known where data moved
+between components: through files (the runtime's file log matches a path written
+by one component and read by another, :mod:`cctviz.runtime.files`). A component's
+waits in its regions are charged to the components it exchanges files with
+(split evenly among several), its waits in communication calls to its own peers.
+The **bottleneck** is the component the others wait for longest (seconds summed
+over their processes).
+
+Example:
+    >>> import cctviz  # doctest: +SKIP
+    >>> s = cctviz.workflow.summary("runs/coupled")  # doctest: +SKIP
+    >>> s.table[["busy", "blocked", "idle"]], s.bottleneck, s.why  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import ProfileError
+from .model.ensemble import Ensemble
+from .readers import read
+
+#: below this share of a core a context's sampled time counts as waiting
+LOW_CPU = 0.10
+_WAITING_KINDS = ("region",)
+_COMM_KIND = "comm"
+
+
+@dataclass
+class WorkflowSummary:
+    """The result of :func:`summary`.
+
+    Attributes:
+        table: one row per component (index: its name): ``processes``,
+            ``wall_s`` (mean over its processes), ``busy``, ``blocked``, ``idle``
+            (shares of the wall time, summing to 1), ``cpu_util`` (%, the mean
+            over the run), ``waits_for`` (the components its region waits are
+            charged to), ``bytes_in``, ``bytes_out`` (B: files read and written,
+            data moved with ``cctviz.moved``, collectives' bytes) and their rates
+            ``in_rate``, ``out_rate`` (B/s over the wall time).
+        blocked: where each component was blocked: ``component``, ``context``
+            (call path), ``kind``, ``blocked_s`` (mean over its processes),
+            ``share`` (of its wall time), ``waits_for``.
+        channels: bytes per (component, channel, direction) with ``rate`` (B/s).
+        waiting: seconds each component waited for each other (summed over its
+            processes): ``component``, ``waits_for``, ``seconds``.
+        bottleneck: the component the others wait for longest (None when no
+            component waits for another).
+        why: the evidence, in one sentence.
+    """
+
+    table: pd.DataFrame
+    blocked: pd.DataFrame
+    channels: pd.DataFrame
+    waiting: pd.DataFrame
+    bottleneck: str | None
+    why: str
+
+
+def summary(run: str | os.PathLike | Ensemble, *, low_cpu: float = LOW_CPU) -> WorkflowSummary:
+    """Busy, blocked and idle per component of a workflow run, whom each waited
+    for, and the bottleneck (module docstring).
+
+    Args:
+        run: a ``cctviz run --workflow`` run folder (or its Ensemble,
+            ``cctviz.read(run)``, with the rank files beside it).
+        low_cpu: the share of a core below which sampled time is a wait.
+
+    Raises:
+        ProfileError: the run has no ``component`` column (not a workflow) or
+            was not sampled (``--sample-hz 0``).
+    """
+    ens = run if isinstance(run, Ensemble) else read(run)
+    where = Path(run) if not isinstance(run, Ensemble) else Path(".")
+    prof = ens.profiles
+    if "component" not in prof.columns:
+        raise ProfileError(where, "not a workflow run (no component column): cctviz run --workflow")
+    if "sampled_time" not in ens.exc_metrics:
+        raise ProfileError(where, "not sampled: run the workflow with --sample-hz > 0")
+    live = prof["ok"].to_numpy(dtype=bool) if "ok" in prof.columns else np.ones(len(prof), bool)
+    split = _split(ens, low_cpu)
+    comp = prof["component"].astype(str).to_numpy()
+    opens = _opens(prof)
+    coupled = _couplings(comp, opens)
+    waiting = _waiting(ens, split, comp, live, coupled)
+    table = _table(ens, split, comp, live, coupled)
+    blocked = _blocked_contexts(ens, split, comp, live, coupled)
+    channels = _channels(ens, comp, live, table["wall_s"])
+    bottleneck, why = _bottleneck(table, blocked, waiting)
+    return WorkflowSummary(table, blocked, channels, waiting, bottleneck, why)
+
+
+def _split(ens: Ensemble, low_cpu: float) -> dict[str, np.ndarray]:
+    """Nodes x profiles: ``blocked``, ``idle`` and ``busy`` ns, ``wall`` per profile."""
+    t = ens.values("time")
+    cpu = ens.values("cpu_time")
+    sampled = ens.values("sampled_time")
+    kind = ens.tree.nodes["kind"].astype(str).to_numpy()
+    low = (sampled > 0) & (cpu < low_cpu * sampled)
+    waits = np.isin(kind, _WAITING_KINDS)[:, None]
+    comm = (kind == _COMM_KIND)[:, None]
+    blocked = np.where(comm | (low & waits), t, 0.0)
+    idle = np.where(low & ~waits & ~comm, t, 0.0)
+    roots = np.asarray(ens.tree.parent) < 0
+    wall = ens.values("time (inc)")[roots].sum(axis=0)
+    return {
+        "blocked": blocked,
+        "idle": idle,
+        "busy": t - blocked - idle,
+        "wall": wall,
+        "comm": comm,
+    }
+
+
+def _opens(prof: pd.DataFrame) -> list[list]:
+    """Per profile, the files it opened (the rank files' ``files`` metadata)."""
+    out = []
+    for f in prof.get("file", pd.Series([None] * len(prof))):
+        opens: list = []
+        if isinstance(f, str) and Path(f).is_file():
+            try:
+                opens = list(read(f, format="cctviz").meta.get("files", []))
+            except ProfileError:
+                opens = []
+        out.append(opens)
+    return out
+
+
+def _couplings(comp: np.ndarray, opens: list[list]) -> dict[str, list[str]]:
+    """Per component, the others it exchanged files with (written by one, read
+    by the other), in name order."""
+    written: dict[str, set[str]] = {}
+    readers: dict[str, set[str]] = {}
+    for c, ops in zip(comp, opens):
+        for o in ops:
+            (written if o[3] == "w" else readers).setdefault(o[2], set()).add(str(c))
+    pairs: dict[str, set[str]] = {str(c): set() for c in comp}
+    for path, by in written.items():
+        for r in readers.get(path, ()):
+            for w in by:
+                if r != w:
+                    pairs[r].add(w)
+                    pairs[w].add(r)
+    return {c: sorted(v) for c, v in pairs.items()}
+
+
+def _per_component(values: np.ndarray, comp: np.ndarray, live: np.ndarray) -> pd.Series:
+    """The mean of per-profile values over each component's live profiles."""
+    frame = pd.DataFrame({"component": comp[live], "v": values[live]})
+    return frame.groupby("component", sort=False)["v"].mean()
+
+
+def _table(ens, split, comp, live, coupled) -> pd.DataFrame:
+    wall = split["wall"]
+    shares = {
+        k: _per_component(split[k].sum(axis=0) / np.where(wall > 0, wall, np.nan), comp, live)
+        for k in ("busy", "blocked", "idle")
+    }
+    table = pd.DataFrame(shares)
+    table.insert(0, "wall_s", _per_component(wall / 1e9, comp, live))
+    table.insert(0, "processes", pd.Series(comp).value_counts().reindex(table.index))
+    roots = np.asarray(ens.tree.parent) < 0
+    cpu = ens.values("cpu_time (inc)")[roots].sum(axis=0)
+    sampled = ens.values("sampled_time (inc)")[roots].sum(axis=0)
+    table["cpu_util"] = _per_component(
+        100.0 * cpu / np.where(sampled > 0, sampled, np.nan), comp, live
+    )
+    table["waits_for"] = [", ".join(coupled.get(c, [])) for c in table.index]
+    bytes_in, bytes_out = _bytes(ens)
+    table["bytes_in"] = _per_component(bytes_in, comp, live)
+    table["bytes_out"] = _per_component(bytes_out, comp, live)
+    table["in_rate"] = table["bytes_in"] / table["wall_s"]
+    table["out_rate"] = table["bytes_out"] / table["wall_s"]
+    table.index.name = "component"
+    table.attrs["units"] = {"wall_s": "s", "cpu_util": "%", "bytes_in": "B", "bytes_out": "B",
+                            "in_rate": "B/s", "out_rate": "B/s"}  # fmt: skip
+    return table
+
+
+def _bytes(ens: Ensemble) -> tuple[np.ndarray, np.ndarray]:
+    """Per profile: bytes in and out (files and moved data; collectives both ways)."""
+    n = ens.n_profiles
+
+    def get(m: str) -> np.ndarray:
+        return np.nansum(ens.values(m), axis=0) if m in ens.exc_metrics else np.zeros(n)
+
+    comm = get("comm_bytes")
+    return get("data_in_bytes") + comm, get("data_out_bytes") + comm
+
+
+def _charged(kind_comm: bool, component: str, coupled: dict[str, list[str]]) -> list[str]:
+    """Whom a wait is charged to: peers for a communication call, else the
+    components it exchanges data with."""
+    if kind_comm:
+        return [component]
+    return coupled.get(component, [])
+
+
+def _waiting(ens, split, comp, live, coupled) -> pd.DataFrame:
+    comm = split["comm"][:, 0]
+    rows = []
+    for c in dict.fromkeys(comp):  # a loop per component
+        mine = (comp == c) & live
+        in_comm = split["blocked"][comm][:, mine].sum() / 1e9
+        in_regions = split["blocked"][~comm][:, mine].sum() / 1e9
+        if in_comm > 0:
+            rows.append({"component": c, "waits_for": c, "seconds": in_comm})
+        others = coupled.get(c, [])
+        for o in others:
+            rows.append({"component": c, "waits_for": o, "seconds": in_regions / len(others)})
+    return pd.DataFrame(rows, columns=["component", "waits_for", "seconds"])
+
+
+def _blocked_contexts(ens, split, comp, live, coupled) -> pd.DataFrame:
+    paths = ens.tree.callpaths.to_numpy()
+    kind = ens.tree.nodes["kind"].astype(str).to_numpy()
+    rows = []
+    for c in dict.fromkeys(comp):
+        mine = (comp == c) & live
+        if not mine.any():
+            continue
+        mean = split["blocked"][:, mine].mean(axis=1)
+        wall = split["wall"][mine].mean()
+        for i in np.flatnonzero(mean > 0):
+            rows.append(
+                {
+                    "component": c,
+                    "context": paths[i],
+                    "kind": kind[i],
+                    "blocked_s": mean[i] / 1e9,
+                    "share": mean[i] / wall if wall > 0 else np.nan,
+                    "waits_for": ", ".join(_charged(kind[i] == _COMM_KIND, c, coupled)),
+                }
+            )
+    out = pd.DataFrame(
+        rows, columns=["component", "context", "kind", "blocked_s", "share", "waits_for"]
+    )
+    return out.sort_values(["component", "blocked_s"], ascending=[True, False], kind="stable")
+
+
+def _channels(ens, comp, live, wall_s: pd.Series) -> pd.DataFrame:
+    """Bytes per (component, channel, direction): data contexts by name, collectives."""
+    names = np.asarray(ens.tree.names, dtype=object)
+    kind = ens.tree.nodes["kind"].astype(str).to_numpy()
+    rows = []
+    for metric, direction in (("data_in_bytes", "in"), ("data_out_bytes", "out")):
+        if metric not in ens.exc_metrics:
+            continue
+        v = ens.values(metric)
+        for name in np.unique(names[kind == "data"]):
+            at = (names == name) & (kind == "data")
+            per = np.nansum(v[at], axis=0)
+            for c in dict.fromkeys(comp):
+                b = per[(comp == c) & live].mean() if ((comp == c) & live).any() else 0.0
+                if b > 0:
+                    rows.append(
+                        {"component": c, "channel": str(name), "direction": direction, "bytes": b}
+                    )
+    out = pd.DataFrame(rows, columns=["component", "channel", "direction", "bytes"])
+    out["rate"] = out["bytes"] / wall_s.reindex(out["component"]).to_numpy()
+    out.attrs["units"] = {"bytes": "B", "rate": "B/s"}
+    return out
+
+
+def _bottleneck(table, blocked, waiting) -> tuple[str | None, str]:
+    across = waiting[waiting["component"] != waiting["waits_for"]]
+    if not len(across) or across["seconds"].max() <= 0:
+        return None, "no component waited for another (no data moved between them, or no waits)"
+    on = across.groupby("waits_for")["seconds"].sum().sort_values(ascending=False)
+    b = str(on.index[0])
+    who = across[across["waits_for"] == b].sort_values("seconds", ascending=False).iloc[0]
+    w = str(who["component"])
+    ctx = blocked[(blocked["component"] == w) & (blocked["waits_for"].str.contains(b, regex=False))]
+    where = f" (mostly in {ctx.iloc[0]['context'].split('/')[-1]!r})" if len(ctx) else ""
+    why = (
+        f"{w} waits for {b}: blocked {table.loc[w, 'blocked']:.0%} of its wall time{where}, "
+        f"{who['seconds']:.1f} s over its processes, while {b} is blocked "
+        f"{table.loc[b, 'blocked']:.0%} and busy {table.loc[b, 'busy']:.0%} of its own"
+    )
+    return b, why
+
+
+__all__ = ["LOW_CPU", "WorkflowSummary", "summary"]

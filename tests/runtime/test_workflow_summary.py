@@ -1,0 +1,92 @@
+"""``cctviz.workflow.summary``: busy, blocked and idle per component, whom each
+waits for and the bottleneck, held against what the programs measure of
+themselves (issue 22): the repository's example in both of its modes, and a
+held-out style workflow that uses nothing of cctviz but ``cctviz.region``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import cctviz
+from cctviz.demo import example_script
+from cctviz.errors import ProfileError
+
+from .conftest import CCTVIZ, ROOT, run_job
+
+SCRIPTS = ROOT / "tests" / "runtime" / "scripts" / "workflow"
+
+
+def own_share(stats, component: str) -> float:
+    """The component's waiting share as its processes measured it (their mean)."""
+    shares = [
+        d["waited_s"] / d["wall_s"]
+        for f in sorted(stats.glob(f"{component}-*.json"))
+        for d in [json.loads(f.read_text())]
+    ]
+    assert shares, f"no {component} stats in {stats}"
+    return float(np.mean(shares))
+
+
+@pytest.fixture(scope="module", params=["sim_bound", "train_bound"])
+def example(request, tmp_path_factory):
+    wf = example_script(f"workflow/{request.param}.toml")
+    out = tmp_path_factory.mktemp(request.param) / "run"
+    run_job([*CCTVIZ, "run", "--workflow", str(wf), "--out", str(out)], timeout=300)
+    return request.param, out
+
+
+def test_the_example_names_its_bottleneck_and_the_waiting_share(example):
+    mode, run = example
+    s = cctviz.workflow.summary(run)
+    bottleneck, waiter = ("sim", "train") if mode == "sim_bound" else ("train", "sim")
+    assert s.bottleneck == bottleneck, s.why
+    assert s.why.startswith(f"{waiter} waits for {bottleneck}")
+    t = s.table
+    assert set(t.index) == {"sim", "train"}
+    assert np.allclose(t[["busy", "blocked", "idle"]].sum(axis=1), 1.0)
+    # the waiting component's blocked share is what it measured of itself, within 10 points
+    mine = own_share(run / "stats", waiter)
+    assert abs(t.loc[waiter, "blocked"] - mine) <= 0.10, (t.loc[waiter, "blocked"], mine)
+    assert t.loc[waiter, "blocked"] > t.loc[bottleneck, "blocked"]
+    # whom it waited for: the component it exchanged the snapshots with
+    assert t.loc["train", "waits_for"] == "sim" and t.loc["sim", "waits_for"] == "train"
+    waits = s.blocked[s.blocked["component"] == waiter]
+    assert waits.iloc[0]["kind"] == "region" and waits.iloc[0]["waits_for"] == bottleneck
+    # data moved: the snapshots, written by the simulation and read by the training
+    ch = s.channels.set_index(["component", "channel", "direction"])["bytes"]
+    assert ch[("train", "files", "in")] >= 24 * 96 * 192 * 8  # 24 snapshots of a rank's band
+    assert ch[("sim", "files", "out")] >= 24 * 96 * 192 * 8
+    assert (t["cpu_util"] > 0).all() and t.attrs["units"]["cpu_util"] == "%"
+
+
+def test_a_workflow_that_only_uses_regions_and_files(tmp_path):
+    """Held-out style: a producer computing in a CPU loop and a consumer
+    polling for its files, with nothing of cctviz but ``cctviz.region``."""
+    folder, stats = tmp_path / "results", tmp_path / "consume.json"
+    wf = tmp_path / "wf.toml"
+    wf.write_text(
+        f"""
+[component.produce]
+command = ["python", "heldout_produce.py", "10", "{folder}", "0.3"]
+cwd = "{SCRIPTS}"
+[component.consume]
+command = ["python", "heldout_consume.py", "10", "{folder}", "{stats}"]
+cwd = "{SCRIPTS}"
+"""
+    )
+    run_job([*CCTVIZ, "run", "--workflow", str(wf), "--out", str(tmp_path / "run")])
+    s = cctviz.workflow.summary(tmp_path / "run")
+    assert s.bottleneck == "produce", s.why
+    own = json.loads(stats.read_text())
+    assert abs(s.table.loc["consume", "blocked"] - own["waited_s"] / own["wall_s"]) <= 0.10
+    assert s.table.loc["produce", "busy"] > 0.5  # its compute is a CPU loop
+
+
+def test_not_a_workflow_run_says_so(tmp_path):
+    with cctviz.profile(out=tmp_path / "run"):
+        pass
+    with pytest.raises(ProfileError, match="not a workflow run"):
+        cctviz.workflow.summary(tmp_path / "run")
