@@ -464,6 +464,10 @@ def _cmd_demo(a: argparse.Namespace) -> int:
         from .demo import run_lulesh_demo
 
         run_lulesh_demo(a.out)
+    elif a.workflow:
+        from .demo import run_workflow_demo
+
+        run_workflow_demo(a.out)
     else:
         run_demo(a.out, nproc=a.nproc, steps=a.steps)
     return 0
@@ -563,6 +567,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--steps", type=int, default=20, help="training steps (default: 20)")
     d.add_argument(
         "--lulesh", action="store_true", help="the LULESH ensemble demo instead (no torch)"
+    )
+    d.add_argument(
+        "--workflow",
+        action="store_true",
+        help="the coupled workflow demo instead (simulation + training, both bottlenecks)",
     )
     d.set_defaults(fn=_cmd_demo)
     x = sub.add_parser(

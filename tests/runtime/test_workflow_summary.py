@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import cctviz
@@ -90,3 +91,17 @@ def test_not_a_workflow_run_says_so(tmp_path):
         pass
     with pytest.raises(ProfileError, match="not a workflow run"):
         cctviz.workflow.summary(tmp_path / "run")
+
+
+def test_demo_workflow_writes_the_summary_and_a_tree_per_component(tmp_path, monkeypatch, capsys):
+    from cctviz import demo
+
+    monkeypatch.setattr(demo, "WORKFLOW_MODES", ("train_bound",))  # one mode: CI time
+    files = demo.run_workflow_demo(tmp_path)
+    said = capsys.readouterr().out
+    assert "bottleneck: train. sim waits for train" in said
+    table = pd.read_csv(files["train_bound_summary"], index_col="component")
+    assert set(table.index) == {"sim", "train"} and table.loc["sim", "blocked"] > 0.5
+    for c in ("sim", "train"):
+        svg = files[f"train_bound_{c}_tree"].read_text()
+        assert f"{c}.py" in svg and ("train.py" in svg) == (c == "train")  # its own contexts
