@@ -63,7 +63,7 @@ NEEDS = {
     "pandas": None,
     "numpy": None,
 }
-STDLIB = {"glob", "json", "pathlib", "re", "tempfile", "os", "sys", "math"}
+STDLIB = {"glob", "json", "pathlib", "re", "tempfile", "os", "sys", "math", "subprocess"}
 
 
 def test_notebooks_need_only_what_the_readme_commands_install():
