@@ -109,7 +109,7 @@ def collectives_run(tmp_path_factory):
 
 
 #: the late-rank job: rank LATE sleeps SLEEP_MS before each all-reduce of region "exchange"
-LATE, SLEEP_MS, LATE_STEPS = 2, 60, 3
+LATE, SLEEP_MS, LATE_STEPS = 2, 150, 3  # long enough that a loaded machine's jitter stays small
 
 
 @pytest.fixture(scope="session")
