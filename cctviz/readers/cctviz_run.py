@@ -95,7 +95,7 @@ def read_run_timeline(path: Path, **kw: object):
         candidates += [Path(named), path.parent / named, path / named]
     for c in candidates:
         if (c / "traces.otf2").is_file():
-            return read_timeline(c, **kw)
+            return _with_samples(path, read_timeline(c, **kw))
     raise ProfileError(
         path,
         "this run was not traced: run it with `cctviz run --timeline` (or --trace DIR), "
@@ -166,3 +166,86 @@ def read_run(path: Path) -> Ensemble:
         meta["aggregation"] = rules
     structure = Tree(part.tree.nodes.copy(), None, {}, _trusted=True)
     return Ensemble(structure, r, profiles, meta)
+
+
+#: the sampler's counter tracks on a timeline: name -> (sampled series, unit, rate?)
+SAMPLE_TRACKS = {
+    "cpu_util": ("cpu_time", "%", True),
+    "rss": ("rss", "B", False),
+    "io_read_rate": ("io_read_bytes", "B/s", True),
+    "io_write_rate": ("io_write_bytes", "B/s", True),
+}
+
+
+def sample_counters(series: dict, profile: int) -> pd.DataFrame:
+    """A rank's sampler series (its profile's ``samples`` metadata,
+    :mod:`cctviz.runtime.sampler`) as Timeline counters: ``cpu_util`` (%: CPU
+    time over each interval), ``rss`` (B), ``io_read_rate`` and
+    ``io_write_rate`` (B/s), at the samples' times (ns on the profile's clock,
+    the clock of its trace); a rate is its interval's, set at the interval's
+    start (a counter holds until the next sample: so it covers the interval).
+
+    Example:
+        >>> s = {"ts": [0, 10**8, 2 * 10**8], "tracks": {"cpu_time": [0, 9 * 10**7, 10**8],
+        ...      "rss": [5, 6, 7], "io_read_bytes": [0, 0, 0], "io_write_bytes": [0, 100, 100]}}
+        >>> c = sample_counters(s, 0)
+        >>> c[c["track"] == "cpu_util"]["value"].round(1).tolist()
+        [90.0, 10.0]
+    """
+    ts = np.asarray(series.get("ts", []), dtype=np.int64)
+    tracks = series.get("tracks", {})
+    parts = []
+    for name, (src, _unit, rate) in SAMPLE_TRACKS.items():
+        if src not in tracks or ts.size < 2:
+            continue
+        v = np.asarray(tracks[src], dtype=np.float64)[: ts.size]
+        if rate:
+            dt = np.diff(ts).astype(np.float64)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                value = np.diff(v) / dt * (100.0 if name == "cpu_util" else 1e9)
+            at = ts[:-1]  # held until the next sample: the interval it measures
+            ok = dt > 0
+            value, at = value[ok], at[ok]
+        else:
+            value, at = v, ts
+        parts.append(pd.DataFrame({"profile": profile, "track": name, "ts": at, "value": value}))
+    if not parts:
+        return pd.DataFrame({"profile": [], "track": [], "ts": [], "value": []})
+    return pd.concat(parts, ignore_index=True)
+
+
+def _with_samples(path: Path, tl):
+    """The timeline with its ranks' sampler series as counter tracks (a run
+    sampled with ``--sample-hz``), when its ranks ran on one host: on several,
+    the trace's timestamps are moved per host and the samples' are not."""
+    from ..model.timeline import Timeline
+    from . import read  # the registry: the rank files are native profiles
+
+    prof = tl.profiles
+    if "rank" not in prof.columns:
+        return tl
+    files = {r: p for p in path.iterdir() if (r := rank_of(p.name)) is not None}
+    parts, hosts = [], set()
+    for pid, r in enumerate(pd.to_numeric(prof["rank"], errors="coerce").to_numpy()):
+        f = files.get(int(r)) if np.isfinite(r) else None
+        if f is None:
+            continue
+        try:
+            meta = read(f, format="cctviz").meta
+        except ProfileError:
+            continue
+        hosts.add(meta.get("hostname"))
+        if meta.get("samples"):
+            parts.append(sample_counters(meta["samples"], pid))
+    if not parts:
+        return tl
+    if len(hosts) > 1:
+        warnings.warn(
+            f"{path}: sampled on {len(hosts)} hosts: the samples are not put on the "
+            "trace's clock (counters left out)",
+            stacklevel=4,
+        )
+        return tl
+    counters = pd.concat([tl.counters, *parts], ignore_index=True)
+    units = {**tl.units, **{k: u for k, (_s, u, _r) in SAMPLE_TRACKS.items()}}
+    return Timeline(tl.tree, tl.events, tl.profiles, counters=counters, units=units, meta=tl.meta)

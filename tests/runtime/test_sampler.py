@@ -167,3 +167,34 @@ def test_cctviz_run_sample_hz(tmp_path):
     assert ens.aggregation["rss_peak"] == "max"
     bad = run_job([*CCTVIZ, "run", "--sample-hz", "fast", str(script)], check=False)
     assert bad.returncode != 0 and "--sample-hz" in bad.stderr
+
+
+def test_samples_are_counter_tracks_of_the_timeline(tmp_path):
+    """A run traced (``timeline=True``) and sampled: ``read_timeline`` gives the
+    samples as counter tracks on the trace's clock, a rate over the interval it
+    measures: CPU near a core inside the busy region, near none in the sleep."""
+    with cctviz.profile(out=tmp_path, timeline=True, sample_hz=20):
+        with cctviz.region("busy"):
+            c0, t0 = time.process_time_ns(), time.perf_counter_ns()
+            while time.perf_counter_ns() - t0 < 0.5e9:
+                pass
+            direct = (time.process_time_ns() - c0) / (time.perf_counter_ns() - t0)
+        with cctviz.region("sleep"):
+            time.sleep(0.5)
+    tl = cctviz.read_timeline(tmp_path)
+    c = tl.counters
+    assert {"cpu_util", "rss", "io_read_rate", "io_write_rate"} <= set(c["track"])
+    assert tl.units["cpu_util"] == "%" and tl.units["rss"] == "B"
+    assert tl.units["io_write_rate"] == "B/s"
+    ev, names = tl.events, np.asarray(tl.tree.names)
+    span = {n: ev[names[ev["node"].to_numpy()] == n].iloc[0] for n in ("busy", "sleep")}
+    cpu = c[c["track"] == "cpu_util"]
+    t0, t1 = tl.span
+    assert cpu["ts"].between(t0, t1).all()
+    inside = {
+        n: cpu[(cpu["ts"] >= e["start"]) & (cpu["ts"] < e["end"] - 0.06e9)]["value"]
+        for n, e in span.items()
+    }  # samples whose interval lies in the region (20 Hz: 50 ms each)
+    assert len(inside["busy"]) >= 5 and len(inside["sleep"]) >= 5
+    assert abs(inside["busy"].mean() - 100 * direct) < 10, direct
+    assert inside["sleep"].max() < 10
