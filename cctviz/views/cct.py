@@ -602,6 +602,7 @@ class CCTView(View):
         out["labels"] = self._src.profile_labels(am[am >= 0])
         out["cost_threshold"] = self._cue_threshold(metric)
         out["cue_share"] = CUE_SHARE
+        out["cue_basis"] = "the total" if self._src.is_additive(metric) else "the largest mean"
         return out
 
     def _cue_threshold(self, metric: str) -> float | None:

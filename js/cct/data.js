@@ -195,6 +195,8 @@ export function decodeData(raw) {
       cost: column(s.cost, "float32", n, NaN),
       costThreshold: Number.isFinite(s.cost_threshold) ? s.cost_threshold : null,
       cueShare: Number.isFinite(s.cue_share) ? s.cue_share : null,
+      // what the share is of: an additive metric's total, else its largest mean
+      cueBasis: typeof s.cue_basis === "string" && s.cue_basis ? s.cue_basis : "the total",
       failed: Number.isFinite(s.failed) ? s.failed : 0,
       argmax: column(s.argmax, "int32", n, -1),
       labels: s.labels && typeof s.labels === "object" ? s.labels : {},

@@ -537,7 +537,7 @@ function legendItems(d, enc, m, measure, settings, geom, maxW) {
     let w = W + 6 * u + tw(t1);
     let hgt = y + 8 * u;
     if (s.costThreshold !== null) {
-      const share = s.cueShare > 0 ? ` (${formatPercent(s.cueShare)} of the total)` : "";
+      const share = s.cueShare > 0 ? ` (${formatPercent(s.cueShare)} of ${s.cueBasis})` : "";
       const t2 = `imbalance costs max \u2212 mean \u2265 ${formatMetricValue(d, s.metric, s.costThreshold)}${share}`;
       kids.push(P("text", { class: "cctviz-imbalance", x: 0, y: r2(y + 15 * u), dy: "0.35em" }, TRIANGLE));
       kids.push(text(W + 6 * u, y + 15 * u, t2, { dy: "0.35em" }));

@@ -248,7 +248,21 @@ def test_the_cue_marks_what_imbalance_costs_not_big_ratios(killed_run):
     st = ens.stats("time (inc)")
     total = st.loc[0, "mean"]  # main: the whole run's mean
     assert sp["cost_threshold"] == pytest.approx(CUE_SHARE * total)
-    assert sp["cue_share"] == CUE_SHARE
+    assert sp["cue_share"] == CUE_SHARE and sp["cue_basis"] == "the total"
+    # a peak (rule max) is no total: its threshold is a share of the largest mean
+    trees = [
+        cctviz.Tree.from_parents(
+            [-1, 0],
+            ["main", "f"],
+            {"mem_peak": [5.0, p]},
+            meta={"aggregation": {"mem_peak": "max"}},
+        )
+        for p in (10.0, 30.0)
+    ]
+    peaks = cctviz.Ensemble.from_trees(trees)
+    sp_peak = cctviz.CCTView(peaks, color="mem_peak (inc)")._data["spread"]
+    assert sp_peak["cue_basis"] == "the largest mean"
+    assert sp_peak["cost_threshold"] == pytest.approx(CUE_SHARE * 20.0)  # f's mean peak
     node = {n: i for i, n in enumerate(ens.tree.names)}
     wait, tiny = node["wait"], node["tiny"]
     cued = set(ens.tree.names[view.imbalance_cues().ids])
