@@ -22,10 +22,11 @@ waits in its regions are charged to the components it exchanges files with
 The **bottleneck** is the component the others wait for longest (seconds summed
 over their processes).
 
-Example:
-    >>> import cctviz  # doctest: +SKIP
-    >>> s = cctviz.workflow.summary("runs/coupled")  # doctest: +SKIP
-    >>> s.table[["busy", "blocked", "idle"]], s.bottleneck, s.why  # doctest: +SKIP
+Example (after ``cctviz run --workflow examples/workflow/sim_bound.toml --out
+runs/coupled``; ``tests/runtime/test_workflow_summary.py`` runs it)::
+
+    s = cctviz.workflow.summary("runs/coupled")
+    s.table[["busy", "blocked", "idle"]], s.bottleneck, s.why
 """
 
 from __future__ import annotations
