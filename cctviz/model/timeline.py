@@ -43,7 +43,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -203,6 +203,23 @@ class Timeline:
             f"<Timeline: {len(self._events):,} events, {self.n_profiles} profiles, "
             f"{len(self._tree):,} contexts, {(t1 - t0) / 1e9:.6g} s>"
         )
+
+    def memo(self, key: str, make: Callable[[], Any]) -> Any:
+        """A result derived from this timeline (which never changes), made by
+        ``make()`` the first time ``key`` is asked for and kept: so that the
+        views and analyses of one timeline match its collective calls once.
+
+        >>> import pandas as pd
+        >>> from cctviz.model.tree import Tree
+        >>> tl = Timeline(Tree.from_parents([-1], ["main"]),
+        ...               pd.DataFrame({"profile": [0], "node": [0], "start": [0], "end": [5]}))
+        >>> made = []
+        >>> [tl.memo("answer", lambda: made.append(1) or 42) for _ in range(2)], made
+        ([42, 42], [1])
+        """
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     # ------------------------------------------------------------ aggregate
     def ensemble(self) -> Ensemble:

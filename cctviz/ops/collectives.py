@@ -79,8 +79,18 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
     Returns:
         a DataFrame with :data:`COLUMNS`; ``attrs["unit"]`` is ``"ns"``. A
         trace cut by the runtime's cap (``timeline.meta["cut_ns"]``) is matched
-        before its earliest cut only, where every rank is complete.
+        before its earliest cut only, where every rank is complete. Matched once
+        per timeline (``Timeline.memo``): every view and analysis of it shares
+        the result (a shallow copy each: add columns freely).
     """
+    made = timeline.memo(
+        f"collectives.instances p2p={include_p2p}", lambda: _match_calls(timeline, include_p2p)
+    )
+    return made.copy(deep=False)
+
+
+def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
+    """:func:`instances`, computed."""
     ev = timeline.events
     tree = timeline.tree
     names = tree.nodes["name"].to_numpy()

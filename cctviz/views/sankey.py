@@ -41,7 +41,7 @@ from ..model.nodeset import NodeSet
 from ..model.stats import BINS, box_plots, counted_matrix, histogram, node_stats
 from ..model.timeline import Timeline
 from ..model.tree import Tree
-from ..ops.collectives import instances, wait_causes
+from ..ops.collectives import wait_causes
 from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
 from .base import CUE_SHARE, View, f32, i32, ids_json, profile_ids, register_view, share_space
 from .source import MetricSource, waits_payload
@@ -203,7 +203,6 @@ class SankeyView(View):
             diff = ({"diff": la}, {"diff": lb})
             labels = [la, lb]
         self._timeline = data if isinstance(data, Timeline) else None
-        self._calls: pd.DataFrame | None = None  # its collective instances, once
         if self._timeline is not None:  # its aggregate; waits from its calls
             data = self._timeline.ensemble()
         if not isinstance(data, (Ensemble, Tree)):
@@ -595,9 +594,7 @@ class SankeyView(View):
         """Who the waiting at the collectives of each super node waits for: the
         calls of its member contexts pooled (:func:`~cctviz.ops.collectives.wait_causes`)."""
         assert self._timeline is not None
-        if self._calls is None:
-            self._calls = instances(self._timeline)
-        w = wait_causes(self._timeline, self._calls, groups=g.members)
+        w = wait_causes(self._timeline, groups=g.members)  # calls matched once per timeline
         # a super node of collectives only gets the late rank as its cue; one
         # that also holds other contexts (a module) tells its collectives' waits
         comm = self._tree.nodes["kind"].to_numpy() == "comm"

@@ -22,6 +22,15 @@ from .conftest import CCTVIZ, run_job
 MB = 1_000_000
 
 
+def spin(seconds: float) -> float:
+    """A busy loop of ``seconds``; the share of a core it got, by the process's
+    own CPU clock."""
+    c0, t0 = time.process_time_ns(), time.perf_counter_ns()
+    while time.perf_counter_ns() - t0 < seconds * 1e9:
+        pass
+    return (time.process_time_ns() - c0) / (time.perf_counter_ns() - t0)
+
+
 def _by_name(tree) -> dict[str, int]:
     """Node id of each region (names are unique in these runs)."""
     return {n: i for i, n in enumerate(tree.names) if tree.nodes.loc[i, "kind"] == "region"}
@@ -35,10 +44,7 @@ def sampled(tmp_path_factory):
     nbytes = 200 * MB
     with cctviz.profile(out=out, sample_hz=20) as prof:
         with cctviz.region("busy"):
-            c0, t0 = time.process_time_ns(), time.perf_counter_ns()
-            while time.perf_counter_ns() - t0 < 1.0e9:
-                pass
-            direct = (time.process_time_ns() - c0) / (time.perf_counter_ns() - t0)
+            direct = spin(1.0)
         with cctviz.region("sleep"):
             time.sleep(1.0)
         with cctviz.region("write"):
@@ -175,10 +181,7 @@ def test_samples_are_counter_tracks_of_the_timeline(tmp_path):
     measures: CPU near a core inside the busy region, near none in the sleep."""
     with cctviz.profile(out=tmp_path, timeline=True, sample_hz=20):
         with cctviz.region("busy"):
-            c0, t0 = time.process_time_ns(), time.perf_counter_ns()
-            while time.perf_counter_ns() - t0 < 0.5e9:
-                pass
-            direct = (time.process_time_ns() - c0) / (time.perf_counter_ns() - t0)
+            direct = spin(0.5)
         with cctviz.region("sleep"):
             time.sleep(0.5)
     tl = cctviz.read_timeline(tmp_path)
