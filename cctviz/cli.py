@@ -493,6 +493,7 @@ def _cmd_run(rest: Sequence[str]) -> int:
         print("                  [--sample-hz HZ]  (CPU, memory, I/O per context; default 0: off)")
         print("                  script.py [args]")
         print("       cctviz run --workflow workflow.toml [--out DIR] [--mode M] [--sample-hz HZ]")
+        print("                  [--timeline | --trace DIR] [--timeline-limit N|none]")
         print("                  [--grace S]")
         print("                  (a coupled workflow: cctviz.runtime.workflow)")
         print(launch.__doc__)

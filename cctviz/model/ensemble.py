@@ -241,6 +241,27 @@ class Ensemble:
         return codes.astype(np.int64)
 
     @property
+    def absence_groups(self) -> np.ndarray:
+        """Per profile, the group within which a node it did not record counts
+        as 0 (the absence rule of :mod:`cctviz.model.stats`): its run, and within
+        a run its ``component`` where the profiles have one (a workflow's
+        components run different programs: a node of the simulation is not a 0
+        of the training's processes).
+
+        Example:
+            >>> import cctviz
+            >>> t = cctviz.Tree.from_parents([-1], ["main"], {"time": [1.0]})
+            >>> e = cctviz.Ensemble.from_trees([t, t, t], profiles={"component": ["sim", "sim", "train"]})
+            >>> e.absence_groups.tolist(), e.run_ids.tolist()
+            ([0, 0, 1], [0, 0, 0])
+        """
+        if "component" not in self._profiles.columns:
+            return self.run_ids
+        key = pd.MultiIndex.from_arrays([self.run_ids, self._profiles["component"].astype(str)])
+        codes, _ = pd.factorize(key)
+        return codes.astype(np.int64)
+
+    @property
     def exclusive_rows(self) -> pd.DataFrame:
         """The stored table: one row per recorded (node, profile), columns ``node``,
         ``profile`` and the exclusive metrics (no NaN padding)."""
@@ -369,7 +390,9 @@ class Ensemble:
           a profile of a run in which some profile recorded the node counts 0
           there; runs in which no profile recorded the node are left out. So
           a killed rank does not drag the minimum to 0, and a kernel that ran
-          in 5 of 18 runs is averaged over those 5 (as Thicket does).
+          in 5 of 18 runs is averaged over those 5 (as Thicket does). In a
+          workflow a run's components count apart (:attr:`absence_groups`):
+          a node of the simulation is averaged over the simulation's processes.
           Metrics whose rule is not ``"sum"`` never count absence as 0.
         - ``"zero"``: every live profile counts, absent = 0.
         - ``"skip"``: only profiles with a value for the node.
@@ -407,7 +430,7 @@ class Ensemble:
                 self.long_table[metric].to_numpy(dtype=np.float64),
                 len(self._tree),
                 live=self.live,
-                run=self.run_ids,
+                run=self.absence_groups,
                 rule=self._tree.rule(metric),
                 missing=missing,
             )

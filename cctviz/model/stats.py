@@ -10,7 +10,8 @@ The rules:
 - **Which profiles count** (``missing``): see :meth:`cctviz.Ensemble.stats`. By
   default (``"auto"``) a profile that recorded nothing never counts, a profile of
   a run in which some profile recorded the node counts 0 there, and runs in
-  which no profile recorded the node are left out. Metrics whose rule is not
+  which no profile recorded the node are left out (a workflow's components
+  count as runs of their own: ``Ensemble.absence_groups``). Metrics whose rule is not
   ``"sum"`` never count absence as 0.
 - **std** is the sample standard deviation (ddof = 1; NaN for one profile).
 - **Quantiles** are linear between order statistics (numpy's default).

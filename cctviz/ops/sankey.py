@@ -293,6 +293,55 @@ def _columns(n_super: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return col
 
 
+#: the group of call sites that profiles of several groups recorded (``group_by`` a profile column)
+SHARED = "(shared)"
+
+
+def _is_profile_column(ens: Ensemble, group_by: Any) -> bool:
+    return (
+        isinstance(group_by, str)
+        and group_by not in ens.tree.nodes.columns
+        and group_by in ens.profiles.columns
+    )
+
+
+def profile_group_labels(ens: Ensemble, column: str) -> np.ndarray:
+    """Group call sites by who ran them: the value of the profiles' ``column``
+    (a workflow's ``component``, a run's ``host``...) shared by every profile
+    that recorded the call site or anything below it; :data:`SHARED` where
+    profiles of several values did (the root of a workflow, a library both
+    components call), :data:`CATCH_ALL` where no profile with a value did.
+
+    Example:
+        >>> import cctviz
+        >>> sim = cctviz.Tree.from_parents([-1, 0], ["main", "stencil"], {"time": [1.0, 4.0]})
+        >>> train = cctviz.Tree.from_parents([-1, 0], ["main", "forward"], {"time": [1.0, 3.0]})
+        >>> ens = cctviz.Ensemble.from_trees([sim, train], profiles={"component": ["sim", "train"]})
+        >>> dict(zip(ens.tree.names, profile_group_labels(ens, "component")))
+        {'main': '(shared)', 'stencil': 'sim', 'forward': 'train'}
+    """
+    values = ens.profiles[column]
+    codes, uniq = pd.factorize(values, sort=False)  # -1: no value
+    if len(uniq) > 62:
+        raise ValueError(f"group_by={column!r}: {len(uniq)} values; a Sankey groups at most 62")
+    tree = ens.tree
+    rows = ens.exclusive_rows
+    code = codes[rows["profile"].to_numpy()]
+    mask = np.zeros(len(tree), dtype=np.int64)  # bit k: a profile of value k recorded it
+    have = code >= 0
+    np.bitwise_or.at(mask, rows["node"].to_numpy()[have], np.left_shift(1, code[have]))
+    parent = np.asarray(tree.parent)
+    for level in reversed(tree.levels[1:]):  # what is recorded below counts for the parent
+        lv = np.asarray(level)
+        np.bitwise_or.at(mask, parent[lv], mask[lv])
+    single = (mask != 0) & ((mask & (mask - 1)) == 0)
+    which = np.log2(np.where(single, mask, 1)).astype(np.int64)
+    out = np.full(len(tree), SHARED, dtype=object)
+    out[single] = np.asarray([str(u) for u in uniq], dtype=object)[which[single]]
+    out[mask == 0] = CATCH_ALL
+    return out
+
+
 def module_graph(
     data: Tree | Ensemble, group_by: GroupBy = "module", metric: str | None = None
 ) -> SankeyGraph:
@@ -320,7 +369,10 @@ def module_graph(
             f"metric {metric!r} does not add up under a parent (rule {tree.rule(metric)!r}):"
             " a Sankey needs an additive inclusive metric such as 'time (inc)'"
         )
-    labels = group_labels(tree, group_by)
+    if ens is not None and _is_profile_column(ens, group_by):
+        labels = profile_group_labels(ens, str(group_by))
+    else:
+        labels = group_labels(tree, group_by)
     starts, occ = _segments(tree, labels)
     parent = np.asarray(tree.parent)
 
@@ -407,7 +459,7 @@ def _super_stats(ens: Ensemble, per_profile: pd.DataFrame) -> pd.DataFrame:
         v[node, col],
         v.shape[0],
         live=np.ones(pids.size, dtype=bool),
-        run=ens.run_ids[pids],
+        run=ens.absence_groups[pids],
     )
     st["argmax"] = np.where(st["argmax"] >= 0, pids[np.maximum(st["argmax"], 0)], -1)
     return st.drop(columns=["count"])

@@ -122,6 +122,7 @@ def read_run(path: Path) -> Ensemble:
         f = files.get(r)
         if f is None:
             row.update(status="missing", ok=False, problem="no file: the rank died before writing")
+            row.update(_component_of(info, r))
         else:
             try:
                 t = read(f, format="cctviz")
@@ -166,6 +167,21 @@ def read_run(path: Path) -> Ensemble:
         meta["aggregation"] = rules
     structure = Tree(part.tree.nodes.copy(), None, {}, _trusted=True)
     return Ensemble(structure, r, profiles, meta)
+
+
+def _component_of(info: dict, rank: int) -> dict:
+    """``component`` and ``component_rank`` of a workflow's rank from run.json
+    (for a rank that wrote no file), or nothing.
+
+    >>> _component_of({"components": {"sim": {"processes": 2, "first_rank": 0},
+    ...                                "train": {"processes": 2, "first_rank": 2}}}, 3)
+    {'component': 'train', 'component_rank': 1}
+    """
+    for name, c in (info.get("components") or {}).items():
+        first, n = c.get("first_rank"), c.get("processes")
+        if isinstance(first, int) and isinstance(n, int) and first <= rank < first + n:
+            return {"component": name, "component_rank": rank - first}
+    return {}
 
 
 #: the sampler's counter tracks on a timeline: name -> (sampled series, unit, rate?)

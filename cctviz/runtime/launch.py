@@ -165,6 +165,36 @@ def parse_limit(text: str | None) -> int | None:
     return n
 
 
+def prepare_trace(trace: Path, *, clean: bool) -> None:
+    """Check that ``--trace DIR`` can take a new archive (the otf2 package is
+    there, no archive in it yet); ``clean``: remove the raw files a crashed run left."""
+    from .trace import ARCHIVE, RAW_DIR, require_otf2
+
+    try:
+        require_otf2()
+    except ImportError as e:
+        raise LaunchError(f"--trace: {e}") from None
+    if (trace / f"{ARCHIVE}.otf2").exists():
+        raise LaunchError(f"--trace: {trace} holds an OTF2 archive already; give a new folder")
+    if clean and (trace / RAW_DIR).is_dir():
+        import shutil
+
+        shutil.rmtree(trace / RAW_DIR)
+
+
+def finish_trace(trace: Path) -> None:
+    """After the job: write the archive of the ranks that did not (a rank
+    died, or none completed the set), and say where it is."""
+    from .trace import ARCHIVE, merge_when_complete
+
+    try:
+        merge_when_complete(trace, force=True)
+    except Exception as e:  # noqa: BLE001 - the profiles are written; say what failed
+        print(f"cctviz: could not write the OTF2 trace: {e!r}", file=sys.stderr)
+    if (trace / f"{ARCHIVE}.otf2").exists():
+        print(f"cctviz: OTF2 trace in {trace}/{ARCHIVE}.otf2", file=sys.stderr)
+
+
 def _opt(tokens: list[str], *names: str) -> str | None:
     for k, t in enumerate(tokens):
         key, eq, val = t.partition("=")
@@ -207,18 +237,7 @@ def run(argv: Sequence[str]) -> int:
     if trace is None and ours.get("timeline"):  # the trace inside the run: read_timeline(out)
         trace = out / TIMELINE_DIR
     if trace is not None:
-        from .trace import ARCHIVE, RAW_DIR, require_otf2
-
-        try:
-            require_otf2()
-        except ImportError as e:
-            raise LaunchError(f"--trace: {e}") from None
-        if (trace / f"{ARCHIVE}.otf2").exists():
-            raise LaunchError(f"--trace: {trace} holds an OTF2 archive already; give a new folder")
-        if node_rank_of(tokens) == "0" and (trace / RAW_DIR).is_dir():
-            import shutil
-
-            shutil.rmtree(trace / RAW_DIR)  # what a crashed run left
+        prepare_trace(trace, clean=node_rank_of(tokens) == "0")
     nnodes = _opt(tokens, "--nnodes") or "1"
     nproc = _opt(tokens, "--nproc-per-node", "--nproc_per_node") or "1"
     node_rank = node_rank_of(tokens)
@@ -258,14 +277,7 @@ def run(argv: Sequence[str]) -> int:
         print(f"cctviz: the job failed: {e}", file=sys.stderr)
         code = 1
     if trace is not None:
-        from .trace import ARCHIVE, merge_when_complete
-
-        try:
-            merge_when_complete(trace, force=True)
-        except Exception as e:  # noqa: BLE001 - the profiles are written; say what failed
-            print(f"cctviz: could not write the OTF2 trace: {e!r}", file=sys.stderr)
-        if (trace / f"{ARCHIVE}.otf2").exists():
-            print(f"cctviz: OTF2 trace in {trace}/{ARCHIVE}.otf2", file=sys.stderr)
+        finish_trace(trace)
     n = len(list(out.glob(RANK_GLOB)))
     print(
         f"cctviz: {n} rank file(s) in {out}/; look at them with `cctviz tree {out}`",

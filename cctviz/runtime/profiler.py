@@ -384,13 +384,15 @@ class Profiler:
             "pid": os.getpid(),
             "strategy": facts.get("strategy", "none"),
         }
-        from .workflow import ENV_COMPONENT, ENV_RANK_OFFSET
+        from .workflow import ENV_COMPONENT, ENV_RANK_OFFSET, ENV_WORKFLOW_SIZE
 
         component = os.environ.get(ENV_COMPONENT)
         if component:  # a workflow's process: numbered across the workflow
             info["component"] = component
             info["component_rank"] = rank
             info["rank"] = _env_int(ENV_RANK_OFFSET, 0) + int(rank)
+            if os.environ.get(ENV_WORKFLOW_SIZE):
+                info["workflow_size"] = _env_int(ENV_WORKFLOW_SIZE, 0)
         for k in ("params", "model", "ddp_comm_hook", "model_spec", "bucket_bytes"):
             if k in facts:
                 info[k] = facts[k]
@@ -465,7 +467,10 @@ class Profiler:
     def _finish_trace(self) -> None:
         from .trace import merge_when_complete
 
-        self.rec.close_trace(self.rank_info())
+        info = self.rank_info()
+        if self.sampler is not None:  # the samples go in as OTF2 metric records
+            info["samples"] = self.sampler.series()
+        self.rec.close_trace(info)
         self.trace_archive = merge_when_complete(self.trace)
 
 

@@ -157,6 +157,32 @@ LOCK = "merge.lock"
 BYTES_ATTRIBUTE = f"{OTF2_NAMESPACE}comm_bytes"
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 _COMM_COLS = 7  # event index, kind, comm, root/peer, tag, bytes, group size
+#: what a rank's description keeps of its facts (a workflow's process: its
+#: component, its rank there and the number of processes of the workflow; the
+#: sampler's series, written as metric records)
+_DESC_KEYS = (
+    "rank",
+    "world_size",
+    "hostname",
+    "backend",
+    "component",
+    "component_rank",
+    "workflow_size",
+    "samples",
+)
+#: the sampler's tracks as OTF2 metric members: (mode, what it is)
+SAMPLE_MEMBERS = {
+    "cpu_time": ("ACCUMULATED_START", "CPU time of the process"),
+    "io_read_bytes": ("ACCUMULATED_START", "bytes read through files, pipes and sockets"),
+    "io_write_bytes": ("ACCUMULATED_START", "bytes written through files, pipes and sockets"),
+    "ctx_switches": ("ACCUMULATED_START", "voluntary context switches"),
+    "rss": ("ABSOLUTE_POINT", "resident set size"),
+    "gpu_util": ("ABSOLUTE_POINT", "GPU utilisation (NVML)"),
+    "gpu_mem": ("ABSOLUTE_POINT", "GPU memory used (NVML)"),
+    "gpu_power": ("ABSOLUTE_POINT", "GPU power draw (NVML)"),
+    "pcie_tx": ("ABSOLUTE_POINT", "PCIe transmit throughput (NVML)"),
+    "pcie_rx": ("ABSOLUTE_POINT", "PCIe receive throughput (NVML)"),
+}
 
 
 def require_otf2() -> None:
@@ -381,7 +407,7 @@ class TracingRecorder(Recorder):
         if self._raw is None:
             return None
         desc = {
-            **{k: info[k] for k in ("rank", "world_size", "hostname", "backend") if k in info},
+            **{k: info[k] for k in _DESC_KEYS if k in info},
             "root": self.name[0],
             "parent": self.parent,
             "name": self.name,
@@ -486,7 +512,7 @@ def merge_when_complete(trace_dir: str | os.PathLike, *, force: bool = False) ->
     ranks = raw_descriptions(trace_dir)
     if not ranks:
         return None
-    world = max(int(d.get("world_size", 1)) for _, d in ranks)
+    world = max(processes_expected(d) for _, d in ranks)
     if len(ranks) < world and not force:
         return None
     try:
@@ -506,6 +532,41 @@ def merge_when_complete(trace_dir: str | os.PathLike, *, force: bool = False) ->
     except OSError:
         pass
     return anchor
+
+
+def processes_expected(desc: dict[str, Any]) -> int:
+    """How many ranks the archive waits for: the workflow's processes for a
+    workflow's process, else the job's world size.
+
+    >>> processes_expected({"world_size": 2}), processes_expected({"world_size": 2, "workflow_size": 6})
+    (2, 6)
+    """
+    return int(desc.get("workflow_size") or desc.get("world_size", 1))
+
+
+def location_name(desc: dict[str, Any]) -> str:
+    """The OTF2 location (and process) name of a rank: ``rank N``, or for a
+    workflow's process ``<component> rank <its rank in the component>``.
+
+    >>> location_name({"rank": 3}), location_name({"rank": 3, "component": "train", "component_rank": 1})
+    ('rank 3', 'train rank 1')
+    """
+    if desc.get("component"):
+        return f"{desc['component']} rank {int(desc.get('component_rank', 0))}"
+    return f"rank {int(desc.get('rank', 0))}"
+
+
+def rank_offset(desc: dict[str, Any]) -> int:
+    """What to add to a rank of the process's own torch.distributed world to
+    get its rank in the archive (a workflow numbers its processes across
+    components; 0 for one job).
+
+    >>> rank_offset({"rank": 5, "component": "train", "component_rank": 1})
+    4
+    """
+    if desc.get("component"):
+        return int(desc.get("rank", 0)) - int(desc.get("component_rank", 0))
+    return 0
 
 
 def cap_properties(desc: dict[str, Any], shift: int = 0) -> dict[str, int]:
@@ -549,6 +610,73 @@ _COMM_ROLE = {
 }
 
 
+class _SampleRecords:
+    """A rank's sampler series as OTF2 ``Metric`` records on its location, in
+    time order among its other events: one metric class per rank of the tracks
+    it sampled (:data:`SAMPLE_MEMBERS`: cumulative ones ``ACCUMULATED_START``,
+    gauges ``ABSOLUTE_POINT``, units from the series). A sample taken before
+    the location's first event or after its last is put at that event."""
+
+    def __init__(
+        self,
+        defs: Any,
+        series: dict[str, Any] | None,
+        shift: int,
+        writer: Any,
+        start: int,
+        known: dict[tuple, Any],
+    ) -> None:
+        from otf2.enums import Base, MetricMode, MetricType, RecorderKind, Type
+
+        self.writer, self.k = writer, 0
+        series = series or {}
+        tracks = {k: v for k, v in series.get("tracks", {}).items() if k in SAMPLE_MEMBERS}
+        ts = np.asarray(series.get("ts", []), dtype=np.int64) + shift
+        self.ts = np.maximum.accumulate(np.maximum(ts, start)) if ts.size else ts
+        if not tracks or not self.ts.size:
+            self.ts = self.ts[:0]
+            return
+        units = series.get("units", {})
+        members, columns = [], []
+        for name, values in tracks.items():
+            v = np.asarray(values, dtype=np.float64)[: self.ts.size]
+            whole = bool(np.all(v == np.round(v)) and np.all(v >= 0))
+            mode, what = SAMPLE_MEMBERS[name]
+            key = (name, whole, str(units.get(name, "")))
+            if key not in known:  # one definition for the ranks that share it
+                known[key] = defs.metric_member(
+                    name,
+                    what,
+                    metric_type=MetricType.OTHER,
+                    metric_mode=getattr(MetricMode, mode),
+                    value_type=Type.UINT64 if whole else Type.DOUBLE,
+                    base=Base.DECIMAL,
+                    exponent=0,
+                    unit=key[2],
+                )
+            members.append(known[key])
+            columns.append(v.astype(np.uint64).tolist() if whole else v.tolist())
+        self.ts = self.ts[: min(len(c) for c in columns)]
+        self.rows = list(zip(*columns, strict=False))
+        ckey = tuple(id(m) for m in members)
+        if ckey not in known:
+            known[ckey] = defs.metric_class(members, recorder_kind=RecorderKind.ABSTRACT)
+        self.cls = known[ckey]
+
+    def until(self, t: int) -> None:
+        """Write the samples taken up to ``t`` (at ``t`` at the earliest)."""
+        while self.k < self.ts.size and self.ts[self.k] <= t:
+            self.writer.metric(int(self.ts[self.k]), self.cls, self.rows[self.k])
+            self.k += 1
+
+    def rest(self, t: int) -> None:
+        """Write the samples left, at ``t`` at the latest (the location's end)."""
+        self.until(t)
+        while self.k < self.ts.size:
+            self.writer.metric(t, self.cls, self.rows[self.k])
+            self.k += 1
+
+
 def write_archive(
     trace_dir: str | os.PathLike, ranks: list[tuple[Path, dict[str, Any]]] | None = None
 ) -> Path:
@@ -584,16 +712,27 @@ def write_archive(
         nodes = {h: defs.system_tree_node(h or "localhost", class_name="node") for h in hosts}
         locs = []
         for _, d in ranks:
-            r = int(d.get("rank", 0))
             g = defs.location_group(
-                f"rank {r}",
+                location_name(d),
                 location_group_type=LocationGroupType.PROCESS,
                 system_tree_parent=nodes[d.get("hostname", "")],
             )
-            loc = defs.location(f"rank {r}", type=LocationType.CPU_THREAD, group=g)
+            loc = defs.location(location_name(d), type=LocationType.CPU_THREAD, group=g)
             locs.append(loc)
             for name, value in cap_properties(d, shift[d.get("hostname", "")]).items():
                 defs.location_property(loc, name, Type.INT64, value)
+            # its rank, read back as the profile's (a location's index is not: a rank may be missing)
+            defs.location_property(loc, f"{OTF2_NAMESPACE}rank", Type.INT64, int(d.get("rank", 0)))
+            if d.get("component"):  # a workflow's process: read back as profile columns
+                defs.location_property(
+                    loc, f"{OTF2_NAMESPACE}component", Type.STRING, str(d["component"])
+                )
+                defs.location_property(
+                    loc,
+                    f"{OTF2_NAMESPACE}component_rank",
+                    Type.INT64,
+                    int(d.get("component_rank", 0)),
+                )
         rank_ids = [int(d.get("rank", 0)) for _, d in ranks]
         defs.group(  # all ranks: the COMM_LOCATIONS group the communicators index
             "torch.distributed ranks",
@@ -609,6 +748,7 @@ def write_archive(
             type=Type.UINT64,
         )
         regions: dict[tuple[str, str], Any] = {}
+        metric_defs: dict[tuple, Any] = {}  # the samples' members and classes
 
         def region(name: str, kind: str) -> Any:
             key = (name, kind)
@@ -632,9 +772,10 @@ def write_archive(
             cm = np.fromfile(stem.with_suffix(".comms"), dtype="<i8").reshape(-1, _COMM_COLS)
             by_event = {int(row[0]): row for row in cm.tolist()}
             local_comms = []
+            moved = rank_offset(d)
             for c in d.get("comms", []):
-                members = tuple(index_of_rank.get(m, m) for m in c["members"])
-                key = (str(c.get("key", "")), members)
+                members = tuple(index_of_rank.get(m + moved, m + moved) for m in c["members"])
+                key = (str(d.get("component", "")), str(c.get("key", "")), members)
                 if key not in comms:
                     grp = defs.group(
                         c["name"],
@@ -656,11 +797,13 @@ def write_archive(
             t = int(ev[0, 0]) if len(ev) else off
             program = str(d.get("program", "")) or str(d.get("root", ""))
             ew.program_begin(t, program, [str(a) for a in d.get("arguments", [])])
+            samples = _SampleRecords(defs, d.get("samples"), off, ew, t, metric_defs)
             open_comm: dict[int, list[Any]] = {}
             pending = None
             for op, x in replay(parent, ev):
                 if op == "t":
                     t = x
+                    samples.until(t)
                     continue
                 if op == "i":
                     pending = by_event.get(x)
@@ -708,6 +851,7 @@ def write_archive(
                         n_events += 1
                 _otf2.EvtWriter_Leave(h, None, t, refs[x])
                 n_events += 1
+            samples.rest(t)
             ew.program_end(t, 0)
             loc._number_of_events_written += n_events
             if len(ev):

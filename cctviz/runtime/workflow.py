@@ -33,8 +33,16 @@ When a component fails (a process exits non-zero), it is flagged in
 stopped (SIGTERM: each process writes its profile as it stops), so that what
 they measured is kept, as for a crashed rank of one job.
 
-Not yet: one OTF2 archive of the whole workflow (``--trace``/``--timeline``),
-MPI components through ``mpirun``.
+``--timeline`` (or ``--trace DIR``) traces every process into one OTF2
+archive (``OUT/timeline``, :mod:`cctviz.runtime.trace`): a location per
+process named ``<component> rank <k>`` with the properties
+``cctviz::component`` and ``cctviz::component_rank`` (columns of the
+profiles read back), each component's torch.distributed communicators of its
+own, and the samples as OTF2 metric records. The last process to finish
+writes it, or the launcher after a failure; ``cctviz.read_timeline(OUT)``
+reads it with the sampled counter tracks, lanes grouped by component.
+
+Not yet: MPI components through ``mpirun``.
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ from .launch import LaunchError
 #: profiler reads them: profile numbering and the ``component`` column)
 ENV_COMPONENT = "CCTVIZ_COMPONENT"
 ENV_RANK_OFFSET = "CCTVIZ_RANK_OFFSET"
+ENV_WORKFLOW_SIZE = "CCTVIZ_WORKFLOW_SIZE"
 #: samples a second of each process (CPU, memory, I/O: :mod:`cctviz.runtime.sampler`)
 SAMPLE_HZ = 10.0
 #: seconds the others keep running after a component failed
@@ -150,24 +159,27 @@ def _component(path: Path, name: str, spec: Any) -> Component:
     return c
 
 
-def _worker(c: Component, out: Path, mode: str, sample: list[str]) -> list[str]:
+def _worker(c: Component, out: Path, mode: str, extra: list[str]) -> list[str]:
     """The profiled command line of one process (after the launcher's part)."""
     is_module, script, args = c.target
     args = [x.replace("{out}", str(out.resolve())) for x in args]
-    w = ["-m", "cctviz.runtime.worker", "--out", str(out), "--mode", mode, "--files", *sample]
+    w = ["-m", "cctviz.runtime.worker", "--out", str(out), "--mode", mode, "--files", *extra]
     w += ["--module"] if is_module else []
     return [*w, script, *args]
 
 
 def _commands(
-    components: Sequence[Component], out: Path, mode: str, sample: list[str]
+    components: Sequence[Component], out: Path, mode: str, extra: list[str]
 ) -> list[tuple[Component, int, list[str], dict[str, str]]]:
-    """(component, local rank or -1 for a torchrun launcher, argv, env) of every process."""
+    """(component, local rank or -1 for a torchrun launcher, argv, env) of every
+    process; ``extra``: the worker's options (sampler, trace)."""
     procs = []
     offset = 0
+    total = str(sum(c.processes for c in components))
     for c in components:
         env = {**os.environ, **c.env, ENV_COMPONENT: c.name, ENV_RANK_OFFSET: str(offset)}
-        worker = _worker(c, out, mode, sample)
+        env[ENV_WORKFLOW_SIZE] = total
+        worker = _worker(c, out, mode, extra)
         if c.torch:
             argv = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
             argv += ["--nproc-per-node", str(c.processes), *worker]
@@ -187,13 +199,25 @@ def run_workflow(
     mode: str = "light",
     sample_hz: float = SAMPLE_HZ,
     grace: float = GRACE_S,
+    trace: str | os.PathLike | None = None,
+    timeline_limit: int | None = None,
 ) -> int:
     """Run the workflow of ``path`` with every process profiled into ``out``;
-    returns 0 when every component succeeded, else 1 (module docstring)."""
+    returns 0 when every component succeeded, else 1 (module docstring).
+    ``trace``: the folder of the workflow's OTF2 archive (None: no trace),
+    each process capped at ``timeline_limit`` transitions (None: the runtime's
+    default cap, :data:`cctviz.runtime.trace.DEFAULT_LIMIT`)."""
     components = load_workflow(path)
-    out = Path(out)
+    out = Path(out).resolve()  # the processes run in their components' folders
+    extra = ["--sample-hz", str(sample_hz)] if sample_hz > 0 else []
+    if trace is not None:
+        from .launch import finish_trace, parse_limit, prepare_trace
+
+        trace = Path(trace).resolve()
+        prepare_trace(trace, clean=True)
+        limit = timeline_limit if timeline_limit is not None else parse_limit(None)
+        extra += ["--trace", str(trace), "--timeline-limit", str(limit)]
     out.mkdir(parents=True, exist_ok=True)
-    sample = ["--sample-hz", str(sample_hz)] if sample_hz > 0 else []
     from .profiler import update_run_file
 
     total = sum(c.processes for c in components)
@@ -206,21 +230,34 @@ def run_workflow(
             "expected_world_size": total,
             "mode": mode,
             "launched": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            "components": {c.name: {"processes": c.processes} for c in components},
+            "components": _facts(components),
+            **({"trace": str(trace), "timeline_limit": limit} if trace is not None else {}),
         },
     )
     print(f"cctviz: workflow {path} ({total} processes) into {out}/", file=sys.stderr, flush=True)
     running = [
         (c, subprocess.Popen(argv, env=env, cwd=c.cwd, start_new_session=True))
-        for c, _, argv, env in _commands(components, out, mode, sample)
+        for c, _, argv, env in _commands(components, out, mode, extra)
     ]
     status = _wait(running, grace)
-    facts = {c.name: {"processes": c.processes, **status[c.name]} for c in components}
+    if trace is not None:
+        finish_trace(trace)
+    facts = {n: {**f, **status[n]} for n, f in _facts(components).items()}
     update_run_file(out, {"components": facts})
     failed = [n for n, s in status.items() if s["status"] != "complete"]
     for n in failed:
         print(f"cctviz: component {n}: {status[n]['status']}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _facts(components: Sequence[Component]) -> dict[str, dict[str, int]]:
+    """run.json's ``components``: per component its processes and the rank (in
+    the workflow's numbering) of its first."""
+    out, first = {}, 0
+    for c in components:
+        out[c.name] = {"processes": c.processes, "first_rank": first}
+        first += c.processes
+    return out
 
 
 def _wait(running: list[tuple[Component, subprocess.Popen]], grace: float) -> dict[str, dict]:
@@ -249,8 +286,22 @@ def _wait(running: list[tuple[Component, subprocess.Popen]], grace: float) -> di
         if k in stopped and s["status"] == "complete":
             s["status"] = "stopped (another component failed)"
         elif codes[k] != 0 and k not in stopped:
-            s["status"] = f"failed (exit {codes[k]})"
+            s["status"] = _failure(codes[k])
     return out
+
+
+def _failure(code: int) -> str:
+    """How a process ended that did not succeed (a negative code: the signal).
+
+    >>> _failure(3), _failure(-9)
+    ('failed (exit 3)', 'killed (SIGKILL)')
+    """
+    if code < 0:
+        try:
+            return f"killed ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"killed (signal {-code})"
+    return f"failed (exit {code})"
 
 
 def _terminate(p: subprocess.Popen) -> None:
@@ -262,7 +313,8 @@ def _terminate(p: subprocess.Popen) -> None:
 
 
 def workflow_main(argv: Sequence[str]) -> int:
-    """``cctviz run --workflow FILE [--out DIR] [--mode M] [--sample-hz HZ] [--grace S]``."""
+    """``cctviz run --workflow FILE [--out DIR] [--mode M] [--sample-hz HZ] [--grace S]
+    [--timeline | --trace DIR] [--timeline-limit N]``."""
     import argparse
 
     p = argparse.ArgumentParser(prog="cctviz run --workflow", add_help=False)
@@ -271,11 +323,15 @@ def workflow_main(argv: Sequence[str]) -> int:
     p.add_argument("--mode", default="light", choices=("light", "detailed"))
     p.add_argument("--grace", type=float, default=GRACE_S)
     p.add_argument("--sample-hz", type=float, default=SAMPLE_HZ)
+    p.add_argument("--trace", default=None)
+    p.add_argument("--timeline", action="store_true")
+    p.add_argument("--timeline-limit", default=None)
     try:
         a, extra = p.parse_known_args(list(argv))
     except SystemExit:
         raise LaunchError(
-            "--workflow FILE [--out DIR] [--mode light|detailed] [--grace S]"
+            "--workflow FILE [--out DIR] [--mode light|detailed] [--grace S] [--sample-hz HZ]"
+            " [--timeline | --trace DIR] [--timeline-limit N]"
         ) from None
     if extra:
         raise LaunchError(f"--workflow: options not known with a workflow: {extra}")
@@ -283,13 +339,27 @@ def workflow_main(argv: Sequence[str]) -> int:
     out = a.out or f"cctviz-run-{Path(a.workflow).stem}-{stamp}"
     if a.sample_hz < 0:
         raise LaunchError(f"--sample-hz must be >= 0 (0: no sampler), not {a.sample_hz}")
-    return run_workflow(a.workflow, out, mode=a.mode, sample_hz=a.sample_hz, grace=a.grace)
+    from .launch import TIMELINE_DIR, parse_limit
+
+    trace = a.trace or (str(Path(out) / TIMELINE_DIR) if a.timeline else None)
+    if a.timeline_limit is not None and trace is None:
+        raise LaunchError("--timeline-limit: give --timeline (or --trace DIR) as well")
+    return run_workflow(
+        a.workflow,
+        out,
+        mode=a.mode,
+        sample_hz=a.sample_hz,
+        grace=a.grace,
+        trace=trace,
+        timeline_limit=parse_limit(a.timeline_limit),
+    )
 
 
 __all__ = [
     "Component",
     "ENV_COMPONENT",
     "ENV_RANK_OFFSET",
+    "ENV_WORKFLOW_SIZE",
     "load_workflow",
     "run_workflow",
     "workflow_main",

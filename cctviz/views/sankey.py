@@ -489,7 +489,7 @@ class SankeyView(View):
                 per
                 if self._ens is None
                 else counted_matrix(
-                    per, live=np.ones(pids.size, dtype=bool), run=self._ens.run_ids[pids]
+                    per, live=np.ones(pids.size, dtype=bool), run=self._ens.absence_groups[pids]
                 )
             )
             d.update(box_plots(d["counted"], d["q1"], d["q3"], d["median"]))

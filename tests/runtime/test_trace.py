@@ -106,7 +106,7 @@ def profile_paths(tree) -> dict[tuple[str, ...], dict]:
         tuple(tree.path(i)): {
             "calls": int(f.loc[i, "calls"]),
             "time": int(f.loc[i, "time"]),
-            "comm_bytes": int(f.loc[i, "comm_bytes"]) if "comm_bytes" in f else 0,
+            "comm_bytes": int(np.nan_to_num(f.loc[i, "comm_bytes"])) if "comm_bytes" in f else 0,
             "kind": f.loc[i, "kind"],
         }
         for i in f.index

@@ -1,12 +1,16 @@
 """``cctviz run --workflow``: a coupled workflow of plain and torch.distributed
 components, every process profiled into one run folder (issue 22); a failing
-component is flagged and the others stopped with their data kept."""
+component is flagged and the others stopped with their data kept; with
+``--timeline``, the whole workflow in one OTF2 archive, read back with the
+``otf2`` package, Debian's ``otf2-print`` and cctviz."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 import textwrap
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -16,6 +20,7 @@ from cctviz.runtime.launch import LaunchError
 from cctviz.runtime.workflow import load_workflow
 
 from .conftest import CCTVIZ, ROOT, run_job
+from .test_trace import OTF2_PRINT, assert_tree_equal, profile_paths, rebuild
 
 SCRIPTS = ROOT / "tests" / "runtime" / "scripts" / "workflow"
 
@@ -44,7 +49,7 @@ def coupled(tmp_path_factory):
         cwd = "SCRIPTS"
         """,
     )
-    p = run_job([*CCTVIZ, "run", "--workflow", str(wf), "--out", str(d / "run")])
+    p = run_job([*CCTVIZ, "run", "--workflow", str(wf), "--out", str(d / "run"), "--timeline"])
     return d / "run", stage, p
 
 
@@ -118,6 +123,149 @@ def test_a_failing_component_is_flagged_and_the_others_stopped(tmp_path):
     wait = np.flatnonzero(np.asarray(ens.tree.names) == "wait")
     # what the stopped one measured is kept: about a second of waiting
     assert ens.values("time")[wait, 1].sum() > 0.5e9
+
+
+# ------------------------------------------------- the workflow's OTF2 archive
+def _rank_metas(run):
+    return [cctviz.read(f).meta for f in sorted(run.glob("rank-*.cctviz"))]
+
+
+def test_one_archive_lists_every_components_locations(coupled):
+    run, _, _ = coupled
+    p = subprocess.run(
+        [OTF2_PRINT, "-G", str(run / "timeline" / "traces.otf2")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    locations = re.findall(r'^LOCATION\s+\d+\s+Name: "([^"]+)"', p.stdout, re.M)
+    want = [f"{m['component']} rank {m['component_rank']}" for m in _rank_metas(run)]
+    assert locations == want == ["sim rank 0", "sim rank 1", "train rank 0", "train rank 1"]
+    props = re.findall(
+        r'^LOCATION_PROPERTY\s+Location: "([^"]+)".*Name: "cctviz::component".*Value: "(\w+)"',
+        p.stdout,
+        re.M,
+    )
+    assert props == [(n, n.split()[0]) for n in want]
+    # the training's communicator holds the training's processes only
+    groups = re.findall(r'^GROUP\s+\d+\s+Name: "WORLD \(gloo\)".*Members: (.*)$', p.stdout, re.M)
+    assert len(groups) == 1 and re.findall(r'"([^"]+)"', groups[0]) == want[2:]
+    assert not (run / "timeline" / ".cctviz-trace").exists(), "raw files removed"
+
+
+def test_the_archive_reads_back_exactly(coupled):
+    """Per process, the tree of Enter/Leave equals its profile (paths, calls,
+    exclusive times) and the collective records equal its comm contexts (calls,
+    bytes); cctviz's reader gives the component columns and the same bytes."""
+    run, _, _ = coupled
+    archive = run / "timeline" / "traces.otf2"
+    t = rebuild(archive)
+    ens = cctviz.read(run)
+    for r, m in enumerate(_rank_metas(run)):
+        who = f"{m['component']} rank {m['component_rank']}"
+        prof = profile_paths(ens.profile(r))
+        assert_tree_equal(t[who]["paths"], prof, who)
+        comm = {q: v for q, v in prof.items() if v["kind"] == "comm" and q[-1] != "wait"}
+        assert bool(comm) == (m["component"] == "train")
+        for q, v in comm.items():
+            assert t[who]["paths"][q]["records"] == v["calls"], f"{who} {q}"
+            assert t[who]["paths"][q]["bytes"] == v["comm_bytes"], f"{who} {q}"
+    back = cctviz.read(archive)
+    assert back.profiles["component"].tolist() == ens.profiles["component"].tolist()
+    assert back.profiles["rank"].tolist() == [0, 1, 2, 3]
+    moved = np.nansum(back.values("comm_bytes"), axis=0)
+    assert moved.tolist() == np.nansum(ens.values("comm_bytes"), axis=0).tolist()
+    assert moved[2:].min() > 0 and moved[:2].max() == 0  # the training's all-reduces
+
+
+def test_the_samples_are_otf2_metric_records(coupled):
+    """Every sample of every process is a Metric record on its location; read
+    back, the CPU time (accumulated) totals the last sample and the RSS (a
+    gauge, a max) peaks at the largest sample."""
+    run, _, _ = coupled
+    archive = run / "timeline" / "traces.otf2"
+    p = subprocess.run([OTF2_PRINT, str(archive)], capture_output=True, text=True, check=True)
+    per_location = Counter(
+        int(ln.split()[1]) for ln in p.stdout.splitlines() if ln.startswith("METRIC ")
+    )
+    metas = _rank_metas(run)
+    assert [per_location[k] for k in range(4)] == [len(m["samples"]["ts"]) for m in metas]
+    back = cctviz.read(archive)
+    assert back.tree.units["cpu_time"] == "ns" and back.aggregation["rss"] == "max"
+    for r, m in enumerate(metas):
+        tracks = m["samples"]["tracks"]
+        assert back.values("cpu_time")[:, r].sum() == pytest.approx(tracks["cpu_time"][-1])
+        assert np.nanmax(back.values("rss")[:, r]) == max(tracks["rss"])
+
+
+def test_the_workflow_timeline_has_components_and_counters(coupled):
+    run, _, _ = coupled
+    tl = cctviz.read_timeline(run)
+    assert tl.profiles["component"].tolist() == ["sim", "sim", "train", "train"]
+    tracks = tl.counters.groupby("profile")["track"].unique()
+    assert all({"cpu_util", "rss"} <= set(v) for v in tracks)
+    # the trace's time of every process is its profile's
+    traced = np.nansum(tl.ensemble().values("time"), axis=0)
+    assert traced.tolist() == np.nansum(cctviz.read(run).values("time"), axis=0).tolist()
+
+
+def test_a_component_killed_mid_run_leaves_the_others_readable(tmp_path):
+    """SIGKILL (the OOM killer's way): the killed process writes nothing; it is
+    flagged, in run.json and as a missing profile of its component, and what the
+    other component measured is in its profile and in the workflow's archive."""
+    wf = workflow_file(
+        tmp_path,
+        """
+        [component.killed]
+        command = ["python", "killed.py"]
+        cwd = "SCRIPTS"
+        [component.slow]
+        command = ["python", "wait.py"]
+        cwd = "SCRIPTS"
+        """,
+    )
+    out = tmp_path / "run"
+    p = run_job(
+        [*CCTVIZ, "run", "--workflow", str(wf), "--out", str(out), "--grace", "4", "--timeline"],
+        check=False,
+        timeout=180,
+    )
+    assert p.returncode == 1, p.stderr[-2000:]
+    info = json.loads((out / "run.json").read_text())["components"]
+    assert info["killed"]["status"] == "killed (SIGKILL)"
+    assert info["slow"]["status"].startswith("stopped")
+    with pytest.warns(UserWarning, match="not complete"):
+        ens = cctviz.read(out)
+    prof = ens.profiles.set_index("component")
+    assert prof.loc["killed", "status"] == "missing"
+    assert "SIGTERM" in prof.loc["slow", "status"]
+    wait = np.flatnonzero(np.asarray(ens.tree.names) == "wait")
+    assert ens.values("time")[wait, 1].sum() > 2e9  # about 4 s of waiting kept
+    tl = cctviz.read_timeline(out)
+    assert tl.profiles["component"].tolist() == ["slow"] and tl.profiles["rank"].tolist() == [1]
+    assert np.nansum(tl.ensemble().values("time")) == np.nansum(ens.values("time")[:, 1])
+
+
+def test_the_sankey_groups_by_component(coupled):
+    """``group_by="component"`` (a profiles column): a super node per component,
+    its distribution over that component's processes only (the others did not
+    run it: missing, not 0), each process's value its own inclusive time."""
+    run, _, _ = coupled
+    ens = cctviz.read(run)
+    view = cctviz.SankeyView(ens, group_by="component")
+    assert view.group_by == "component"
+    nodes = view.nodes.set_index("group")
+    assert set(nodes.index) == {"sim", "train"}
+    per = view.graph.per_profile
+    roots = np.flatnonzero(np.asarray(ens.tree.parent) < 0)
+    inc = ens.values("time (inc)")[roots]  # each component's program root, per process
+    comp = ens.profiles["component"].to_numpy()
+    for name, row in zip(nodes.index, nodes.itertuples(), strict=True):
+        got = per.loc[nodes.index.get_loc(name)].to_numpy()
+        mine = comp == name
+        assert np.isnan(got[~mine]).all()
+        assert got[mine].tolist() == pytest.approx(np.nansum(inc[:, mine], axis=0).tolist())
+        assert row.mean == pytest.approx(got[mine].mean())
 
 
 @pytest.mark.parametrize(
