@@ -72,6 +72,8 @@ _HEADER_LINE = re.compile(rb"^(?:" + _HEADER + rb"|(?P<bad>.*))$", re.M)
 _HEADER_GROUPS = sorted(_HEADER_LINE.groupindex, key=_HEADER_LINE.groupindex.get)
 #: a frame's address (and the blanks around it), removed to leave ``symbol (dso)``
 _IP = re.compile(rb"^[ \t]+[0-9a-fA-F]+(?:[ \t]+|$)", re.M)
+#: the same after a newline: a literal first character lets the scan skip ahead
+_NL_IP = re.compile(rb"\n[ \t]+[0-9a-fA-F]+(?:[ \t]+|(?=\n)|\Z)")
 #: a symbol's offset, removed so that a function's samples add up
 _SYMOFF = re.compile(rb"\+0x[0-9a-fA-F]+(?=[ \t]+\(|[ \t]*$)", re.M)
 _SYM_DSO = re.compile(r"^(?P<sym>.*?)(?:[ \t]*\((?P<dso>[^()]*(?:\([^()]*\))?[^()]*)\))?[ \t]*$")
@@ -116,7 +118,8 @@ def _bytes(path: Path) -> bytes:
         raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ProfileError(path, f"not UTF-8 text ({e.reason})", where=f"byte {e.start}") from None
-    raw = raw.replace(b"\r\n", b"\n")
+    if b"\r" in raw:
+        raw = raw.replace(b"\r\n", b"\n")
     return raw[:-1] if raw.endswith(b"\n") else raw
 
 
@@ -157,7 +160,8 @@ def _line_kinds(raw: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
     blank_after = (colon + 1 == b.size) | (nxt == 32) | (nxt == 9) | (nxt == 10) | (nxt == 13)
     prev = b[colon - 1]
     ends_time = colon[blank_after & (prev >= ord("0")) & (prev <= ord("9"))]
-    cand = np.unique(np.searchsorted(newline, ends_time))
+    cand = np.searchsorted(newline, ends_time)  # sorted: drop repeats of a line
+    cand = cand[np.r_[True, cand[1:] != cand[:-1]]] if cand.size else cand
     return skip, cand[~skip[cand]]
 
 
@@ -192,7 +196,8 @@ def _frame_keys(path: Path, lines: np.ndarray, where: np.ndarray) -> tuple[np.nd
     """``symbol (dso)`` of the frame lines ``lines[where]``: the address and the
     symbol's offset cut off (one substitution over all of them); and ``where``
     without the lines of blanks only."""
-    text, n = _IP.subn(b"", b"\n".join(lines[where]))
+    text, n = _NL_IP.subn(b"\n", b"\n" + b"\n".join(lines[where]))
+    text = text[1:]
     if n != where.size:  # lines of blanks only are no frames; anything else is an error
         blank = np.array([not ln.strip() for ln in lines[where]], dtype=bool)
         if blank.any():
