@@ -2,7 +2,8 @@
 
 - from parents: :meth:`cctviz.Tree.from_parents` (any node order);
 - from stacks or call paths: :func:`stacks_to_tree` (folded stacks, speedscope,
-  pyinstrument);
+  pyinstrument); :func:`frames_to_tree` for many sampled stacks given as flat
+  arrays of frame codes (perf script), vectorised;
 - from Enter/Leave events: :func:`nest_enter_leave` (OTF2, speedscope's evented
   profiles), vectorised; per Enter its context, so that a timeline keeps them;
 - ensembles from trees: :meth:`cctviz.Ensemble.from_trees`.
@@ -14,6 +15,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
+
+from ._algo import TrieBuilder
 
 
 def stacks_to_tree(
@@ -55,6 +58,42 @@ def stacks_to_tree(
     ok = end >= 0  # an empty stack carries no node
     out = np.bincount(end[ok], weights=w[ok], minlength=len(parent)).astype(np.float64)
     return np.asarray(parent, dtype=np.int64), keys, out
+
+
+def frames_to_tree(
+    sample: np.ndarray, code: np.ndarray, n_samples: int, *, innermost_first: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge sampled stacks given as flat arrays into a call-path tree, vectorised.
+
+    ``sample[k]`` is the stack (sample) that frame ``k`` belongs to, ``code[k]``
+    its frame (an integer key, >= 0); the frames of a sample are contiguous and
+    in stack order, innermost first (as ``perf script`` prints them) or, with
+    ``innermost_first=False``, outermost first. The tree is built level by level
+    from the root (:class:`~cctviz.model._algo.TrieBuilder`): one numpy pass per
+    level, none per frame.
+
+    Returns ``(parent, frame_code, leaf)``: per tree node its parent (-1 for a
+    root) and frame code, and per sample the node its stack ends at (-1 for a
+    sample without frames).
+
+    >>> parent, codes, leaf = frames_to_tree(np.array([0, 0, 1, 2, 2]), np.array([1, 0, 0, 2, 0]), 3)
+    >>> parent.tolist(), codes.tolist(), leaf.tolist()
+    ([-1, 0, 0], [0, 1, 2], [1, 0, 2])
+    """
+    sample = np.asarray(sample, dtype=np.int64)
+    code = np.asarray(code, dtype=np.int64)
+    n = np.bincount(sample, minlength=n_samples)
+    start = np.cumsum(n) - n
+    tb = TrieBuilder()
+    node = np.full(n_samples, -1, dtype=np.int64)
+    active = np.flatnonzero(n > 0)
+    depth = 0
+    while active.size:
+        pos = n[active] - 1 - depth if innermost_first else np.full(active.size, depth)
+        node[active] = tb.add_level(node[active], code[start[active] + pos])
+        depth += 1
+        active = active[n[active] > depth]
+    return tb.parent, tb.code, node
 
 
 class NestingError(ValueError):

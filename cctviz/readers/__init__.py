@@ -473,6 +473,7 @@ DETECTION_ORDER = (
     "hpctoolkit_db",
     "tau",
     "gprof_dot",
+    "perf_script",  # before folded: its headers ('comm pid time: event:') are no folded lines
     "folded",
 )
 for _module in DETECTION_ORDER:
