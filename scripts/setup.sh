@@ -88,6 +88,18 @@ ensure_otf2_tools() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq otf2-tools >/dev/null
 }
 
+# Open MPI's mpirun and headers: MPI components of workflows (tests/runtime/test_mpi.py);
+# mpi4py's wheel loads this libmpi (and builds against it where no wheel fits), so
+# it goes in before the pip packages.
+ensure_openmpi() {
+  if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then return 0; fi
+  echo "== installing Debian's openmpi-bin and libopenmpi-dev (MPI workflow tests)"
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
+}
+
 ensure_poppler() {
   if command -v pdffonts >/dev/null && command -v pdfinfo >/dev/null; then return 0; fi
   echo "== installing Debian's poppler-utils (PDF export tests)"
