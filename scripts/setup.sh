@@ -88,6 +88,28 @@ ensure_otf2_tools() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq otf2-tools >/dev/null
 }
 
+# Open MPI's mpirun and headers: MPI components of workflows (tests/runtime/test_mpi.py);
+# mpi4py's wheel loads this libmpi (and builds against it where no wheel fits), so
+# it goes in before the pip packages.
+ensure_openmpi() {
+  if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then return 0; fi
+  echo "== installing Debian's openmpi-bin and libopenmpi-dev (MPI workflow tests)"
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
+}
+
+# Linux perf: tests/readers/test_perf_script.py records a real profile with it.
+ensure_perf() {
+  if command -v perf >/dev/null && perf --version >/dev/null 2>&1; then return 0; fi
+  echo "== installing Debian's linux-perf (perf script reader tests)"
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq linux-perf >/dev/null
+}
+
 ensure_poppler() {
   if command -v pdffonts >/dev/null && command -v pdfinfo >/dev/null; then return 0; fi
   echo "== installing Debian's poppler-utils (PDF export tests)"

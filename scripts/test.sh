@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Run the whole test suite on a fresh machine: installs what it needs
 # (virtualenvs, npm packages, pip packages pinned by requirements/test-constraints.txt,
-# Debian's chromium for browser tests, poppler-utils for the PDF export tests and
-# otf2-tools). Extra arguments go to the main pytest run, e.g.
+# Debian's chromium for browser tests, poppler-utils for the PDF export tests,
+# otf2-tools, openmpi for the MPI workflow tests, linux-perf for the perf reader). Extra arguments go to the
+# main pytest run, e.g.
 #   bash scripts/test.sh -m "not slow"     # the quick loop (see README)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+ensure_openmpi
 setup_env test
 ensure_chromium
 ensure_poppler
 ensure_otf2_tools
+ensure_perf
 
 echo "== lint"
 .venv/bin/ruff check cctviz tests benchmarks examples

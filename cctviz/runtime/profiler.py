@@ -62,6 +62,22 @@ def _env_int(name: str, default: int | None = None) -> int | None:
         return default
 
 
+#: where a launcher says a process's place: torchrun and cctviz's workflows
+#: (``RANK``...), Open MPI's mpirun (``OMPI_COMM_WORLD_*``), MPICH's hydra (``PMI_*``)
+_RANK_ENV = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+_LOCAL_RANK_ENV = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+_WORLD_SIZE_ENV = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+
+
+def _launcher_int(names: tuple[str, ...], default: int) -> int:
+    """The first of the environment variables ``names`` that holds an integer, else ``default``."""
+    for name in names:
+        v = _env_int(name)
+        if v is not None:
+            return v
+    return default
+
+
 def update_run_file(
     out: str | os.PathLike, facts: Mapping[str, Any], keep: tuple[str, ...] = ()
 ) -> None:
@@ -228,6 +244,9 @@ class Profiler:
         )
         try:
             self.hooks.install()
+            from .mpi import MpiHooks
+
+            MpiHooks(self.hooks).install()  # mpi4py's calls, once it is imported
         except Exception as e:  # noqa: BLE001 - never kill the job
             self.hooks.fail(e)
         if self.files:
@@ -374,12 +393,12 @@ class Profiler:
     def rank_info(self) -> dict[str, Any]:
         """Rank, world size, backend, device and host of this process."""
         facts = dict(self.hooks.facts) if self.hooks is not None else {}
-        rank = facts.get("rank", _env_int("RANK", 0))
+        rank = facts.get("rank", _launcher_int(_RANK_ENV, 0))
         info: dict[str, Any] = {
             "rank": rank,
-            "local_rank": _env_int("LOCAL_RANK", 0),
-            "world_size": facts.get("world_size", _env_int("WORLD_SIZE", 1)),
-            "backend": facts.get("backend", "none"),
+            "local_rank": _launcher_int(_LOCAL_RANK_ENV, 0),
+            "world_size": facts.get("world_size", _launcher_int(_WORLD_SIZE_ENV, 1)),
+            "backend": facts.get("backend", "mpi" if "mpi" in facts else "none"),
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
             "strategy": facts.get("strategy", "none"),
@@ -393,7 +412,7 @@ class Profiler:
             info["rank"] = _env_int(ENV_RANK_OFFSET, 0) + int(rank)
             if os.environ.get(ENV_WORKFLOW_SIZE):
                 info["workflow_size"] = _env_int(ENV_WORKFLOW_SIZE, 0)
-        for k in ("params", "model", "ddp_comm_hook", "model_spec", "bucket_bytes"):
+        for k in ("params", "model", "ddp_comm_hook", "model_spec", "bucket_bytes", "mpi"):
             if k in facts:
                 info[k] = facts[k]
         import torch

@@ -14,9 +14,14 @@ Keys of a component: ``command`` (a list: ``python`` (or ``python3``) then a
 script and its arguments, or ``-m module``), ``processes`` (default 1),
 ``torch`` (a torch.distributed job, launched as ``cctviz run`` launches one:
 torchrun, one rendezvous per component; default false: plain processes, each
-told its place by ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``), ``env`` (extra
-environment variables) and ``cwd`` (relative to the workflow file's folder,
-where commands run by default). ``{out}`` in a command's arguments is the run
+told its place by ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``), ``mpi`` (an
+MPI job: the processes are started by one ``mpirun -n N``, Open MPI's or
+MPICH's, found on ``PATH``; each learns its place from the MPI launcher's
+variables; as root Open MPI is given ``--allow-run-as-root``, and always
+``--oversubscribe``, since the components share the machine; mpi4py's calls
+are recorded, :mod:`cctviz.runtime.mpi`), ``env`` (extra environment
+variables) and ``cwd`` (relative to the workflow file's folder, where
+commands run by default). ``{out}`` in a command's arguments is the run
 folder (a staging folder inside it, say: ``"{out}/stage"``).
 
 Every process records the files it opens (:mod:`cctviz.runtime.files`), so
@@ -42,13 +47,14 @@ own, and the samples as OTF2 metric records. The last process to finish
 writes it, or the launcher after a failure; ``cctviz.read_timeline(OUT)``
 reads it with the sampled counter tracks, lanes grouped by component.
 
-Not yet: MPI components through ``mpirun``.
+Not yet: MPI components on several nodes (``mpirun`` starts them on this one).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -70,7 +76,10 @@ SAMPLE_HZ = 10.0
 #: seconds the others keep running after a component failed
 GRACE_S = 10.0
 _PYTHONS = ("python", "python3", "python3.10", "python3.11", "python3.12", "python3.13")
-_KEYS = {"command", "processes", "torch", "env", "cwd"}
+_KEYS = {"command", "processes", "torch", "mpi", "env", "cwd"}
+#: the variables that tell plain processes their place: not given to an MPI job,
+#: whose processes read their launcher's own
+_PLACE = ("RANK", "LOCAL_RANK", "WORLD_SIZE")
 
 
 @dataclass
@@ -83,6 +92,7 @@ class Component:
     torch: bool = False
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path = Path(".")
+    mpi: bool = False
 
     @property
     def target(self) -> tuple[bool, str, list[str]]:
@@ -146,13 +156,19 @@ def _component(path: Path, name: str, spec: Any) -> Component:
     use_torch = spec.get("torch", False)
     if not isinstance(use_torch, bool):
         raise LaunchError(f"{where}: torch must be true or false")
+    use_mpi = spec.get("mpi", False)
+    if not isinstance(use_mpi, bool):
+        raise LaunchError(f"{where}: mpi must be true or false")
+    if use_mpi and use_torch:
+        raise LaunchError(f"{where}: a component is launched by torchrun or by mpirun, not both")
     env = spec.get("env", {})
     if not isinstance(env, Mapping):
         raise LaunchError(f"{where}: env must be a table of strings")
     cwd = (path.parent / str(spec.get("cwd", "."))).resolve()
     if not cwd.is_dir():
         raise LaunchError(f"{where}: cwd {cwd} is not a folder")
-    c = Component(name, list(cmd), n, use_torch, {str(k): str(v) for k, v in env.items()}, cwd)
+    env = {str(k): str(v) for k, v in env.items()}
+    c = Component(name, list(cmd), n, use_torch, env, cwd, use_mpi)
     is_module, script, _ = c.target
     if not is_module and not (cwd / script).is_file():
         raise LaunchError(f"{where}: no script {script} in {cwd}")
@@ -171,8 +187,9 @@ def _worker(c: Component, out: Path, mode: str, extra: list[str]) -> list[str]:
 def _commands(
     components: Sequence[Component], out: Path, mode: str, extra: list[str]
 ) -> list[tuple[Component, int, list[str], dict[str, str]]]:
-    """(component, local rank or -1 for a torchrun launcher, argv, env) of every
-    process; ``extra``: the worker's options (sampler, trace)."""
+    """(component, local rank or -1 for a launcher (torchrun, mpirun), argv, env) of every
+    process; ``extra``: the worker's options (sampler, trace); a LaunchError
+    before anything starts when an MPI component has no mpirun."""
     procs = []
     offset = 0
     total = str(sum(c.processes for c in components))
@@ -184,12 +201,56 @@ def _commands(
             argv = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
             argv += ["--nproc-per-node", str(c.processes), *worker]
             procs.append((c, -1, argv, env))
+        elif c.mpi:
+            env = {k: v for k, v in env.items() if k not in _PLACE}
+            argv = [*mpirun(c, env), "-n", str(c.processes), sys.executable, *worker]
+            procs.append((c, -1, argv, env))
         else:
             for r in range(c.processes):
                 e = {**env, "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(c.processes)}
                 procs.append((c, r, [sys.executable, *worker], e))
         offset += c.processes
     return procs
+
+
+def mpirun(c: Component, env: Mapping[str, str]) -> list[str]:
+    """The ``mpirun`` command (before ``-n N``) of MPI component ``c``, found on the
+    ``PATH`` of ``env``: Open MPI's gets ``--oversubscribe`` (the components share
+    the machine), ``--allow-run-as-root`` as root, and ``-x`` for the variables cctviz
+    and the component set (so they reach processes on other nodes too).
+
+    Example:
+        >>> c = Component("sim", ["python", "sim.py"], 2, mpi=True)
+        >>> try:
+        ...     mpirun(c, {"PATH": "/nowhere"})
+        ... except LaunchError as e:
+        ...     print(str(e)[:50])
+        component 'sim': mpi = true needs mpirun (Open MPI
+    """
+    path = env.get("PATH", "")
+    exe = shutil.which("mpirun", path=path) or shutil.which("mpiexec", path=path)
+    if exe is None:
+        raise LaunchError(
+            f"component {c.name!r}: mpi = true needs mpirun (Open MPI or MPICH) on PATH, "
+            f"and there is none (PATH={path})"
+        )
+    if not _is_open_mpi(exe):
+        return [exe]  # MPICH's hydra passes the whole environment by default
+    argv = [exe, "--oversubscribe"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+    for k in (ENV_COMPONENT, ENV_RANK_OFFSET, *c.env):
+        argv += ["-x", k]
+    return argv
+
+
+def _is_open_mpi(exe: str) -> bool:
+    """Whether ``exe`` is Open MPI's launcher (it says so in ``--version``)."""
+    try:
+        p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "Open MPI" in p.stdout + p.stderr
 
 
 def run_workflow(
@@ -218,6 +279,7 @@ def run_workflow(
         limit = timeline_limit if timeline_limit is not None else parse_limit(None)
         extra += ["--trace", str(trace), "--timeline-limit", str(limit)]
     out.mkdir(parents=True, exist_ok=True)
+    commands = _commands(components, out, mode, extra)  # a LaunchError before anything runs
     from .profiler import update_run_file
 
     total = sum(c.processes for c in components)
@@ -237,7 +299,7 @@ def run_workflow(
     print(f"cctviz: workflow {path} ({total} processes) into {out}/", file=sys.stderr, flush=True)
     running = [
         (c, subprocess.Popen(argv, env=env, cwd=c.cwd, start_new_session=True))
-        for c, _, argv, env in _commands(components, out, mode, extra)
+        for c, _, argv, env in commands
     ]
     status = _wait(running, grace)
     if trace is not None:
@@ -250,12 +312,13 @@ def run_workflow(
     return 1 if failed else 0
 
 
-def _facts(components: Sequence[Component]) -> dict[str, dict[str, int]]:
-    """run.json's ``components``: per component its processes and the rank (in
-    the workflow's numbering) of its first."""
+def _facts(components: Sequence[Component]) -> dict[str, dict[str, Any]]:
+    """run.json's ``components``: per component its processes, the rank (in
+    the workflow's numbering) of its first and its launcher."""
     out, first = {}, 0
     for c in components:
-        out[c.name] = {"processes": c.processes, "first_rank": first}
+        launcher = "torchrun" if c.torch else "mpirun" if c.mpi else "cctviz"
+        out[c.name] = {"processes": c.processes, "first_rank": first, "launcher": launcher}
         first += c.processes
     return out
 
