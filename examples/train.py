@@ -52,6 +52,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument(
+        "--backend",
+        choices=("auto", "nccl", "gloo"),
+        default="auto",
+        help="process group backend (auto: nccl on cuda, gloo on cpu; gloo on cuda puts"
+        " several ranks on one GPU)",
+    )
+    p.add_argument(
         "--timings", metavar="PATH", help="write per-rank step times as JSON; {rank} is formatted"
     )
     p.add_argument("--seed", type=int, default=0)
@@ -73,7 +80,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def setup_distributed(device_type: str) -> tuple[int, int, torch.device]:
+def setup_distributed(device_type: str, backend: str = "auto") -> tuple[int, int, torch.device]:
     """Initialise the process group from torchrun's env vars, if present."""
     if "WORLD_SIZE" not in os.environ:
         device = torch.device("cuda", 0) if device_type == "cuda" else torch.device("cpu")
@@ -82,9 +89,12 @@ def setup_distributed(device_type: str) -> tuple[int, int, torch.device]:
     world_size = int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if device_type == "cuda":
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-        dist.init_process_group(backend="nccl", device_id=device)
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        if backend == "gloo":
+            dist.init_process_group(backend="gloo")
+        else:
+            dist.init_process_group(backend="nccl", device_id=device)
     else:
         device = torch.device("cpu")
         dist.init_process_group(backend="gloo")
@@ -256,7 +266,7 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    rank, world_size, device = setup_distributed(args.device)
+    rank, world_size, device = setup_distributed(args.device, args.backend)
     try:
         train(args, rank, world_size, device)
     finally:

@@ -44,7 +44,12 @@ def compare(db: str, dumped: str) -> None:
         h = json.load(f)
     ens = cctviz.read(db)
     t = ens.tree
-    inc = ens.long_table["time (inc)"].groupby(level="node").sum().reindex(range(len(t)), fill_value=0)
+    inc = (
+        ens.long_table["time (inc)"]
+        .groupby(level="node")
+        .sum()
+        .reindex(range(len(t)), fill_value=0)
+    )
     ours = dict(zip(t.nodes["ctx_id"].tolist(), inc.tolist()))
     matched = [(r, ours[r["ctx"]]) for r in h["rows"] if r["ctx"] in ours]
     diff = np.array([abs(r["inc"] - v) for r, v in matched])

@@ -190,6 +190,11 @@ SAMPLE_TRACKS = {
     "rss": ("rss", "B", False),
     "io_read_rate": ("io_read_bytes", "B/s", True),
     "io_write_rate": ("io_write_bytes", "B/s", True),
+    "gpu_util": ("gpu_util", "%", False),
+    "gpu_mem": ("gpu_mem", "B", False),
+    "gpu_power": ("gpu_power", "W", False),
+    "pcie_tx_rate": ("pcie_tx_bytes", "B/s", True),
+    "pcie_rx_rate": ("pcie_rx_bytes", "B/s", True),
 }
 
 

@@ -35,6 +35,9 @@ metric               rule    what a context holds
 ``rss_peak``         max     the largest RSS seen at its samples (B)
 ``gpu_busy_time``    sum     NVML utilisation x interval (ns; GPU only)
 ``gpu_mem_peak``     max     the largest GPU memory used at its samples (B; GPU only)
+``gpu_energy``       sum     NVML power x interval (J; GPU only, where it reports power)
+``pcie_tx_bytes``    sum     PCIe bytes the GPU sent in those intervals (B; NVML counters)
+``pcie_rx_bytes``    sum     PCIe bytes the GPU received in those intervals (B)
 ===================  ======  =====================================================
 
 ``cpu_util = cpu_time / sampled_time`` (and ``gpu_util`` likewise) is an
@@ -72,7 +75,8 @@ counted in ``dropped``, the metrics stay complete): the profile's metadata
 the clock of the recorder and of its OTF2 trace), ``context`` (the recorder's
 id of the context charged) and one list per track of cumulative or current
 values (``cpu_time`` ns, ``rss`` B, ``io_read_bytes`` B, ``io_write_bytes`` B,
-``ctx_switches``; ``gpu_util`` %, ``gpu_mem`` B on a GPU), with ``units`` and
+``ctx_switches``; ``gpu_util`` %, ``gpu_mem`` B, ``gpu_power`` W and the
+cumulative ``pcie_tx_bytes``/``pcie_rx_bytes`` on a GPU), with ``units`` and
 ``hz``. ``cctviz.read_timeline(run)`` turns them into counter tracks
 (:func:`cctviz.readers.cctviz_run.sample_counters`).
 """
@@ -80,6 +84,7 @@ values (``cpu_time`` ns, ``rss`` B, ``io_read_bytes`` B, ``io_write_bytes`` B,
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -98,6 +103,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "rss_peak": ("B", "max"),
     "gpu_busy_time": ("ns", "sum"),
     "gpu_mem_peak": ("B", "max"),
+    "gpu_energy": ("J", "sum"),
+    "pcie_tx_bytes": ("B", "sum"),
+    "pcie_rx_bytes": ("B", "sum"),
 }
 #: averages stored as ratios of two sums: ratio -> (numerator, denominator)
 RATIOS: dict[str, tuple[str, str]] = {
@@ -113,8 +121,13 @@ TRACK_UNITS = {
     "ctx_switches": "count",
     "gpu_util": "%",
     "gpu_mem": "B",
+    "gpu_power": "W",
+    "pcie_tx_bytes": "B",
+    "pcie_rx_bytes": "B",
 }
 _CUMULATIVE = ("cpu_time", "io_read_bytes", "io_write_bytes", "ctx_switches")
+#: the tracks NVML gives (a process without a GPU has none of them)
+_GPU_TRACKS = ("gpu_util", "gpu_mem", "gpu_power", "pcie_tx_bytes", "pcie_rx_bytes")
 
 
 class _Nvml:
@@ -138,11 +151,42 @@ class _Nvml:
         except Exception:  # noqa: BLE001 - NVML without a driver or a device: no GPU tracks
             return None
 
-    def read(self) -> tuple[float, float]:
-        """Utilisation (%) over the driver's last sample period and memory used (B)."""
-        util = self._nvml.nvmlDeviceGetUtilizationRates(self._h).gpu
-        mem = self._nvml.nvmlDeviceGetMemoryInfo(self._h).used
-        return float(util), float(mem)
+    def read(self) -> dict[str, float]:
+        """Utilisation (%) over the driver's last sample period, memory used
+        (B), power drawn (W) and the PCIe bytes sent and received since the
+        driver started counting (NaN where the device or driver does not tell;
+        NVML's cumulative counters, not its 20 ms throughput probe, which would
+        hold each sample for 20 ms)."""
+        nvml, h = self._nvml, self._h
+        vals = {
+            "gpu_util": float(nvml.nvmlDeviceGetUtilizationRates(h).gpu),
+            "gpu_mem": float(nvml.nvmlDeviceGetMemoryInfo(h).used),
+            "gpu_power": math.nan,
+            "pcie_tx_bytes": math.nan,
+            "pcie_rx_bytes": math.nan,
+        }
+        try:
+            vals["gpu_power"] = nvml.nvmlDeviceGetPowerUsage(h) / 1000.0  # mW
+        except Exception:  # noqa: BLE001 - not every device reports power
+            pass
+        if self._fields:
+            try:
+                got = nvml.nvmlDeviceGetFieldValues(h, list(self._fields.values()))
+                for name, fv in zip(self._fields, got, strict=True):
+                    if fv.nvmlReturn == 0:
+                        vals[name] = float(fv.value.ullVal)
+            except Exception:  # noqa: BLE001 - an older driver: no PCIe counters
+                pass
+        return vals
+
+    @property
+    def _fields(self) -> dict[str, int]:
+        """NVML field ids of the PCIe byte counters this nvidia-ml-py knows."""
+        names = {
+            "pcie_tx_bytes": "NVML_FI_DEV_PCIE_COUNT_TX_BYTES",
+            "pcie_rx_bytes": "NVML_FI_DEV_PCIE_COUNT_RX_BYTES",
+        }
+        return {k: getattr(self._nvml, v) for k, v in names.items() if hasattr(self._nvml, v)}
 
 
 class Sampler:
@@ -187,7 +231,7 @@ class Sampler:
         self._prev: dict[str, float] = {}
         self._prev_ts = 0
         self.tracks: dict[str, list[float]] = {
-            k: [] for k in TRACK_UNITS if self._gpu is not None or not k.startswith("gpu")
+            k: [] for k in TRACK_UNITS if self._gpu is not None or k not in _GPU_TRACKS
         }
         self.ts: list[int] = []
         self.context: list[int] = []
@@ -207,7 +251,7 @@ class Sampler:
                 "ctx_switches": float(p.num_ctx_switches().voluntary),
             }
         if self._gpu is not None:
-            vals["gpu_util"], vals["gpu_mem"] = self._gpu.read()
+            vals.update(self._gpu.read())
         return vals
 
     def sample(self) -> None:
@@ -226,6 +270,11 @@ class Sampler:
             if self._gpu is not None:
                 rec.add(ctx, "gpu_busy_time", dt * vals["gpu_util"] / 100.0)
                 rec.set_max(ctx, "gpu_mem_peak", vals["gpu_mem"])
+                if math.isfinite(vals["gpu_power"]):  # J: the interval at the power read now
+                    rec.add(ctx, "gpu_energy", dt * 1e-9 * vals["gpu_power"])
+                for k in ("pcie_tx_bytes", "pcie_rx_bytes"):
+                    if math.isfinite(vals[k]) and math.isfinite(prev[k]):
+                        rec.add(ctx, k, vals[k] - prev[k])
             self._prev, self._prev_ts = vals, now
             self._keep(now, ctx, vals)
 

@@ -180,8 +180,8 @@ SAMPLE_MEMBERS = {
     "gpu_util": ("ABSOLUTE_POINT", "GPU utilisation (NVML)"),
     "gpu_mem": ("ABSOLUTE_POINT", "GPU memory used (NVML)"),
     "gpu_power": ("ABSOLUTE_POINT", "GPU power draw (NVML)"),
-    "pcie_tx": ("ABSOLUTE_POINT", "PCIe transmit throughput (NVML)"),
-    "pcie_rx": ("ABSOLUTE_POINT", "PCIe receive throughput (NVML)"),
+    "pcie_tx_bytes": ("ACCUMULATED_START", "PCIe bytes sent by the GPU (NVML)"),
+    "pcie_rx_bytes": ("ACCUMULATED_START", "PCIe bytes received by the GPU (NVML)"),
 }
 
 

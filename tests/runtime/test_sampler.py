@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import types
 
 import numpy as np
 import pytest
@@ -201,3 +202,60 @@ def test_samples_are_counter_tracks_of_the_timeline(tmp_path):
     assert len(inside["busy"]) >= 5 and len(inside["sleep"]) >= 5
     assert abs(inside["busy"].mean() - 100 * direct) < 10, direct
     assert inside["sleep"].max() < 10
+
+
+class _FakeNvml:
+    """NVML's calls as nvidia-ml-py names them, on a device whose counters move
+    by known amounts per read (the logic runs here; the real NVML runs in
+    scripts/gpu_check.py on a GPU machine)."""
+
+    NVML_FI_DEV_PCIE_COUNT_TX_BYTES = 1
+    NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 2
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def nvmlDeviceGetUtilizationRates(self, h):  # noqa: N802 - NVML's names
+        return types.SimpleNamespace(gpu=50)
+
+    def nvmlDeviceGetMemoryInfo(self, h):  # noqa: N802
+        return types.SimpleNamespace(used=1000 + self.reads)
+
+    def nvmlDeviceGetPowerUsage(self, h):  # noqa: N802
+        return 200_000  # mW
+
+    def nvmlDeviceGetFieldValues(self, h, ids):  # noqa: N802
+        self.reads += 1
+        return [
+            types.SimpleNamespace(
+                nvmlReturn=0, value=types.SimpleNamespace(ullVal=k * 10 * self.reads)
+            )
+            for k in ids
+        ]
+
+
+def test_nvml_tracks_are_charged_to_contexts():
+    """Per context: GPU-busy time at the utilisation read, energy = power x time,
+    PCIe bytes = the counters' growth; the series keeps the GPU tracks."""
+    from cctviz.runtime.recorder import Recorder
+    from cctviz.runtime.sampler import Sampler, _Nvml
+
+    rec = Recorder("gpu")
+    nvml = _FakeNvml()
+    s = Sampler(rec, hz=1000.0)
+    s._gpu = _Nvml(None, nvml)
+    s.tracks.update(
+        {k: [] for k in ("gpu_util", "gpu_mem", "gpu_power", "pcie_tx_bytes", "pcie_rx_bytes")}
+    )
+    s._prev_ts, s._prev = s._clock(), s._read()
+    for _ in range(3):
+        time.sleep(0.01)
+        s.sample()
+    x = rec.extra
+    top = rec.top
+    assert x["gpu_busy_time"][top] == pytest.approx(0.5 * x["sampled_time"][top])
+    assert x["gpu_energy"][top] == pytest.approx(200.0 * x["sampled_time"][top] * 1e-9)
+    assert x["pcie_tx_bytes"][top] == 10 * 3 and x["pcie_rx_bytes"][top] == 20 * 3
+    assert x["gpu_mem_peak"][top] == 1000 + 3
+    series = s.series()
+    assert series["units"]["gpu_power"] == "W" and series["tracks"]["gpu_power"] == [200.0] * 3
