@@ -230,11 +230,11 @@ class Profiler:
             self.rec = Recorder(self.root, warmup=self.warmup, per_step=self.per_step)
         on_phase = on_step_end = None
         if use_cuda:
-            from .gpu import CudaTimer
-
-            self.gpu = CudaTimer(self.rec, detailed=self.mode == "detailed")
-            self.rec.on_tick = self.gpu.tick
-            on_phase, on_step_end = self.gpu.phase, self.gpu.resolve
+            self._attach_gpu()
+        if use_cuda or (self.cuda is None and torch.cuda.is_available()):
+            # not initialised yet (``cctviz run`` starts before the script): the
+            # timer joins at the first phase change after the script's first CUDA call
+            on_phase, on_step_end = self._gpu_phase, self._gpu_step_end
         self.hooks = TorchHooks(
             self.rec,
             mode=self.mode,
@@ -257,13 +257,51 @@ class Profiler:
         if self.sample_hz > 0:
             from .sampler import Sampler
 
-            gpu = torch.cuda.current_device() if use_cuda else None
-            self.sampler = Sampler(self.rec, self.sample_hz, gpu_index=gpu).start()
+            self.sampler = Sampler(self.rec, self.sample_hz, gpu_index=self._gpu_index()).start()
         self.status = "running"
         _active = self
         self._install_signals()
         atexit.register(self._atexit)
         return self
+
+    # ------------------------------------------------------------------ GPU
+    def _attach_gpu(self) -> None:
+        from .gpu import CudaTimer
+
+        self.gpu = CudaTimer(self.rec, detailed=self.mode == "detailed")
+        self.rec.on_tick = self.gpu.tick
+
+    def _gpu_ready(self) -> bool:
+        """The CUDA timer, attached once the program has initialised CUDA."""
+        if self.gpu is None:
+            import torch
+
+            if not torch.cuda.is_initialized():
+                return False
+            self._attach_gpu()
+        return True
+
+    def _gpu_phase(self, ctx: int) -> None:
+        if self._gpu_ready():
+            self.gpu.phase(ctx)
+
+    def _gpu_step_end(self) -> None:
+        if self._gpu_ready():
+            self.gpu.resolve()
+
+    def _gpu_index(self) -> int | None:
+        """The GPU the sampler reads through NVML: the current CUDA device once
+        CUDA is initialised, else this process's local rank's (None: no GPU, or
+        ``cuda=False``). NVML numbers devices by PCI bus; a CUDA index is the same
+        one with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and no ``CUDA_VISIBLE_DEVICES``
+        (on one GPU always), else the sampler may read another GPU."""
+        import torch
+
+        if self.cuda is False or not torch.cuda.is_available():
+            return None
+        if torch.cuda.is_initialized():
+            return torch.cuda.current_device()
+        return _env_int("LOCAL_RANK", 0) % max(torch.cuda.device_count(), 1)
 
     def step(self) -> None:
         """Mark the end of a step (switches off automatic step detection)."""
