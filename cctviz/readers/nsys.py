@@ -212,7 +212,10 @@ class _Db:
         return table in self.columns
 
     def query(self, sql: str) -> pd.DataFrame:
-        return pd.read_sql_query(sql, self.con)
+        try:
+            return pd.read_sql_query(sql, self.con)
+        except (sqlite3.Error, pd.errors.DatabaseError) as e:  # pandas wraps sqlite's errors
+            raise ProfileError(self.path, f"damaged SQLite database ({e})", sql) from e
 
     def cols(self, table: str, wanted: dict[str, str]) -> str:
         """A select list of ``wanted`` (column -> alias), NULL for absent columns."""
