@@ -765,8 +765,8 @@ def read_nsys(path: Path, *, kernel_names: str = "demangled") -> Tree | Ensemble
     Example:
         >>> import cctviz
         >>> t = cctviz.read("../shared/data/nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite")
-        >>> t.nodes["name"].tolist()[:3]
-        ['main thread', 'cuModuleGetLoadingMode', 'cudaHostRegister_v4000']
+        >>> t.nodes["name"].tolist()[:3]  # MPI_Init (nsys's MPI trace) holds the first API call
+        ['main thread', 'MPI_Init', 'cuModuleGetLoadingMode']
     """
     tl = read_nsys_timeline(path, kernel_names=kernel_names)
     ens = tl.ensemble()
