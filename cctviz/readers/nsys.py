@@ -450,7 +450,8 @@ def nest_intervals(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np
     -1 for none. Vectorised: over the intervals sorted by (thread, start, -end),
     each looks for the nearest earlier one that ends no earlier than it, jumping
     along the candidates' own candidates (a few rounds, about log2 of the
-    siblings).
+    siblings); one that no earlier interval of its thread outlasts is top-level
+    at once.
 
     >>> nest_intervals(np.zeros(4, int), np.array([0, 1, 2, 6]), np.array([10, 5, 3, 12])).tolist()
     [-1, 0, 1, -1]
@@ -460,7 +461,9 @@ def nest_intervals(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np
     th, e = thread[order], end[order]
     cand = np.arange(n, dtype=np.int64) - 1
     parent_sorted = np.full(n, -1, dtype=np.int64)
-    active = np.arange(n, dtype=np.int64)
+    # none before it on its thread ends as late: a top-level interval, settled at once
+    reach = pd.Series(e).groupby(th).cummax().groupby(th).shift(1).to_numpy(dtype=np.float64)
+    active = np.flatnonzero(reach >= e)
     while active.size:
         c = cand[active]
         ok = c >= 0
