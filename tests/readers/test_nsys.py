@@ -200,9 +200,10 @@ def test_timeline_aggregates_to_the_tree(tree):
 # ------------------------------------------------------------------ edited copies
 def two_ranks(tmp_path: Path) -> Path:
     """The sample with a second process: every row of the first copied with its
-    pid + 1, 1 s later, its thread named "MPI Rank 1" (correlation ids repeat)."""
+    pid + 1 (and its main thread's tid, which is the pid), 1 s later, its thread
+    named "MPI Rank 1" (correlation ids repeat)."""
     p = copy(tmp_path, "two-ranks.sqlite")
-    shift, later = PID_SHIFT, 1_000_000_000
+    shift, later = PID_SHIFT + 1, 1_000_000_000
     return edit(
         p,
         "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, "
@@ -212,14 +213,14 @@ def two_ranks(tmp_path: Path) -> Path:
         f"SELECT start + {later}, end + {later}, eventType, text, globalTid + {shift}, textId, "
         "domainId FROM NVTX_EVENTS WHERE eventType IN (59, 60)",
         f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT start + {later}, end + {later}, deviceId, "
-        f"contextId, streamId, correlationId, globalPid + {shift}, demangledName, shortName, "
+        f"contextId, streamId, correlationId, globalPid + {PID_SHIFT}, demangledName, shortName, "
         "mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, "
         "blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, "
         "localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig "
         "FROM CUPTI_ACTIVITY_KIND_KERNEL",
         f"INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, "
         f"correlationId, globalPid, bytes, copyKind) SELECT start + {later}, end + {later}, "
-        f"deviceId, contextId, streamId, correlationId, globalPid + {shift}, bytes, copyKind "
+        f"deviceId, contextId, streamId, correlationId, globalPid + {PID_SHIFT}, bytes, copyKind "
         "FROM CUPTI_ACTIVITY_KIND_MEMCPY",
         "INSERT INTO StringIds (id, value) VALUES (100000, 'MPI Rank 1')",
         f"INSERT INTO ThreadNames (nameId, priority, globalTid) SELECT 100000, priority, "
@@ -234,7 +235,9 @@ def test_two_processes_are_two_ranks(tmp_path, tree):
     assert isinstance(ens, cctviz.Ensemble) and ens.n_profiles == 2
     assert ens.profiles["rank"].tolist() == [0, 1]
     assert ens.profiles["pid"].tolist() == [tree.meta["pid"], tree.meta["pid"] + 1]
-    # each rank has the sample's tree: the copy's kernels found their own launches
+    # the ranks unify by call path (thread roots are named without ids), and each
+    # has the sample's tree: the copy's kernels found their own launches
+    assert len(ens.tree) == len(tree)
     for r in (0, 1):
         one_rank = ens.profile(r)
         assert len(one_rank) == len(tree)
