@@ -469,6 +469,7 @@ DETECTION_ORDER = (
     "cali",
     "cube",
     "otf2",
+    "nsys",  # SQLite with nsys's tables, or a .nsys-rep by name (refused with the export command)
     "hpctoolkit",
     "hpctoolkit_db",
     "tau",

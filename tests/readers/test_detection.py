@@ -39,6 +39,7 @@ SAMPLES = {
     "hatchet/tau-cpi-mpi": "tau",
     "pipit/ping-pong-otf2": "otf2",
     "pipit/ping-pong-otf2-papi/traces.otf2": "otf2",
+    "nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite": "nsys",
     "hatchet/timemory/wall.tree.json": "timemory",
     "thicket/example-json/user_ensemble.json": "thicket-json",
     "kineto/hta_amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz": "kineto",
