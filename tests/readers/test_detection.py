@@ -47,6 +47,8 @@ SAMPLES = {
     "kineto/hta_nccl_parser_config_nccl_data.json.gz": "kineto",
     "kineto/hta_trace_filter_sampled_rank-0.json.gz": "kineto",
     "kineto/kineto_tb_resnet50_2021.json.gz": "kineto",
+    "chrome-trace/workload.viztracer.json": "chrome",
+    "chrome-trace/workload.pyspy.chrometrace.json": "chrome",
     **{f"scorep-cube/{p.parent.name}/{p.name}": "cube" for p in DATA.glob("scorep-cube/*/*.cubex")},
 }
 # formats without a sample in ../shared/data: files written by cctviz's own writers
