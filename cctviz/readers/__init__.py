@@ -463,6 +463,7 @@ DETECTION_ORDER = (
     "hatchet_json",
     "caliper_json",
     "kineto",
+    "chrome",  # after kineto: a Chrome trace that is not torch.profiler's
     "pyinstrument",
     "speedscope",
     "cprofile",

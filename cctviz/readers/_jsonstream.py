@@ -154,11 +154,22 @@ class JsonStream:
         return False
 
     def items(
-        self, meta: dict[str, Any], list_key: str, what: str = "the expected document"
+        self,
+        meta: dict[str, Any],
+        list_key: str,
+        what: str = "the expected document",
+        array_ok: bool = False,
     ) -> Iterator[Any]:
         """The elements of every top-level list ``list_key`` (the key may repeat);
         the other top-level keys go to ``meta``. ``what`` names the expected
-        document in error messages (``"a Kineto trace"``)."""
+        document in error messages (``"a Kineto trace"``). ``array_ok``: a
+        top-level list is the list itself (a Chrome trace's JSON Array form)."""
+        if array_ok and self.skip_ws() == "[":
+            self.pos += 1
+            yield from self._elements(list_key)
+            if self.skip_ws():
+                raise self.fail("extra data after the JSON list")
+            return
         if self.skip_ws() != "{":
             raise self.fail(f"expected a JSON object with {list_key!r} ({what})")
         self.pos += 1

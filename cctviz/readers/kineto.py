@@ -318,8 +318,23 @@ _KINETO_HEAD = re.compile(
 )
 
 
+#: what only torch.profiler writes: its top-level keys, its event categories
+_KINETO_MARK = re.compile(
+    rb'"(?:schemaVersion|deviceProperties|distributedInfo|baseTimeNanoseconds)"\s*:|'
+    rb'"cat"\s*:\s*"(?:' + b"|".join(re.escape(c.encode()) for c in CATEGORIES) + rb')"'
+)
+
+
+def is_kineto_head(h: bytes) -> bool:
+    """Whether the first bytes of a Chrome trace are torch.profiler's: a Kineto
+    top-level key (``schemaVersion``...) or a Kineto event category (``cpu_op``,
+    ``kernel``...). Other Chrome traces (JAX, VizTracer, py-spy) go to the
+    ``chrome`` reader."""
+    return bool(_KINETO_MARK.search(h))
+
+
 def _sniff(path: Path, h: bytes) -> bool:
-    if h.lstrip()[:1] != b"{":
+    if h.lstrip()[:1] != b"{" or not is_kineto_head(h):
         return False
     # long metadata (a big pg_config) can push traceEvents past the head
     return bool(_EVENTS_KEY.search(h)) or bool(_KINETO_HEAD.match(h))
@@ -875,7 +890,14 @@ def _build(
     n = len(col.c_ts)
     ng = len(col.g_ts)
     if n + ng == 0:
-        raise ProfileError(path, "no CPU or GPU event of a known category", "traceEvents")
+        seen = ", ".join(sorted(map(str, col.skipped))[:5])
+        raise ProfileError(
+            path,
+            "no event of torch.profiler's categories (cpu_op, kernel, ...): not a Kineto "
+            f"trace{f' (categories: {seen})' if seen else ''}; a Chrome trace of another "
+            "tool reads with format='chrome'",
+            "traceEvents",
+        )
     names: dict[Any, int] = col.names
 
     def code(s: str) -> int:

@@ -2,7 +2,8 @@
 
 `nest_enter_leave` (vectorised; used by the OTF2 reader and speedscope's evented
 profiles) is checked against a plain stack walk over random well-nested event
-streams, and on its errors.
+streams, and on its errors; `nest_intervals` (Chrome traces) against a stack walk
+over random intervals that overlap without nesting too.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cctviz.model.build import NestingError, nest_enter_leave
+from cctviz.model.build import NestingError, nest_enter_leave, nest_intervals
 from tests.hypothesis_profiles import examples
 
 
@@ -98,3 +99,52 @@ def test_errors_name_the_event():
     with pytest.raises(NestingError) as e:
         nest_enter_leave(np.array([0, 1, -1]), np.array([0, 1, 2]), 2)
     assert e.value.event == 2 and "closes region 1" in str(e.value)
+
+
+def _interval_walk(group: list[int], start: list[float], end: list[float]):
+    """Reference: intervals by (group, start, longer first, given order) on a stack;
+    one goes under the innermost open interval it starts in (those that end at or
+    before its start are closed) and is clamped to end with it."""
+    n = len(start)
+    order = sorted(range(n), key=lambda k: (group[k], start[k], start[k] - end[k], k))
+    parent, new_end = [-1] * n, list(end)
+    stack: list[int] = []
+    g_prev = None
+    for k in order:
+        if group[k] != g_prev:
+            stack, g_prev = [], group[k]
+        while stack and new_end[stack[-1]] <= start[k]:
+            stack.pop()
+        if stack:
+            parent[k] = stack[-1]
+            new_end[k] = min(new_end[k], new_end[stack[-1]])
+        stack.append(k)
+    return parent, new_end
+
+
+intervals = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(0, 12)), max_size=40
+)
+
+
+@settings(max_examples=examples(300))
+@given(intervals)
+def test_intervals_nest_as_a_stack_walk_would(rows):
+    group = [g for g, _, _ in rows]
+    start = [float(s) for _, s, _ in rows]
+    end = [float(s + d) for _, s, d in rows]
+    n = nest_intervals(np.asarray(group, dtype=np.int64), np.asarray(start), np.asarray(end))
+    parent, new_end = _interval_walk(group, start, end)
+    assert n["parent"].tolist() == parent
+    assert n["end"].tolist() == new_end
+    assert n["clamped"].tolist() == [a < b for a, b in zip(new_end, end)]
+    # the stream is well nested: it goes through nest_enter_leave, groups in order
+    stream = n["stream"]
+    assert sorted(stream.tolist()) == sorted(
+        [*range(len(rows)), *(-1 - k for k in range(len(rows)))]
+    )
+    g = np.asarray(group)[np.where(stream >= 0, stream, -1 - stream)]
+    assert (np.diff(g) >= 0).all()
+    ticks = np.where(stream >= 0, np.asarray(start)[np.maximum(stream, 0)], 0.0)
+    nested = nest_enter_leave(np.where(stream >= 0, 0, -1), ticks, 0)
+    assert nested["unclosed"] == 0

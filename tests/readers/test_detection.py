@@ -51,6 +51,8 @@ SAMPLES = {
     "linux-perf/simple.linux-perf.txt": "perf",
     "linux-perf/simple-with-pid.linux-perf.txt": "perf",
     "linux-perf/system-wide.linux-perf.txt": "perf",
+    "chrome-trace/workload.viztracer.json": "chrome",
+    "chrome-trace/workload.pyspy.chrometrace.json": "chrome",
     **{f"scorep-cube/{p.parent.name}/{p.name}": "cube" for p in DATA.glob("scorep-cube/*/*.cubex")},
 }
 # formats without a sample in ../shared/data: files written by cctviz's own writers
