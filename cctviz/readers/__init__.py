@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import glob as _glob
 import importlib
+import json
 import os
 import re
+import struct
 import warnings
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ProfileError, UnknownFormatError
+from ..errors import ProfileError, ReaderBugError, UnknownFormatError
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 
@@ -219,6 +222,8 @@ def detect(path: PathLike) -> str:
             continue
     if p.is_dir():  # no folder format claims it: a folder of profiles (read_folder checks)
         return FOLDER
+    if p.stat().st_size == 0:
+        raise UnknownFormatError(p, "the file is empty")
     known = ", ".join(_READERS)
     raise UnknownFormatError(p, f"not a profile format cctviz knows (formats: {known})")
 
@@ -318,8 +323,6 @@ def _is_metadata_json(path: Path) -> bool:
     """Whether ``path`` is a small ``.json`` file that parses whole (metadata)."""
     if path.suffix.lower() != ".json" or path.stat().st_size > _METADATA_JSON_BYTES:
         return False
-    import json
-
     try:
         json.loads(path.read_bytes())
     except ValueError:
@@ -380,30 +383,52 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
         raise ValueError(f"unknown format {name!r}; have {sorted(_READERS)}")
     if "progress" in kw and not _takes(_READERS[name].read, "progress"):
         kw.pop("progress")  # quick to read: no bar to show or hide
+    if p.is_file() and p.stat().st_size == 0:
+        raise ProfileError(p, f"the file is empty (no {name} profile in it)")
+    _check_arguments(p, name, kw)
     try:
         obj = _READERS[name].read(p, **kw)
     except ProfileError as e:
         if e.path is None:  # raised by the model while building: name the file
             raise ProfileError(p, e.problem, e.where) from e
         raise
-    except (
-        KeyError,
-        IndexError,
-        TypeError,
-        ValueError,
-        AttributeError,
-        EOFError,
-        UnicodeDecodeError,
-        OSError,
-    ) as e:
+    except _CONTENT_ERRORS as e:  # the file's bytes are not what the format holds
         raise ProfileError(
             p, f"unexpected content for a {name} file ({type(e).__name__}: {e})"
         ) from e
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as e:  # noqa: BLE001 - anything else is the reader's own failure
+        raise ReaderBugError(p, name, e) from e
     if name != "cctviz":  # a native file keeps exactly the metadata it was saved with
         for m in (obj.meta, obj.tree.meta) if isinstance(obj, Ensemble) else (obj.meta,):
             m.setdefault("format", name)
             m.setdefault("source", str(p))
     return obj
+
+
+#: exceptions that mean the file's bytes are not what its format holds (undecodable
+#: text, a stream that ends early, a broken gzip or JSON, a wrong keyword for the
+#: reader); any other exception from a reader is a bug of the reader
+#: (:class:`~cctviz.errors.ReaderBugError`), never blamed on the file
+_CONTENT_ERRORS: tuple[type[BaseException], ...] = (
+    UnicodeDecodeError,
+    EOFError,
+    OSError,
+    json.JSONDecodeError,
+    zlib.error,
+    struct.error,
+)
+
+
+def _check_arguments(p: Path, name: str, kw: dict[str, Any]) -> None:
+    """A ProfileError where the reader of ``name`` takes no such keyword argument."""
+    import inspect
+
+    try:
+        inspect.signature(_READERS[name].read).bind(p, **kw)
+    except TypeError as e:
+        raise ProfileError(p, f"bad argument for the {name} reader: {e}") from None
 
 
 def _takes(fn: Callable[..., Any], arg: str) -> bool:
