@@ -120,9 +120,13 @@ of all_gather/gather, the whole input otherwise; from ``In/Out msg nelems`` x
 ``dtype`` where given, else from the annotation's ``Input Dims`` x ``Input
 type`` (an all_gather's output from the ``c10d::`` op's first tensor, or the
 input x group size). ``bus_bytes`` = bytes x the nccl-tests bus factor of the
-group size; a collective that records no group size is taken to span the
-whole world (``distributedInfo.world_size``; counted in
-``meta["kineto"]["group_size_assumed"]``), and gets 0 without a world size.
+group size. The group size is the recorded ``Group size``; where there is
+none (gloo's traces record only the ``gloo:`` annotation's input), the length
+of ``Process Group Ranks``, else the process group's ``pg_size`` in
+``distributedInfo.pg_config`` (its only entry, for a collective that names no
+group), else the whole world (``distributedInfo.world_size``; counted in
+``meta["kineto"]["group_size_assumed"]``); ``comm_bytes`` and ``bus_bytes``
+use the same size, and ``bus_bytes`` is 0 where no size is known at all.
 Node columns of the collective: ``collective``, ``group_size``,
 ``process_group``, ``process_group_ranks``.
 
@@ -144,6 +148,7 @@ reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
 from __future__ import annotations
 
 import gc
+import json
 import re
 import warnings
 from array import array
@@ -262,6 +267,7 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
     outer_first: int | None = None  # a c10d:: op's first tensor (an all_gather's output)
     annot: int | None = None  # bytes of an nccl:/gloo: annotation's tensors
     rpc_in: int | None = None  # record_param_comms' first tensor from Input Dims
+    per_rank = False  # bytes are one rank's input of an all_gather/gather (x group size)
     for name, args in members:
         if name == "record_param_comms":
             cn = args.get("Collective name")
@@ -297,13 +303,16 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
                     if group is None and base > 0 and outer_first % base == 0:
                         group = outer_first // base
                     nbytes = outer_first
-                else:
-                    nbytes = base * (group or 1)
+                elif group is not None:
+                    nbytes = base * group
+                else:  # only the input known: x the group size, once the trace says it
+                    nbytes, per_rank = base, True
             else:
                 nbytes = base
     return {
         "collective": kind or None,
         "bytes": float(nbytes or 0),
+        "per_rank": per_rank,
         "group_size": group,
         "process_group": None if pg is None else str(pg),
         "process_group_ranks": None if ranks is None else str(ranks),
@@ -846,6 +855,58 @@ def _check_numbers(path: Path, col: _Columns) -> int:
     return neg
 
 
+def _pg_sizes(top: dict[str, Any]) -> dict[str, int]:
+    """Size of each process group the trace's ``distributedInfo.pg_config`` lists
+    (by ``pg_name``: ``pg_size``, else the length of ``ranks``)."""
+    di = top.get("distributedInfo")
+    cfg = di.get("pg_config") if isinstance(di, dict) else None
+    out: dict[str, int] = {}
+    for pg in cfg if isinstance(cfg, list) else []:
+        if not isinstance(pg, dict):
+            continue
+        size = _int(pg.get("pg_size"))
+        if size is None and isinstance(pg.get("ranks"), list):
+            size = len(pg["ranks"])
+        if size:
+            out[str(pg.get("pg_name"))] = size
+    return out
+
+
+def _ranks_size(ranks: Any) -> int | None:
+    """Number of ranks in a ``Process Group Ranks`` argument (``"[0, 1]"`` or a list)."""
+    if isinstance(ranks, str):
+        try:
+            ranks = json.loads(ranks)
+        except ValueError:
+            return None
+    return len(ranks) if isinstance(ranks, list) and ranks else None
+
+
+def _resolve_groups(coll: list[dict[str, Any]], top: dict[str, Any], world: int | None) -> int:
+    """Give each collective without a recorded ``Group size`` the size of its
+    group from the trace's own metadata: its ``Process Group Ranks``, else its
+    process group's entry in ``distributedInfo.pg_config`` (the only entry, where
+    the collective names none), else the world size; then scale the bytes of an
+    all_gather/gather known only by its input by that size (nccl-tests count
+    the whole output), so ``comm_bytes`` and ``bus_bytes`` use one group size.
+    Returns how many collectives took the world size."""
+    sizes = _pg_sizes(top)
+    only = next(iter(sizes.values())) if len(sizes) == 1 else None
+    assumed = 0
+    for c in coll:
+        if not c["group_size"]:
+            pg = c["process_group"]
+            g = _ranks_size(c["process_group_ranks"]) or (
+                sizes.get(pg) if pg is not None else only
+            )
+            if g is None and world and c["bytes"]:
+                g, assumed = world, assumed + 1
+            c["group_size"] = g
+        if c.pop("per_rank", False) and c["group_size"]:
+            c["bytes"] *= c["group_size"]
+    return assumed
+
+
 def _meta(top: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Scalar top-level keys (and distributedInfo's rank, world_size, backend)
     for ``tree.meta``; the nested ones for ``meta["kineto"]``."""
@@ -968,11 +1029,12 @@ def _build(
     world = _int(meta.get("world_size")) or None
     heads = np.fromiter(cpu.comm.keys(), dtype=np.int64, count=len(cpu.comm)) + S
     coll = list(cpu.comm.values())
+    assumed = _resolve_groups(coll, top, world)
     comm_vals = {
         "comm_time": np.asarray([c["time"] for c in coll], dtype=np.float64),
         "comm_bytes": np.asarray([c["bytes"] for c in coll], dtype=np.float64),
         "bus_bytes": np.asarray(
-            [c["bytes"] * bus_factor(c["collective"], c["group_size"] or world or 0) for c in coll],
+            [c["bytes"] * bus_factor(c["collective"], c["group_size"] or 0) for c in coll],
             dtype=np.float64,
         ),
     }
@@ -999,10 +1061,8 @@ def _build(
         negative_dur=neg,
         collectives=len(coll),
         # collectives without a recorded group size: bus bytes assume the whole world
-        group_size_assumed=sum(1 for c in coll if c["bytes"] and not c["group_size"] and world),
-        bus_bytes_unknown_group=sum(
-            1 for c in coll if c["bytes"] and not c["group_size"] and not world
-        ),
+        group_size_assumed=assumed,
+        bus_bytes_unknown_group=sum(1 for c in coll if c["bytes"] and not c["group_size"]),
     )
     meta["kineto"] = kmeta
     meta["units"] = dict(UNITS)

@@ -259,3 +259,41 @@ def test_a_folder_of_rank_traces_is_one_timeline(traces):
     # a blocking all-reduce: the two ranks' calls overlap in time (one clock)
     span = gloo.groupby("instance").agg(a=("arrival", "max"), e=("end", "min"))
     assert (span["a"] < span["e"]).all()
+
+
+@pytest.fixture(scope="module")
+def gloo_collectives(tmp_path_factory) -> list[Path]:
+    from tests.readers.kineto_torch import record_collectives
+
+    return record_collectives(tmp_path_factory.mktemp("gloo_collectives"))
+
+
+def test_gloo_all_gather_counts_its_whole_output(gloo_collectives):
+    """gloo's trace records an all_gather's input only (no output dims, no group
+    size): the group size comes from the trace's process-group metadata, so the
+    bytes follow nccl-tests (the whole output) and bus bytes use the same size."""
+    from cctviz.model.collectives import bus_factor
+    from tests.readers.kineto_torch import COLLECTIVE_NUMEL
+
+    docs = [json.loads(p.read_text()) for p in gloo_collectives]
+    world = docs[0]["distributedInfo"]["world_size"]
+    assert world == 2
+    args = [e.get("args", {}) for d in docs for e in d["traceEvents"]]
+    assert not any("Group size" in a for a in args)  # what made the bytes 1/world short
+    floats = 4 * COLLECTIVE_NUMEL  # bytes of one rank's input
+    for p in gloo_collectives:
+        t = cctviz.read(p)
+        f = t.frame
+        heads = f[f["comm_bytes"] > 0].set_index("collective")
+        gather, reduce = heads.loc["all_gather"], heads.loc["all_reduce"]
+        # two all_gathers (a list of outputs, then into one tensor) share the annotation
+        assert gather["calls"] == 2 and gather["group_size"] == world
+        assert gather["comm_bytes"] == 2 * world * floats
+        assert gather["bus_bytes"] == gather["comm_bytes"] * bus_factor("all_gather", world)
+        assert reduce["comm_bytes"] == floats
+        assert reduce["bus_bytes"] == floats * bus_factor("all_reduce", world)
+        assert t.meta["kineto"]["group_size_assumed"] == 0  # taken from pg_config
+    tl = cctviz.read_timeline(gloo_collectives)
+    ev = tl.events[tl.events["comm_bytes"] > 0]
+    gathers = ev[tl.tree.nodes["collective"].to_numpy()[ev["node"]] == "all_gather"]
+    assert len(gathers) == 2 * world and (gathers["comm_bytes"] == world * floats).all()
