@@ -51,7 +51,8 @@ How the tree is built (the choices):
   where another ends goes inside it (in whole-us traces an op "ends" where its
   last sub-op starts), as HTA's call stacks do; a zero-length event holds
   nothing. Ends that differ by float rounding only count as equal.
-- No ``cpu_op``, annotation or runtime call is shortened: each keeps its
+- No ``cpu_op``, annotation or runtime call is shortened but where a later
+  one overlaps it without nesting (the last rule below): each keeps its
   ``dur`` as the inclusive time of its node. Events that overlap without
   nesting come from ``with_stack=True``: torch opens ``ProfilerStep#N`` (and
   any ``record_function``) inside the Python frames of ``profiler.step() >
@@ -72,12 +73,14 @@ How the tree is built (the choices):
     ``meta["kineto"]["frames_trimmed"]``; their ``time`` is then exclusive time
     within that part, and a thread's inclusive time is the time it was busy
     (the union of its events), nothing counted twice;
-  - not seen in the samples nor in torch 2.13's traces: of two frames that
-    overlap without nesting, the later one starts where the other ends; two
-    cpu_op/annotation/runtime events that overlap without nesting (counted in
-    ``meta["kineto"]["overlapped"]``) both keep their whole duration, what
-    starts in the overlap goes to the later one, and the overlap counts twice
-    in their common parent (whose exclusive time stops at 0).
+  - of two frames that overlap without nesting, the later one starts where
+    the other ends; of two cpu_op/annotation/runtime events that overlap
+    without nesting (``record_function`` ranges entered and left out of order;
+    the later one counted in ``meta["kineto"]["overlapped"]``), the later one
+    keeps its whole duration and what starts in the overlap, and the earlier
+    one ends where the later one starts, in the tree and in the timeline's
+    events alike: the overlap counts once, and a thread's (and any parent's)
+    inclusive time is the union of the intervals below it, none of it lost.
 
   ``meta["kineto"]["clamped"]`` stays 0 (older versions clamped such events
   to their parent's end).
@@ -553,6 +556,7 @@ class _Nesting:
         self.reattached = 0  # events placed above an event they started in: they outlive it
         self.overlapped: list[int] = []  # cpu_op/annotation/runtime outliving one of those
         self.trimmed: list[int] = []  # frames that lost time to an event they overlap (repeats)
+        self.cut: list[int] = []  # other events that end, for the time, where a later one starts
 
 
 def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[list[int], _Nesting]:
@@ -567,10 +571,12 @@ def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[lis
     - a Python frame (``frame[j]``) stays below them on the stack, so that they
       keep what starts inside them; it starts, for the time accounting, where
       the last of them ends (``beg[j]`` is raised in place);
-    - any other event closes them: they get no more children, and those that
-      are Python frames end, for the time accounting, where it starts
-      (``end`` lowered in place). Other events keep their whole duration (the
-      overlap counts twice; listed in ``overlapped``).
+    - any other event closes them: they get no more children, and they end,
+      for the time accounting, where it starts (``end`` lowered in place): the
+      overlap is the later event's, which keeps its whole duration, so that a
+      thread's time is the union of its intervals. Frames cut so are listed in
+      ``trimmed``, other events in ``cut`` (the outliving event in
+      ``overlapped``).
 
     The stack stays sorted by end (each interval below the ones it outlives).
     """
@@ -619,10 +625,11 @@ def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[lis
                     continue
                 hard = False
                 for o in st_pos[k + 1 :]:
+                    end[o] = min(end[o], s)
                     if frame[o]:
-                        end[o] = s
                         out.trimmed.append(o)
                     else:
+                        out.cut.append(o)
                         hard = True
                 if hard:
                     out.overlapped.append(j)
@@ -742,9 +749,10 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     tparent = np.asarray(tparent_l, dtype=np.int64)
     cdur = dur  # as given (ts + dur - ts loses digits at 1e15 us), but for trimmed frames
     out.frames_trimmed = 0
-    if nest.trimmed:
+    if nest.trimmed or nest.cut:
         ci = np.unique(np.asarray(nest.trimmed, dtype=np.int64))
         out.frames_trimmed = int(ci.size)
+        ci = np.unique(np.asarray(nest.trimmed + nest.cut, dtype=np.int64))
         part = np.asarray([end[i] - beg[i] for i in ci.tolist()], dtype=np.float64)
         cdur[ci] = np.maximum(part, 0)
     del end, beg

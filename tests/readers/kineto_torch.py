@@ -77,6 +77,26 @@ def record(path: Path, side: bool = False, **options) -> Path:
     return path
 
 
+def record_overlap(path: Path) -> Path:
+    """Profile two ``record_function`` ranges left out of order ("load" entered,
+    then "compute", then "load" left inside "compute"): torch writes them as two
+    annotations on one thread that overlap without nesting."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    x = torch.randn(256, 256)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        load = record_function("load")
+        load.__enter__()
+        y = x @ x
+        with record_function("compute"):
+            z = y @ y
+            load.__exit__(None, None, None)
+            (z @ z).sum()
+    prof.export_chrome_trace(str(path))
+    return path
+
+
 def _rank(rank: int, world: int, port: int, folder: str, options: dict) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel

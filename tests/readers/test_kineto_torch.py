@@ -297,3 +297,37 @@ def test_gloo_all_gather_counts_its_whole_output(gloo_collectives):
     ev = tl.events[tl.events["comm_bytes"] > 0]
     gathers = ev[tl.tree.nodes["collective"].to_numpy()[ev["node"]] == "all_gather"]
     assert len(gathers) == 2 * world and (gathers["comm_bytes"] == world * floats).all()
+
+
+def test_ranges_left_out_of_order_count_once(tmp_path):
+    """record_function ranges that overlap without nesting (real torch output): the
+    thread's time is the union of its events, the overlap counted once; the later
+    range keeps its whole duration."""
+    from tests.readers.kineto_torch import record_overlap
+
+    p = record_overlap(tmp_path / "overlap.json")
+    _, ev = _events(p)
+    ann = {e["name"]: e for e in ev if e["name"] in ("load", "compute")}
+    load, comp = ann["load"], ann["compute"]
+    assert load["ts"] < comp["ts"] < load["ts"] + load["dur"] < comp["ts"] + comp["dur"]
+    t = cctviz.read(p)
+    assert t.meta["kineto"]["overlapped"] == 1
+    inc = t.metrics["time (inc)"].set_axis(t.callpaths)
+    (thread,) = [i for i in np.flatnonzero(t.nodes["kind"] == "thread")]
+    spans = sorted(
+        (e["ts"], e["ts"] + e["dur"]) for e in ev if str(e["tid"]) == t.nodes["id"][thread]
+    )
+    busy, (lo, hi) = 0.0, spans[0]
+    for a, b in spans[1:]:
+        if a > hi:
+            busy, lo, hi = busy + hi - lo, a, b
+        else:
+            hi = max(hi, b)
+    busy += hi - lo
+    assert t.metrics["time (inc)"][thread] == pytest.approx(busy, rel=1e-9, abs=1e-2)
+    assert t.metrics["time"].sum() == pytest.approx(busy, rel=1e-9, abs=1e-2)
+    top = t.callpaths[thread]
+    assert inc[f"{top}/compute"] == pytest.approx(comp["dur"], rel=1e-9)
+    assert inc[f"{top}/load"] == pytest.approx(comp["ts"] - load["ts"], rel=1e-9, abs=1e-2)
+    ens = cctviz.read_timeline(p).ensemble()  # the timeline agrees (ns)
+    assert ens.values("time").sum() / 1e3 == pytest.approx(busy, rel=1e-9, abs=1e-2)
