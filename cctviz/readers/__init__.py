@@ -154,7 +154,9 @@ def read_timeline(path: PathLike | Iterable[PathLike], format: str | None = None
         raise ProfileError(
             p, f"{name} files hold no timeline that cctviz reads (timelines: {have}); read() it"
         )
-    return fn(p, **kw)
+    if p.is_file() and p.stat().st_size == 0:
+        raise ProfileError(p, f"the file is empty (no {name} trace in it)")
+    return _call_reader(p, name, fn, kw)
 
 
 def _concat_timelines(paths: list[Path], format: str | None, by_rank: bool, **kw: Any) -> Any:
@@ -386,8 +388,33 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
     if p.is_file() and p.stat().st_size == 0:
         raise ProfileError(p, f"the file is empty (no {name} profile in it)")
     _check_arguments(p, name, kw)
+    obj = _call_reader(p, name, _READERS[name].read, kw)
+    if name != "cctviz":  # a native file keeps exactly the metadata it was saved with
+        for m in (obj.meta, obj.tree.meta) if isinstance(obj, Ensemble) else (obj.meta,):
+            m.setdefault("format", name)
+            m.setdefault("source", str(p))
+    return obj
+
+
+#: exceptions that mean the file's bytes are not what its format holds (undecodable
+#: text, a stream that ends early, a broken gzip or JSON); any other exception from a reader is a bug of the reader
+#: (:class:`~cctviz.errors.ReaderBugError`), never blamed on the file
+_CONTENT_ERRORS: tuple[type[BaseException], ...] = (
+    UnicodeDecodeError,
+    EOFError,
+    OSError,
+    json.JSONDecodeError,
+    zlib.error,
+    struct.error,
+)
+
+
+def _call_reader(p: Path, name: str, fn: Callable[..., Any], kw: dict[str, Any]) -> Any:
+    """``fn(p, **kw)`` with its failures said plainly: a ProfileError of the model
+    named after the file, bad bytes as "unexpected content", any other exception
+    as a :class:`~cctviz.errors.ReaderBugError` (a bug in cctviz)."""
     try:
-        obj = _READERS[name].read(p, **kw)
+        return fn(p, **kw)
     except ProfileError as e:
         if e.path is None:  # raised by the model while building: name the file
             raise ProfileError(p, e.problem, e.where) from e
@@ -400,25 +427,6 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
         raise
     except Exception as e:  # noqa: BLE001 - anything else is the reader's own failure
         raise ReaderBugError(p, name, e) from e
-    if name != "cctviz":  # a native file keeps exactly the metadata it was saved with
-        for m in (obj.meta, obj.tree.meta) if isinstance(obj, Ensemble) else (obj.meta,):
-            m.setdefault("format", name)
-            m.setdefault("source", str(p))
-    return obj
-
-
-#: exceptions that mean the file's bytes are not what its format holds (undecodable
-#: text, a stream that ends early, a broken gzip or JSON, a wrong keyword for the
-#: reader); any other exception from a reader is a bug of the reader
-#: (:class:`~cctviz.errors.ReaderBugError`), never blamed on the file
-_CONTENT_ERRORS: tuple[type[BaseException], ...] = (
-    UnicodeDecodeError,
-    EOFError,
-    OSError,
-    json.JSONDecodeError,
-    zlib.error,
-    struct.error,
-)
 
 
 def _check_arguments(p: Path, name: str, kw: dict[str, Any]) -> None:
