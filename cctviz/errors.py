@@ -42,6 +42,27 @@ class UnknownFormatError(ProfileError):
     """No reader recognised the file."""
 
 
+class ReaderBugError(ProfileError):
+    """A reader failed on a file with an internal exception: a bug in cctviz,
+    not a fault it found in the file. Still a :class:`ProfileError` (it names
+    the file, and code that catches bad input catches it), but its message says
+    whose fault it is and carries the exception.
+
+    Example:
+        >>> e = ReaderBugError("t.json", "kineto", KeyError("ts"))
+        >>> "a bug in cctviz" in str(e) and "KeyError: 'ts'" in str(e)
+        True
+    """
+
+    def __init__(self, path: str | os.PathLike, reader: str, error: BaseException):
+        self.error = error
+        super().__init__(
+            path,
+            f"cctviz's {reader} reader failed ({type(error).__name__}: {error}); this is "
+            "a bug in cctviz, not a fault found in the file: please report it with the file",
+        )
+
+
 class QueryError(CCTVizError, ValueError):
     """A call-path query is malformed; the message points at the offending part."""
 

@@ -20,21 +20,33 @@ import numpy as np
 
 from ._algo import TrieBuilder
 
+#: name of the root that samples with an empty stack are charged to (py-spy's
+#: samples of a thread without Python frames: `` 4`` in its raw output)
+NO_FRAMES = "(no frames)"
+
 
 def stacks_to_tree(
     stacks: Iterable[Sequence[Hashable]],
     weights: Sequence[float] | np.ndarray | None = None,
+    empty: Hashable | None = None,
 ) -> tuple[np.ndarray, list[Hashable], np.ndarray]:
     """Merge stacks (outermost frame first) into a call-path tree.
 
     Returns ``(parent, frame_key, weight)`` arrays over the tree nodes: a node
     per distinct stack prefix (frames merged by key under the same parent) and
     the summed weight of the stacks that end at each node (exclusive values).
+    An empty stack (a sample that caught no frame) is charged to a root of key
+    ``empty``, so that the samples still add up; with ``empty=None`` it is
+    dropped.
 
     >>> parent, keys, w = stacks_to_tree([("a", "b"), ("a",), ("a", "b")], [1, 2, 3])
     >>> parent.tolist(), keys, w.tolist()
     ([-1, 0], ['a', 'b'], [2.0, 4.0])
+    >>> stacks_to_tree([("a",), ()], [1, 5], empty=NO_FRAMES)[1:]
+    (['a', '(no frames)'], array([1., 5.]))
     """
+    if empty is not None:
+        stacks = (tuple(s) if len(s) else (empty,) for s in stacks)
     ids: dict[tuple[int, Hashable], int] = {}
     parent: list[int] = []
     keys: list[Hashable] = []

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import glob as _glob
 import importlib
+import json
 import os
+import re
+import struct
 import warnings
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ProfileError, UnknownFormatError
+from ..errors import ProfileError, ReaderBugError, UnknownFormatError
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 
@@ -150,7 +154,9 @@ def read_timeline(path: PathLike | Iterable[PathLike], format: str | None = None
         raise ProfileError(
             p, f"{name} files hold no timeline that cctviz reads (timelines: {have}); read() it"
         )
-    return fn(p, **kw)
+    if p.is_file() and p.stat().st_size == 0:
+        raise ProfileError(p, f"the file is empty (no {name} trace in it)")
+    return _call_reader(p, name, fn, kw)
 
 
 def _concat_timelines(paths: list[Path], format: str | None, by_rank: bool, **kw: Any) -> Any:
@@ -218,6 +224,8 @@ def detect(path: PathLike) -> str:
             continue
     if p.is_dir():  # no folder format claims it: a folder of profiles (read_folder checks)
         return FOLDER
+    if p.stat().st_size == 0:
+        raise UnknownFormatError(p, "the file is empty")
     known = ", ".join(_READERS)
     raise UnknownFormatError(p, f"not a profile format cctviz knows (formats: {known})")
 
@@ -225,14 +233,42 @@ def detect(path: PathLike) -> str:
 FOLDER = "folder"
 
 
+#: names of files that sit beside profiles without being one (documentation, notes,
+#: logs, scripts, configuration, figures): a folder read leaves them out unread
+_NOT_PROFILES = re.compile(
+    r"^(readme|license|licence|notice|changelog)([.].*)?$"
+    r"|[.](md|rst|log|py|sh|toml|ya?ml|ini|cfg|csv|png|jpe?g|svg|pdf|html?)$",
+    re.IGNORECASE,
+)
+#: a JSON file no reader claims is run metadata (``run.json``, a config) when it
+#: parses whole and is at most this big; a trace cut short does not parse
+_METADATA_JSON_BYTES = 1 << 20
+
+
 def _folder_files(folder: Path, format: str | None = None) -> dict[Path, str]:
     """Profiles in ``folder`` and its sub-folders, with their format.
 
     A sub-folder that is a profile itself (a database, a run folder) is one
     entry, and so is the folder of a file that stands for its folder (TAU's
-    ``profile.N.0.0``, HPCToolkit's ``experiment.xml``). With ``format`` given,
-    every file is taken to be of that format. Hidden files and folders are
-    left out.
+    ``profile.N.0.0``, HPCToolkit's ``experiment.xml``: the other files there
+    are its parts). With ``format`` given, every file is taken to be of that
+    format.
+
+    The rule for the other files (a folder is "refused, never half-read"):
+
+    - left out: hidden files and folders; files named as documentation, notes,
+      logs, scripts, configuration or figures (``README*``, ``LICENSE*``,
+      ``*.md``, ``*.rst``, ``*.log``, ``*.py``, ``*.sh``, ``*.toml``,
+      ``*.yaml``, ``*.ini``, ``*.cfg``, ``*.csv`` (expected values beside a
+      sample), ``*.png``, ``*.svg``, ``*.pdf``,
+      ``*.html``: :data:`_NOT_PROFILES`); and, when no format is given, a
+      ``.json`` file no reader recognises that parses whole and is at most
+      1 MiB (run metadata, a config);
+    - any other file no reader recognises is a :class:`ProfileError` naming it
+      (an empty file, a trace cut short, garbage): a folder of per-rank traces
+      where a crashed rank left an empty file is refused, not read as fewer
+      ranks. (Rank files of a ``cctviz run`` folder are the run reader's: a
+      missing or damaged rank is a profile flagged ``ok=False`` there.)
     """
     found: dict[Path, str] = {}
     for dirpath, dirnames, filenames in os.walk(folder):
@@ -244,18 +280,56 @@ def _folder_files(folder: Path, format: str | None = None) -> dict[Path, str]:
                 found[here] = kind
                 dirnames[:] = []
                 continue
-        for fn in sorted(filenames):
-            if fn.startswith("."):
-                continue
-            try:
-                kind = format or detect(here / fn)
-            except ProfileError:
-                continue
-            if kind in _FOLDER_FORMATS and format is None:
-                found.setdefault(here, kind)
-            else:
+        names = sorted(fn for fn in filenames if not fn.startswith("."))
+        kinds = {fn: format or _detect_in_folder(here / fn) for fn in names}
+        whole = [k for k in kinds.values() if isinstance(k, str) and k in _FOLDER_FORMATS]
+        if format is None and whole:  # a file standing for its folder: the rest are its parts
+            found.setdefault(here, whole[0])
+            dirnames[:] = []
+            continue
+        for fn, kind in kinds.items():
+            if isinstance(kind, ProfileError):
+                raise kind
+            if kind is not None:
                 found[here / fn] = kind
     return dict(sorted(found.items()))
+
+
+def _detect_in_folder(path: Path) -> str | ProfileError | None:
+    """The format of a file met in a folder read; ``None`` for a file that the
+    rule of :func:`_folder_files` leaves out; for any other file no reader
+    recognises, the ProfileError to raise unless a sibling claims the folder
+    (the parts of an OTF2 archive beside its anchor)."""
+    if _NOT_PROFILES.search(path.name):
+        return None
+    try:
+        return detect(path)
+    except UnknownFormatError:
+        if _is_metadata_json(path):
+            return None
+        if path.stat().st_size == 0:
+            return ProfileError(
+                path,
+                "the file is empty (a rank that crashed before writing?); "
+                "remove it or read the other files with cctviz.read_ensemble([...])",
+            )
+        return ProfileError(
+            path,
+            "this file in a folder of profiles is no profile cctviz recognises "
+            "(cut short or damaged?); remove it or read the other files with "
+            "cctviz.read_ensemble([...])",
+        )
+
+
+def _is_metadata_json(path: Path) -> bool:
+    """Whether ``path`` is a small ``.json`` file that parses whole (metadata)."""
+    if path.suffix.lower() != ".json" or path.stat().st_size > _METADATA_JSON_BYTES:
+        return False
+    try:
+        json.loads(path.read_bytes())
+    except ValueError:
+        return False
+    return True
 
 
 def _folder_format(path: Path) -> str | None:
@@ -311,30 +385,58 @@ def read(path: PathLike, format: str | None = None, **kw: Any) -> Tree | Ensembl
         raise ValueError(f"unknown format {name!r}; have {sorted(_READERS)}")
     if "progress" in kw and not _takes(_READERS[name].read, "progress"):
         kw.pop("progress")  # quick to read: no bar to show or hide
-    try:
-        obj = _READERS[name].read(p, **kw)
-    except ProfileError as e:
-        if e.path is None:  # raised by the model while building: name the file
-            raise ProfileError(p, e.problem, e.where) from e
-        raise
-    except (
-        KeyError,
-        IndexError,
-        TypeError,
-        ValueError,
-        AttributeError,
-        EOFError,
-        UnicodeDecodeError,
-        OSError,
-    ) as e:
-        raise ProfileError(
-            p, f"unexpected content for a {name} file ({type(e).__name__}: {e})"
-        ) from e
+    if p.is_file() and p.stat().st_size == 0:
+        raise ProfileError(p, f"the file is empty (no {name} profile in it)")
+    _check_arguments(p, name, kw)
+    obj = _call_reader(p, name, _READERS[name].read, kw)
     if name != "cctviz":  # a native file keeps exactly the metadata it was saved with
         for m in (obj.meta, obj.tree.meta) if isinstance(obj, Ensemble) else (obj.meta,):
             m.setdefault("format", name)
             m.setdefault("source", str(p))
     return obj
+
+
+#: exceptions that mean the file's bytes are not what its format holds (undecodable
+#: text, a stream that ends early, a broken gzip or JSON); any other exception from a reader is a bug of the reader
+#: (:class:`~cctviz.errors.ReaderBugError`), never blamed on the file
+_CONTENT_ERRORS: tuple[type[BaseException], ...] = (
+    UnicodeDecodeError,
+    EOFError,
+    OSError,
+    json.JSONDecodeError,
+    zlib.error,
+    struct.error,
+)
+
+
+def _call_reader(p: Path, name: str, fn: Callable[..., Any], kw: dict[str, Any]) -> Any:
+    """``fn(p, **kw)`` with its failures said plainly: a ProfileError of the model
+    named after the file, bad bytes as "unexpected content", any other exception
+    as a :class:`~cctviz.errors.ReaderBugError` (a bug in cctviz)."""
+    try:
+        return fn(p, **kw)
+    except ProfileError as e:
+        if e.path is None:  # raised by the model while building: name the file
+            raise ProfileError(p, e.problem, e.where) from e
+        raise
+    except _CONTENT_ERRORS as e:  # the file's bytes are not what the format holds
+        raise ProfileError(
+            p, f"unexpected content for a {name} file ({type(e).__name__}: {e})"
+        ) from e
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as e:  # noqa: BLE001 - anything else is the reader's own failure
+        raise ReaderBugError(p, name, e) from e
+
+
+def _check_arguments(p: Path, name: str, kw: dict[str, Any]) -> None:
+    """A ProfileError where the reader of ``name`` takes no such keyword argument."""
+    import inspect
+
+    try:
+        inspect.signature(_READERS[name].read).bind(p, **kw)
+    except TypeError as e:
+        raise ProfileError(p, f"bad argument for the {name} reader: {e}") from None
 
 
 def _takes(fn: Callable[..., Any], arg: str) -> bool:

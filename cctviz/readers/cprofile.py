@@ -44,7 +44,11 @@ split is exact (a function reached by one path, recursion confined to
 itself); the roots' inclusive times add up to ``pstats.Stats.total_tt``.
 ``calls`` = ncalls (recursive calls included), ``primitive calls`` = the
 non-recursive ones (pstats' ``ncalls`` column shows ``calls/primitive``). All
-three are sums (``meta["aggregation"]``).
+three are sums (``meta["aggregation"]``). A count of -1 is unknown (what
+``pyinstrument -r pstats`` writes for every count: a sampler counts no calls):
+the call paths are then split by the edges' cumulative time instead of their
+calls, the unknown counts are NaN (missing, not 0), a metric with no count
+known is left out, and ``meta["calls_unknown"]`` says so.
 Node columns ``file``, ``line``. ``meta``: ``total_calls``,
 ``primitive_calls``, ``total_tt``, as ``pstats.Stats`` computes them.
 
@@ -66,6 +70,10 @@ import numpy as np
 from ..errors import ProfileError
 from ..model.tree import Tree
 from . import register
+
+#: the call count of a pstats file that does not know it (pyinstrument's ``-r pstats``
+#: writes -1 for every count: a sampler counts no calls); read as missing (NaN)
+UNKNOWN = -1
 
 SECONDS_REASON = (
     "pstats files state no unit; cProfile's default timer (time.perf_counter) "
@@ -246,12 +254,16 @@ def _load_stats(path: Path) -> dict[Func, tuple]:
         ok = (
             isinstance(v, tuple)
             and len(v) == 5
-            and all(_num(x) for x in v[:4])
+            and all(_count(x) for x in v[:2])
+            and all(_num(x) for x in v[2:4])
             and isinstance(v[4], dict)
         )
         if not ok:
             raise ProfileError(
-                path, "expected (cc, nc, tt, ct, callers)", where=f"stats[{_fmt(f)}]"
+                path,
+                "expected (cc, nc, tt, ct, callers): call counts (-1: unknown), "
+                f"times >= 0 and a dict, got {v!r:.120}",
+                where=f"stats[{_fmt(f)}]",
             )
         for c, e in v[4].items():
             _check_key(path, c, f"callers of {_fmt(f)}")
@@ -259,7 +271,7 @@ def _load_stats(path: Path) -> dict[Func, tuple]:
                 raise ProfileError(
                     path, f"caller {_fmt(c)} is not a profiled function", where=f"stats[{_fmt(f)}]"
                 )
-            if not (_num(e) or (isinstance(e, tuple) and len(e) == 4 and all(_num(x) for x in e))):
+            if not (_num(e) or _edge(e)):
                 raise ProfileError(
                     path,
                     "expected (nc, cc, tt, ct) or a call count",
@@ -272,6 +284,20 @@ def _load_stats(path: Path) -> dict[Func, tuple]:
 
 def _num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) and x >= 0
+
+
+def _count(x: Any) -> bool:
+    """A call count: a number >= 0, or -1 for unknown (pyinstrument's pstats)."""
+    return _num(x) or (isinstance(x, int) and not isinstance(x, bool) and x == UNKNOWN)
+
+
+def _edge(e: Any) -> bool:
+    return (
+        isinstance(e, tuple)
+        and len(e) == 4
+        and all(_count(x) for x in e[:2])
+        and all(_num(x) for x in e[2:])
+    )
 
 
 def _check_key(path: Path, f: Any, where: str) -> None:
@@ -295,10 +321,14 @@ def _unfold(stats: dict[Func, tuple], max_nodes: int) -> tuple[dict[str, np.ndar
     funcs = list(stats)
     idx = {f: k for k, f in enumerate(funcs)}
     n = len(funcs)
-    cc = np.array([float(stats[f][0]) for f in funcs])
-    nc = np.array([float(stats[f][1]) for f in funcs])
+    cc_file = np.array([float(stats[f][0]) for f in funcs])
+    nc_file = np.array([float(stats[f][1]) for f in funcs])
     tt = np.array([float(stats[f][2]) for f in funcs])
     ct = np.array([float(stats[f][3]) for f in funcs])
+    # where a call count is unknown, calls cannot split a function over its call
+    # paths: cumulative time does (the unfolding's weights); calls stay NaN there
+    by_time = bool((cc_file == UNKNOWN).any() or (nc_file == UNKNOWN).any())
+    cc, nc = (ct, ct) if by_time else (cc_file, nc_file)
     # edges caller -> callee: (callee, nc, cc, tt, ct)
     out: list[list[tuple[int, float, float, float, float]]] = [[] for _ in range(n)]
     in_nc = np.zeros(n)
@@ -307,6 +337,8 @@ def _unfold(stats: dict[Func, tuple], max_nodes: int) -> tuple[dict[str, np.ndar
         for c, e in stats[f][4].items():
             if isinstance(e, tuple):
                 enc, ecc, ett, ect = (float(x) for x in e)
+                if by_time:
+                    enc = ecc = ect
             else:  # profile module: a call count only; split the callee's times by calls
                 share = float(e) / nc[g] if nc[g] > 0 else 0.0
                 enc, ecc, ett, ect = float(e), float(e), tt[g] * share, ct[g] * share
@@ -317,7 +349,8 @@ def _unfold(stats: dict[Func, tuple], max_nodes: int) -> tuple[dict[str, np.ndar
         lst.sort(key=lambda e: (-e[4], e[0]))
     has_callers = np.array([bool(stats[f][4]) for f in funcs])
     resid = nc - in_nc
-    roots = [g for g in range(n) if not has_callers[g] or resid[g] >= 0.5]
+    tol = 1e-6 * nc if by_time else np.full(n, 0.5)  # a caller's share left over
+    roots = [g for g in range(n) if not has_callers[g] or resid[g] > tol[g]]
     roots.sort(key=lambda g: (-ct[g], g))
     denom = np.where(cc > 0, cc, np.maximum(nc, 1.0))
 
@@ -385,10 +418,11 @@ def _unfold(stats: dict[Func, tuple], max_nodes: int) -> tuple[dict[str, np.ndar
     cols = {}
     for name, w, target in (
         ("time", w_time, tt),
-        ("calls", w_calls, nc),
-        ("primitive calls", w_prim, cc),
+        ("calls", w_calls, np.where(nc_file == UNKNOWN, np.nan, nc_file)),
+        ("primitive calls", w_prim, np.where(cc_file == UNKNOWN, np.nan, cc_file)),
     ):
-        cols[name] = _rescale(fn, np.asarray(w), target, np.asarray(w_calls), n)
+        if name == "time" or not np.isnan(target).all():  # no count known: no column
+            cols[name] = _rescale(fn, np.asarray(w), target, np.asarray(w_calls), n)
     cols["func"] = fn
     cols["parent"] = np.asarray(parent, dtype=np.int64)
     return cols, truncated
@@ -435,11 +469,18 @@ def read_cprofile(path: Path, max_nodes: int = 200_000) -> Tree:
     meta: dict[str, Any] = {
         "units": {"time": "s"},
         "units_assumed": {"time": SECONDS_REASON},
-        "aggregation": {"time": "sum", "calls": "sum", "primitive calls": "sum"},
-        "total_calls": int(sum(v[1] for v in stats.values())),
-        "primitive_calls": int(sum(v[0] for v in stats.values())),
+        "aggregation": dict.fromkeys(cols, "sum"),
         "total_tt": round(float(sum(v[2] for v in stats.values())), 9),
     }
+    for key, k in (("total_calls", 1), ("primitive_calls", 0)):
+        counts = [v[k] for v in stats.values()]
+        if UNKNOWN not in counts:
+            meta[key] = int(sum(counts))
+    if "calls" not in cols or np.isnan(cols["calls"]).any():
+        meta["calls_unknown"] = (
+            "the file has call counts of -1 (unknown: pyinstrument's pstats); "
+            "call paths split by cumulative time, calls missing"
+        )
     if truncated:
         meta["truncated"] = True
         warnings.warn(

@@ -8,9 +8,15 @@ many other samplers. Facts and choices:
   then whitespace and a count: the count is the **last** whitespace-separated
   field (so a frame name may contain spaces), the stack everything before it.
   Counts are usually integers (samples); a decimal number is accepted too.
-- Empty (or blank) lines are ignored. Any other line that does not parse (no
-  count, a count that is not a non-negative number, an empty stack) is a
-  :class:`~cctviz.ProfileError` naming the line number.
+- Empty (or blank) lines and ``#`` comment lines are ignored. A line with a
+  count and no stack (py-spy's `` 4``: samples of a thread that showed no
+  Python frame) counts, under a root named ``(no frames)``
+  (:data:`~cctviz.model.build.NO_FRAMES`), so that the samples add up to
+  what the tool took. Any other line that does not parse (no count, a count
+  that is not a non-negative number) is a :class:`~cctviz.ProfileError`
+  naming the line number.
+- Text is UTF-8, or UTF-16 with its byte-order mark (what PowerShell's ``>``
+  writes: a BOM, then UTF-16LE), or UTF-8 with a BOM.
 - The same stack on several lines adds up. The count of a line is the
   **exclusive** value of the stack's last frame; inclusive values are derived.
   Frames are merged by name under the same parent (a call-path tree): the
@@ -29,49 +35,65 @@ speedscope and pyinstrument readers.
 
 from __future__ import annotations
 
+import codecs
 import re
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ProfileError
-from ..model.build import stacks_to_tree
+from ..model.build import NO_FRAMES, stacks_to_tree
 from ..model.tree import Tree
 from . import register
 
-_LINE = re.compile(rb"^\S.*[ \t]\d+$")
+_LINE = re.compile(r"^(\S.*)?[ \t]\d+$")  # a stack (or none) and an integer count
 _SNIFF_LINES = 50
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _decode(h: bytes, final: bool) -> str:
+    """The text of ``h`` by its byte-order mark (UTF-8 without one);
+    ``final=False`` for a head that may cut a character short."""
+    enc = next((e for bom, e in _BOMS if h.startswith(bom)), "utf-8")
+    return codecs.getincrementaldecoder(enc)().decode(h, final=final)
 
 
 def _sniff(path: Path, h: bytes) -> bool:
-    if not h or b"\x00" in h:
-        return False
-    lines = h.split(b"\n")
-    if len(h) >= 65536 and not h.endswith(b"\n"):
-        lines = lines[:-1]  # the head cut the last line short
-    lines = [ln.rstrip(b"\r") for ln in lines if ln.strip()][:_SNIFF_LINES]
-    if not lines:
+    if not h:
         return False
     try:
-        b"\n".join(lines).decode("utf-8")
+        text = _decode(h, final=False)
     except UnicodeDecodeError:
         return False
-    return all(_LINE.match(ln) for ln in lines) and any(b";" in ln for ln in lines)
+    if "\x00" in text:
+        return False
+    lines = text.split("\n")
+    if len(h) >= 65536 and not text.endswith("\n"):
+        lines = lines[:-1]  # the head cut the last line short
+    lines = [ln.rstrip("\r") for ln in lines if ln.strip() and not ln.startswith("#")]
+    lines = lines[:_SNIFF_LINES]
+    if not lines:
+        return False
+    return all(_LINE.match(ln) for ln in lines) and any(";" in ln for ln in lines)
 
 
 def _parse_lines(path: Path, text: str) -> tuple[list[str], np.ndarray]:
     stacks: dict[str, float] = {}
     for k, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+        if not line.strip() or line.startswith("#"):
             continue
         parts = line.rstrip().rsplit(None, 1)
-        stack = parts[0].rstrip() if len(parts) == 2 else ""
-        count = parts[-1]
+        stack = parts[0].strip() if len(parts) == 2 else ""
         try:
-            value = float(count)
+            value = float(parts[-1])
         except ValueError:
             value = float("nan")
-        if not stack or not np.isfinite(value) or value < 0:
+        no_stack = len(parts) == 1 and line[:1].isspace()  # ' 4': samples without a frame
+        if (not stack and not no_stack) or not np.isfinite(value) or value < 0:
             raise ProfileError(
                 path,
                 f"expected '<frame;frame;...> <count>' (a non-negative number last), got {line[:80]!r}",
@@ -100,15 +122,18 @@ def read_folded(path: Path, metric: str = "samples") -> Tree:
         (['main', 'solve', 'dot', 'io'], [45.0, 40.0, 30.0, 5.0])
     """
     raw = _read_bytes(path)
-    nul = raw.find(b"\x00")
-    if nul >= 0:
-        raise ProfileError(path, "binary data, not folded-stacks text", where=f"byte {nul}")
     try:
-        text = raw.decode("utf-8")
+        text = _decode(raw, final=True)
     except UnicodeDecodeError as e:
-        raise ProfileError(path, f"not UTF-8 text ({e.reason})", where=f"byte {e.start}") from None
+        raise ProfileError(
+            path, f"not UTF-8 or UTF-16 text ({e.reason})", where=f"byte {e.start}"
+        ) from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise ProfileError(path, "binary data, not folded-stacks text", where=f"character {nul}")
     stacks, counts = _parse_lines(path, text)
-    parent, keys, w = stacks_to_tree((s.split(";") for s in stacks), counts)
+    frames = (s.split(";") if s else [] for s in stacks)
+    parent, keys, w = stacks_to_tree(frames, counts, empty=NO_FRAMES)
     return Tree.from_parents(parent, keys, {metric: w}, meta={"aggregation": {metric: "sum"}})
 
 

@@ -51,7 +51,8 @@ How the tree is built (the choices):
   where another ends goes inside it (in whole-us traces an op "ends" where its
   last sub-op starts), as HTA's call stacks do; a zero-length event holds
   nothing. Ends that differ by float rounding only count as equal.
-- No ``cpu_op``, annotation or runtime call is shortened: each keeps its
+- No ``cpu_op``, annotation or runtime call is shortened but where a later
+  one overlaps it without nesting (the last rule below): each keeps its
   ``dur`` as the inclusive time of its node. Events that overlap without
   nesting come from ``with_stack=True``: torch opens ``ProfilerStep#N`` (and
   any ``record_function``) inside the Python frames of ``profiler.step() >
@@ -72,12 +73,14 @@ How the tree is built (the choices):
     ``meta["kineto"]["frames_trimmed"]``; their ``time`` is then exclusive time
     within that part, and a thread's inclusive time is the time it was busy
     (the union of its events), nothing counted twice;
-  - not seen in the samples nor in torch 2.13's traces: of two frames that
-    overlap without nesting, the later one starts where the other ends; two
-    cpu_op/annotation/runtime events that overlap without nesting (counted in
-    ``meta["kineto"]["overlapped"]``) both keep their whole duration, what
-    starts in the overlap goes to the later one, and the overlap counts twice
-    in their common parent (whose exclusive time stops at 0).
+  - of two frames that overlap without nesting, the later one starts where
+    the other ends; of two cpu_op/annotation/runtime events that overlap
+    without nesting (``record_function`` ranges entered and left out of order;
+    the later one counted in ``meta["kineto"]["overlapped"]``), the later one
+    keeps its whole duration and what starts in the overlap, and the earlier
+    one ends where the later one starts, in the tree and in the timeline's
+    events alike: the overlap counts once, and a thread's (and any parent's)
+    inclusive time is the union of the intervals below it, none of it lost.
 
   ``meta["kineto"]["clamped"]`` stays 0 (older versions clamped such events
   to their parent's end).
@@ -120,9 +123,13 @@ of all_gather/gather, the whole input otherwise; from ``In/Out msg nelems`` x
 ``dtype`` where given, else from the annotation's ``Input Dims`` x ``Input
 type`` (an all_gather's output from the ``c10d::`` op's first tensor, or the
 input x group size). ``bus_bytes`` = bytes x the nccl-tests bus factor of the
-group size; a collective that records no group size is taken to span the
-whole world (``distributedInfo.world_size``; counted in
-``meta["kineto"]["group_size_assumed"]``), and gets 0 without a world size.
+group size. The group size is the recorded ``Group size``; where there is
+none (gloo's traces record only the ``gloo:`` annotation's input), the length
+of ``Process Group Ranks``, else the process group's ``pg_size`` in
+``distributedInfo.pg_config`` (its only entry, for a collective that names no
+group), else the whole world (``distributedInfo.world_size``; counted in
+``meta["kineto"]["group_size_assumed"]``); ``comm_bytes`` and ``bus_bytes``
+use the same size, and ``bus_bytes`` is 0 where no size is known at all.
 Node columns of the collective: ``collective``, ``group_size``,
 ``process_group``, ``process_group_ranks``.
 
@@ -144,6 +151,7 @@ reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
 from __future__ import annotations
 
 import gc
+import json
 import re
 import warnings
 from array import array
@@ -262,6 +270,7 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
     outer_first: int | None = None  # a c10d:: op's first tensor (an all_gather's output)
     annot: int | None = None  # bytes of an nccl:/gloo: annotation's tensors
     rpc_in: int | None = None  # record_param_comms' first tensor from Input Dims
+    per_rank = False  # bytes are one rank's input of an all_gather/gather (x group size)
     for name, args in members:
         if name == "record_param_comms":
             cn = args.get("Collective name")
@@ -297,13 +306,16 @@ def _collective(members: list[tuple[str, dict]]) -> dict[str, Any]:
                     if group is None and base > 0 and outer_first % base == 0:
                         group = outer_first // base
                     nbytes = outer_first
-                else:
-                    nbytes = base * (group or 1)
+                elif group is not None:
+                    nbytes = base * group
+                else:  # only the input known: x the group size, once the trace says it
+                    nbytes, per_rank = base, True
             else:
                 nbytes = base
     return {
         "collective": kind or None,
         "bytes": float(nbytes or 0),
+        "per_rank": per_rank,
         "group_size": group,
         "process_group": None if pg is None else str(pg),
         "process_group_ranks": None if ranks is None else str(ranks),
@@ -559,6 +571,7 @@ class _Nesting:
         self.reattached = 0  # events placed above an event they started in: they outlive it
         self.overlapped: list[int] = []  # cpu_op/annotation/runtime outliving one of those
         self.trimmed: list[int] = []  # frames that lost time to an event they overlap (repeats)
+        self.cut: list[int] = []  # other events that end, for the time, where a later one starts
 
 
 def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[list[int], _Nesting]:
@@ -573,10 +586,12 @@ def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[lis
     - a Python frame (``frame[j]``) stays below them on the stack, so that they
       keep what starts inside them; it starts, for the time accounting, where
       the last of them ends (``beg[j]`` is raised in place);
-    - any other event closes them: they get no more children, and those that
-      are Python frames end, for the time accounting, where it starts
-      (``end`` lowered in place). Other events keep their whole duration (the
-      overlap counts twice; listed in ``overlapped``).
+    - any other event closes them: they get no more children, and they end,
+      for the time accounting, where it starts (``end`` lowered in place): the
+      overlap is the later event's, which keeps its whole duration, so that a
+      thread's time is the union of its intervals. Frames cut so are listed in
+      ``trimmed``, other events in ``cut`` (the outliving event in
+      ``overlapped``).
 
     The stack stays sorted by end (each interval below the ones it outlives).
     """
@@ -625,10 +640,11 @@ def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[lis
                     continue
                 hard = False
                 for o in st_pos[k + 1 :]:
+                    end[o] = min(end[o], s)
                     if frame[o]:
-                        end[o] = s
                         out.trimmed.append(o)
                     else:
+                        out.cut.append(o)
                         hard = True
                 if hard:
                     out.overlapped.append(j)
@@ -748,9 +764,10 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     tparent = np.asarray(tparent_l, dtype=np.int64)
     cdur = dur  # as given (ts + dur - ts loses digits at 1e15 us), but for trimmed frames
     out.frames_trimmed = 0
-    if nest.trimmed:
+    if nest.trimmed or nest.cut:
         ci = np.unique(np.asarray(nest.trimmed, dtype=np.int64))
         out.frames_trimmed = int(ci.size)
+        ci = np.unique(np.asarray(nest.trimmed + nest.cut, dtype=np.int64))
         part = np.asarray([end[i] - beg[i] for i in ci.tolist()], dtype=np.float64)
         cdur[ci] = np.maximum(part, 0)
     del end, beg
@@ -859,6 +876,58 @@ def _check_numbers(path: Path, col: _Columns) -> int:
             d[d < 0] = 0
             neg += k
     return neg
+
+
+def _pg_sizes(top: dict[str, Any]) -> dict[str, int]:
+    """Size of each process group the trace's ``distributedInfo.pg_config`` lists
+    (by ``pg_name``: ``pg_size``, else the length of ``ranks``)."""
+    di = top.get("distributedInfo")
+    cfg = di.get("pg_config") if isinstance(di, dict) else None
+    out: dict[str, int] = {}
+    for pg in cfg if isinstance(cfg, list) else []:
+        if not isinstance(pg, dict):
+            continue
+        size = _int(pg.get("pg_size"))
+        if size is None and isinstance(pg.get("ranks"), list):
+            size = len(pg["ranks"])
+        if size:
+            out[str(pg.get("pg_name"))] = size
+    return out
+
+
+def _ranks_size(ranks: Any) -> int | None:
+    """Number of ranks in a ``Process Group Ranks`` argument (``"[0, 1]"`` or a list)."""
+    if isinstance(ranks, str):
+        try:
+            ranks = json.loads(ranks)
+        except ValueError:
+            return None
+    return len(ranks) if isinstance(ranks, list) and ranks else None
+
+
+def _resolve_groups(coll: list[dict[str, Any]], top: dict[str, Any], world: int | None) -> int:
+    """Give each collective without a recorded ``Group size`` the size of its
+    group from the trace's own metadata: its ``Process Group Ranks``, else its
+    process group's entry in ``distributedInfo.pg_config`` (the only entry, where
+    the collective names none), else the world size; then scale the bytes of an
+    all_gather/gather known only by its input by that size (nccl-tests count
+    the whole output), so ``comm_bytes`` and ``bus_bytes`` use one group size.
+    Returns how many collectives took the world size."""
+    sizes = _pg_sizes(top)
+    only = next(iter(sizes.values())) if len(sizes) == 1 else None
+    assumed = 0
+    for c in coll:
+        if not c["group_size"]:
+            pg = c["process_group"]
+            g = _ranks_size(c["process_group_ranks"]) or (
+                sizes.get(pg) if pg is not None else only
+            )
+            if g is None and world and c["bytes"]:
+                g, assumed = world, assumed + 1
+            c["group_size"] = g
+        if c.pop("per_rank", False) and c["group_size"]:
+            c["bytes"] *= c["group_size"]
+    return assumed
 
 
 def _meta(top: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -990,11 +1059,12 @@ def _build(
     world = _int(meta.get("world_size")) or None
     heads = np.fromiter(cpu.comm.keys(), dtype=np.int64, count=len(cpu.comm)) + S
     coll = list(cpu.comm.values())
+    assumed = _resolve_groups(coll, top, world)
     comm_vals = {
         "comm_time": np.asarray([c["time"] for c in coll], dtype=np.float64),
         "comm_bytes": np.asarray([c["bytes"] for c in coll], dtype=np.float64),
         "bus_bytes": np.asarray(
-            [c["bytes"] * bus_factor(c["collective"], c["group_size"] or world or 0) for c in coll],
+            [c["bytes"] * bus_factor(c["collective"], c["group_size"] or 0) for c in coll],
             dtype=np.float64,
         ),
     }
@@ -1021,10 +1091,8 @@ def _build(
         negative_dur=neg,
         collectives=len(coll),
         # collectives without a recorded group size: bus bytes assume the whole world
-        group_size_assumed=sum(1 for c in coll if c["bytes"] and not c["group_size"] and world),
-        bus_bytes_unknown_group=sum(
-            1 for c in coll if c["bytes"] and not c["group_size"] and not world
-        ),
+        group_size_assumed=assumed,
+        bus_bytes_unknown_group=sum(1 for c in coll if c["bytes"] and not c["group_size"]),
     )
     meta["kineto"] = kmeta
     meta["units"] = dict(UNITS)

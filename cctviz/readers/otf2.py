@@ -1,8 +1,10 @@
 """OTF2 trace archives (Score-P, the runtime's ``--trace``): one calling-context
 tree per location, an :class:`~cctviz.Ensemble` of locations.
 
-:func:`read_otf2` takes the archive's anchor file (``traces.otf2``) or the
-folder holding it. It needs the ``otf2`` package (``pip install
+:func:`read_otf2` takes the archive's anchor file (``traces.otf2``, or any
+``<name>.otf2`` that Score-P's ``SCOREP_EXPERIMENT_DIRECTORY`` or a writer's
+``archive_name`` gave) or the folder holding it (a folder of several archives
+and no ``traces.otf2`` is refused: name the anchor). It needs the ``otf2`` package (``pip install
 'cctviz[scorep]'``).
 
 Format facts (OTF2 3.x, as the ``otf2`` package exposes them):
@@ -31,7 +33,10 @@ How the tree is built (the choices):
   call path.
 - The root's inclusive time is ``ProgramEnd - ProgramBegin`` on a location
   that has both, else the span from the location's first to its last
-  Enter/Leave; its exclusive time is what the top-level regions leave. A
+  Enter/Leave or MPI record; its exclusive time is what the top-level regions
+  leave. A location of MPI records without any Enter/Leave (a communication
+  thread) is read: its records are leaves under its root, a blocking one
+  without a region around it an instant (``comm_time`` 0). A
   region still open at the end of the events is closed there (counted in
   ``meta["otf2"]["unclosed"]``); a Leave without an Enter is a
   :class:`~cctviz.ProfileError`.
@@ -149,6 +154,12 @@ def _anchor(path: Path) -> Path:
         found = sorted(path.glob("*.otf2"))
         if not found:
             raise ProfileError(path, "the folder holds no OTF2 anchor file (traces.otf2)")
+        if len(found) > 1:
+            raise ProfileError(
+                path,
+                f"the folder holds {len(found)} OTF2 archives ({', '.join(f.name for f in found)}) "
+                "and none named traces.otf2: give the anchor file of the one to read",
+            )
         return found[0]
     return path
 
@@ -159,10 +170,10 @@ def _is_anchor(h: bytes) -> bool:
 
 def _sniff(path: Path, h: bytes) -> bool:
     if path.is_dir():
-        a = path / ANCHOR
-        if not a.is_file():
+        anchors = [path / ANCHOR] if (path / ANCHOR).is_file() else sorted(path.glob("*.otf2"))
+        if len(anchors) != 1:  # none, or several archives side by side: a folder of them
             return False
-        with open(a, "rb") as f:
+        with open(anchors[0], "rb") as f:
             h = f.read(16)
         return _is_anchor(h)
     return path.suffix == ".otf2" and _is_anchor(h)
@@ -183,10 +194,12 @@ class _Location:
         self.c_bus = array("d")
         self.c_t0 = array("q")
         self.c_t1 = array("q")
+        self.c_at = array("q")  # the record's own time
         # metric samples: position, member index, value, timing (0 last/point, 1 next)
         self.m_pos = array("q")
         self.m_member = array("q")
         self.m_value = array("d")
+        self.m_time = array("q")
         self.program: list[int | None] = [None, None]
         self.program_name: str | None = None
         self.isend: dict[int, int] = {}  # request -> comm row
@@ -284,7 +297,7 @@ def _callbacks(
     """The event callbacks of one location, appending to ``st``'s columns."""
     el_region, el_time = st.el_region, st.el_time
     c_pos, c_name, c_bytes, c_bus = st.c_pos, st.c_name, st.c_bytes, st.c_bus
-    c_t0, c_t1 = st.c_t0, st.c_t1
+    c_t0, c_t1, c_at = st.c_t0, st.c_t1, st.c_at
     add_r, add_t = el_region.append, el_time.append
     comm_size, world = arc.comm_size, arc.world_size
     op_names = arc.op_names
@@ -297,8 +310,9 @@ def _callbacks(
             code = names[key] = len(names)
         return code
 
-    def comm(pos: int, kind: str, comm_ref: int, nbytes: float, t0: int, t1: int) -> int:
+    def comm(pos: int, kind: str, comm_ref: int, nbytes: float, t0: int, t1: int, at: int) -> int:
         n = comm_size.get(comm_ref, 0)
+        c_at.append(at)
         c_pos.append(pos)
         c_name.append(leaf_code(kind, n))
         c_bytes.append(nbytes)
@@ -316,13 +330,13 @@ def _callbacks(
         add_t(time)
 
     def send(loc, time, pos, ud, attrs, peer, comm_ref, tag, length):
-        comm(len(el_time), "send", comm_ref, float(length), -1, -1)
+        comm(len(el_time), "send", comm_ref, float(length), -1, -1, time)
 
     def recv(loc, time, pos, ud, attrs, peer, comm_ref, tag, length):
-        comm(len(el_time), "recv", comm_ref, float(length), -1, -1)
+        comm(len(el_time), "recv", comm_ref, float(length), -1, -1, time)
 
     def isend(loc, time, pos, ud, attrs, peer, comm_ref, tag, length, request):
-        st.isend[request] = comm(len(el_time), "send", comm_ref, float(length), time, time)
+        st.isend[request] = comm(len(el_time), "send", comm_ref, float(length), time, time, time)
 
     def isend_complete(loc, time, pos, ud, attrs, request):
         row = st.isend.pop(request, None)
@@ -334,7 +348,7 @@ def _callbacks(
 
     def irecv(loc, time, pos, ud, attrs, peer, comm_ref, tag, length, request):
         p, t0 = st.irecv.pop(request, (len(el_time), time))
-        comm(p, "recv", comm_ref, float(length), t0, time)
+        comm(p, "recv", comm_ref, float(length), t0, time, time)
 
     def coll_begin(loc, time, pos, ud, attrs):
         st.coll_begin = time
@@ -351,12 +365,12 @@ def _callbacks(
         t0 = st.coll_begin if st.coll_begin is not None else time
         p = st.coll_begin_pos if st.coll_begin is not None else len(el_time)
         st.coll_begin = None
-        comm(p, kind, comm_ref, nbytes, t0, time)
+        comm(p, kind, comm_ref, nbytes, t0, time, time)
 
     strings = arc.strings
     members = arc.metric_members
     metrics = arc.metrics
-    m_pos, m_member, m_value = st.m_pos, st.m_member, st.m_value
+    m_pos, m_member, m_value, m_time = st.m_pos, st.m_member, st.m_value, st.m_time
 
     def metric(loc, time, pos, ud, attrs, metric_ref, type_ids, values):
         m = metrics.get(metric_ref)
@@ -368,6 +382,7 @@ def _callbacks(
             m_pos.append(p)
             m_member.append(k)
             m_value.append(float(v))
+            m_time.append(time)
 
     def program_begin(loc, time, pos, ud, attrs, name, args):
         st.program[0] = time
@@ -455,8 +470,13 @@ def _location_tree(
         raise ProfileError(
             path, f"an Enter of undefined region {int(region[k])}", where=f"{where}, event {k}"
         )
-    first = [t for t in (st.program[0], int(ticks[0]) if ticks.size else None) if t is not None]
-    last = [t for t in (st.program[1], int(ticks[-1]) if ticks.size else None) if t is not None]
+    rec = np.frombuffer(st.c_at, dtype=np.int64) if len(st.c_at) else np.zeros(0, np.int64)
+    lo = [int(ticks[0])] if ticks.size else []
+    hi = [int(ticks[-1])] if ticks.size else []
+    if rec.size:  # MPI records count in the span (a location of messages only)
+        lo, hi = [*lo, int(rec.min())], [*hi, int(rec.max())]
+    first = [t for t in (st.program[0], *lo) if t is not None]
+    last = [t for t in (st.program[1], *hi) if t is not None]
     t_begin = min(first) if first else 0
     t_end = max(last) if last else t_begin
     if st.program[0] is not None and st.program[1] is not None:
@@ -494,6 +514,7 @@ def _location_tree(
         column(st.c_bus, np.float64),
     )
     t0, t1 = column(st.c_t0, np.int64), column(st.c_t1, np.int64)
+    c_at = column(st.c_at, np.int64)
     if n_c:
         at_all = _at(nest["after"], c_pos)
         # in a region that is the collective itself (a cctviz trace's "comm" context),
@@ -513,7 +534,9 @@ def _location_tree(
             da = np.where(ta >= 0, (tb - ta).astype(np.float64), 0.0)
             pre["comm_time"] = np.bincount(a_at, weights=da, minlength=n_ctx) * ns_per_tick
             keep = ~absorbed
-            c_pos, code, cb, cbus, t0, t1 = (x[keep] for x in (c_pos, code, cb, cbus, t0, t1))
+            c_pos, code, cb, cbus, t0, t1, c_at = (
+                x[keep] for x in (c_pos, code, cb, cbus, t0, t1, c_at)
+            )
             n_c = c_pos.shape[0]
     if n_c:
         at = _at(nest["after"], c_pos)
@@ -534,17 +557,20 @@ def _location_tree(
         blocking = t0 < 0
         if blocking.any():
             # the innermost open Enter at the event: the Enter whose context runs there
+            # (none on a location of messages only: the record's own instant)
             open_enter = _open_enter(nest, c_pos[blocking])
-            d = np.where(open_enter >= 0, inc[np.maximum(open_enter, 0)], 0)
+            oe = np.maximum(open_enter, 0)
+            some = open_enter >= 0
+            d = np.zeros(open_enter.shape[0], dtype=np.float64)
+            d[some] = inc[oe[some]]
             dur[blocking] = d
         if with_events:
             # an MPI record beside the frames: its own interval, not part of the nesting
             start_l = np.where(blocking, 0, t0)
             if blocking.any():
-                oe = np.maximum(open_enter, 0)
-                start_l[blocking] = np.where(
-                    open_enter >= 0, ticks[enters[oe]], c_pos[blocking] * 0
-                )
+                b_start = c_at[blocking].copy()
+                b_start[some] = ticks[enters[oe[some]]]
+                start_l[blocking] = b_start
             leaf_events = {
                 "node": leaf_id,
                 "start": start_l,
@@ -790,7 +816,7 @@ def read_otf2_timeline(path: Path, progress: bool | None = None) -> Timeline:
     """
     anchor, reader, otf2, _otf2 = _open(Path(path))
     try:
-        ens, located = _read(anchor, reader, otf2, _otf2, progress, with_events=True)
+        ens, located, counters = _read(anchor, reader, otf2, _otf2, progress, with_events=True)
     finally:
         try:
             reader.close()
@@ -814,7 +840,16 @@ def read_otf2_timeline(path: Path, progress: bool | None = None) -> Timeline:
     meta = {**ens.meta, "event_metrics": present, "path": str(anchor), "format": "otf2"}
     meta.pop("units", None)
     meta.pop("aggregation", None)
-    return Timeline(ens.tree, events, ens.profiles, meta=meta)
+    if counters is not None:  # a meter's samples: tracks of its process's profile
+        counters = counters[["profile", "track", "ts", "value"]]
+    units = {
+        m: u
+        for m, u in ens.tree.units.items()
+        if counters is not None and m in set(counters["track"])
+    }
+    return Timeline(
+        ens.tree, events, ens.profiles, counters=counters, units=units or None, meta=meta
+    )
 
 
 def _open(path: Path) -> tuple[Path, Any, Any, Any]:
@@ -888,7 +923,7 @@ def _read(
     _otf2: Any,
     progress: bool | None,
     with_events: bool = False,
-) -> Ensemble | tuple[Ensemble, list[pd.DataFrame]]:
+) -> Ensemble | tuple[Ensemble, list[pd.DataFrame], pd.DataFrame | None]:
     defs = reader.definitions
     arc = _Archive(defs, otf2)
     clock = defs.clock_properties
@@ -923,6 +958,8 @@ def _read(
     located: list[pd.DataFrame] = []  # per location, its intervals (timeline)
     group_index = {g._ref: k for k, g in enumerate(defs.location_groups)}
     properties = _location_properties(defs)
+    gauges: list[tuple[int, str, list[tuple[str, float, str, str | None, pd.DataFrame]]]] = []
+    tree_group: list[int] = []  # the location group of each tree
     try:
         for loc in progress_bar(locations, progress, desc="reading locations", unit="location"):
             evt_file = f"{anchor.stem}/{loc._ref}.evt"
@@ -953,6 +990,12 @@ def _read(
                 ) from e
             if st.program_name and program is None:
                 program = Path(st.program_name).name
+            g = loc.group
+            gref = g._ref if g is not None else -1
+            if _metrics_only(loc, st, otf2):  # a meter, not a thread: its process's values
+                gauges.append((gref, str(loc.name), _root_values(st, arc, ns_per_tick)))
+                del st
+                continue
             tree, info = _location_tree(
                 anchor, where, st, arc, list(names), ROOT, ns_per_tick, with_events
             )
@@ -961,8 +1004,7 @@ def _read(
             trees.append(tree)
             if with_events:
                 located.append(info["timeline"])
-            g = loc.group
-            gref = g._ref if g is not None else -1
+            tree_group.append(gref)
             th = thread_in_group.get(gref, 0)
             thread_in_group[gref] = th + 1
             host = getattr(getattr(g, "system_tree_parent", None), "name", None)
@@ -982,6 +1024,9 @@ def _read(
             _otf2.Reader_CloseEvtFiles(handle)
         except Exception:  # noqa: BLE001
             pass
+    if not trees:
+        raise ProfileError(anchor, "the archive has no location with events other than metrics")
+    counters = _fold_gauges(anchor, trees, tree_group, gauges)
     root = program or anchor.stem
     if with_events:  # a cctviz trace's own root drops the reader's: its ids move
         for k, t in enumerate(trees):
@@ -994,10 +1039,79 @@ def _read(
     }
     profiles = pd.DataFrame(rows)
     meta["cut_ns"] = cut_of(profiles, anchor)
+    if counters is not None:
+        meta["metric_locations"] = sorted(set(counters["location_name"]))
     ens = Ensemble.from_trees(trees, profiles=profiles, meta=meta)
     if with_events:
-        return ens, [_on_unified(t, ens.tree, ev) for t, ev in zip(trees, located)]
+        located = [_on_unified(t, ens.tree, ev) for t, ev in zip(trees, located)]
+        return ens, located, counters
     return ens
+
+
+def _metrics_only(loc: Any, st: _Location, otf2: Any) -> bool:
+    """Whether a location is a meter (OTF2 location type METRIC, or one with metric
+    samples and no region, message or program event), not a thread of execution."""
+    if _ename(getattr(loc, "type", "")) == "METRIC":
+        return True
+    return bool(len(st.m_pos)) and not (
+        len(st.el_time) or len(st.c_pos) or st.program[0] is not None
+    )
+
+
+def _root_values(
+    st: _Location, arc: _Archive, ns_per_tick: float
+) -> list[tuple[str, float, str, str | None, pd.DataFrame]]:
+    """A meter's samples as one value per member for its process's root, by the
+    member's mode (absolute: the largest, rule max; accumulated from the start:
+    the last, rule sum; relative or per-interval ones: their sum, rule sum), with
+    the member's unit and its series (ts in ns, value) for the timeline."""
+    mm = np.frombuffer(st.m_member, dtype=np.int64) if len(st.m_member) else np.zeros(0, np.int64)
+    mv = np.frombuffer(st.m_value, dtype=np.float64) if len(st.m_value) else np.zeros(0)
+    mt = np.frombuffer(st.m_time, dtype=np.int64) if len(st.m_time) else np.zeros(0, np.int64)
+    out = []
+    for k in np.unique(mm).tolist():
+        mem, sel = arc.members[k], mm == k
+        value_mode, timing = _mode(mem)
+        vals = mv[sel]
+        if value_mode == "ABSOLUTE":
+            v, rule = float(vals.max()), "max"
+        elif value_mode == "ACCUMULATED" and timing in ("START", "POINT"):
+            v, rule = float(vals[-1]), "sum"
+        else:
+            v, rule = float(vals.sum()), "sum"
+        series = pd.DataFrame(
+            {"ts": np.rint(mt[sel] * ns_per_tick).astype(np.int64), "value": vals}
+        )
+        out.append((str(mem.name), v, rule, _unit(mem), series))
+    return out
+
+
+def _fold_gauges(
+    anchor: Path,
+    trees: list[Tree],
+    tree_group: list[int],
+    gauges: list[tuple[int, str, list[tuple[str, float, str, str | None, pd.DataFrame]]]],
+) -> pd.DataFrame | None:
+    """Put each meter's values on the root of the first thread of its process
+    (``trees`` changed in place); its series as counter tracks for the timeline
+    (profile, track, ts, value). A meter whose process has no thread is refused."""
+    parts = []
+    for gref, name, members in gauges:
+        if gref not in tree_group:
+            raise ProfileError(
+                anchor, f"metric location {name!r} belongs to no process with a thread"
+            )
+        k = tree_group.index(gref)
+        for member, value, rule, unit, series in members:
+            col = np.full(len(trees[k]), 0.0 if rule == "sum" else np.nan)
+            col[0] = value
+            if member in trees[k].metrics.columns:
+                raise ProfileError(
+                    anchor, f"metric {member!r} is both a thread's and a meter's ({name!r})"
+                )
+            trees[k] = trees[k].add_metric(member, col, unit=unit, aggregation=rule)
+            parts.append(series.assign(profile=k, track=member, location_name=name))
+    return pd.concat(parts, ignore_index=True) if parts else None
 
 
 __all__ = ["read_otf2", "read_otf2_timeline"]

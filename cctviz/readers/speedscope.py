@@ -23,8 +23,13 @@ What cctviz makes of it:
 - Metric name by unit: ``time`` for the four time units (unit kept in
   ``meta["units"]`` as ``ns``/``us``/``ms``/``s``; profiles in different time
   units are converted to the first one's), ``bytes`` for ``bytes``,
-  ``samples`` for ``none`` (py-spy's unit: weights are sample counts);
+  ``samples`` for ``none`` in a sampled profile (weights are sample counts),
+  ``time`` (without a unit: the file does not say it) for ``none`` in an
+  evented one, whose values are always spans of ``at``;
   ``metric=`` renames it. Evented profiles also give ``calls`` (opens).
+- A sample with an empty stack (a thread caught without a frame) counts,
+  under a root named ``(no frames)``, so that the weights add up to the
+  file's.
   Every metric is a sum (``meta["aggregation"]``): weights and spans add up.
   The unit is the file's own (``unit``, required by the schema): nothing is
   assumed.
@@ -36,7 +41,9 @@ What cctviz makes of it:
   pairs separated by ``, `` (what cctviz's writer puts there for an
   Ensemble) also gives one column per key.
 - An evented profile whose frames are still open at the end is closed at
-  ``endValue`` (or its last event); a close that does not match the innermost
+  ``endValue`` (or its last event), flagged: a warning, and the number of
+  frames closed so per profile in ``meta["closed_at_end"]``; a close that
+  does not match the innermost
   open frame, a time going backwards, a frame index outside ``shared.frames``
   is a :class:`~cctviz.ProfileError` naming the place.
 """
@@ -52,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..model.build import NestingError, nest_enter_leave, stacks_to_tree
+from ..model.build import NO_FRAMES, NestingError, nest_enter_leave, stacks_to_tree
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
@@ -62,6 +69,9 @@ SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 TIME_UNITS = {"nanoseconds": "ns", "microseconds": "us", "milliseconds": "ms", "seconds": "s"}
 SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 UNITS = (*TIME_UNITS, "bytes", "none")
+#: the frame key of samples with an empty stack (py-spy's samples of a thread
+#: without Python frames): a root named ``(no frames)``
+NO_FRAME = -1
 
 
 def _sniff(path: Path, h: bytes) -> bool:
@@ -117,13 +127,14 @@ def _sampled(path: Path, prof: dict, where: str, nf: int) -> tuple[np.ndarray, l
         expect(path, _is_num(w), f"{where}.weights[{k}]", f"expected a number, got {w!r}")
         key = tuple(s)
         agg[key] = agg.get(key, 0.0) + float(w)
-    parent, keys, w = stacks_to_tree(agg, list(agg.values()))
+    parent, keys, w = stacks_to_tree(agg, list(agg.values()), empty=NO_FRAME)
     return parent, keys, {"value": w}
 
 
-def _evented(path: Path, prof: dict, where: str, nf: int) -> tuple[np.ndarray, list, dict]:
+def _evented(path: Path, prof: dict, where: str, nf: int) -> tuple[np.ndarray, list, dict, int]:
     """Open/Close events -> call-path tree (the model's Enter/Leave builder):
-    exclusive time (the time a frame is innermost) and calls per node."""
+    exclusive time (the time a frame is innermost) and calls per node; and how
+    many frames were still open at the end (closed there)."""
     events = prof.get("events")
     expect(path, isinstance(events, list), f"{where}.events", "expected a list of events")
     for k, ev in enumerate(events):  # the JSON objects themselves; arrays from here on
@@ -168,6 +179,7 @@ def _evented(path: Path, prof: dict, where: str, nf: int) -> tuple[np.ndarray, l
         nest["ctx_parent"][1:] - 1,
         nest["ctx_region"][1:].tolist(),
         {"value": (inclusive - children)[1:], "calls": calls[1:]},
+        int(nest["unclosed"]),
     )
 
 
@@ -234,23 +246,27 @@ def read_speedscope(path: Path, metric: str | None = None) -> Tree | Ensemble:
     trees: list[Tree] = []
     names: list[str] = []
     empty: list[str] = []
+    unclosed: dict[str, int] = {}  # evented profile -> frames closed at its end
     time_unit: str | None = None
     for j, prof in enumerate(profiles):
         where = f"profiles[{j}]"
         expect(path, isinstance(prof, dict), where, "expected a profile object")
         typ, unit = prof.get("type"), prof.get("unit", "none")
         expect(path, unit in UNITS, f"{where}.unit", f"expected one of {list(UNITS)}, got {unit!r}")
+        pname = prof.get("name")
+        pname = str(pname) if pname is not None else f"profile {j}"
         if typ == "sampled":
             parent, keys, vals = _sampled(path, prof, where, len(frames))
         elif typ == "evented":
-            parent, keys, vals = _evented(path, prof, where, len(frames))
+            parent, keys, vals, still_open = _evented(path, prof, where, len(frames))
+            if still_open:
+                unclosed[pname] = still_open
         else:
             raise ProfileError(
                 path, f"expected type 'sampled' or 'evented', got {typ!r}", where=f"{where}.type"
             )
         if not keys:  # a profile without samples or events (an idle thread)
-            pname = prof.get("name")
-            empty.append(str(pname) if pname is not None else f"profile {j}")
+            empty.append(pname)
             continue
         units: dict[str, str] = {}
         if unit in TIME_UNITS:
@@ -262,15 +278,13 @@ def read_speedscope(path: Path, metric: str | None = None) -> Tree | Ensemble:
         elif unit == "bytes":
             name = metric or "bytes"
             units[name] = "B"
-        else:
-            name = metric or "samples"
+        else:  # unit "none": sample counts, or times in a unit the file does not say
+            name = metric or ("time" if typ == "evented" else "samples")
         data = {name: vals.pop("value"), **vals}
-        fr = [frames[k] for k in keys]
+        fr = [frames[k] if k != NO_FRAME else {"name": NO_FRAMES} for k in keys]
         cols = {
             c: [f.get(c) for f in fr] for c in ("file", "line", "col") if any(c in f for f in fr)
         }
-        pname = prof.get("name")
-        pname = str(pname) if pname is not None else f"profile {j}"
         meta: dict[str, Any] = {"profile_name": pname, "aggregation": dict.fromkeys(data, "sum")}
         if units:
             meta["units"] = units
@@ -284,6 +298,14 @@ def read_speedscope(path: Path, metric: str | None = None) -> Tree | Ensemble:
     file_meta: dict[str, Any] = {
         k: doc[k] for k in ("name", "exporter") if isinstance(doc.get(k), str)
     }
+    if unclosed:
+        file_meta["closed_at_end"] = unclosed
+        warnings.warn(
+            f"{path}: frames still open at the end of an evented profile were closed at "
+            "its endValue (or its last event): "
+            + ", ".join(f"{n} in {p!r}" for p, n in list(unclosed.items())[:5]),
+            stacklevel=3,
+        )
     if empty:
         file_meta["empty_profiles"] = empty
         warnings.warn(

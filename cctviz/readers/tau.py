@@ -20,8 +20,13 @@ Choices:
 
 - The tree is built from the ``=>`` call paths (missing intermediate paths
   become zero-valued nodes); the roots' own values come from their flat
-  timer. A profile without call paths (``TAU_CALLPATH=off``) is a forest of
-  flat timers, one root each.
+  timer. A profile without call paths (``TAU_CALLPATH=off``, TAU's default)
+  is a forest of flat timers, one root each, but for parameter timers
+  (``MPI_Send()  [ <message size> = <1024> ]``, ``TAU_TRACK_PARAMS``), which
+  go under their base timer (started inside it). Its inclusive values cannot
+  be derived (no call path says what is inside what): TAU's own ``Incl`` is
+  kept as ``TAU inclusive time`` (per metric; rule ``"none"``, the metric's
+  unit), beside the derived ``time (inc)``.
 - Metrics: ``time`` (TAU's ``TIME``/``CPU_TIME`` metric, as Hatchet names it;
   other metrics keep TAU's name) is the exclusive value ``Excl``; inclusive
   values are derived from the tree and equal TAU's ``Incl`` when the call paths
@@ -85,6 +90,8 @@ _LOC = re.compile(
 _EVENT = re.compile(
     r'^"(?P<name>.*)"\s+(?P<n>\S+)\s+(?P<max>\S+)\s+(?P<min>\S+)\s+(?P<mean>\S+)\s+\S+\s*$'
 )
+#: a parameter timer: the base timer's name, then ``[ <param> = <value> ]`` pairs
+_PARAM = re.compile(r"^(?P<base>.*?\S)\s*(?:\[\s*<[^>]*>\s*=\s*<[^>]*>\s*\]\s*)+$")
 TIME_METRICS = {"TIME": "time", "CPU_TIME": "time"}
 US_REASON = (
     "TAU profiles state no unit; TAU's time metrics count microseconds "
@@ -207,6 +214,30 @@ def _split_name(timer: str) -> tuple[str, str | None, int | None, int | None]:
     return s, file, line, end
 
 
+def inclusive_name(metric: str) -> str:
+    """The metric that keeps TAU's own inclusive value in a flat profile.
+
+    >>> inclusive_name("time"), inclusive_name("PAPI_TOT_CYC")
+    ('TAU inclusive time', 'TAU inclusive PAPI_TOT_CYC')
+    """
+    return f"TAU inclusive {metric}"
+
+
+def _param_parents(label: list[str]) -> list[int]:
+    """Parents of a flat profile's timers: a parameter timer
+    (``MPI_Send()  [ <message size> = <1024> ]``, TAU's parameter profiling)
+    under its base timer when the profile has it; every other timer a root."""
+    base_at: dict[str, int] = {}
+    for i, nm in enumerate(label):
+        base_at.setdefault(nm, i)
+    parent = [-1] * len(label)
+    for i, nm in enumerate(label):
+        m = _PARAM.match(nm)
+        if m:
+            parent[i] = base_at.get(m.group("base").strip(), -1)
+    return parent
+
+
 def _event_metrics(
     events: list[tuple[str, int, list[float]]],
     ids: dict[tuple[str, ...], int],
@@ -325,10 +356,10 @@ def _tree(
             nm = names[r].strip()
             if nm in roots:
                 row_node[r] = roots.pop(nm)
-    else:  # flat profile: one root per timer
+    else:  # flat profile: one root per timer, parameter timers under their base
         row_node = np.arange(len(names), dtype=np.int64)
-        parent = [-1] * len(names)
         label = [nm.strip() for nm in names]
+        parent = _param_parents(label)
     n = len(parent)
     used = row_node >= 0
     metrics: dict[str, np.ndarray] = {}
@@ -340,6 +371,14 @@ def _tree(
         row_node[used], weights=first["calls"].to_numpy()[used], minlength=n
     )
     rules = {m: "sum" for m in metrics}  # exclusive times and counts add up
+    if not is_path.any():  # TAU's Incl: no call path to derive it from
+        for metric, tab in tables.items():
+            col = inclusive_name(metric)
+            metrics[col] = tab["incl"].to_numpy(dtype=np.float64)
+            rules[col] = "none"
+            if metric in units:
+                units = {**units, col: units[metric]}
+                assumed = {**assumed, col: assumed[metric]}
     root_of = {label[i]: i for i in range(n) if parent[i] < 0}
     if is_path.any():
         places, flat_names = ids, {nm.strip() for nm in names[~is_path]}

@@ -11,7 +11,11 @@ thread. (torch 2.13 writes no ``[memory]`` events with that config, so
 ``profile_memory`` runs go without it.) ``record_ddp(folder)`` runs the same loop as a
 2-rank DDP job over gloo on 127.0.0.1 (a subprocess running ``python -m
 tests.readers.kineto_torch FOLDER``, which spawns the ranks) and writes
-``rank0.json`` and ``rank1.json``.
+``rank0.json`` and ``rank1.json``. ``record_collectives(folder)`` does the same
+for a 2-rank gloo job that calls ``all_gather`` (a list of outputs),
+``all_reduce`` and ``all_gather_into_tensor`` on ``COLLECTIVE_NUMEL`` floats,
+profiled with ``record_shapes`` (``python -m tests.readers.kineto_torch FOLDER
+collectives``).
 """
 
 from __future__ import annotations
@@ -73,6 +77,26 @@ def record(path: Path, side: bool = False, **options) -> Path:
     return path
 
 
+def record_overlap(path: Path) -> Path:
+    """Profile two ``record_function`` ranges left out of order ("load" entered,
+    then "compute", then "load" left inside "compute"): torch writes them as two
+    annotations on one thread that overlap without nesting."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    x = torch.randn(256, 256)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        load = record_function("load")
+        load.__enter__()
+        y = x @ x
+        with record_function("compute"):
+            z = y @ y
+            load.__exit__(None, None, None)
+            (z @ z).sum()
+    prof.export_chrome_trace(str(path))
+    return path
+
+
 def _rank(rank: int, world: int, port: int, folder: str, options: dict) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
@@ -91,13 +115,35 @@ def _rank(rank: int, world: int, port: int, folder: str, options: dict) -> None:
     dist.destroy_process_group()
 
 
+#: elements of each rank's input in :func:`record_collectives`
+COLLECTIVE_NUMEL = 1000
+
+
+def _collectives_rank(rank: int, world: int, port: int, folder: str, options: dict) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.profiler import ProfilerActivity, profile
+
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+    )
+    x = torch.full((COLLECTIVE_NUMEL,), float(rank + 1))
+    dist.barrier()  # the connections are made before the profile starts
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        dist.all_gather([torch.empty_like(x) for _ in range(world)], x)
+        dist.all_reduce(x)
+        dist.all_gather_into_tensor(torch.empty(world * COLLECTIVE_NUMEL), x)
+    prof.export_chrome_trace(f"{folder}/rank{rank}.json")
+    dist.destroy_process_group()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def record_ddp(folder: Path, timeout: float = 300) -> list[Path]:
+def record_ddp(folder: Path, timeout: float = 300, job: str = "ddp") -> list[Path]:
     """A 2-rank gloo DDP job profiled with ``DDP_OPTIONS``; one trace per rank."""
     folder.mkdir(parents=True, exist_ok=True)
     env = {
@@ -105,7 +151,7 @@ def record_ddp(folder: Path, timeout: float = 300) -> list[Path]:
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     p = subprocess.run(
-        [sys.executable, "-m", "tests.readers.kineto_torch", str(folder)],
+        [sys.executable, "-m", "tests.readers.kineto_torch", str(folder), job],
         timeout=timeout,
         env=env,
         cwd=ROOT,
@@ -117,6 +163,11 @@ def record_ddp(folder: Path, timeout: float = 300) -> list[Path]:
     return [folder / f"rank{r}.json" for r in range(2)]
 
 
+def record_collectives(folder: Path, timeout: float = 300) -> list[Path]:
+    """A 2-rank gloo job of plain collectives (see the module docstring)."""
+    return record_ddp(folder, timeout, job="collectives")
+
+
 if __name__ == "__main__":
     import torch._dynamo  # noqa: F401  (DDP imports it: once here, not in each rank)
     import torch.multiprocessing as mp
@@ -125,6 +176,7 @@ if __name__ == "__main__":
     if "lo" in {name for _, name in socket.if_nameindex()}:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # stay on 127.0.0.1
     # forked ranks share the imports and skip the interpreter's shutdown
+    fn = _collectives_rank if sys.argv[2:] == ["collectives"] else _rank
     mp.start_processes(
-        _rank, args=(2, _free_port(), sys.argv[1], DDP_OPTIONS), nprocs=2, start_method="fork"
+        fn, args=(2, _free_port(), sys.argv[1], DDP_OPTIONS), nprocs=2, start_method="fork"
     )

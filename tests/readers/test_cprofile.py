@@ -219,3 +219,72 @@ def test_units_and_rules_on_the_samples(sample):
     # the roots' inclusive seconds add up to the total time pstats reports
     roots = t.metrics["time (inc)"].to_numpy()[t.roots]
     assert roots.sum() == pytest.approx(t.meta["total_tt"])
+
+
+PYINSTRUMENT_PROGRAM = """\
+import time
+
+def work(seconds):
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        pass
+
+def heavy():
+    work(0.30)
+
+def light():
+    work(0.06)
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+heavy()
+light()
+fib(24)
+"""
+
+
+@pytest.fixture(scope="module")
+def pyinstrument_pstats(tmp_path_factory):
+    """``pyinstrument -r pstats``'s own output: every call count is -1 (unknown)."""
+    import subprocess
+    import sys
+
+    d = tmp_path_factory.mktemp("pyinstrument")
+    (d / "prog.py").write_text(PYINSTRUMENT_PROGRAM)
+    out = d / "prog.pstats"
+    cmd = [sys.executable, "-m", "pyinstrument", "-r", "pstats", "-o", str(out), "prog.py"]
+    res = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return out
+
+
+@pytest.mark.slow
+def test_pyinstrument_pstats_with_unknown_call_counts(pyinstrument_pstats):
+    """pyinstrument writes -1 for every call count; Python's pstats reads such a
+    file, and so does cctviz: calls missing (not 0), times split over the call
+    paths by the file's own caller edges."""
+    p = pyinstrument_pstats
+    raw = marshal.loads(p.read_bytes())
+    assert {v[0] for v in raw.values()} == {-1} == {v[1] for v in raw.values()}
+    st = pstats.Stats(str(p))
+    assert detect(p) == "cprofile"
+    t = cctviz.read(p)
+    assert "calls" not in t.metrics and "primitive calls" not in t.metrics
+    assert "unknown" in t.meta["calls_unknown"] and "total_calls" not in t.meta
+    assert t.units == {"time": "s"}
+    # per function, the times are pstats' own tottime
+    mine = per_function(t, "time")
+    for (file, line, name), (_cc, _nc, tt, _ct, _callers) in st.stats.items():
+        assert mine[(file, line, name)] == pytest.approx(tt, abs=1e-9)
+    assert t.metrics["time"].sum() == pytest.approx(st.total_tt)
+    # work() under heavy() and under light(): each holds its caller edge's time
+    key = next(k for k in raw if k[2] == "work")
+    edges = {c[2]: e[2] for c, e in raw[key][4].items()}
+    cp = t.metrics.set_index(t.callpaths)["time"]
+    for caller in ("heavy", "light"):
+        node = [c for c in cp.index if c.endswith(f"{caller}/work")]
+        assert len(node) == 1 and cp[node[0]] == pytest.approx(edges[caller], rel=1e-6)
+    assert cp[[c for c in cp.index if c.endswith("heavy/work")][0]] > 3 * edges["light"]
+    # fib's recursion folds into one node per path that enters it
+    assert sum(1 for n in t.names if n == "fib") == 1

@@ -156,3 +156,40 @@ def test_messages_say_where(tmp_path):
         cctviz.read(p)
     with pytest.raises(ProfileError, match="no such file"):
         cctviz.read(tmp_path / "missing.json")
+
+
+def test_an_empty_file_is_called_empty(tmp_path):
+    """A crashed program's empty output: "empty", whether detected or named."""
+    p = tmp_path / "trace.json"
+    p.write_bytes(b"")
+    for fmt in (None, "kineto", "cprofile", "folded"):
+        with pytest.raises(ProfileError, match="the file is empty") as e:
+            cctviz.read(p, format=fmt)
+        assert e.value.path == str(p)
+
+
+def test_a_reader_bug_is_not_blamed_on_the_file(tmp_path, monkeypatch):
+    """An internal exception of a reader says it is a bug in cctviz, with the
+    exception; bad bytes still blame the file."""
+    import shutil
+
+    from cctviz.errors import ReaderBugError
+    from cctviz.readers import _READERS, Reader
+
+    p = tmp_path / "x.json"
+    shutil.copy(HATCHET_JSON, p)
+    good = _READERS["hatchet-json"]
+
+    def broken(path):
+        return {}["missing column"]  # what a reader bug looks like
+
+    monkeypatch.setitem(_READERS, "hatchet-json", Reader(good.name, broken, good.sniff, ""))
+    with pytest.raises(ReaderBugError, match="bug in cctviz") as e:
+        cctviz.read(p)
+    assert "KeyError: 'missing column'" in str(e.value) and e.value.path == str(p)
+    assert isinstance(e.value.__cause__, KeyError)
+    monkeypatch.undo()
+    p.write_bytes(b'{"nodes": [\xff\xfe')  # undecodable bytes: the file's fault
+    with pytest.raises(ProfileError) as e:
+        cctviz.read(p, format="hatchet-json")
+    assert not isinstance(e.value, ReaderBugError)

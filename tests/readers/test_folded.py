@@ -1,6 +1,7 @@
 """Folded stacks: hand-made FlameGraph / py-spy raw / perf lines and files
 written from the real samples; strict line errors, conservative detection."""
 
+import codecs
 import gzip
 
 import numpy as np
@@ -133,3 +134,54 @@ def test_folded_counts_are_sums_without_a_unit(tmp_path):
     assert t.aggregation == {"samples": "sum"} and t.meta["aggregation"] == {"samples": "sum"}
     assert t.units == {} and t.is_additive("samples (inc)")
     assert cctviz.read(p, metric="ticks").aggregation == {"ticks": "sum"}
+
+
+@pytest.fixture(scope="module")
+def pyspy_raw(tmp_path_factory):
+    from tests.readers.pyspy import pyspy_record
+
+    return pyspy_record(tmp_path_factory.mktemp("pyspy"), "raw")
+
+
+def _roots(t):
+    m = t.metrics.set_index(t.names)
+    return m.loc[t.names[t.roots], "samples (inc)"]
+
+
+@pytest.mark.slow
+def test_real_pyspy_raw_output_counts_every_sample(pyspy_raw):
+    """py-spy's raw output reads with every sample it took, those whose stack is
+    empty (`` 1``: a thread without a Python frame) under ``(no frames)``."""
+    p, samples = pyspy_raw
+    assert detect(p) == "folded"
+    t = cctviz.read(p)
+    assert t.metrics["samples"].sum() == samples  # what py-spy said it took
+    lines = p.read_text().splitlines()
+    no_stack = sum(int(ln.split()[-1]) for ln in lines if ln[:1] == " ")
+    if no_stack:
+        assert _roots(t)["(no frames)"] == no_stack
+    names = set(t.names)
+    assert "spin (work.py:6)" in names or "spin (work.py:5)" in names
+    assert any(n.startswith("sleeper (work.py:") for n in names)
+
+
+@pytest.mark.slow
+def test_pyspy_raw_with_comments_in_utf16_as_powershell_writes_it(pyspy_raw, tmp_path):
+    """``py-spy record -f raw ... > out.txt`` in PowerShell: a BOM and UTF-16LE;
+    a ``#`` header line; an empty-stack line as py-spy writes it."""
+    p, samples = pyspy_raw
+    text = "# py-spy raw, 200 Hz\n" + p.read_text() + " 4\n"
+    ps = tmp_path / "out.txt"
+    ps.write_bytes(codecs.BOM_UTF16_LE + text.replace("\n", "\r\n").encode("utf-16-le"))
+    assert detect(ps) == "folded"
+    t = cctviz.read(ps)
+    assert t.metrics["samples"].sum() == samples + 4
+    ref = cctviz.read(p)
+    assert _roots(t)["(no frames)"] == _roots(ref).get("(no frames)", 0) + 4
+    same = t.metrics.set_index(t.callpaths)["samples (inc)"]
+    want = ref.metrics.set_index(ref.callpaths)["samples (inc)"]
+    assert (
+        same.drop("(no frames)")
+        .sort_index()
+        .equals(want.drop("(no frames)", errors="ignore").sort_index())
+    )

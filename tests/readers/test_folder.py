@@ -44,12 +44,62 @@ def test_mixed_and_empty_folders_are_errors(tmp_path):
         tmp_path / "a.json",
     )
     shutil.copy(HATCHET_JSON, tmp_path / "b.json")
-    (tmp_path / "notes.txt").write_text("not a profile\x00")
+    (tmp_path / "notes.md").write_text("not a profile\x00")
     with pytest.raises(ProfileError, match="mixes formats"):
         cctviz.read(tmp_path)
     (tmp_path / "b.json").unlink()
-    # files no reader recognises are left out
+    # notes and documentation beside the profiles are left out
     assert cctviz.read(tmp_path).n_profiles == 8
+
+
+KINETO_RANKS = [DATA / f"kineto/hta_trace_filter_sampled_rank-{r}.json.gz" for r in (0, 1)]
+
+
+def _rank_folder(tmp_path):
+    """torch.profiler's per-rank traces of one job (as tensorboard_trace_handler
+    writes them), with a README and the job's metadata beside them."""
+    for p in KINETO_RANKS:
+        shutil.copy(p, tmp_path / p.name)
+    (tmp_path / "README.md").write_text("# traces of the job\n")
+    (tmp_path / "job.json").write_text('{"world_size": 3, "nodes": 1}')
+    return tmp_path
+
+
+def test_a_crashed_ranks_empty_file_is_refused_by_name(tmp_path):
+    """A rank that crashed before writing left an empty file: the folder used to
+    read as fewer ranks, silently."""
+    folder = _rank_folder(tmp_path)
+    assert cctviz.read(folder).n_profiles == 2  # README and metadata left out
+    assert cctviz.read_timeline(folder).n_profiles == 2
+    empty = folder / "hta_trace_filter_sampled_rank-2.json.gz"
+    empty.write_bytes(b"")
+    for fn in (cctviz.read, cctviz.read_timeline):
+        with pytest.raises(ProfileError, match="is empty") as e:
+            fn(folder)
+        assert e.value.path == str(empty)
+
+
+def test_a_trace_cut_short_in_a_folder_is_refused_by_name(tmp_path):
+    import gzip
+
+    folder = _rank_folder(tmp_path)
+    whole = gzip.decompress(KINETO_RANKS[1].read_bytes())
+    cut = folder / "rank-2.json"
+    cut.write_bytes(whole[: len(whole) // 3])  # the kill came mid-write
+    with pytest.raises(ProfileError, match="truncated") as e:
+        cctviz.read(folder)
+    assert e.value.path == str(cut)
+    cut.unlink()
+    gz = folder / "rank-2.json.gz"  # a gzip stream opened, nothing written into it
+    gz.write_bytes(gzip.compress(b""))
+    with pytest.raises(ProfileError, match="no profile cctviz recognises") as e:
+        cctviz.read(folder)
+    assert e.value.path == str(gz)
+    gz.unlink()
+    # a folder format inside is one source: its own files are not judged one by one
+    shutil.copytree(DATA / "hatchet/tau-cpi-mpi", tmp_path / "tau-run")
+    with pytest.raises(ProfileError, match="mixes formats"):
+        cctviz.read(folder)
 
 
 def test_a_database_inside_a_folder_is_one_profile_source(tmp_path):

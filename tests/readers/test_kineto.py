@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -429,9 +430,10 @@ def test_annotation_outliving_its_python_frames(tmp_path):
     assert "process/main thread/ProfilerStep#1/aten::op" in bare
 
 
-def test_partial_overlap_of_ops_counts_twice(tmp_path):
-    """Two cpu_ops that overlap without nesting (torch does not write these) both
-    keep their duration; what starts in the overlap goes to the later one."""
+def test_partial_overlap_of_ops_counts_once(tmp_path):
+    """Two cpu_ops that overlap without nesting: the later one keeps its duration
+    and what starts in the overlap; the earlier one ends, for the time, where the
+    later one starts, so the thread's time is the union of its intervals."""
     p = _write(
         tmp_path,
         [
@@ -456,9 +458,12 @@ def test_partial_overlap_of_ops_counts_twice(tmp_path):
         f"{top}/child/next",
     }
     m = t.metrics
-    assert m["time (inc)"][paths[f"{top}/parent"]] == 10
+    assert m["time (inc)"][paths[f"{top}/parent"]] == 5  # up to where "child" starts
     assert m["time (inc)"][paths[f"{top}/child"]] == 10 and m["time"][paths[f"{top}/child"]] == 7
-    assert m["time (inc)"][paths[top]] == 20  # busy 0-15: 5 us counted twice
+    assert m["time (inc)"][paths[top]] == 15  # busy 0-15, the overlap once
+    ens = cctviz.read_timeline(p).ensemble()  # the timeline's events agree (ns)
+    got = pd.Series(ens.values("time (inc)").ravel() / 1e3, index=ens.tree.callpaths)
+    assert got.sort_index().tolist() == m["time (inc)"].set_axis(t.callpaths).sort_index().tolist()
 
 
 def _laminar(rng: random.Random, lo: float, hi: float, depth: int, out: list, parent: int):

@@ -259,3 +259,75 @@ def test_a_folder_of_rank_traces_is_one_timeline(traces):
     # a blocking all-reduce: the two ranks' calls overlap in time (one clock)
     span = gloo.groupby("instance").agg(a=("arrival", "max"), e=("end", "min"))
     assert (span["a"] < span["e"]).all()
+
+
+@pytest.fixture(scope="module")
+def gloo_collectives(tmp_path_factory) -> list[Path]:
+    from tests.readers.kineto_torch import record_collectives
+
+    return record_collectives(tmp_path_factory.mktemp("gloo_collectives"))
+
+
+def test_gloo_all_gather_counts_its_whole_output(gloo_collectives):
+    """gloo's trace records an all_gather's input only (no output dims, no group
+    size): the group size comes from the trace's process-group metadata, so the
+    bytes follow nccl-tests (the whole output) and bus bytes use the same size."""
+    from cctviz.model.collectives import bus_factor
+    from tests.readers.kineto_torch import COLLECTIVE_NUMEL
+
+    docs = [json.loads(p.read_text()) for p in gloo_collectives]
+    world = docs[0]["distributedInfo"]["world_size"]
+    assert world == 2
+    args = [e.get("args", {}) for d in docs for e in d["traceEvents"]]
+    assert not any("Group size" in a for a in args)  # what made the bytes 1/world short
+    floats = 4 * COLLECTIVE_NUMEL  # bytes of one rank's input
+    for p in gloo_collectives:
+        t = cctviz.read(p)
+        f = t.frame
+        heads = f[f["comm_bytes"] > 0].set_index("collective")
+        gather, reduce = heads.loc["all_gather"], heads.loc["all_reduce"]
+        # two all_gathers (a list of outputs, then into one tensor) share the annotation
+        assert gather["calls"] == 2 and gather["group_size"] == world
+        assert gather["comm_bytes"] == 2 * world * floats
+        assert gather["bus_bytes"] == gather["comm_bytes"] * bus_factor("all_gather", world)
+        assert reduce["comm_bytes"] == floats
+        assert reduce["bus_bytes"] == floats * bus_factor("all_reduce", world)
+        assert t.meta["kineto"]["group_size_assumed"] == 0  # taken from pg_config
+    tl = cctviz.read_timeline(gloo_collectives)
+    ev = tl.events[tl.events["comm_bytes"] > 0]
+    gathers = ev[tl.tree.nodes["collective"].to_numpy()[ev["node"]] == "all_gather"]
+    assert len(gathers) == 2 * world and (gathers["comm_bytes"] == world * floats).all()
+
+
+def test_ranges_left_out_of_order_count_once(tmp_path):
+    """record_function ranges that overlap without nesting (real torch output): the
+    thread's time is the union of its events, the overlap counted once; the later
+    range keeps its whole duration."""
+    from tests.readers.kineto_torch import record_overlap
+
+    p = record_overlap(tmp_path / "overlap.json")
+    _, ev = _events(p)
+    ann = {e["name"]: e for e in ev if e["name"] in ("load", "compute")}
+    load, comp = ann["load"], ann["compute"]
+    assert load["ts"] < comp["ts"] < load["ts"] + load["dur"] < comp["ts"] + comp["dur"]
+    t = cctviz.read(p)
+    assert t.meta["kineto"]["overlapped"] == 1
+    inc = t.metrics["time (inc)"].set_axis(t.callpaths)
+    (thread,) = [i for i in np.flatnonzero(t.nodes["kind"] == "thread")]
+    spans = sorted(
+        (e["ts"], e["ts"] + e["dur"]) for e in ev if str(e["tid"]) == t.nodes["id"][thread]
+    )
+    busy, (lo, hi) = 0.0, spans[0]
+    for a, b in spans[1:]:
+        if a > hi:
+            busy, lo, hi = busy + hi - lo, a, b
+        else:
+            hi = max(hi, b)
+    busy += hi - lo
+    assert t.metrics["time (inc)"][thread] == pytest.approx(busy, rel=1e-9, abs=1e-2)
+    assert t.metrics["time"].sum() == pytest.approx(busy, rel=1e-9, abs=1e-2)
+    top = t.callpaths[thread]
+    assert inc[f"{top}/compute"] == pytest.approx(comp["dur"], rel=1e-9)
+    assert inc[f"{top}/load"] == pytest.approx(comp["ts"] - load["ts"], rel=1e-9, abs=1e-2)
+    ens = cctviz.read_timeline(p).ensemble()  # the timeline agrees (ns)
+    assert ens.values("time").sum() / 1e3 == pytest.approx(busy, rel=1e-9, abs=1e-2)

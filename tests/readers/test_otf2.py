@@ -277,3 +277,103 @@ def test_communication_by_context_of_the_score_p_trace():
         "/MPI_Recv"
     )
     assert (t["calls"] == 8).all() and np.allclose(t["MB"], 4.17792)
+
+
+def _archive(path: Path, name: str = "traces", meter: bool = False, messenger: bool = False):
+    """An archive written with the otf2 writer: one rank's thread in ``main``; with
+    ``meter``, a METRIC location of its process sampling a power gauge (absolute)
+    and an energy counter (accumulated from the start), as Score-P's metric plugins
+    write them; with ``messenger``, a thread of MPI records without any region."""
+    from otf2.enums import LocationType, MetricMode, MetricType, Paradigm, RecorderKind, RegionRole
+
+    with otf2.writer.open(str(path), archive_name=name, timer_resolution=1_000_000_000) as tr:
+        d = tr.definitions
+        main = d.region("main", region_role=RegionRole.FUNCTION)
+        g = d.location_group("MPI Rank 0", system_tree_parent=d.system_tree_node("node"))
+        loc = d.location("Master thread", group=g)
+        w = tr.event_writer_from_location(loc)
+        w.program_begin(0, "app", [])
+        w.enter(10, main)
+        w.leave(110, main)
+        w.program_end(120, 0)
+        if meter:
+            power = d.metric_member(
+                "power",
+                "",
+                metric_type=MetricType.OTHER,
+                metric_mode=MetricMode.ABSOLUTE_POINT,
+                unit="W",
+            )
+            energy = d.metric_member(
+                "energy",
+                "",
+                metric_type=MetricType.OTHER,
+                metric_mode=MetricMode.ACCUMULATED_START,
+                unit="J",
+            )
+            cls = d.metric_class([power, energy], recorder_kind=RecorderKind.ABSTRACT)
+            mw = tr.event_writer_from_location(
+                d.location("power meter", type=LocationType.METRIC, group=g)
+            )
+            for t, vals in ((0, [100.0, 0.0]), (50, [150.0, 5.0]), (100, [120.0, 12.0])):
+                mw.metric(t, cls, vals)
+        if messenger:
+            d.group(
+                "", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=[loc]
+            )
+            cg = d.group(
+                "", group_type=otf2.GroupType.COMM_GROUP, paradigm=Paradigm.MPI, members=[loc]
+            )
+            world = d.comm("MPI_COMM_WORLD", cg)
+            mw = tr.event_writer_from_location(d.location("comm thread", group=g))
+            mw.mpi_send(20, 0, world, 0, 1000)
+            mw.mpi_recv(30, 0, world, 0, 3000)
+    return path
+
+
+def test_a_metric_location_is_its_processs_values_not_a_thread(tmp_path):
+    """A meter (location type METRIC) is no profile: its samples go to its process's
+    root by their mode (a gauge's peak, rule max; an accumulated counter's total,
+    rule sum), and to the timeline as counter tracks."""
+    p = _archive(tmp_path / "m", meter=True)
+    ens = cctviz.read(p)
+    assert ens.n_profiles == 1 and ens.profiles["location_name"].tolist() == ["Master thread"]
+    assert ens.meta["metric_locations"] == ["power meter"]
+    assert ens.aggregation["power"] == "max" and ens.aggregation["energy"] == "sum"
+    assert ens.tree.units["power"] == "W" and ens.tree.units["energy"] == "J"
+    root = ens.long_table.loc[(0, 0)]
+    assert root["power (inc)"] == 150.0 and root["energy (inc)"] == 12.0
+    tl = cctviz.read_timeline(p)
+    c = tl.counters
+    assert sorted(set(c["track"])) == ["energy", "power"] and (c["profile"] == 0).all()
+    assert c[c["track"] == "power"]["value"].tolist() == [100.0, 150.0, 120.0]
+    assert c[c["track"] == "power"]["ts"].tolist() == [0, 50, 100]
+
+
+def test_a_thread_of_messages_only_is_read(tmp_path):
+    """MPI records on a location without Enter/Leave: leaves under its root, each an
+    instant; its span from the first to the last record."""
+    p = _archive(tmp_path / "c", messenger=True)
+    ens = cctviz.read(p)
+    assert ens.profiles["location_name"].tolist() == ["Master thread", "comm thread"]
+    d = ens.long_table.xs(1, level="profile")
+    names = ens.tree.nodes["name"]
+    by = d.assign(name=names[d.index].to_numpy()).set_index("name")
+    assert by.loc["send", "comm_bytes"] == 1000 and by.loc["recv", "comm_bytes"] == 3000
+    assert by.loc["send", "comm_time"] == 0 and by.loc["app", "time (inc)"] == 10
+    ev = cctviz.read_timeline(p).events
+    leaves = ev[(ev["profile"] == 1) & ev["comm_bytes"].notna()]
+    assert leaves["start"].tolist() == [20, 30] and (leaves["end"] == leaves["start"]).all()
+
+
+def test_an_anchor_not_named_traces(tmp_path):
+    """``archive_name`` (Score-P: the experiment's name) gives ``<name>.otf2``: read
+    by file or folder; two archives side by side and no traces.otf2: say which."""
+    _archive(tmp_path / "run", name="myrun")
+    assert cctviz.readers.detect(tmp_path / "run") == "otf2"
+    a, b = cctviz.read(tmp_path / "run"), cctviz.read(tmp_path / "run" / "myrun.otf2")
+    assert a.tree.nodes["name"].tolist() == b.tree.nodes["name"].tolist() == ["app", "main"]
+    assert cctviz.read_timeline(tmp_path / "run").n_profiles == 1
+    _archive(tmp_path / "run", name="other")
+    with pytest.raises(ProfileError, match="2 OTF2 archives"):
+        cctviz.read(tmp_path / "run", format="otf2")

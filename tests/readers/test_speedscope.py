@@ -3,6 +3,7 @@ sampled file with two threads, an evented one in milliseconds), errors, and
 files written by cctviz's writer from the real samples."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -120,12 +121,64 @@ def test_evented_milliseconds(tmp_path):
     assert m.loc["main/a/b", "time"] == 1 and m.loc["main/a/b", "calls"] == 1
 
 
-def test_unclosed_frames_close_at_end_value(tmp_path):
+def test_unclosed_frames_close_at_end_value_flagged(tmp_path):
+    """A profile cut before its frames closed (a trace stopped mid-call): closed at
+    endValue, but said so (a warning, meta), never silently."""
     doc = json.loads(json.dumps(EVENTED))
     doc["profiles"][0]["events"] = doc["profiles"][0]["events"][:6]  # a reopened, never closed
-    t = cctviz.read(_dump(tmp_path, doc))
+    with pytest.warns(UserWarning, match="still open.*2 in 'tracer'"):
+        t = cctviz.read(_dump(tmp_path, doc))
+    assert t.meta["closed_at_end"] == {"tracer": 2}
     m = t.metrics.set_index(t.callpaths)
     assert m.loc["main/a", "time"] == 2 + 5 and m.loc["main", "time (inc)"] == 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a whole profile: no warning, no flag
+        assert "closed_at_end" not in cctviz.read(_dump(tmp_path, EVENTED)).meta
+
+
+def test_evented_profile_without_a_unit_is_time(tmp_path):
+    """An evented profile's values are spans of its ``at``: time, even where the
+    file gives no unit (then none is claimed), never "samples"."""
+    doc = json.loads(json.dumps(EVENTED))
+    doc["profiles"][0]["unit"] = "none"
+    t = cctviz.read(_dump(tmp_path, doc))
+    assert t.exc_metrics == ["time", "calls"] and t.units == {}
+    assert t.metrics.set_index(t.callpaths).loc["main", "time (inc)"] == 10
+
+
+@pytest.fixture(scope="module")
+def pyspy_speedscope(tmp_path_factory):
+    from tests.readers.pyspy import pyspy_record
+
+    return pyspy_record(tmp_path_factory.mktemp("pyspy"), "speedscope")
+
+
+@pytest.mark.slow
+def test_real_pyspy_speedscope_keeps_every_sample(pyspy_speedscope, tmp_path):
+    """py-spy's speedscope file (one sampled profile per thread, weights in
+    seconds); a sample whose stack is empty counts under ``(no frames)``."""
+    p, samples = pyspy_speedscope
+    doc = json.loads(p.read_text())
+    assert doc["exporter"].startswith("py-spy@")
+    profs = doc["profiles"]
+    assert sum(len(q["samples"]) for q in profs) == samples
+    ens = cctviz.read(p)
+    ens = ens if isinstance(ens, cctviz.Ensemble) else cctviz.Ensemble.from_trees([ens])
+    weights = [sum(q["weights"]) for q in profs]
+    assert ens.values("time").sum(axis=0) == pytest.approx(weights, rel=1e-9)
+    assert ens.tree.units["time"] == "s"
+    # a thread sampled outside any Python frame: py-spy writes an empty stack
+    profs[0]["samples"].append([])
+    profs[0]["weights"].append(profs[0]["weights"][0])
+    q = tmp_path / "with-empty.json"
+    q.write_text(json.dumps(doc))
+    got = cctviz.read(q)
+    got = got if isinstance(got, cctviz.Ensemble) else cctviz.Ensemble.from_trees([got])
+    assert got.values("time").sum(axis=0)[0] == pytest.approx(sum(profs[0]["weights"]))
+    (nf,) = np.flatnonzero(got.tree.names == "(no frames)")
+    assert got.tree.nodes["parent"][nf] == -1
+    empty = sum(w for st, w in zip(profs[0]["samples"], profs[0]["weights"]) if not st)
+    assert got.values("time")[nf, 0] == pytest.approx(empty)
 
 
 def test_seconds_and_milliseconds_profiles_share_one_unit(tmp_path):

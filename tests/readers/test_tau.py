@@ -140,13 +140,78 @@ def test_multi_metric_folders(tmp_path):
 
 
 def _flatten(d):
-    """Drop the call-path timers (``a => b``) of every profile: a flat profile."""
+    """Drop the call-path timers (``a => b``) of every profile: the flat profile
+    TAU writes for the same run with ``TAU_CALLPATH=off`` (its default)."""
     for f in d.glob("profile.*"):
         lines = f.read_text().split("\n")
         keep = [ln for ln in lines[2:25] if "=>" not in ln]
-        f.write_text(
-            "\n".join([f"{len(keep)} templated_functions_MULTI_TIME", lines[1]] + keep + lines[25:])
+        head = lines[1].replace(
+            "<name>TAU_CALLPATH</name><value>on</value>",
+            "<name>TAU_CALLPATH</name><value>off</value>",
         )
+        f.write_text(
+            "\n".join([f"{len(keep)} templated_functions_MULTI_TIME", head] + keep + lines[25:])
+        )
+
+
+def _tau_incl(f):
+    """TAU's Incl column of a flat profile file, by timer name (from the file)."""
+    out = {}
+    for ln in f.read_text().split("\n")[2:]:
+        if ln.startswith('"') and "GROUP=" in ln:
+            name, rest = ln[1:].split('" ', 1)
+            out[name.strip()] = float(rest.split()[3])
+    return out
+
+
+def test_flat_profile_keeps_tau_inclusive(tmp_path):
+    """Without call paths TAU's Incl cannot be derived: it is kept, per node, and
+    equals what the call-path profile of the same run derives."""
+    d = _copy(tmp_path)
+    _flatten(d)
+    ens = cctviz.read(d)
+    col = "TAU inclusive time"
+    assert ens.aggregation[col] == "none" and ens.tree.units[col] == "us"
+    assert "microseconds" in ens.meta["units_assumed"][col]
+    callpath = cctviz.read(TAU)
+    for r in range(4):
+        m = ens.profile(rank=r).metrics.set_axis(ens.tree.names)
+        incl = _tau_incl(d / f"profile.{r}.0.0")
+        assert m[col].to_dict() == incl
+        cp = callpath.profile(rank=r).metrics.set_axis(callpath.tree.names)
+        for name in (".TAU application", "MPI_Finalize()", "MPI_Bcast()"):
+            assert m.loc[name, col] == cp.loc[name, "time (inc)"]
+        # the derived inclusive of a flat root is only its own time
+        assert m.loc[".TAU application", "time (inc)"] == m.loc[".TAU application", "time"]
+    assert col not in callpath.exc_metrics  # with call paths the derived one is TAU's
+
+
+def test_parameter_timers_go_under_their_base(tmp_path):
+    """TAU's parameter profiling (``TAU_TRACK_PARAMS``) writes a timer per
+    parameter value, started inside the base timer: a child of it."""
+    d = _copy(tmp_path)
+    _flatten(d)
+    f = d / "profile.0.0.0"
+    lines = f.read_text().split("\n")
+    n = int(lines[0].split()[0])
+    k = next(i for i, ln in enumerate(lines) if ln.startswith('"MPI_Bcast()'))
+    name, rest = lines[k].split('" ', 1)
+    calls, _subrs, _excl, *tail = rest.split()
+    # the broadcast's 218 us: 200 in its 4-byte instance, the rest the base's own
+    param = '"MPI_Bcast()   [ <message size> = <4> ]" 1 0 200 200 0 GROUP="MPI"'
+    lines[k] = " ".join([name + '"', calls, "1", "18", *tail])
+    lines.insert(k + 1, param)
+    lines[0] = lines[0].replace(str(n), str(n + 1), 1)
+    f.write_text("\n".join(lines))
+    ens = cctviz.read(d)
+    t = ens.tree
+    (b,) = np.flatnonzero(t.names == "MPI_Bcast()")
+    (p,) = np.flatnonzero(t.names == "MPI_Bcast()   [ <message size> = <4> ]")
+    assert t.nodes["parent"][p] == b and len(t.roots) == 12  # not a root beside it
+    m = ens.profile(rank=0).metrics
+    incl = _tau_incl(f)
+    assert m.loc[b, "time (inc)"] == incl["MPI_Bcast()"] == m.loc[b, "TAU inclusive time"]
+    assert m.loc[p, "time"] == incl["MPI_Bcast()   [ <message size> = <4> ]"]
 
 
 def test_flat_profile_without_callpaths(tmp_path):
