@@ -342,3 +342,27 @@ def own_from_inclusive(parent: np.ndarray, inclusive: np.ndarray) -> np.ndarray:
     child_sum = np.zeros_like(inclusive)
     np.add.at(child_sum, parent[nonroot], inclusive[nonroot])
     return inclusive - child_sum
+
+
+def merge_by_path(
+    parent: np.ndarray, code: np.ndarray, sibling_key: np.ndarray
+) -> tuple[np.ndarray, TrieBuilder]:
+    """Merge items (a forest: ``parent``, -1 for roots, parents anywhere) whose
+    call paths of ``code`` are equal into trie nodes, level by level; new
+    siblings are numbered in ``sibling_key`` order. Returns the trie id of every
+    item and the builder (``size``, ``parent`` of the trie).
+
+    >>> uid, tb = merge_by_path(np.array([-1, 0, 0, -1, 3]), np.array([7, 1, 1, 7, 2]),
+    ...                         np.arange(5))
+    >>> uid.tolist(), tb.size
+    ([0, 1, 1, 0, 2], 3)
+    """
+    _, levels = level_order(parent)
+    tb = TrieBuilder()
+    uid = np.empty(len(parent), dtype=np.int64)
+    for lv in levels:
+        lv = lv[np.argsort(sibling_key[lv], kind="stable")]
+        p = parent[lv]
+        prev = np.where(p >= 0, uid[np.maximum(p, 0)], -1)
+        uid[lv] = tb.add_level(prev, code[lv])
+    return uid, tb

@@ -162,7 +162,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..model._algo import TrieBuilder, level_order
+from ..model._algo import merge_by_path
 from ..model.collectives import NAME_PREFIX as _PREFIX
 from ..model.collectives import bus_factor, collective_kind, dtype_size, nccl_tests_elements
 from ..model.timeline import Timeline
@@ -919,9 +919,7 @@ def _resolve_groups(coll: list[dict[str, Any]], top: dict[str, Any], world: int 
     for c in coll:
         if not c["group_size"]:
             pg = c["process_group"]
-            g = _ranks_size(c["process_group_ranks"]) or (
-                sizes.get(pg) if pg is not None else only
-            )
+            g = _ranks_size(c["process_group_ranks"]) or (sizes.get(pg) if pg is not None else only)
             if g is None and world and c["bytes"]:
                 g, assumed = world, assumed + 1
             c["group_size"] = g
@@ -1116,15 +1114,8 @@ def _build(
         )
 
     # ---- merge by call path (names only), level by level; siblings by first appearance
-    _, levels = level_order(parent)
-    tb = TrieBuilder()
-    uid = np.empty(total, dtype=np.int64)
-    for lv in levels:
-        lv = lv[np.argsort(tkey[lv], kind="stable")]
-        p = parent[lv]
-        prev = np.where(p >= 0, uid[np.maximum(p, 0)], -1)
-        uid[lv] = tb.add_level(prev, name_code[lv])
-    del levels, parent, tkey
+    uid, tb = merge_by_path(parent, name_code, tkey)
+    del parent, tkey
     m = tb.size
     mmetrics = {
         "time": np.bincount(uid[S : S + n], weights=cpu.time, minlength=m),

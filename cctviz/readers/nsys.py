@@ -85,7 +85,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..model._algo import TrieBuilder, level_order
+from ..model._algo import merge_by_path
 from ..model.collectives import OTF2_OPS, collective_kind
 from ..model.ensemble import Ensemble
 from ..model.timeline import Timeline
@@ -662,14 +662,7 @@ def _build(
 
     # ---- merge by call path (names from the thread root), siblings by first appearance
     code, uniq_names = pd.factorize(pd.Series(names, dtype=object))
-    _, levels = level_order(parent)
-    tb = TrieBuilder()
-    uid = np.empty(total, dtype=np.int64)
-    for lv in levels:
-        lv = lv[np.argsort(tkey[lv], kind="stable")]
-        p = parent[lv]
-        prev = np.where(p >= 0, uid[np.maximum(p, 0)], -1)
-        uid[lv] = tb.add_level(prev, code[lv])
+    uid, tb = merge_by_path(parent, code, tkey)
     m = tb.size
     firsts = np.full(m, total, dtype=np.int64)
     np.minimum.at(firsts, uid, np.arange(total))

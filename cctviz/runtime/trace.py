@@ -630,8 +630,12 @@ class _SampleRecords:
 
         self.writer, self.k = writer, 0
         series = series or {}
-        tracks = {k: v for k, v in series.get("tracks", {}).items() if k in SAMPLE_MEMBERS}
         ts = np.asarray(series.get("ts", []), dtype=np.int64) + shift
+        tracks = {  # a track with a value per sample (one a reader failed on is left out)
+            k: v
+            for k, v in series.get("tracks", {}).items()
+            if k in SAMPLE_MEMBERS and len(v) == ts.size
+        }
         self.ts = np.maximum.accumulate(np.maximum(ts, start)) if ts.size else ts
         if not tracks or not self.ts.size:
             self.ts = self.ts[:0]

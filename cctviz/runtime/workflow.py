@@ -47,7 +47,8 @@ own, and the samples as OTF2 metric records. The last process to finish
 writes it, or the launcher after a failure; ``cctviz.read_timeline(OUT)``
 reads it with the sampled counter tracks, lanes grouped by component.
 
-Not yet: MPI components on several nodes (``mpirun`` starts them on this one).
+Not yet: MPI message records in the archive, MPI components on several nodes
+(``mpirun`` starts them on this one).
 """
 
 from __future__ import annotations
