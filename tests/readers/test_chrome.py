@@ -173,6 +173,7 @@ with jax.profiler.trace(sys.argv[1], create_perfetto_trace=True):
     return path
 
 
+@pytest.mark.slow  # jax is in the main test environment, not the core suite's
 def test_jax_perfetto_trace(tmp_path):
     path = _jax_trace(tmp_path)
     assert detect(path) == "chrome"
@@ -191,6 +192,7 @@ def test_jax_perfetto_trace(tmp_path):
     )
 
 
+@pytest.mark.slow  # py-spy: the main test environment
 def test_pyspy_recording(tmp_path):
     out = tmp_path / "fib.json"
     code = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(27)\n"
