@@ -491,6 +491,8 @@ def _cmd_run(rest: Sequence[str]) -> int:
             f"  (transitions kept per rank; default {DEFAULT_LIMIT})"
         )
         print("                  [--sample-hz HZ]  (CPU, memory, I/O per context; default 0: off)")
+        print("                  [--gpu-time phase|context]  (CUDA events per phase (light's")
+        print("                  default) or per context (detailed's))")
         print("                  script.py [args]")
         print("       cctviz run --workflow workflow.toml [--out DIR] [--mode M] [--sample-hz HZ]")
         print("                  [--timeline | --trace DIR] [--timeline-limit N|none]")

@@ -48,7 +48,9 @@ def check(name: str, ok: bool | None, figures: str) -> None:
 
 
 # ------------------------------------------------------------ cctviz run
-def cctviz_run(out: Path, nproc: int, strategy: str, backend: str, steps: int, trace: bool) -> int:
+def cctviz_run(
+    out: Path, nproc: int, strategy: str, backend: str, steps: int, trace: bool, extra=()
+) -> int:
     cmd = [
         sys.executable,
         "-m",
@@ -58,7 +60,7 @@ def cctviz_run(out: Path, nproc: int, strategy: str, backend: str, steps: int, t
         "--nproc-per-node",
         str(nproc),
     ]
-    cmd += ["--out", str(out), "--warmup", "2", "--sample-hz", "10"]
+    cmd += ["--out", str(out), "--warmup", "2", "--sample-hz", "10", *extra]
     cmd += ["--timeline"] if trace else []
     cmd += [str(ROOT / "examples" / "train.py"), "--device", "cuda", "--strategy", strategy]
     cmd += ["--backend", backend, "--steps", str(steps), "--batch-size", "16", "--seq-len", "128"]
@@ -128,9 +130,9 @@ def check_run(name: str, out: Path, nproc: int, traced: bool) -> None:
             from cctviz.perfmodel.compare import annotate
 
             pred = annotate(out).memory["bytes"]["total"]
-            check(
+            check(  # within 2x either way (a known gap: NOTES.md)
                 f"{name}: perfmodel memory against the measured peak",
-                bool(pred > 0 and peak.max() > 0),
+                bool(0.5 <= peak.max() / pred <= 2.0),
                 f"predicted {pred / 2**20:.1f} MiB (model states + activations), measured "
                 f"mem_peak {peak.max() / 2**20:.1f} MiB, ratio {peak.max() / pred:.2f}",
             )
@@ -275,7 +277,8 @@ def gpu_util_check(out: Path) -> None:
 #: profiler settings the overhead is measured for (beside plain steps)
 OVERHEAD_CONFIGS = {
     "light, no GPU timer": {"cuda": False},
-    "light": {},
+    "light (GPU time per phase)": {},
+    "light, GPU time per context": {"gpu_time": "context"},
     "light + sampler 10 Hz": {"sample_hz": 10},
     "detailed": {"mode": "detailed"},
 }
@@ -336,13 +339,13 @@ def main() -> int:
     )
     if not traced:
         check("--timeline runs", None, "no otf2 package on this machine: runs without the trace")
-    runs = [
-        ("ddp-nccl-1", 1, "ddp", "nccl"),
-        ("fsdp2-nccl-1", 1, "fsdp", "nccl"),
-        ("ddp-gloo-2", 2, "ddp", "gloo"),
+    runs = [  # the 2-rank run times every context (--gpu-time context), the others phases
+        ("ddp-nccl-1", 1, "ddp", "nccl", ()),
+        ("fsdp2-nccl-1", 1, "fsdp", "nccl", ()),
+        ("ddp-gloo-2", 2, "ddp", "gloo", ("--gpu-time", "context")),
     ]
-    for name, nproc, strategy, backend in runs:
-        rc = cctviz_run(out / name, nproc, strategy, backend, a.steps, traced)
+    for name, nproc, strategy, backend, extra in runs:
+        rc = cctviz_run(out / name, nproc, strategy, backend, a.steps, traced, extra)
         if rc != 0:
             check(f"{name}: cctviz run", False, f"exit {rc} (log in {name}.log)")
             continue

@@ -52,6 +52,7 @@ OPTIONS = {
     "--timeline": False,
     "--timeline-limit": True,
     "--sample-hz": True,
+    "--gpu-time": True,
 }
 
 
@@ -249,6 +250,10 @@ def run(argv: Sequence[str]) -> int:
     worker += ["--trace", str(trace)] if trace is not None else []
     worker += ["--timeline-limit", str(limit)] if trace is not None else []
     worker += ["--sample-hz", str(sample_hz)] if sample_hz else []
+    if ours.get("gpu_time"):
+        if ours["gpu_time"] not in ("phase", "context"):
+            raise LaunchError(f"--gpu-time: phase or context, not {ours['gpu_time']!r}")
+        worker += ["--gpu-time", ours["gpu_time"]]
     args = torchrun.parse_args([*tokens, *worker, script, *script_args])
     out.mkdir(parents=True, exist_ok=True)
     if node_rank == "0":
@@ -303,6 +308,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--timeline-limit", default=None)
     p.add_argument("--files", action="store_true", help="record the files opened")
     p.add_argument("--sample-hz", type=float, default=0.0)
+    p.add_argument("--gpu-time", default=None, choices=("phase", "context"))
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
@@ -321,6 +327,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
         timeline_limit=parse_limit(a.timeline_limit),
         files=a.files,
         sample_hz=a.sample_hz,
+        gpu_time=a.gpu_time,
     )
     with prof:
         if a.module:

@@ -109,8 +109,12 @@ class Profiler:
             one ``step`` node for all of them.
         python_frames: add the user's Python functions as contexts.
         root: name of the root node (default: the script's file name).
-        cuda: time with CUDA events and record allocator peaks (default: when
-            CUDA is initialised at start).
+        cuda: time with CUDA events and record allocator peaks (default: once
+            the program has initialised CUDA; False: never).
+        gpu_time: ``"phase"`` (a CUDA event per phase change: ``gpu_time`` of
+            phases, regions and steps; the default in light mode) or
+            ``"context"`` (an event per transition: every module's own
+            ``gpu_time``, about 8 µs of CPU each; the default in detailed mode).
         trace: also write an OTF2 trace of the job into this folder
             (:mod:`cctviz.runtime.trace`; needs ``cctviz[scorep]``). Every rank
             gives the same folder; the last rank to stop writes the archive.
@@ -155,9 +159,13 @@ class Profiler:
         timeline_limit: int | None = DEFAULT_LIMIT,
         files: bool = False,
         sample_hz: float = 0,
+        gpu_time: str | None = None,
     ) -> None:
         if mode not in ("light", "detailed"):
             raise ValueError(f"mode must be 'light' or 'detailed', not {mode!r}")
+        if gpu_time not in (None, "phase", "context"):
+            raise ValueError(f"gpu_time must be 'phase' or 'context', not {gpu_time!r}")
+        self.gpu_time = gpu_time or ("context" if mode == "detailed" else "phase")
         if warmup < 0:
             raise ValueError("warmup must be >= 0")
         self.out = Path(out)
@@ -268,7 +276,9 @@ class Profiler:
     def _attach_gpu(self) -> None:
         from .gpu import CudaTimer
 
-        self.gpu = CudaTimer(self.rec, detailed=self.mode == "detailed")
+        self.gpu = CudaTimer(
+            self.rec, detailed=self.mode == "detailed", per_context=self.gpu_time == "context"
+        )
         self.rec.on_tick = self.gpu.tick
 
     def _gpu_ready(self) -> bool:

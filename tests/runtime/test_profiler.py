@@ -284,6 +284,7 @@ def test_cuda_timer_attributes_intervals_with_fake_events():
     rec = Recorder("r", clock=lambda: 0)
     timer = CudaTimer(
         rec,
+        per_context=True,
         event_factory=lambda: Ev(gpu_clock),
         memory=(lambda: next(peaks), lambda: resets.append(1)),
     )
@@ -306,6 +307,51 @@ def test_cuda_timer_attributes_intervals_with_fake_events():
     timer.phase(ctx_a)
     assert rec.extra["mem_peak"] == {ctx_a: 200, ctx_b: 300}  # reads 100, 300, 200: max per context
     assert len(resets) == 4  # once at start, then after every read
+
+
+def test_cuda_timer_per_phase_charges_the_phase():
+    """Light mode's GPU timer: no event at module transitions, one at each phase
+    change, its interval charged to the phase the module on top runs in."""
+
+    class Ev:
+        def __init__(self, clock):
+            self.clock, self.t = clock, None
+
+        def record(self):
+            self.t = self.clock[0]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) / 1e6  # ms
+
+    gpu_clock = [0]
+    made = []
+    rec = Recorder("r", clock=lambda: 0)
+
+    def factory():
+        made.append(Ev(gpu_clock))
+        return made[-1]
+
+    timer = CudaTimer(rec, event_factory=factory, memory=(lambda: 0, lambda: None))
+    assert not timer.per_context
+    rec.on_tick = timer.tick
+    fwd = rec.enter_phase("forward")
+    timer.phase(rec.stack[-1])  # the step's start, as the hooks call it
+    a = rec.enter_module("A", root=True)
+    b = rec.enter_module("B", root=False)
+    inner = rec.stack[-1]  # B's context
+    assert len(made) == 1  # module transitions record nothing
+    gpu_clock[0] = 9_000
+    timer.phase(inner)  # a phase change with B on top: charged to B's phase
+    rec.pop(b)
+    rec.pop(a)
+    rec.exit_phase(fwd)
+    timer.resolve()
+    forward = rec._key[(rec._key[(0, "step")], "forward")]
+    assert rec.extra["gpu_time"] == {forward: pytest.approx(9_000)}
+    assert len(made) == 2
 
 
 def test_split_command():
