@@ -12,13 +12,34 @@ Format facts (hpcprof 2017-2021, the form Hatchet's ``from_hpctoolkit`` reads):
   ``db-id``, ``db-num-metrics``, ``db-header-sz``) and the calling-context tree
   in ``SecCallPathProfileData``: nested ``PF`` (procedure frame), ``Pr``
   (inlined/alien procedure), ``L`` (loop), ``S`` (statement) and ``C`` (call
-  site) elements, each with a node id ``i``. ``M`` children carry summary
-  values only and are ignored.
+  site) elements, each with a node id ``i``. ``M`` children (``n`` a
+  ``<Metric>`` of the ``MetricTable``, ``v`` its value) carry hpcprof's summary
+  statistics over all threads (``CPUTIME (usec):Sum (I)``...), printed with 6
+  significant digits.
 - ``<name>-RANK-THREAD-HOST-PID-GEN.metric-db``: a 24-byte tag
   (``HPCPROF-metricdb__`` + 5-char version + ``b`` for big-endian), then
   ``num_nodes`` and ``num_metrics`` as big-endian int32, then
   ``num_nodes x num_metrics`` big-endian float64 values, row ``i - 1`` for the
   XML node with id ``i``.
+
+Where the values come from, first found first:
+
+- the ``*.metric-db`` files (``db-glob`` of the ``MetricDBTable``): an Ensemble;
+- hpcviewer's merged file ``experiment-N.mdb`` (or ``experiment.mdb``) that
+  replaced them once the database was opened in hpcviewer (2013-2021; layout in
+  :mod:`cctviz.readers._hpcmdb`): the same Ensemble, ``meta["merged_file"]``;
+- the summary values inline (hpcprof run without metric-db files, e.g. hpcprof
+  2018-2021's ``--metric-db=no``; or the files lost, with a warning): a Tree of the
+  sums over all threads, ``meta["values"] == "summary"``. ``:Sum`` metrics take
+  the bare name (``CPUTIME (usec):Sum`` -> ``time``), other statistics keep theirs
+  and their rule (as below); an inclusive column gives the exclusive one as for
+  metric-db files. ``meta["summary"]`` holds the experiment's own total (the
+  ``<M>`` before the first scope).
+
+Versions: ``<HPCToolkitExperiment version="2.x">`` is read; ``4.0`` (the
+"sparse" database of hpcprof 2020-2022, values in ``profile.db``/``cct.db``) and
+any other version are refused with a message naming the version found and what
+cctviz reads (the 2022+ ``meta.db`` form is :mod:`cctviz.readers.hpctoolkit_db`).
 
 Choices (following Hatchet where it is well defined):
 
@@ -74,6 +95,7 @@ from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import progress_bar, register
+from ._hpcmdb import SPARSE_MAGIC, find_merged, merged_name, read_merged, refuse_version
 from ._hpctoolkit import metric_name
 
 XML = "experiment.xml"
@@ -98,6 +120,10 @@ def _sniff(path: Path, h: bytes) -> bool:
             return False
         with open(xml, "rb") as f:
             h = f.read(8192)
+    elif re.fullmatch(r"experiment(-\d+)?\.mdb", path.name):  # hpcviewer's merged file
+        return (path.parent / XML).is_file()
+    elif path.name in ("profile.db", "cct.db"):  # 2020-2022 sparse form: refused by name
+        return h.startswith(SPARSE_MAGIC)
     elif path.name != XML:
         return False
     return b"<!DOCTYPE HPCToolkitExperiment" in h[:8192] or b"<HPCToolkitExperiment" in h
@@ -168,6 +194,11 @@ def _parse_xml(xml: Path) -> dict[str, Any]:
     lm_ref: list[str | None] = []
     line: list[int] = []
     stack: list[int] = []
+    # inline summary values: (scope record or -1 for the experiment, metric id, value)
+    m_scope: list[int] = []
+    m_id: list[str] = []
+    m_val: list[str] = []
+    metrics: list[dict[str, str]] = []
     in_data = False
     try:
         for ev, el in ET.iterparse(src, events=("start", "end")):
@@ -188,7 +219,8 @@ def _parse_xml(xml: Path) -> dict[str, Any]:
                 elif t == "SecCallPathProfileData":
                     in_data = True
                 elif t == "HPCToolkitExperiment":
-                    version = el.get("version")
+                    version = el.get("version", "")
+                    refuse_version(xml, version)
                 elif t == "Header":
                     header["program"] = el.get("n", "")
                 continue
@@ -197,11 +229,17 @@ def _parse_xml(xml: Path) -> dict[str, Any]:
                 stack.pop()
                 el.clear()
             elif t == "M" and in_data:
+                m_scope.append(stack[-1] if stack else -1)
+                m_id.append(el.get("n", ""))
+                m_val.append(el.get("v", ""))
                 el.clear()
             elif t == "SecCallPathProfileData":
                 in_data = False
             elif t in ("LoadModuleTable", "FileTable", "ProcedureTable"):
                 tables[t] = _table(el, t[: -len("Table")])
+                el.clear()
+            elif t == "MetricTable":
+                metrics = [dict(e.attrib) for e in el.iter("Metric")]
                 el.clear()
             elif t == "MetricDBTable":
                 metricdbs = [dict(e.attrib) for e in el.iter("MetricDB")]
@@ -218,8 +256,6 @@ def _parse_xml(xml: Path) -> dict[str, Any]:
         raise ProfileError(xml, "not an HPCToolkit experiment (no <HPCToolkitExperiment>)")
     if "ProcedureTable" not in tables:
         raise ProfileError(xml, "missing <ProcedureTable>", where="SecHeader")
-    if not metricdbs:
-        raise ProfileError(xml, "no <MetricDB> entries: the metric-db columns are unknown")
     if not nid:
         raise ProfileError(xml, "no calling-context tree (empty SecCallPathProfileData)")
     return {
@@ -227,6 +263,8 @@ def _parse_xml(xml: Path) -> dict[str, Any]:
         "header": header,
         "tables": tables,
         "metricdbs": metricdbs,
+        "metrics": metrics,
+        "inline": (m_scope, m_id, m_val),
         "nid": np.asarray(nid, dtype=np.int64),
         "tag": np.asarray(tag, dtype=object),
         "parent": np.asarray(par, dtype=np.int64),
@@ -302,12 +340,39 @@ def _structure(x: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _db_files(folder: Path, glob: str) -> tuple[list[Path], pd.DataFrame]:
+def _check_profiles(prof: pd.DataFrame, where: Path, name: Any) -> np.ndarray:
+    """The (rank, thread) order of the profiles, after checking that every rank
+    0..R-1 has every thread once; ``name(k)`` names the k-th profile's source."""
+    dup = prof.duplicated()
+    if dup.any():
+        k = int(np.flatnonzero(dup.to_numpy())[0])
+        raise ProfileError(where, f"{name(k)}: a second metric-db for the same rank and thread")
+    # MPI ranks are 0..R-1: a gap (or a rank without one of the threads) is a missing file
+    ranks = np.arange(int(prof["rank"].max()) + 1)
+    threads = np.unique(prof["thread"])
+    if prof["rank"].min() < 0 or len(prof) != ranks.size * threads.size:
+        have = set(map(tuple, prof.to_numpy().tolist()))
+        miss = next(((r, t) for r in ranks for t in threads if (r, t) not in have), (-1, -1))
+        raise ProfileError(
+            where,
+            f"missing metric-db file for rank {miss[0]} thread {miss[1]} "
+            f"({len(prof)} files for {ranks.size} ranks x {threads.size} threads)",
+        )
+    return np.lexsort((prof["thread"].to_numpy(), prof["rank"].to_numpy()))
+
+
+def _glob(dbs: list[dict[str, str]]) -> str:
+    glob = dbs[0].get("db-glob", "*.metric-db") if dbs else "*.metric-db"
     if not glob or "/" in glob or "\\" in glob or ".." in glob:
         glob = "*.metric-db"  # files beside experiment.xml only
+    return glob
+
+
+def _db_files(folder: Path, glob: str) -> tuple[list[Path], pd.DataFrame]:
+    """The metric-db files beside experiment.xml in (rank, thread) order (none: empty)."""
     files = sorted(f for f in folder.glob(glob) if f.is_file())
     if not files:
-        raise ProfileError(folder, f"no metric-db file ({glob}) beside {XML}")
+        return [], pd.DataFrame(columns=["rank", "thread"])
     rows = []
     for f in files:
         m = _DB_NAME.search(f.name)
@@ -317,22 +382,7 @@ def _db_files(folder: Path, glob: str) -> tuple[list[Path], pd.DataFrame]:
             )
         rows.append((int(m.group(1)), int(m.group(2))))
     prof = pd.DataFrame(rows, columns=["rank", "thread"])
-    dup = prof.duplicated()
-    if dup.any():
-        k = int(np.flatnonzero(dup.to_numpy())[0])
-        raise ProfileError(files[k], "a second metric-db file for the same rank and thread")
-    # MPI ranks are 0..R-1: a gap (or a rank without one of the threads) is a missing file
-    ranks = np.arange(int(prof["rank"].max()) + 1)
-    threads = np.unique(prof["thread"])
-    if len(prof) != ranks.size * threads.size:
-        have = set(map(tuple, prof.to_numpy().tolist()))
-        miss = next((r, t) for r in ranks for t in threads if (r, t) not in have)
-        raise ProfileError(
-            folder,
-            f"missing metric-db file for rank {miss[0]} thread {miss[1]} "
-            f"({len(prof)} files for {ranks.size} ranks x {threads.size} threads)",
-        )
-    order = np.lexsort((prof["thread"].to_numpy(), prof["rank"].to_numpy()))
+    order = _check_profiles(prof, folder, lambda k: files[k].name)
     return [files[k] for k in order], prof.iloc[order].reset_index(drop=True)
 
 
@@ -342,25 +392,34 @@ def _read_db(f: Path, header_size: int, n_metrics: int, n_nodes: int | None) -> 
         raw = f.read_bytes()
     except OSError as e:
         raise ProfileError(f, f"cannot read the file: {e}") from None
+    return _db_values(raw, f, header_size, n_metrics, n_nodes)
+
+
+def _db_values(
+    raw: Any, f: Path, header_size: int, n_metrics: int, n_nodes: int | None, base: int = 0
+) -> np.ndarray:
+    """The values of one metric-db file's bytes ``raw`` (a file, or a copy at byte
+    ``base`` of hpcviewer's merged file ``f``), checked."""
     start = header_size + 8
-    if len(raw) < start or not raw.startswith(TAG):
+    if len(raw) < start or bytes(raw[: len(TAG)]) != TAG:
         raise ProfileError(
-            f, "not a metric-db file (expected the HPCPROF-metricdb__ tag)", "byte 0"
+            f, "not a metric-db file (expected the HPCPROF-metricdb__ tag)", f"byte {base}"
         )
-    if raw[TAG_SIZE - 1 : TAG_SIZE] != b"b":
+    end = bytes(raw[TAG_SIZE - 1 : TAG_SIZE])
+    if end != b"b":
         raise ProfileError(
-            f, f"endianness {raw[23:24]!r} not supported (expected b'b')", where="byte 23"
+            f, f"endianness {end!r} not supported (expected b'b')", where=f"byte {base + 23}"
         )
     nn, nm = (int(v) for v in np.frombuffer(raw, dtype=">i4", count=2, offset=header_size))
     if nm != n_metrics:
         raise ProfileError(
             f,
             f"{nm} metrics in the header, experiment.xml names {n_metrics}",
-            where=f"byte {header_size + 4}",
+            where=f"byte {base + header_size + 4}",
         )
     if nn <= 0 or (n_nodes is not None and nn != n_nodes):
         raise ProfileError(
-            f, f"{nn} nodes in the header, expected {n_nodes}", where=f"byte {header_size}"
+            f, f"{nn} nodes in the header, expected {n_nodes}", where=f"byte {base + header_size}"
         )
     want = start + 8 * nn * nm
     if len(raw) != want:
@@ -368,30 +427,103 @@ def _read_db(f: Path, header_size: int, n_metrics: int, n_nodes: int | None) -> 
             f,
             f"{len(raw)} bytes, expected {want} ({nn} nodes x {nm} metrics of 8 bytes "
             f"after a {start}-byte header)",
-            where=f"byte {min(len(raw), want)}",
+            where=f"byte {base + min(len(raw), want)}",
         )
     vals = np.frombuffer(raw, dtype=">f8", offset=start).reshape(nn, nm)
     if not np.isfinite(vals).all():
         r, c = (int(v[0]) for v in np.nonzero(~np.isfinite(vals)))
         raise ProfileError(
-            f, f"value {vals[r, c]} is not finite", where=f"byte {start + 8 * (r * nm + c)}"
+            f,
+            f"value {vals[r, c]} is not finite",
+            where=f"byte {base + start + 8 * (r * nm + c)}",
         )
     return vals  # big-endian; converted where the caller copies the rows it keeps
+
+
+def _merged_profiles(merged: Path, hs: int, nm: int) -> tuple[list[tuple[Any, int]], pd.DataFrame]:
+    """The metric-db copies in hpcviewer's merged file, in (rank, thread) order."""
+    raw, index, ranges = read_merged(merged)
+    if not ranges:
+        raise ProfileError(merged, "the merged metric-db file holds no thread's values")
+    prof = pd.DataFrame(
+        {"rank": index["rank"].astype(np.int64), "thread": index["thread"].astype(np.int64)}
+    )
+    order = _check_profiles(prof, merged, lambda k: f"merged file {k}")
+    parts = [(raw[ranges[k][0] : ranges[k][1]], ranges[k][0]) for k in order]
+    return parts, prof.iloc[order].reset_index(drop=True)
+
+
+def _name_columns(
+    xml: Path, entries: list[dict[str, str]], summary: bool = False
+) -> tuple[dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
+    """Metric columns by name: ``{name: {"inclusive"|"exclusive"|"nil": entry}}``,
+    with the aggregation rule and unit of each name. ``summary``: names of
+    ``<Metric>`` entries, whose ``:Sum`` over threads is the metric itself."""
+    units: dict[str, str] = {}
+    rules: dict[str, str] = {}
+    by_name: dict[str, dict[str, int]] = {}
+    renamed: list[str] = []
+    for j, d in enumerate(entries):
+        full = d.get("n", "")
+        raw = re.sub(r"\s*\((I|E|inc|exc)\)\s*$", "", full).strip()
+        base, unit, rule = metric_name(
+            raw[: -len(":Sum")] if summary and raw.endswith(":Sum") else raw
+        )
+        t = d.get("t", "nil")
+        if t in by_name.get(base, {}):  # "time" taken, or the same name twice: keep both
+            k = 2
+            base = raw
+            while t in by_name.get(base, {}):
+                base, k = f"{raw} #{k}", k + 1
+            renamed.append(f"{full!r} -> {base!r}")
+        by_name.setdefault(base, {})[t] = j
+        rules[base] = rule
+        if unit:
+            units[base] = unit
+    if renamed:
+        warnings.warn(
+            f"{xml}: metric columns with a name already taken were renamed: " + ", ".join(renamed),
+            stacklevel=4,
+        )
+    return by_name, rules, units
+
+
+def _meta(x: dict[str, Any], units: dict[str, str], rules: dict[str, str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"hpctoolkit_version": x["version"]}
+    if x["header"].get("program"):
+        meta["program"] = x["header"]["program"]
+    if units:
+        meta["units"] = units
+    meta["aggregation"] = rules
+    notes = {
+        m: "a per-node summary statistic (min, standard deviation or coefficient of "
+        "variation over threads) of inclusive values: it does not combine over a subtree"
+        for m, r in rules.items()
+        if r == "none"
+    }
+    if notes:
+        meta["aggregation_notes"] = notes
+    return meta
 
 
 @register(
     "hpctoolkit",
     _sniff,
-    "HPCToolkit database (experiment.xml + *.metric-db)",
+    "HPCToolkit database (experiment.xml + *.metric-db, merged experiment-N.mdb, "
+    "or summary values inline)",
     folder=True,
 )
-def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
-    """Read an HPCToolkit (hpcprof) database folder into an Ensemble.
+def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble | Tree:
+    """Read an HPCToolkit (hpcprof) database folder into an Ensemble (or a Tree).
 
     ``path`` is the database folder or its ``experiment.xml``. One profile per
-    metric-db file (``ens.profiles`` columns ``rank``, ``thread``). A progress
-    bar over the metric-db files appears when reading them takes more than a
-    second (``progress=None``; ``True`` always, ``False`` never).
+    metric-db file (``ens.profiles`` columns ``rank``, ``thread``), read from the
+    ``*.metric-db`` files or from hpcviewer's merged ``experiment-N.mdb``. A
+    database without either (``hpcprof --metric-db=no``, or its files lost) gives
+    a Tree of the summary values inline in ``experiment.xml`` (``:Sum`` over all
+    threads; see the module docstring). A progress bar over the metric-db files
+    appears when reading them takes more than a second (``progress=None``;
+    ``True`` always, ``False`` never).
 
     Example:
         >>> import cctviz
@@ -411,7 +543,44 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
             f"no {XML} in the database folder" + (newer if (folder / "meta.db").is_file() else ""),
         )
     x = _parse_xml(xml)
-    # --- metric columns
+    s = _structure(x)
+    nid = x["nid"]
+    if nid.min() < 1 or np.unique(nid).size != nid.size:
+        k = int(np.flatnonzero(nid < 1)[0]) if nid.min() < 1 else None
+        what = f"node id {nid[k]} < 1" if k is not None else "node ids are not unique"
+        raise ProfileError(xml, what, where="SecCallPathProfileData")
+    dbs = x["metricdbs"]
+    glob = _glob(dbs)
+    files, prof = _db_files(folder, glob) if dbs else ([], None)
+    merged = find_merged(folder, glob) if dbs and not files else None
+    if files or merged is not None:
+        return _read_threads(xml, x, s, files, prof, merged, progress)
+    if dbs:
+        if not x["inline"][0]:
+            raise ProfileError(
+                folder,
+                f"no metric-db file ({glob}) beside {XML}, no merged {merged_name(glob)} "
+                f"and no summary values (<M>) in {XML}",
+            )
+        warnings.warn(
+            f"{folder}: {XML} lists per-thread metric-db files ({glob}) but none is "
+            f"there: read the summary values inline in {XML} (one tree, summed over "
+            "threads)",
+            stacklevel=2,
+        )
+    return _read_inline(xml, x, s)
+
+
+def _read_threads(
+    xml: Path,
+    x: dict[str, Any],
+    s: dict[str, Any],
+    files: list[Path],
+    prof: pd.DataFrame | None,
+    merged: Path | None,
+    progress: bool | None,
+) -> Ensemble:
+    """The per-thread values (metric-db files, or hpcviewer's merged file) as an Ensemble."""
     dbs = x["metricdbs"]
     try:
         db_id = [int(d.get("db-id", d.get("i", ""))) for d in dbs]
@@ -428,90 +597,58 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
         raise ProfileError(
             xml, f"MetricDB db-id values {sorted(db_id)} do not cover 0..{nm - 1}", "MetricDBTable"
         )
-    # --- tree structure
-    s = _structure(x)
-    nid = x["nid"]
-    if nid.min() < 1 or np.unique(nid).size != nid.size:
-        k = int(np.flatnonzero(nid < 1)[0]) if nid.min() < 1 else None
-        what = f"node id {nid[k]} < 1" if k is not None else "node ids are not unique"
-        raise ProfileError(xml, what, where="SecCallPathProfileData")
-    # --- metric names and units (from the XML), then the tree
-    units: dict[str, str] = {}
-    rules: dict[str, str] = {}
-    by_name: dict[str, dict[str, int]] = {}
-    renamed: list[str] = []
-    for d, j in zip(dbs, db_id):
-        base, unit, rule = metric_name(d.get("n", ""))
-        t = d.get("t", "nil")
-        if t in by_name.get(base, {}):  # "time" taken, or the same name twice: keep both
-            raw = re.sub(r"\s*\((I|E|inc|exc)\)\s*$", "", d.get("n", "")).strip()
-            k = 2
-            base = raw
-            while t in by_name.get(base, {}):
-                base, k = f"{raw} #{k}", k + 1
-            renamed.append(f"{d.get('n', '')!r} -> {base!r}")
-        by_name.setdefault(base, {})[t] = j
-        rules[base] = rule
-        if unit:
-            units[base] = unit
-    if renamed:
-        warnings.warn(
-            f"{xml}: metric-db columns with a name already taken were renamed: "
-            + ", ".join(renamed),
-            stacklevel=3,
-        )
-    meta: dict[str, Any] = {"hpctoolkit_version": x["version"]}
-    if x["header"].get("program"):
-        meta["program"] = x["header"]["program"]
-    if units:
-        meta["units"] = units
-    meta["aggregation"] = rules
-    notes = {
-        m: "a per-node summary statistic (min, standard deviation or coefficient of "
-        "variation over threads) of inclusive values: it does not combine over a subtree"
-        for m, r in rules.items()
-        if r == "none"
-    }
-    if notes:
-        meta["aggregation_notes"] = notes
+    by_pos, rules, units = _name_columns(xml, dbs)
+    by_name = {b: {t: db_id[j] for t, j in cols.items()} for b, cols in by_pos.items()}
+    meta = _meta(x, units, rules)
     structure, new_id = Tree.from_parents_with_ids(
         s["parent"], s["names"], None, kind=s["kind"], columns=s["columns"], meta=meta
     )
+    nid = x["nid"]
     K = new_id.size
     rows_idx = np.empty(K, dtype=np.int64)  # metric-db row of each node, in tree order
     rows_idx[new_id] = nid[s["idx"]] - 1
-    # --- metric-db files
-    files, prof = _db_files(folder, dbs[0].get("db-glob", "*.metric-db"))
-    it = progress_bar(files, progress, desc="reading metric-db", unit="file")
-    P = len(files)
+    # --- the values of every thread
+    if merged is not None:
+        parts, prof = _merged_profiles(merged, hs, nm)
+        meta["merged_file"] = merged.name
+    else:
+        parts = [(f, 0) for f in files]
+    assert prof is not None
+    it = progress_bar(parts, progress, desc="reading metric-db", unit="file")
+    P = len(parts)
     n_nodes = None
     vals = np.empty((P, K, nm))  # (profile, node, metric)
-    for p, f in enumerate(it):
-        v = _read_db(f, hs, nm, n_nodes)
+    for p, (part, base) in enumerate(it):
+        if merged is None:
+            src, v = part, _read_db(part, hs, nm, n_nodes)
+        else:
+            src, v = merged, _db_values(part, merged, hs, nm, n_nodes, base)
         if n_nodes is None:
             n_nodes = v.shape[0]
             if nid.max() > n_nodes:
                 raise ProfileError(
-                    f,
+                    src,
                     f"{n_nodes} nodes in the header, but experiment.xml has node id {nid.max()}",
-                    where=f"byte {hs}",
+                    where=f"byte {base + hs}",
                 )
         vals[p] = v[rows_idx]
     # --- exclusive metrics per node and profile
     parent = structure.parent
     stm = (parent >= 0) & (structure.nodes["kind"].to_numpy() == "statement")
     metrics: dict[str, np.ndarray] = {}
-    for base, cols in by_name.items():
-        if rules[base] != "sum":  # a max (or a statistic) of inclusive values: kept as they are
+    for base_name, cols in by_name.items():
+        rule = rules[base_name]
+        if rule != "sum":  # a max (or a statistic) of inclusive values: kept as they are
             inc = vals[:, :, cols.get("inclusive", next(iter(cols.values())))]
-            metrics[base] = structure.exclusive_from_inclusive(inc.T, rules[base]).T
+            metrics[base_name] = structure.exclusive_from_inclusive(inc.T, rule).T
         elif "inclusive" in cols:
-            metrics[base] = structure.exclusive_from_inclusive(vals[:, :, cols["inclusive"]].T).T
+            inc = vals[:, :, cols["inclusive"]]
+            metrics[base_name] = structure.exclusive_from_inclusive(inc.T).T
         else:  # Hatchet: the exclusive column minus the statement children's
             exc = vals[:, :, cols.get("exclusive", cols.get("nil", next(iter(cols.values()))))]
             sub = np.zeros((K, P))
             np.add.at(sub, parent[stm], exc.T[stm])
-            metrics[base] = exc - sub.T
+            metrics[base_name] = exc - sub.T
     names = list(metrics)
     stacked = np.stack([metrics[m] for m in names], axis=-1).reshape(P * K, len(names))
     nz = np.flatnonzero((stacked != 0).any(axis=1))
@@ -521,3 +658,79 @@ def read_hpctoolkit(path: Path, *, progress: bool | None = None) -> Ensemble:
     for j, m in enumerate(names):
         rows[m] = stacked[nz, j]
     return Ensemble(structure, rows, prof, meta)
+
+
+def _floats(xml: Path, text: list[str], what: str) -> np.ndarray:
+    vals = pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").to_numpy(np.float64)
+    bad = ~np.isfinite(vals)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ProfileError(xml, f"{what} {text[k]!r} is not a finite number", f"<M> number {k + 1}")
+    return vals
+
+
+def _read_inline(xml: Path, x: dict[str, Any], s: dict[str, Any]) -> Tree:
+    """The summary values inline in experiment.xml (``<M n=metric v=value>`` in the
+    scopes) as a Tree: hpcprof's statistics over all threads."""
+    scope, mid, mtext = x["inline"]
+    entries = x["metrics"]
+    if not scope or not entries:
+        raise ProfileError(
+            xml,
+            "no metric values: neither metric-db files (MetricDBTable) nor summary "
+            "values (<Metric> with <M> in the scopes)",
+        )
+    pos = {d.get("i", ""): j for j, d in enumerate(entries)}
+    scope_a = np.asarray(scope, dtype=np.int64)
+    col = np.fromiter((pos.get(m, -1) for m in mid), dtype=np.int64, count=len(mid))
+    if (col < 0).any():
+        k = int(np.flatnonzero(col < 0)[0])
+        raise ProfileError(
+            xml, f"<M n={mid[k]!r}> names no <Metric> of the MetricTable", f"<M> number {k + 1}"
+        )
+    vals = _floats(xml, mtext, "<M> value")
+    by_name, rules, units = _name_columns(xml, entries, summary=True)
+    # values per kept node (call sites and unnamed Pr carry values of their callee)
+    n = x["tag"].size
+    local = np.full(n, -1, dtype=np.int64)
+    local[s["idx"]] = np.arange(s["idx"].size)
+    at = np.where(scope_a >= 0, local[np.maximum(scope_a, 0)], -1)
+    on_node = at >= 0
+    K = s["idx"].size
+    table = np.zeros((K, len(entries)))
+    np.add.at(table, (at[on_node], col[on_node]), vals[on_node])
+    top = np.zeros(len(entries))
+    np.add.at(top, col[scope_a < 0], vals[scope_a < 0])
+    parent = s["parent"]
+    stm = (parent >= 0) & (s["kind"] == "statement")
+    exclusive: dict[str, np.ndarray] = {}
+    inclusive: dict[str, np.ndarray] = {}
+    summary: dict[str, float] = {}
+    for name, cols in by_name.items():
+        if "inclusive" in cols:
+            inclusive[name] = table[:, cols["inclusive"]]
+            summary[f"{name} (inc)"] = float(top[cols["inclusive"]])
+        elif "exclusive" in cols and rules[name] == "sum":
+            exc = table[:, cols["exclusive"]]  # Hatchet: minus the statement children's
+            sub = np.zeros(K)
+            np.add.at(sub, parent[stm], exc[stm])
+            exclusive[name] = exc - sub
+        else:  # a derived metric (a formula per node) or a statistic: per-node values
+            rules[name] = "none"
+            inclusive[name] = table[:, next(iter(cols.values()))]
+    meta = _meta(x, units, rules)
+    meta["values"] = "summary"
+    meta["summary"] = summary
+    meta["summary_note"] = (
+        f"hpcprof's statistics over all threads, inline in {XML} (no per-thread "
+        "metric-db files): ':Sum' metrics carry the bare name"
+    )
+    return Tree.from_parents(
+        parent,
+        s["names"],
+        exclusive or None,
+        kind=s["kind"],
+        columns=s["columns"],
+        meta=meta,
+        inclusive=inclusive or None,
+    )

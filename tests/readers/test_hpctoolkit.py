@@ -202,13 +202,6 @@ def test_missing_metric_db(cpi_copy):
     assert e.value.path == str(cpi_copy)
 
 
-def test_no_metric_db(cpi_copy):
-    for f in cpi_copy.glob("*.metric-db"):
-        f.unlink()
-    with pytest.raises(ProfileError, match=r"no metric-db file"):
-        cctviz.read(cpi_copy)
-
-
 def test_metric_db_wrong_size_and_header(cpi_copy):
     f = sorted(cpi_copy.glob("*.metric-db"))[1]
     raw = f.read_bytes()
