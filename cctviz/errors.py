@@ -37,6 +37,25 @@ class ProfileError(CCTVizError, ValueError):
         loc = f" at {where}:" if where else ""
         super().__init__(f"{head}:{loc} {problem}")
 
+    def __reduce__(self) -> tuple:
+        # pickled as it is (raised in a worker process or a Dask task, re-raised
+        # here), not by re-calling __init__ with the message
+        return _restore, (type(self), self.args, dict(self.__dict__))
+
+
+def _restore(cls: type, args: tuple, state: dict) -> BaseException:
+    """A pickled :class:`ProfileError` (or subclass) as it was.
+
+    >>> import pickle
+    >>> e = pickle.loads(pickle.dumps(ProfileError("p.json", "bad", where="x")))
+    >>> (type(e).__name__, e.path, e.where, str(e))
+    ('ProfileError', 'p.json', 'x', 'p.json: at x: bad')
+    """
+    e = cls.__new__(cls)
+    Exception.__init__(e, *args)
+    e.__dict__.update(state)
+    return e
+
 
 class UnknownFormatError(ProfileError):
     """No reader recognised the file."""
