@@ -99,25 +99,28 @@ RPC = "record_param_comms"
 
 
 # ------------------------------------------------------------ JSON text, vectorised
-def _json_text(values: Any, conv: Callable[[Any], Any] | None = None) -> np.ndarray:
+def _json_text(
+    values: Any, conv: Callable[[Any], Any] | None = None, ids: bool = False
+) -> np.ndarray:
     """JSON text of each value (strings quoted and escaped, numbers as numbers),
-    of ``conv(value)`` where given, computed once per distinct value."""
+    of ``conv(value)`` where given, computed once per distinct value; ``ids``:
+    numeric strings (Kineto's pids and tids) as numbers."""
     codes, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
     conv = conv or (lambda v: v)
-    text = np.asarray([json.dumps(_plain(conv(u))) for u in uniq], dtype=object)
+    text = np.asarray([json.dumps(_plain(conv(u), ids)) for u in uniq], dtype=object)
     return text[codes] if len(text) else np.empty(0, dtype=object)
 
 
-def _plain(v: Any) -> Any:
+def _plain(v: Any, ids: bool = False) -> Any:
     """A value json can write: numpy scalars as Python ones, integral floats as
-    ints, NaN/None as null, numeric strings (Kineto's ids) as numbers."""
+    ints, NaN/None as null; with ``ids``, numeric strings as numbers."""
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return None
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float) and v.is_integer():
         return int(v)
-    if isinstance(v, str) and v.lstrip("-").isdigit():
+    if ids and isinstance(v, str) and v.lstrip("-").isdigit():
         return int(v)
     return v
 
@@ -306,7 +309,7 @@ def _rank_events(
     if gpu.any():
         dev = ev["device"].to_numpy(dtype=object)[gpu] if "device" in ev else np.zeros(gpu.sum())
         stream = ev["stream"].to_numpy(dtype=object)[gpu] if "stream" in ev else np.zeros(gpu.sum())
-        pid_t[gpu], tid_t[gpu] = _json_text(dev), _json_text(stream)
+        pid_t[gpu], tid_t[gpu] = _json_text(dev, ids=True), _json_text(stream, ids=True)
         fields = [("device", pid_t[gpu]), ("stream", tid_t[gpu])]
         if "launch_event" in ev:
             launch = ev["launch_event"].to_numpy()[gpu]
