@@ -46,6 +46,8 @@ def per_path(tl, strip=0):
     ``strip`` top levels (a Kineto tree's process and thread) left out of the path."""
     ens = tl.ensemble()
     rows = ens.long_table.reset_index()
+    depth = ens.tree.nodes["depth"].to_numpy()[rows["node"].to_numpy()]
+    rows = rows[depth >= strip]  # the process and thread levels: not the trace's events
     paths = ens.tree.callpaths.to_numpy()[rows["node"].to_numpy()]
     if strip:
         paths = np.asarray([p.split("/", strip)[-1] for p in paths], dtype=object)
@@ -54,9 +56,7 @@ def per_path(tl, strip=0):
     for m in ("time (inc)", "calls", "comm_bytes (inc)"):
         if m in rows:
             cols[m] = rows[m].to_numpy(dtype=np.float64)
-    table = pd.DataFrame(cols)
-    table = table[table["path"].str.len() > 0]  # the process and thread levels
-    return table.groupby(["rank", "path"]).sum()
+    return pd.DataFrame(cols).groupby(["rank", "path"]).sum()
 
 
 def assert_same_contexts(tl, back, strip):
