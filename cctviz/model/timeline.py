@@ -10,7 +10,9 @@ tree as an :class:`~cctviz.model.ensemble.Ensemble`:
   record inside a region, is not), optionally ``event`` and ``parent_event`` (an
   id per event and the id of the timed event that encloses it in time, -1 at the
   top: where a source nests by time containment rather than by call path, as
-  Kineto's sweep does), and per event what is known: metric columns
+  Kineto's sweep does; ``launch_event``: the id of the CPU event that launched
+  a GPU event, and ``device``/``stream`` where it ran), and per event what is
+  known: metric columns
   (``comm_bytes``, ``bus_bytes``, ``comm_time``: additive, named in
   ``meta["event_metrics"]`` with their units) and descriptive ones (``kind``,
   ``collective``, ``group``, ``seq``, ``step``);
@@ -294,9 +296,11 @@ class Timeline:
             ev["node"] = m[ev["node"].to_numpy()]
             ev["profile"] = ev["profile"].to_numpy() + offset
             if "event" in ev.columns:  # event ids stay unique across the parts
-                par = ev["parent_event"].to_numpy()
                 ev["event"] = ev["event"].to_numpy() + next_id
-                ev["parent_event"] = np.where(par >= 0, par + next_id, -1)
+                for link in ("parent_event", "launch_event"):
+                    if link in ev.columns:
+                        par = ev[link].to_numpy()
+                        ev[link] = np.where(par >= 0, par + next_id, -1)
                 next_id = int(ev["event"].max()) + 1 if len(ev) else next_id
             parts.append(ev)
             offset += t.n_profiles

@@ -373,6 +373,7 @@ class _Columns:
         self.g_name = array("i")
         self.g_cls = array("b")
         self.g_dev: list[Any] = []
+        self.g_stream: list[Any] = []  # the GPU event's tid: its stream
         self.g_ts = array("d")
         self.g_dur = array("d")
         self.g_corr = array("q")
@@ -412,6 +413,7 @@ def _parse(
         col.g_dur.append,
         col.g_corr.append,
     )
+    g_stream = col.g_stream.append
     py, comm, skipped = col.py, col.comm, col.skipped
     cats = CATEGORIES
     empty: dict = {}
@@ -465,6 +467,7 @@ def _parse(
                     g_name(nc)
                     g_cls(cls)
                     g_dev(ev.get("pid"))
+                    g_stream(ev.get("tid"))
                     g_corr(-1 if corr is None else corr)
             elif ph == "M":
                 _metadata(ev, col)
@@ -1037,6 +1040,7 @@ def _build(
     gp = np.where(gparent >= 0, gparent + S, -1)
     gp[missing] = gp_missing
     parent[S + n :] = gp
+    launch = gparent  # each GPU event's launching CPU event (its event id), -1: none
     del gp, gparent
     kind = np.empty(total, dtype=np.int64)
     kind[:S] = s_kind
@@ -1165,6 +1169,10 @@ def _build(
         "seq": np.asarray([np.nan if c["seq"] is None else c["seq"] for c in coll], dtype=float),
     }
     ev = _events(new_id[uid_events][S:], cpu_part, gts, gdur, heads - S, comm_vals)
+    if ng:  # where each GPU event ran and which CPU event launched it
+        ev["device"] = np.r_[np.full(n, None, dtype=object), np.asarray(col.g_dev, dtype=object)]
+        ev["stream"] = np.r_[np.full(n, None, dtype=object), np.asarray(col.g_stream, dtype=object)]
+        ev["launch_event"] = np.r_[np.full(n, -1, dtype=np.int64), launch]
     for k, v in calls.items():  # what identifies a call across ranks, where recorded
         if pd.notna(v).any():
             col_ = np.full(len(ev), None if k == "group" else np.nan, dtype=v.dtype)
@@ -1273,7 +1281,10 @@ def read_kineto_timeline(path: Path, *, python_functions: bool = True) -> Timeli
     collective's process group and sequence number, where ``record_param_comms``
     records them (``Process Group Name``, ``Seq``), are the events' ``group`` and
     ``seq`` columns, by which :func:`~cctviz.ops.collectives.instances` matches
-    calls across ranks.
+    calls across ranks. GPU events keep their ``device`` and ``stream`` (the
+    trace's pid and tid) and ``launch_event`` (the event id of the runtime call
+    of the same correlation, -1 for none), so that a written trace
+    (:func:`cctviz.writers.chrome_trace.write_chrome_trace`) keeps them.
 
     Example:
         >>> import cctviz
