@@ -60,8 +60,9 @@ import pandas as pd
 from ..errors import ProfileError
 from ..model.build import frames_to_tree
 from ..model.ensemble import Ensemble
+from ..model.timeline import Timeline
 from ..model.tree import Tree
-from . import register
+from . import register, register_timeline
 
 _HEADER = (
     rb"[ \t]*(?P<comm>\S.*?)[ \t]+(?P<pid>-?\d+)(?:/(?P<tid>-?\d+))?"
@@ -186,10 +187,22 @@ def _header_fields(path: Path, heads: pd.DataFrame) -> pd.DataFrame:
     per = heads["period"].to_numpy(dtype=object)
     period = np.where(per == b"", b"nan", per).astype("S").astype(np.float64)
     out["period"] = period
+    out["time"] = _ns(heads["time"].to_numpy(dtype="S"))
     out["has_tid"] = heads["tid"].to_numpy(dtype=object) != b""
     out["line"] = heads["line"].to_numpy()
     out["rest"] = heads["rest"].to_numpy(dtype=object)  # bytes: a frame here is parsed as one
     return out
+
+
+def _ns(text: np.ndarray) -> np.ndarray:
+    """perf's ``seconds.fraction`` timestamps as int64 ns, digit for digit.
+
+    >>> _ns(np.array([b"198791.127353", b"5.1"])).tolist()
+    [198791127353000, 5100000000]
+    """
+    parts = np.char.partition(text, b".")
+    frac = np.char.ljust(parts[:, 2], 9, b"0").astype("S9")
+    return parts[:, 0].astype(np.int64) * 1_000_000_000 + frac.astype(np.int64)
 
 
 def _frame_keys(path: Path, lines: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -327,6 +340,99 @@ def read_perf_script(path: Path) -> Tree | Ensemble:
     tree, ids = Tree.from_parents_with_ids(parent, names, None, kind="function", columns=cols)
     rows["node"] = ids[rows["node"].to_numpy()]
     return Ensemble(tree, rows, profiles, meta)
+
+
+@register_timeline("perf")
+def read_perf_timeline(path: Path, event: str | None = None) -> Timeline:
+    """``perf script`` text as a :class:`~cctviz.model.timeline.Timeline`: per
+    thread, each sample of ``event`` (default: the file's first event) stands
+    for the time until that thread's next sample (the last for the thread's
+    median gap), and consecutive samples under the same context make one
+    interval of it, at every depth of their stacks (a flame chart of the
+    samples in time order). One profile per thread (``comm``, ``pid``,
+    ``tid``); times in ns on perf's clock. ``ensemble()`` gives the time per
+    context so estimated (sampling: an interval is charged whole to the stack
+    sampled at its start); the tree's metrics (``read``) count the samples.
+
+    Example:
+        >>> import cctviz
+        >>> tl = cctviz.read_timeline("../shared/data/linux-perf/simple-with-pid.linux-perf.txt")
+        >>> tl.meta["event"], len(tl.profiles), bool((tl.events["end"] > tl.events["start"]).all())
+        ('cpu-clock', 1, True)
+    """
+    heads, sample, keys = _stacks(path, _bytes(path))
+    codes, table = _frame_names(path, keys)
+    parent, code, leaf = frames_to_tree(sample, codes, len(heads))
+    cols = {"dso": table["dso"].to_numpy()[code], "module": table["module"].to_numpy()[code]}
+    tree, ids = Tree.from_parents_with_ids(
+        parent, table["name"].to_numpy()[code], None, kind="function", columns=cols
+    )
+    names = heads["event"].to_numpy(dtype=object)
+    event = event or str(names[0])
+    if event not in set(names):
+        raise ValueError(f"{path}: no sample of event {event!r} (events: {sorted(set(names))})")
+    keep = np.flatnonzero(names == event)
+    tid = np.where(heads["has_tid"], heads["tid"], heads["pid"]).astype(np.int64)[keep]
+    who = pd.DataFrame(
+        {"comm": heads["comm"].to_numpy()[keep], "pid": heads["pid"].to_numpy()[keep], "tid": tid}
+    )
+    profile, uniq = pd.factorize(pd.MultiIndex.from_frame(who), sort=True)
+    profiles = pd.DataFrame(list(uniq), columns=["comm", "pid", "tid"])
+    t = heads["time"].to_numpy()[keep]
+    order = np.lexsort((t, profile))
+    profile, t, node = profile[order], t[order], ids[leaf[keep][order]]
+    period = heads["period"].to_numpy(dtype=np.float64)[keep][order]
+    clock = event.split(":", 1)[0] in _NS_EVENTS  # a period in ns: a lone sample's length
+    end = _sample_ends(profile, t, np.nan_to_num(period) if clock else np.zeros(t.size))
+    events = _flame_intervals(tree, profile, node, t, end)
+    meta = {"format": "perf", "event": event, "path": str(path), "event_metrics": {}}
+    return Timeline(tree, events, profiles, meta=meta)
+
+
+def _sample_ends(profile: np.ndarray, t: np.ndarray, alone: np.ndarray) -> np.ndarray:
+    """Each sample's end: the next sample of its profile; the last one's start
+    plus its profile's median gap (``alone``, the sample's own length if known
+    (a clock event's period), for a profile of one sample).
+
+    >>> _sample_ends(np.array([0, 0, 0, 1]), np.array([0, 10, 30, 5]), np.array([0, 0, 0, 7])).tolist()
+    [10, 30, 45, 12]
+    """
+    end = np.empty_like(t)
+    end[:-1] = t[1:]
+    last = np.ones(t.size, dtype=bool)
+    last[:-1] = profile[1:] != profile[:-1]
+    gap = pd.Series(np.where(last, np.nan, end - t)).groupby(profile).median()
+    gap = gap.reindex(range(int(profile.max(initial=-1)) + 1)).to_numpy()[profile[last]]
+    end[last] = t[last] + np.where(np.isnan(gap), alone[last], gap).astype(np.int64)
+    return end
+
+
+def _flame_intervals(
+    tree: Tree, profile: np.ndarray, node: np.ndarray, t: np.ndarray, end: np.ndarray
+) -> pd.DataFrame:
+    """Intervals of runs of consecutive samples (per profile, in time order)
+    under the same context, at every depth: a level at a time, no loop per sample."""
+    depth = np.asarray(tree.depth)
+    parent = np.asarray(tree.parent)
+    cur = node.copy()
+    parts = []
+    for d in range(int(depth[node].max(initial=0)), -1, -1):
+        up = depth[cur] > d
+        cur[up] = parent[cur[up]]
+        anc = np.where(depth[cur] == d, cur, -1)
+        new = np.ones(anc.size, dtype=bool)
+        new[1:] = (anc[1:] != anc[:-1]) | (profile[1:] != profile[:-1])
+        first = np.flatnonzero(new)
+        last = np.append(first[1:], anc.size) - 1
+        ok = anc[first] >= 0
+        first, last = first[ok], last[ok]
+        parts.append(
+            pd.DataFrame(
+                {"profile": profile[first], "node": anc[first], "start": t[first], "end": end[last]}
+            )
+        )
+    events = pd.concat(parts, ignore_index=True)
+    return events.sort_values(["profile", "start", "node"], kind="stable", ignore_index=True)
 
 
 def _scalar(v: object) -> object:

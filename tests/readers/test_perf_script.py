@@ -313,3 +313,66 @@ def test_real_perf_record(tmp_path):
     assert tot["cpu-clock samples"].sum() == sum(
         n for (_, ev), n in ref["samples"].items() if ev == "cpu-clock"
     )
+
+
+# ------------------------------------------------------------------ timeline
+_TIMED = re.compile(
+    r"^\s*(.+?)\s+(\d+)(?:/(\d+))?\s+(?:\[\d+\]\s+)?(\d+)\.(\d+):\s+(?:\d+\s+)?(\S+?):"
+)
+
+
+def samples_in_time(path: Path) -> dict:
+    """Per (comm, pid, tid): its samples of the first event, in time order, as
+    (ns, root-first stack); read line by line (not the reader's code)."""
+    out: defaultdict = defaultdict(list)
+    first_event = None
+    cur = None
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = _TIMED.match(line)
+        if m:
+            comm, num, tid, sec, frac, event = m.groups()
+            first_event = first_event or event
+            cur = None
+            if event == first_event:
+                ns = int(sec) * 10**9 + int(frac.ljust(9, "0")[:9])
+                cur = [ns, []]
+                out[(comm, int(num), int(tid or num))].append(cur)
+            continue
+        if cur is not None:
+            _, _, rest = line.strip().partition(" ")
+            sym, _, dso = rest.rpartition(" (")
+            sym = re.sub(r"\+0x[0-9a-f]+$", "", sym)
+            cur[1].insert(0, f"[unknown] ({dso.rstrip(')')})" if sym == "[unknown]" else sym)
+    return {k: sorted(v, key=lambda s: s[0]) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("path", [WITH_PID, SYSTEM], ids=lambda p: p.name)
+def test_timeline_charges_each_sample_until_the_next(path):
+    """``read_timeline``: per thread, a context's time is the sum over the samples
+    whose stack passes through it of the gap to the thread's next sample (the
+    last: the median gap), computed here from the text."""
+    tl = cctviz.read_timeline(path)
+    ens = tl.ensemble()
+    inc = ens.values("time (inc)")
+    paths = _paths(ens.tree)
+    got_profiles = [tuple(r) for r in tl.profiles[["comm", "pid", "tid"]].itertuples(index=False)]
+    want_all = samples_in_time(path)
+    assert sorted(got_profiles) == sorted(want_all)
+    for k, who in enumerate(got_profiles):
+        samples = want_all[who]
+        t = np.array([s[0] for s in samples])
+        gaps = np.diff(t)
+        gaps = np.append(gaps, np.median(gaps) if gaps.size else 0)
+        want: Counter = Counter()
+        for (_, stack), g in zip(samples, gaps, strict=True):
+            for d in range(1, len(stack or ["[no stack]"]) + 1):
+                want[tuple((stack or ["[no stack]"])[:d])] += g
+        got = {p: inc[i, k] for i, p in enumerate(paths) if inc[i, k] > 0}
+        assert set(got) == {p for p, v in want.items() if v > 0}, who
+        for p, v in got.items():
+            assert v == pytest.approx(want[p], abs=1), (who, p)
+    # the intervals nest: every event lies inside its parent context's interval
+    ev = tl.events
+    assert (ev["end"] > ev["start"]).all()
