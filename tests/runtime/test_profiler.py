@@ -264,20 +264,23 @@ def test_python_frames(tmp_path):
     assert tree.metrics.loc[p[want[:3]], "calls"] == 2
 
 
+class FakeCudaEvent:
+    """A CUDA event's calls, on a clock the test moves (ns)."""
+
+    def __init__(self, clock):
+        self.clock, self.t = clock, None
+
+    def record(self):
+        self.t = self.clock[0]
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) / 1e6  # ms
+
+
 def test_cuda_timer_attributes_intervals_with_fake_events():
-    class Ev:
-        def __init__(self, clock):
-            self.clock, self.t = clock, None
-
-        def record(self):
-            self.t = self.clock[0]
-
-        def synchronize(self):
-            pass
-
-        def elapsed_time(self, other):
-            return (other.t - self.t) / 1e6  # ms
-
     gpu_clock = [0]
     peaks = iter([100, 300, 200, 50])
     resets = []
@@ -285,7 +288,7 @@ def test_cuda_timer_attributes_intervals_with_fake_events():
     timer = CudaTimer(
         rec,
         per_context=True,
-        event_factory=lambda: Ev(gpu_clock),
+        event_factory=lambda: FakeCudaEvent(gpu_clock),
         memory=(lambda: next(peaks), lambda: resets.append(1)),
     )
     rec.on_tick = timer.tick
@@ -313,25 +316,12 @@ def test_cuda_timer_per_phase_charges_the_phase():
     """Light mode's GPU timer: no event at module transitions, one at each phase
     change, its interval charged to the phase the module on top runs in."""
 
-    class Ev:
-        def __init__(self, clock):
-            self.clock, self.t = clock, None
-
-        def record(self):
-            self.t = self.clock[0]
-
-        def synchronize(self):
-            pass
-
-        def elapsed_time(self, other):
-            return (other.t - self.t) / 1e6  # ms
-
     gpu_clock = [0]
     made = []
     rec = Recorder("r", clock=lambda: 0)
 
     def factory():
-        made.append(Ev(gpu_clock))
+        made.append(FakeCudaEvent(gpu_clock))
         return made[-1]
 
     timer = CudaTimer(rec, event_factory=factory, memory=(lambda: 0, lambda: None))
