@@ -394,7 +394,7 @@ class DatasetEnsemble:
         if not metrics:
             return pd.DataFrame(index=range(n))
         aggs = ", ".join(
-            f"sum(r.{_q(m)}) AS t{j}, count(r.{_q(m)}) AS c{j}, count(*) AS a{j}"
+            f"coalesce(sum(r.{_q(m)}), 0) AS t{j}, count(r.{_q(m)}) AS c{j}, count(*) AS a{j}"
             for j, m in enumerate(metrics)
         )
         got = self._sql(

@@ -135,7 +135,8 @@ def encode_objects(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     ``"int"``: Python ints (and None), which come back as int64 or float64
     (NaN for None); ``"list"``: lists, which come back as NumPy arrays;
     ``"json"``: values Parquet cannot type or would change (``1`` in one row,
-    ``"1,2"`` in another; floats beside None, which would come back as NaN;
+    ``"1,2"`` in another; floats in an object column, beside None or text,
+    whose None would come back NaN or NaN None;
     tuples, dicts), stored as JSON text. Readers restore
     them with :func:`decode_objects` from what the file says of each column.
 
@@ -153,8 +154,8 @@ def encode_objects(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
         if present and all(_is_int(v) for v in present):
             kinds[str(c)] = "int"
             continue
-        if 0 < len(present) < len(col) and all(_is_float(v) for v in present):
-            kinds[str(c)] = "json"  # floats and None: Parquet would give NaN for None
+        if any(_is_float(v) for v in present):
+            kinds[str(c)] = "json"  # Parquet would make None NaN, NaN None, or the column float
             out = df.copy() if out is df else out
             out[c] = [json.dumps(jsonable(v)) for v in col]
             continue
