@@ -215,7 +215,12 @@ class DatasetEnsemble:
     # ------------------------------------------------------------- engine
     def _connection(self) -> Any:
         if self._con is None:
-            import duckdb
+            try:
+                import duckdb
+            except ImportError:
+                raise ImportError(
+                    "a dataset's values are computed by DuckDB: pip install 'cctviz[scale]'"
+                ) from None
 
             con = duckdb.connect(":memory:")
             for key, value in self._store.settings.items():
