@@ -6,6 +6,7 @@
 ['solve']
 """
 
+from .dataset import DatasetEnsemble, open_dataset
 from .errors import CCTVizError, ProfileError, QueryError, UnknownFormatError
 from .interop import from_hatchet, from_thicket
 from .model import Ensemble, NodeSet, Tree
@@ -63,6 +64,8 @@ __all__ = [
     "read",
     "read_ensemble",
     "read_timeline",
+    "open_dataset",
+    "DatasetEnsemble",
     "Timeline",
     "profile",
     "Profiler",

@@ -18,8 +18,10 @@ peak, a minimum or a per-node constant that was not recorded is unknown.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -235,10 +237,7 @@ class Ensemble:
     @property
     def run_ids(self) -> np.ndarray:
         """Run of every profile (integers), from the ``run`` column; all 0 without one."""
-        if "run" not in self._profiles.columns:
-            return np.zeros(self.n_profiles, dtype=np.int64)
-        codes, _ = pd.factorize(self._profiles["run"], use_na_sentinel=False)
-        return codes.astype(np.int64)
+        return run_ids(self._profiles)
 
     @property
     def absence_groups(self) -> np.ndarray:
@@ -255,11 +254,7 @@ class Ensemble:
             >>> e.absence_groups.tolist(), e.run_ids.tolist()
             ([0, 0, 1], [0, 0, 0])
         """
-        if "component" not in self._profiles.columns:
-            return self.run_ids
-        key = pd.MultiIndex.from_arrays([self.run_ids, self._profiles["component"].astype(str)])
-        codes, _ = pd.factorize(key)
-        return codes.astype(np.int64)
+        return absence_groups(self._profiles)
 
     @property
     def exclusive_rows(self) -> pd.DataFrame:
@@ -446,14 +441,7 @@ class Ensemble:
 
         The unified tree is kept whole, so node ids stay comparable.
         """
-        if callable(which):
-            which = which(self._profiles)
-        arr = np.asarray(which)
-        ids = (
-            np.flatnonzero(arr)
-            if arr.dtype == bool
-            else np.asarray(arr, dtype=np.int64).reshape(-1)
-        )
+        ids = profile_ids(which, self._profiles)
         newid = np.full(self.n_profiles, -1, dtype=np.int64)
         newid[ids] = np.arange(ids.size)
         r = self._rows
@@ -471,28 +459,9 @@ class Ensemble:
 
     def profile(self, which: int | None = None, **match: Any) -> Tree:
         """One profile as a Tree: by id, or by metadata (``ens.profile(rank=3)``)."""
-        if which is None:
-            sel = np.ones(self.n_profiles, dtype=bool)
-            for k, v in match.items():
-                sel &= (self._profiles[k] == v).to_numpy()
-            hits = np.flatnonzero(sel)
-            if hits.size != 1:
-                raise KeyError(f"{hits.size} profiles match {match}; need exactly one")
-            which = int(hits[0])
-        which = int(which)
-        if not 0 <= which < self.n_profiles:
-            raise IndexError(f"profile {which} out of range [0, {self.n_profiles})")
+        which = profile_id(self._profiles, which, match)
         r = self._rows[self._rows["profile"].to_numpy() == which]
-        present = np.zeros(len(self._tree), dtype=bool)
-        present[r["node"].to_numpy()] = True
-        newid = np.cumsum(present) - 1
-        nodes = self._tree.nodes[present].copy()
-        par = nodes["parent"].to_numpy()
-        nodes["parent"] = np.where(par >= 0, newid[np.maximum(par, 0)], -1)
-        metrics = pd.DataFrame(0.0, index=range(int(present.sum())), columns=self.exc_metrics)
-        metrics.iloc[newid[r["node"].to_numpy()]] = r[self.exc_metrics].to_numpy()
-        meta = {**self._tree.meta, "profile": self._profiles.iloc[which].to_dict()}
-        return Tree(nodes, metrics, meta, _trusted=True)
+        return profile_tree(self._tree, r, self.exc_metrics, self._profiles.iloc[which])
 
     def trees(self) -> Iterable[Tree]:
         for p in range(self.n_profiles):
@@ -538,8 +507,115 @@ class Ensemble:
 
         write(self, path, **kw)
 
+    def to_dataset(self, path: str | os.PathLike, **kw: Any) -> Path:
+        """Write this ensemble as a dataset on disk (a folder of Parquet tables),
+        which :func:`cctviz.open_dataset` computes on out of core; options as
+        :func:`cctviz.dataset.write_dataset`.
+
+        Example:
+            >>> import cctviz, tempfile
+            >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+            >>> ens = cctviz.Ensemble.from_trees([t, t])
+            >>> d = ens.to_dataset(tempfile.mkdtemp() + "/ens")
+            >>> sorted(p.name for p in d.iterdir())
+            ['_COMPLETE', 'manifest.json', 'nodes.parquet', 'profiles.parquet', 'rows']
+        """
+        from ..dataset import write_dataset
+
+        return write_dataset(self, path, **kw)
+
 
 # ------------------------------------------------------------------ helpers
+def run_ids(profiles: pd.DataFrame) -> np.ndarray:
+    """Run of every profile (integers) from a profiles table's ``run`` column; all 0
+    without one (see :attr:`Ensemble.run_ids`).
+
+    Example:
+        >>> run_ids(pd.DataFrame({"run": ["b", "a", "b"]})).tolist()
+        [0, 1, 0]
+    """
+    if "run" not in profiles.columns:
+        return np.zeros(len(profiles), dtype=np.int64)
+    codes, _ = pd.factorize(profiles["run"], use_na_sentinel=False)
+    return codes.astype(np.int64)
+
+
+def absence_groups(profiles: pd.DataFrame) -> np.ndarray:
+    """Per profile, its group under the absence rule: run, and component within a
+    run (see :attr:`Ensemble.absence_groups`).
+
+    Example:
+        >>> absence_groups(pd.DataFrame({"component": ["sim", "train", "sim"]})).tolist()
+        [0, 1, 0]
+    """
+    if "component" not in profiles.columns:
+        return run_ids(profiles)
+    key = pd.MultiIndex.from_arrays([run_ids(profiles), profiles["component"].astype(str)])
+    codes, _ = pd.factorize(key)
+    return codes.astype(np.int64)
+
+
+def profile_ids(which: Any, profiles: pd.DataFrame) -> np.ndarray:
+    """Profile ids from what :meth:`Ensemble.select` takes: ids, a boolean mask,
+    or a callable on the profiles table.
+
+    Example:
+        >>> profile_ids(lambda p: p["rank"] > 0, pd.DataFrame({"rank": [0, 1, 2]})).tolist()
+        [1, 2]
+    """
+    if callable(which):
+        which = which(profiles)
+    arr = np.asarray(which)
+    if arr.dtype == bool:
+        return np.flatnonzero(arr)
+    return np.asarray(arr, dtype=np.int64).reshape(-1)
+
+
+def profile_id(profiles: pd.DataFrame, which: int | None, match: Mapping[str, Any]) -> int:
+    """The one profile :meth:`Ensemble.profile` names: by id, or by metadata.
+
+    Example:
+        >>> profile_id(pd.DataFrame({"rank": [0, 3]}), None, {"rank": 3})
+        1
+    """
+    n = len(profiles)
+    if which is None:
+        sel = np.ones(n, dtype=bool)
+        for k, v in match.items():
+            sel &= (profiles[k] == v).to_numpy()
+        hits = np.flatnonzero(sel)
+        if hits.size != 1:
+            raise KeyError(f"{hits.size} profiles match {match}; need exactly one")
+        which = int(hits[0])
+    which = int(which)
+    if not 0 <= which < n:
+        raise IndexError(f"profile {which} out of range [0, {n})")
+    return which
+
+
+def profile_tree(tree: Tree, rows: pd.DataFrame, metrics: list[str], about: pd.Series) -> Tree:
+    """One profile's Tree: the unified ``tree``'s nodes that ``rows`` (that
+    profile's exclusive rows) name, with their values; ``about`` is its row of
+    the profiles table (kept in ``meta["profile"]``).
+
+    Example:
+        >>> t = Tree.from_parents([-1, 0, 0], ["main", "a", "b"], {"time": [1.0, 2.0, 3.0]})
+        >>> rows = pd.DataFrame({"node": [0, 2], "profile": [0, 0], "time": [1.0, 3.0]})
+        >>> profile_tree(t, rows, ["time"], pd.Series({"rank": 0})).names.tolist()
+        ['main', 'b']
+    """
+    present = np.zeros(len(tree), dtype=bool)
+    present[rows["node"].to_numpy()] = True
+    newid = np.cumsum(present) - 1
+    nodes = tree.nodes[present].copy()
+    par = nodes["parent"].to_numpy()
+    nodes["parent"] = np.where(par >= 0, newid[np.maximum(par, 0)], -1)
+    values = pd.DataFrame(0.0, index=range(int(present.sum())), columns=metrics)
+    values.iloc[newid[rows["node"].to_numpy()]] = rows[metrics].to_numpy()
+    meta = {**tree.meta, "profile": about.to_dict()}
+    return Tree(nodes, values, meta, _trusted=True)
+
+
 def _formatted(st: pd.DataFrame) -> pd.DataFrame:
     """A statistics table as text: values with units, imbalance as a ratio."""
     unit = st.attrs.get("unit")

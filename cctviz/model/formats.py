@@ -1,4 +1,5 @@
-"""cctviz's own files by name: the native file's header and the run folder's layout.
+"""cctviz's own files by name: the native file's header, the run folder's layout, and
+how object columns of their Parquet tables are encoded (:func:`encode_objects`).
 
 Names and dict rules only, no file I/O, so that whatever reads or writes
 these files agrees on them: the native reader and writer
@@ -27,11 +28,18 @@ file (:func:`world_size`).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import ProfileError
 
 # ---- the native file (a ZIP of Parquet tables; see cctviz.readers.native)
 #: ``header.json``'s ``format`` and ``version``
@@ -110,3 +118,100 @@ def world_size(info: Mapping[str, Any], ranks: Iterable[int]) -> int:
     if not isinstance(world, int) or world < 1:
         world = 0
     return max(world, max(ranks, default=-1) + 1)
+
+
+# ---- object columns of the Parquet tables in cctviz's own files (native, dataset)
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_float(v: Any) -> bool:
+    return isinstance(v, (float, np.floating))
+
+
+def encode_objects(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Object columns Parquet would not give back as they were, and how.
+
+    ``"int"``: Python ints (and None), which come back as int64 or float64
+    (NaN for None); ``"list"``: lists, which come back as NumPy arrays;
+    ``"json"``: values Parquet cannot type or would change (``1`` in one row,
+    ``"1,2"`` in another; floats in an object column, beside None or text,
+    whose None would come back NaN or NaN None;
+    tuples, dicts), stored as JSON text. Readers restore
+    them with :func:`decode_objects` from what the file says of each column.
+
+    >>> df = pd.DataFrame({"n": pd.Series([1, None], dtype=object), "s": ["a", "b"]})
+    >>> encode_objects(df)[1]
+    {'n': 'int'}
+    """
+    kinds: dict[str, str] = {}
+    out = df
+    for c in df.columns:
+        col = df[c]
+        if col.dtype != object:
+            continue
+        present = [v for v in col if v is not None]
+        if present and all(_is_int(v) for v in present):
+            kinds[str(c)] = "int"
+            continue
+        if any(_is_float(v) for v in present):
+            kinds[str(c)] = "json"  # Parquet would make None NaN, NaN None, or the column float
+            out = df.copy() if out is df else out
+            out[c] = [json.dumps(jsonable(v)) for v in col]
+            continue
+        kind = "list" if present and all(isinstance(v, list) for v in present) else None
+        if kind or not any(isinstance(v, (list, tuple, dict, set)) for v in present):
+            try:
+                pa.array(col, from_pandas=True)
+            except (pa.ArrowException, TypeError, ValueError):
+                pass
+            else:
+                if kind:
+                    kinds[str(c)] = kind
+                continue
+        if out is df:
+            out = df.copy()
+        out[c] = [json.dumps(jsonable(v)) for v in col]
+        kinds[str(c)] = "json"
+    return out, kinds
+
+
+def jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    if hasattr(x, "item"):
+        return x.item()
+    return str(x)
+
+
+def decode_objects(path: Path, name: str, df: pd.DataFrame, kinds: Any) -> pd.DataFrame:
+    """Undo :func:`encode_objects` on table ``name`` of file ``path`` (``kinds``: its
+    column -> kind); a ProfileError naming the file where the column is not as said.
+
+    >>> df, kinds = encode_objects(pd.DataFrame({"v": pd.Series([None, 1.5], dtype=object)}))
+    >>> decode_objects("f", "t", pd.DataFrame({"v": df["v"]}), kinds)["v"].tolist()
+    [None, 1.5]
+    """
+    if not isinstance(kinds, dict):
+        return df
+    for c, kind in kinds.items():
+        if c not in df.columns:
+            raise ProfileError(path, f"encoded column {c!r} is missing", where=name)
+        col = df[c].to_numpy(dtype=object)
+        if kind == "int":
+            vals = [None if v is None or v != v else int(v) for v in col]
+        elif kind == "list":
+            vals = [v.tolist() if hasattr(v, "tolist") else v for v in col]
+        elif kind == "json":
+            try:
+                vals = [json.loads(v) for v in col]
+            except (TypeError, ValueError) as e:
+                raise ProfileError(path, f"column {c!r}: not JSON ({e})", where=name) from None
+        else:
+            raise ProfileError(path, f"column {c!r}: unknown encoding {kind!r}", where=name)
+        df[c] = pd.Series(vals, index=df.index, dtype=object)
+    return df

@@ -22,6 +22,9 @@ The rules:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -227,49 +230,104 @@ def summarize(
     """Statistics per node over ``count[node]`` profiles: the rows given plus
     ``count - rows`` implicit zeros."""
     m = np.bincount(node, minlength=n).astype(np.int64)
-    z = np.maximum(np.asarray(count, dtype=np.int64) - m, 0)
-    N = m + z
-    with np.errstate(invalid="ignore", divide="ignore"):
-        total = np.bincount(node, weights=vals, minlength=n)
-        mean = total / N
-        dev = vals - mean[node]
-        ss = np.bincount(node, weights=dev * dev, minlength=n) + z * mean**2
-        std = np.sqrt(ss / (N - 1))
-        std[N < 2] = np.nan
-    # one sort of the long table: by node, then value
+    # one sort of the long table: by node, then value (ties: in row order)
     order = np.lexsort((vals, node))
     sv = vals[order]
     start = np.concatenate(([0], np.cumsum(m)[:-1]))
-    neg = np.bincount(node, weights=(vals < 0).astype(np.float64), minlength=n).astype(np.int64)
 
-    def at_rank(r: np.ndarray) -> np.ndarray:
-        r = np.asarray(r, dtype=np.int64)
-        idx = np.where(r < neg, r, r - z)
-        use_zero = (r >= neg) & (r < neg + z)
-        got = sv[np.clip(start + idx, 0, max(sv.size - 1, 0))] if sv.size else np.zeros(n)
-        return np.where(use_zero, 0.0, got)
+    def ranked(at_node: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        return sv[start[at_node] + rank]
 
-    def quantile(q: float) -> np.ndarray:
-        h = q * (N - 1)
-        lo = np.floor(h).astype(np.int64)
-        hi = np.minimum(lo + 1, N - 1)
-        vlo, vhi = at_rank(lo), at_rank(hi)
-        out = vlo + (h - lo) * (vhi - vlo)
-        out[N == 0] = np.nan
-        return out
-
-    mn, mx = quantile(0.0), quantile(1.0)
-    # argmax: the profile holding the largest present value (last in sort order)
-    last = start + m - 1
-    argmax = (
-        np.where(m > 0, prof[order][np.clip(last, 0, max(sv.size - 1, 0))], -1)
-        if sv.size
-        else np.full(n, -1)
+    last = np.clip(start + m - 1, 0, max(sv.size - 1, 0))
+    argmax = np.where(m > 0, prof[order][last], -1) if sv.size else np.full(n, -1)
+    return summary_table(
+        NodeSums(
+            m=m,
+            total=np.bincount(node, weights=vals, minlength=n),
+            neg=np.bincount(node, weights=(vals < 0).astype(np.float64), minlength=n).astype(
+                np.int64
+            ),
+            argmax=argmax,
+        ),
+        count,
+        squares=lambda mean: np.bincount(node, weights=(vals - mean[node]) ** 2, minlength=n),
+        ranked=ranked,
     )
-    present_max = np.where(
-        m > 0, sv[np.clip(last, 0, max(sv.size - 1, 0))] if sv.size else 0.0, -np.inf
-    )
-    argmax = np.where((z > 0) & (present_max < 0), -1, argmax)
+
+
+class NodeSums(NamedTuple):
+    """What :func:`summary_table` needs of the present values of each node.
+
+    Attributes:
+        m: how many values each node has (live profiles, not NaN).
+        total: their sum.
+        neg: how many of them are below 0.
+        argmax: the profile of the last of them in (value, row) order; -1 for none.
+    """
+
+    m: np.ndarray
+    total: np.ndarray
+    neg: np.ndarray
+    argmax: np.ndarray
+
+
+def summary_table(
+    sums: NodeSums,
+    count: np.ndarray,
+    *,
+    squares: Callable[[np.ndarray], np.ndarray],
+    ranked: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> pd.DataFrame:
+    """The statistics table from per-node sums: one assembly for every engine.
+
+    The values a node has are its ``sums.m`` present ones plus ``count - m``
+    implicit zeros (absent profiles the rule counts). The engine that holds the
+    values answers two questions: ``squares(mean)``, per node the sum of
+    ``(v - mean[node])**2`` over its present values, and ``ranked(node, r)``,
+    the ``r``-th smallest present value of each ``node`` (0-based, ties in row
+    order). :func:`summarize` answers them with numpy, the dataset engine
+    (:mod:`cctviz.dataset`) with SQL.
+
+    Example:
+        >>> v = np.array([4.0, 8.0]); sv = np.sort(v)
+        >>> sums = NodeSums(np.array([2]), np.array([12.0]), np.array([0]), np.array([1]))
+        >>> t = summary_table(sums, np.array([3]), squares=lambda mu: np.array([((v - mu[0])**2).sum()]),
+        ...                   ranked=lambda node, r: sv[r])
+        >>> t.loc[0, ["mean", "std", "min", "median", "max"]].astype(float).tolist()
+        [4.0, 4.0, 0.0, 4.0, 8.0]
+    """
+    n = sums.m.size
+    m = np.asarray(sums.m, dtype=np.int64)
+    z = np.maximum(np.asarray(count, dtype=np.int64) - m, 0)
+    N = m + z
+    neg = np.asarray(sums.neg, dtype=np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = sums.total / N
+        ss = squares(mean) + z * mean**2
+        std = np.sqrt(ss / (N - 1))
+        std[N < 2] = np.nan
+
+    # every rank any statistic reads, looked up in one call: 5 quantiles x (lo, hi),
+    # then the largest present value (rank m - 1), for argmax
+    qs = (0.0, 0.25, 0.5, 0.75, 1.0)
+    h = np.stack([q * (N - 1) for q in qs])
+    lo = np.floor(h).astype(np.int64)
+    hi = np.minimum(lo + 1, N - 1)
+    r = np.concatenate([lo, hi])
+    use_zero = (r >= neg) & (r < neg + z)
+    ask = np.concatenate([~use_zero & (N > 0)[None, :], (m > 0)[None, :]])
+    present = np.concatenate([np.where(r < neg, r, r - z), (m - 1)[None, :]])
+    got = np.zeros(present.shape)
+    if ask.any():
+        at_node = np.broadcast_to(np.arange(n), present.shape)
+        got[ask] = ranked(at_node[ask], present[ask])
+    k = len(qs)
+    quant = got[:k] + (h - lo) * (got[k : 2 * k] - got[:k])
+    quant[:, N == 0] = np.nan
+    mn, q25, median, q75, mx = quant
+    # argmax: the profile holding the largest present value, unless an implicit 0 is larger
+    present_max = np.where(m > 0, got[2 * k], -np.inf)
+    argmax = np.where((z > 0) & (present_max < 0), -1, np.where(m > 0, sums.argmax, -1))
     with np.errstate(invalid="ignore", divide="ignore"):
         imb = np.where(mean != 0, mx / mean, np.nan)
     df = pd.DataFrame(
@@ -277,9 +335,9 @@ def summarize(
             "mean": mean,
             "std": std,
             "min": mn,
-            "q25": quantile(0.25),
-            "median": quantile(0.5),
-            "q75": quantile(0.75),
+            "q25": q25,
+            "median": median,
+            "q75": q75,
             "max": mx,
             "imbalance": imb,
             "cost": mx - mean,
@@ -299,6 +357,8 @@ __all__ = [
     "box_plots",
     "counted_matrix",
     "histogram",
+    "NodeSums",
     "node_stats",
     "summarize",
+    "summary_table",
 ]

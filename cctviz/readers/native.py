@@ -27,13 +27,12 @@ import json
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
-from ..model.formats import EXTENSION, MAGIC, VERSION
+from ..model.formats import EXTENSION, MAGIC, VERSION, decode_objects
 from ..model.tree import Tree
 from . import register
 
@@ -50,29 +49,6 @@ def _sniff(path: Path, head: bytes) -> bool:
             return "header.json" in z.namelist()
     except _ZIP_ERRORS:
         return path.suffix == EXTENSION
-
-
-def _decode(path: Path, name: str, df: pd.DataFrame, kinds: Any) -> pd.DataFrame:
-    """Undo the writer's encoding of object columns (``header["encoded"][name]``)."""
-    if not isinstance(kinds, dict):
-        return df
-    for c, kind in kinds.items():
-        if c not in df.columns:
-            raise ProfileError(path, f"encoded column {c!r} is missing", where=name)
-        col = df[c].to_numpy(dtype=object)
-        if kind == "int":
-            vals = [None if v is None or v != v else int(v) for v in col]
-        elif kind == "list":
-            vals = [v.tolist() if hasattr(v, "tolist") else v for v in col]
-        elif kind == "json":
-            try:
-                vals = [json.loads(v) for v in col]
-            except (TypeError, ValueError) as e:
-                raise ProfileError(path, f"column {c!r}: not JSON ({e})", where=name) from None
-        else:
-            raise ProfileError(path, f"column {c!r}: unknown encoding {kind!r}", where=name)
-        df[c] = pd.Series(vals, index=df.index, dtype=object)
-    return df
 
 
 def _table(z: zipfile.ZipFile, path: Path, name: str) -> pd.DataFrame:
@@ -116,7 +92,7 @@ def read_native(path: Path) -> Tree | Ensemble:
             )
         meta = header.get("meta") or {}
         encoded = header.get("encoded") if isinstance(header.get("encoded"), dict) else {}
-        nodes = _decode(
+        nodes = decode_objects(
             path, "nodes.parquet", _table(z, path, "nodes.parquet"), encoded.get("nodes.parquet")
         )
         for c in ("name", "parent"):
@@ -142,7 +118,7 @@ def read_native(path: Path) -> Tree | Ensemble:
             return Tree(structure.nodes, metrics, meta, _trusted=True)
         if kind == "ensemble":
             rows = _table(z, path, "rows.parquet")
-            profiles = _decode(
+            profiles = decode_objects(
                 path,
                 "profiles.parquet",
                 _table(z, path, "profiles.parquet"),

@@ -1,0 +1,14 @@
+"""Ensembles on disk: partitioned Parquet datasets, computed by DuckDB out of core.
+
+``ens.to_dataset(folder)`` (:func:`write_dataset`) writes an :class:`~cctviz.Ensemble`
+as a folder of Parquet tables (layout: :mod:`cctviz.dataset.layout`);
+``cctviz.open_dataset(folder)`` gives a :class:`DatasetEnsemble` whose values stay on
+disk and whose statistics DuckDB computes by the model's rules
+(:mod:`cctviz.dataset.engine`). DuckDB comes with the ``scale`` extra
+(``pip install cctviz[scale]``).
+"""
+
+from .engine import DatasetEnsemble, open_dataset
+from .layout import write_dataset
+
+__all__ = ["DatasetEnsemble", "open_dataset", "write_dataset"]

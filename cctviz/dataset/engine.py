@@ -1,0 +1,517 @@
+"""An ensemble whose values stay on disk: :class:`DatasetEnsemble`, computed by DuckDB.
+
+The small tables (the unified tree's nodes, the profiles) are read into memory;
+the (node, profile) rows stay in the dataset's Parquet parts and every number
+over them is an SQL query that DuckDB runs out of core. The rules are the
+model's: inclusive values follow each metric's aggregation rule, statistics the
+absence rule, and the final assembly of a statistics table is the model's own
+(:func:`cctviz.model.stats.summary_table`), so both engines give one table.
+
+Inclusive values out of core: the tree is small, the rows are many. An
+``ancestors`` table holds, for every node, one row per ancestor (itself
+included): (node, up). Joining the rows to it on ``node`` and grouping by
+(up, profile) combines every row into each of its ancestors, by the rule
+(``sum``: a NaN anywhere below makes it NaN, as in memory; ``max``/``min``
+ignore NaN). Its size is the sum of the depths, independent of the profiles.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ..model import units as _units
+from ..model.ensemble import (
+    Ensemble,
+    _formatted,
+    absence_groups,
+    profile_id,
+    profile_ids,
+    profile_tree,
+    run_ids,
+)
+from ..model.stats import MISSING, NodeSums, summary_table
+from ..model.tree import Tree, base_metric
+from .layout import NODES, PROFILES, Part, parts_of, read_manifest, read_table
+
+_SQL_RULE = {"sum": "CASE WHEN count(r.{m}) = count(*) THEN sum(r.{m}) END", "max": "max(r.{m})"}
+_SQL_RULE["min"] = "min(r.{m})"
+
+
+def open_dataset(
+    path: str | os.PathLike, *, memory_limit: str | None = None, threads: int | None = None
+) -> DatasetEnsemble:
+    """Open a dataset folder written by :meth:`cctviz.Ensemble.to_dataset`.
+
+    The values stay on disk; statistics are computed by DuckDB (``memory_limit``
+    such as ``"2GB"`` and ``threads`` are DuckDB's settings; beyond the limit it
+    spills to disk). A folder that is not a dataset, or a partial one (a write
+    that did not finish), is a :class:`~cctviz.ProfileError`.
+
+    Example:
+        >>> import cctviz, tempfile
+        >>> a = cctviz.Tree.from_parents([-1, 0], ["main", "mpi"], {"time": [1.0, 3.0]})
+        >>> b = cctviz.Tree.from_parents([-1], ["main"], {"time": [2.0]})
+        >>> d = cctviz.Ensemble.from_trees([a, b]).to_dataset(tempfile.mkdtemp() + "/e")
+        >>> ds = cctviz.open_dataset(d)
+        >>> ds.stats("time (inc)")[["mean", "min", "n"]].values.tolist()
+        [[3.0, 2.0, 2.0], [1.5, 0.0, 2.0]]
+    """
+    p = Path(path)
+    manifest = read_manifest(p)
+    parts = parts_of(p, manifest)
+    nodes = read_table(p, NODES, manifest)
+    for c in ("name", "parent"):
+        if c not in nodes.columns:
+            raise ProfileError(p / NODES, f"the nodes table lacks column {c!r}")
+    try:
+        structure = Tree(nodes, None, manifest.get("tree_meta") or {})
+    except ValueError as e:
+        raise ProfileError(p / NODES, f"the nodes do not form a pre-ordered tree: {e}") from None
+    profiles = read_table(p, PROFILES, manifest)
+    if not len(profiles.columns):  # Parquet keeps no row count without columns
+        profiles = pd.DataFrame(index=pd.RangeIndex(manifest["n_profiles"]))
+    if len(profiles) != manifest["n_profiles"] or len(structure) != manifest["n_nodes"]:
+        raise ProfileError(p, "the nodes or profiles table does not hold what the manifest says")
+    settings = {"memory_limit": memory_limit, "threads": threads}
+    store = _Store(p, manifest, parts, structure, profiles, settings)
+    return DatasetEnsemble(store, np.arange(len(profiles), dtype=np.int64))
+
+
+class _Store:
+    """What the profiles selected from one dataset share: the folder, its parts and
+    small tables."""
+
+    def __init__(
+        self,
+        path: Path,
+        manifest: dict[str, Any],
+        parts: list[Part],
+        structure: Tree,
+        profiles: pd.DataFrame,
+        settings: dict[str, Any],
+    ) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.parts = parts
+        self.structure = structure
+        self.profiles = profiles
+        self.settings = settings
+        self.metrics: list[str] = list(manifest["metrics"])
+        self.live = np.ones(len(profiles), dtype=bool)
+        self.live[np.asarray(manifest.get("dead") or [], dtype=np.int64)] = False
+
+
+class DatasetEnsemble:
+    """An ensemble whose (node, profile) values stay on disk, in a dataset folder.
+
+    It answers as :class:`~cctviz.Ensemble` does, by the same rules, computing
+    with DuckDB over the Parquet parts: :meth:`stats`, :attr:`tree` (the mean
+    tree), :meth:`values`, :meth:`profile`, :meth:`select`, :meth:`groupby`;
+    :meth:`to_ensemble` loads it whole. Made by :func:`open_dataset`.
+
+    Example:
+        >>> import cctviz, tempfile
+        >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+        >>> ens = cctviz.Ensemble.from_trees([t, t], profiles={"rank": [0, 1]})
+        >>> ds = cctviz.open_dataset(ens.to_dataset(tempfile.mkdtemp() + "/e"))
+        >>> ds.n_profiles, ds.profile(rank=1).names.tolist()
+        (2, ['main', 'f'])
+    """
+
+    def __init__(self, store: _Store, ids: np.ndarray) -> None:
+        self._store = store
+        self._ids = ids  # the dataset's profile id of each of these profiles
+        self._profiles = store.profiles.iloc[ids].reset_index(drop=True)
+        self._profiles.index.name = "profile"
+        self._con: Any = None
+        self._cache: dict[str, Any] = {}
+
+    # ------------------------------------------------------------- accessors
+    @property
+    def path(self) -> Path:
+        return self._store.path
+
+    @property
+    def profiles(self) -> pd.DataFrame:
+        return self._profiles
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return dict(self._store.manifest.get("meta") or {})
+
+    @property
+    def exc_metrics(self) -> list[str]:
+        return list(self._store.metrics)
+
+    @property
+    def aggregation(self) -> dict[str, str]:
+        """Aggregation rule of every metric (as :attr:`Ensemble.aggregation`)."""
+        rules = self._store.structure.meta.get("aggregation", {})
+        return {m: rules.get(m, "sum") for m in self._store.metrics}
+
+    def rule(self, metric: str) -> str:
+        """Aggregation rule of a metric column (``"X"`` or ``"X (inc)"``)."""
+        base, inclusive = base_metric(metric)
+        if base not in self._store.metrics or inclusive and self.aggregation[base] == "none":
+            have = self.exc_metrics + self.inc_metrics
+            raise KeyError(f"no metric {metric!r} in this dataset; it has {have}")
+        return self.aggregation[base]
+
+    @property
+    def inc_metrics(self) -> list[str]:
+        return [f"{m} (inc)" for m, r in self.aggregation.items() if r != "none"]
+
+    @property
+    def n_profiles(self) -> int:
+        return len(self._profiles)
+
+    def __len__(self) -> int:
+        return self.n_profiles
+
+    @property
+    def live(self) -> np.ndarray:
+        """Mask of the profiles that recorded something (see :attr:`Ensemble.live`)."""
+        return self._store.live[self._ids]
+
+    @property
+    def run_ids(self) -> np.ndarray:
+        return run_ids(self._profiles)
+
+    @property
+    def absence_groups(self) -> np.ndarray:
+        return absence_groups(self._profiles)
+
+    @property
+    def n_rows(self) -> int:
+        """How many (node, profile) rows these profiles hold on disk."""
+        if "n_rows" not in self._cache:
+            self._cache["n_rows"] = int(self._sql("SELECT count(*) FROM exc").fetchone()[0])
+        return self._cache["n_rows"]
+
+    def __repr__(self) -> str:
+        return (
+            f"<cctviz.DatasetEnsemble at {str(self.path)!r}: {self.n_profiles} profiles x "
+            f"{len(self._store.structure)} nodes, metrics {self.exc_metrics}, "
+            f"profile columns {list(self._profiles.columns)}>"
+        )
+
+    @property
+    def tree(self) -> Tree:
+        """The unified tree with each node's mean over the live profiles (absent = 0
+        for ``"sum"`` metrics), as :attr:`Ensemble.tree`; computed on first use."""
+        if "tree" not in self._cache:
+            s = self._store.structure
+            mean = self._node_means()
+            self._cache["tree"] = Tree(s.nodes.copy(), mean, s.meta, _trusted=True)
+        return self._cache["tree"]
+
+    # ------------------------------------------------------------- engine
+    def _connection(self) -> Any:
+        if self._con is None:
+            try:
+                import duckdb
+            except ImportError:
+                raise ImportError(
+                    "a dataset's values are computed by DuckDB: pip install 'cctviz[scale]'"
+                ) from None
+
+            con = duckdb.connect(":memory:")
+            for key, value in self._store.settings.items():
+                if value is not None:
+                    con.execute(f"SET {key} = '{value}'")
+            self._register(con)
+            self._con = con
+        return self._con
+
+    def _register(self, con: Any) -> None:
+        """The views every query starts from: ``exc`` (these profiles' exclusive rows,
+        numbered 0..n-1), ``prof`` (profile, group, live) and ``ancestors``."""
+        files = self._files()
+        cols = ", ".join(f"NULLIF(r.{_q(m)}, 'nan'::DOUBLE) AS {_q(m)}" for m in self.exc_metrics)
+        cols = f", {cols}" if cols else ""
+        sel = pd.DataFrame({"old": self._ids, "new": np.arange(self._ids.size, dtype=np.int64)})
+        con.register("sel", sel)
+        if files:
+            src = "read_parquet([" + ", ".join(_literal(f) for f in files) + "])"
+            con.execute(
+                f"CREATE VIEW exc AS SELECT r.node, s.new AS profile{cols} "
+                f"FROM {src} r JOIN sel s ON r.profile = s.old"
+            )
+        else:  # no rows at all: an empty table of the right columns
+            metric_cols = "".join(f", {_q(m)} DOUBLE" for m in self.exc_metrics)
+            con.execute(f"CREATE TABLE exc (node BIGINT, profile BIGINT{metric_cols})")
+        prof = pd.DataFrame(
+            {
+                "profile": np.arange(self.n_profiles, dtype=np.int64),
+                "grp": self.absence_groups,
+                "live": self.live,
+            }
+        )
+        con.register("prof", prof)
+        con.register("ancestors", _ancestors(self._store.structure.parent))
+
+    def _files(self) -> list[str]:
+        """The parts that hold any of these profiles."""
+        chosen = np.zeros(len(self._store.profiles) + 1, dtype=np.int64)
+        np.add.at(chosen, self._ids, 1)
+        before = np.concatenate(([0], np.cumsum(chosen)))
+        return [
+            str(self._store.path / p.file)
+            for p in self._store.parts
+            if p.rows and before[p.hi] > before[p.lo]
+        ]
+
+    def _sql(self, query: str) -> Any:
+        return self._connection().execute(query)
+
+    def _values_sql(self, metric: str) -> str:
+        """A query of (node, profile, v) rows: the metric's value per recorded
+        (node, profile), exclusive or inclusive (by the metric's rule); NULL = NaN."""
+        rule = self.rule(metric)
+        base, inclusive = base_metric(metric)
+        if not inclusive:
+            return f"SELECT node, profile, {_q(base)} AS v FROM exc"
+        agg = _SQL_RULE[rule].format(m=_q(base))
+        return (
+            f"SELECT a.up AS node, r.profile, {agg} AS v "
+            "FROM exc r JOIN ancestors a ON r.node = a.node GROUP BY a.up, r.profile"
+        )
+
+    # ------------------------------------------------------------- statistics
+    def stats(
+        self, metric: str | None = None, *, missing: str = "auto", formatted: bool = False
+    ) -> pd.DataFrame:
+        """Per-node statistics of ``metric`` over profiles, computed by DuckDB: the
+        table :meth:`Ensemble.stats` gives (same columns, rules and ``missing``
+        choices; equal up to the order of floating-point sums).
+
+        Example:
+            >>> import cctviz, tempfile
+            >>> a = cctviz.Tree.from_parents([-1, 0], ["main", "mpi"], {"time": [1.0, 3.0]})
+            >>> b = cctviz.Tree.from_parents([-1], ["main"], {"time": [2.0]})
+            >>> ens = cctviz.Ensemble.from_trees([a, b], profiles={"run": [0, 1]})
+            >>> ds = cctviz.open_dataset(ens.to_dataset(tempfile.mkdtemp() + "/e"))
+            >>> ds.stats("time (inc)").loc[1, ["mean", "min", "n"]].astype(float).tolist()
+            [3.0, 3.0, 1.0]
+        """
+        if metric is None:
+            metric = self.tree.metric_column(None)
+        if missing not in MISSING:
+            raise ValueError(f"missing must be one of {MISSING}")
+        key = (metric, missing)
+        cache = self._cache.setdefault("stats", {})
+        if key not in cache:
+            table = self._compute_stats(metric, missing)
+            table.insert(0, "name", self._store.structure.names)
+            table.attrs["unit"] = _units.canonical(
+                self._store.structure.unit(base_metric(metric)[0])
+            )
+            cache[key] = table
+        return _formatted(cache[key]) if formatted else cache[key].copy()
+
+    def _compute_stats(self, metric: str, missing: str) -> pd.DataFrame:
+        con = self._connection()
+        n = len(self._store.structure)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE vals AS {self._values_sql(metric)}")
+        try:
+            con.execute(
+                "CREATE OR REPLACE TEMP VIEW kept AS SELECT v.node, v.profile, v.v, p.grp "
+                "FROM vals v JOIN prof p USING (profile) WHERE p.live AND v.v IS NOT NULL"
+            )
+            per = con.execute(
+                "SELECT node, count(*) AS m, sum(v) AS total, count_if(v < 0) AS neg, "
+                "arg_max(profile, (v, profile)) AS argmax FROM kept GROUP BY node"
+            ).df()
+            sums = NodeSums(
+                m=_per_node(per, "m", n, 0).astype(np.int64),
+                total=_per_node(per, "total", n, 0.0),
+                neg=_per_node(per, "neg", n, 0).astype(np.int64),
+                argmax=_per_node(per, "argmax", n, -1).astype(np.int64),
+            )
+            count = self._counted(metric, missing, sums.m)
+            return summary_table(sums, count, squares=self._squares, ranked=self._ranked)
+        finally:
+            con.execute("DROP VIEW IF EXISTS kept")
+            con.execute("DROP TABLE IF EXISTS vals")
+
+    def _counted(self, metric: str, missing: str, m: np.ndarray) -> np.ndarray:
+        """Per node, how many profiles the statistics are over (the absence rule of
+        :func:`cctviz.model.stats.node_stats`)."""
+        n = m.size
+        if missing == "skip" or self.rule(metric) != "sum":
+            return m
+        if missing == "zero":
+            return np.full(n, int(self.live.sum()), dtype=np.int64)
+        # auto: the live profiles of the groups (runs) in which some profile recorded
+        # the node, less those whose value there is unknown (NaN)
+        sizes = np.bincount(self.absence_groups[self.live], minlength=1)
+        self._connection().register(
+            "gsize", pd.DataFrame({"grp": np.arange(sizes.size), "size": sizes})
+        )
+        got = self._sql(
+            "WITH pairs AS (SELECT DISTINCT node, grp FROM kept), "
+            "unknown AS (SELECT v.node, p.grp, count(*) AS u FROM vals v "
+            "JOIN prof p USING (profile) WHERE p.live AND v.v IS NULL GROUP BY v.node, p.grp) "
+            "SELECT q.node, sum(g.size - coalesce(u.u, 0)) AS n FROM pairs q "
+            "JOIN gsize g USING (grp) LEFT JOIN unknown u USING (node, grp) GROUP BY q.node"
+        ).df()
+        return _per_node(got, "n", n, 0).astype(np.int64)
+
+    def _squares(self, mean: np.ndarray) -> np.ndarray:
+        """Per node, the sum of (v - mean[node])**2 over its counted values."""
+        con = self._connection()
+        con.register("mu", pd.DataFrame({"node": np.arange(mean.size), "mu": mean}))
+        got = con.execute(
+            "SELECT k.node, sum((k.v - mu.mu) * (k.v - mu.mu)) AS ss "
+            "FROM kept k JOIN mu USING (node) GROUP BY k.node"
+        ).df()
+        return _per_node(got, "ss", mean.size, 0.0)
+
+    def _ranked(self, node: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """The ``rank``-th smallest counted value of each ``node`` (ties by profile)."""
+        con = self._connection()
+        want = pd.DataFrame(
+            {"node": node.astype(np.int64), "rk": rank.astype(np.int64), "i": np.arange(node.size)}
+        )
+        con.register("want", want)
+        got = con.execute(
+            "WITH ranked AS (SELECT node, v, row_number() OVER "
+            "(PARTITION BY node ORDER BY v, profile) - 1 AS rk "
+            "FROM kept WHERE node IN (SELECT DISTINCT node FROM want)) "
+            "SELECT w.i, r.v FROM want w JOIN ranked r USING (node, rk)"
+        ).df()
+        out = np.full(node.size, np.nan)
+        out[got["i"].to_numpy(dtype=np.int64)] = got["v"].to_numpy(dtype=np.float64)
+        return out
+
+    def _node_means(self) -> pd.DataFrame:
+        """Per node and metric, the mean of the live profiles' own values (absent =
+        0 for sums), as the in-memory Ensemble's tree holds."""
+        n = len(self._store.structure)
+        metrics = self.exc_metrics
+        if not metrics:
+            return pd.DataFrame(index=range(n))
+        aggs = ", ".join(
+            f"coalesce(sum(r.{_q(m)}), 0) AS t{j}, count(r.{_q(m)}) AS c{j}, count(*) AS a{j}"
+            for j, m in enumerate(metrics)
+        )
+        got = self._sql(
+            f"SELECT r.node, {aggs} FROM exc r JOIN prof p USING (profile) "
+            "WHERE p.live GROUP BY r.node"
+        ).df()
+        n_live = max(int(self.live.sum()), 1)
+        out = {}
+        for j, m in enumerate(metrics):
+            total = _per_node(got, f"t{j}", n, 0.0)
+            has = _per_node(got, f"c{j}", n, 0)
+            if self.aggregation[m] == "sum":  # over the live profiles, absent = 0
+                count = n_live - (_per_node(got, f"a{j}", n, 0) - has)
+            else:  # over the profiles with a value
+                count = has
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[m] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        return pd.DataFrame(out)
+
+    # ------------------------------------------------------------- values
+    def values(self, metric: str) -> np.ndarray:
+        """Dense (nodes x profiles) matrix of one metric, as :meth:`Ensemble.values`
+        (absent = 0 for a ``"sum"`` metric, NaN otherwise): it is in memory, so for
+        small selections."""
+        got = self._sql(self._values_sql(metric)).df()
+        fill = 0.0 if self.rule(metric) == "sum" else np.nan
+        out = np.full((len(self._store.structure), self.n_profiles), fill)
+        v = got["v"].to_numpy(dtype=np.float64, na_value=np.nan)
+        out[got["node"].to_numpy(dtype=np.int64), got["profile"].to_numpy(dtype=np.int64)] = v
+        return out
+
+    # ------------------------------------------------------------- profiles
+    def select(self, which: Any) -> DatasetEnsemble:
+        """Some of the profiles (ids, a boolean mask, or a callable on :attr:`profiles`),
+        still on disk; as :meth:`Ensemble.select`."""
+        ids = profile_ids(which, self._profiles)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.n_profiles):
+            raise IndexError(f"profile ids out of range [0, {self.n_profiles})")
+        return DatasetEnsemble(self._store, self._ids[ids])
+
+    def groupby(self, by: str | Sequence[str]) -> dict[Any, DatasetEnsemble]:
+        """Split profiles by metadata column(s): ``{value: DatasetEnsemble}``."""
+        groups = self._profiles.groupby(by, sort=True, dropna=False).indices
+        return {k: self.select(np.sort(v)) for k, v in groups.items()}
+
+    def profile(self, which: int | None = None, **match: Any) -> Tree:
+        """One profile as a Tree: by id, or by metadata (``ds.profile(rank=3)``); reads
+        only the part that holds it."""
+        which = profile_id(self._profiles, which, match)
+        old = int(self._ids[which])
+        part = next(p for p in self._store.parts if p.lo <= old < p.hi)
+        rows = pd.read_parquet(self._store.path / part.file, filters=[("profile", "==", old)])
+        return profile_tree(
+            self._store.structure, rows, self.exc_metrics, self._profiles.iloc[which]
+        )
+
+    def to_ensemble(self) -> Ensemble:
+        """Load these profiles into an in-memory :class:`~cctviz.Ensemble`."""
+        cols = ", ".join(_q(m) for m in self.exc_metrics)
+        rows = self._sql(
+            f"SELECT node, profile{', ' + cols if cols else ''} FROM exc ORDER BY node, profile"
+        ).df()
+        for m in self.exc_metrics:
+            rows[m] = rows[m].to_numpy(dtype=np.float64, na_value=np.nan)
+        rows["node"] = rows["node"].astype(np.int64)
+        rows["profile"] = rows["profile"].astype(np.int64)
+        s = self._store.structure
+        return Ensemble(
+            Tree(s.nodes.copy(), None, s.meta, _trusted=True), rows, self._profiles, self.meta
+        )
+
+    def close(self) -> None:
+        """Close the DuckDB connection (a later query opens a new one)."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+
+# ------------------------------------------------------------------ helpers
+def _ancestors(parent: np.ndarray) -> pd.DataFrame:
+    """(node, up) for every node and each of its ancestors, itself included.
+
+    >>> _ancestors(np.array([-1, 0, 1])).sort_values(["node", "up"]).values.tolist()
+    [[0, 0], [1, 0], [1, 1], [2, 0], [2, 1], [2, 2]]
+    """
+    node = np.arange(parent.size, dtype=np.int64)
+    nodes, ups = [], []
+    cur = node
+    while cur.size:
+        nodes.append(node)
+        ups.append(cur)
+        up = parent[cur]
+        keep = up >= 0
+        node, cur = node[keep], up[keep]
+    return pd.DataFrame({"node": np.concatenate(nodes), "up": np.concatenate(ups)})
+
+
+def _per_node(df: pd.DataFrame, col: str, n: int, fill: float) -> np.ndarray:
+    """A column of a (node, ...) result as a dense per-node array."""
+    out = np.full(n, fill, dtype=np.float64)
+    if len(df):
+        out[df["node"].to_numpy(dtype=np.int64)] = df[col].to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
+    return out
+
+
+def _q(name: str) -> str:
+    """A column name quoted for SQL."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    """A string literal for SQL."""
+    return "'" + text.replace("'", "''") + "'"
