@@ -124,6 +124,9 @@ def read_native(path: Path) -> Tree | Ensemble:
                 _table(z, path, "profiles.parquet"),
                 encoded.get("profiles.parquet"),
             )
+            n_profiles = header.get("n_profiles")
+            if not len(profiles.columns) and isinstance(n_profiles, int) and n_profiles >= 0:
+                profiles = pd.DataFrame(index=pd.RangeIndex(n_profiles))  # profiles, no columns
             if "node" not in rows or "profile" not in rows:
                 raise ProfileError(
                     path, "rows table needs 'node' and 'profile' columns", where="rows.parquet"

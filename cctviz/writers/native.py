@@ -43,6 +43,8 @@ def write_native(obj: Tree | Ensemble, path: Path) -> None:
         header["tree_meta"] = jsonable(tree.meta)  # the unified tree's own (units, rules...)
         files["rows.parquet"] = _parquet(obj.exclusive_rows)
         files["profiles.parquet"] = table("profiles.parquet", obj.profiles.reset_index(drop=True))
+        # Parquet keeps no row count for a table without columns: the header does
+        header["n_profiles"] = len(obj.profiles)
     else:
         header["kind"] = "tree"
         header["meta"] = jsonable(obj.meta)

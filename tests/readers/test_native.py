@@ -178,3 +178,15 @@ def test_real_samples_round_trip_with_rules_and_units(tmp_path, src):
     assert btree.aggregation == tree.aggregation and btree.units == tree.units
     assert tree.units  # every sample has a unit for its time metric
     pd.testing.assert_frame_equal(btree.nodes, tree.nodes)
+
+
+def test_an_ensemble_without_profile_columns_round_trips(tmp_path):
+    """Profiles with no metadata columns (``Ensemble.from_trees`` without
+    ``profiles=``): their number is in the header, Parquet keeps none."""
+    a = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+    b = cctviz.Tree.from_parents([-1, 0], ["main", "g"], {"time": [3.0, 4.0]})
+    ens = cctviz.Ensemble.from_trees([a, b])
+    assert len(ens.profiles.columns) == 0
+    back = cctviz.read(cctviz.write(ens, tmp_path / "e.cctviz"))
+    assert len(back.profiles) == 2
+    assert np.array_equal(back.values("time"), ens.values("time"), equal_nan=True)
