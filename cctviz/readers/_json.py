@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
 from ..errors import ProfileError
 
 
-def load_json(path: Path) -> Any:
-    """Parse a (possibly gzipped) JSON file; syntax errors become ProfileError."""
+def file_bytes(path: Path) -> bytes:
+    """The bytes of a file, un-gzipped when it is gzipped; a file that cannot be
+    read (or a broken gzip stream) is a ProfileError naming it."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ProfileError(path, f"cannot read the file: {e}") from None
+    return raw
+
+
+def load_json(path: Path) -> Any:
+    """Parse a (possibly gzipped) JSON file; syntax errors become ProfileError."""
+    raw = file_bytes(path)
+    try:
         return json.loads(raw)
     except json.JSONDecodeError as e:
         raise ProfileError(
@@ -24,8 +34,6 @@ def load_json(path: Path) -> Any:
         ) from None
     except UnicodeDecodeError as e:
         raise ProfileError(path, f"not UTF-8 text ({e.reason})", where=f"byte {e.start}") from None
-    except (OSError, EOFError) as e:
-        raise ProfileError(path, f"cannot read the file: {e}") from None
 
 
 def expect(path: Path, cond: bool, where: str, problem: str) -> None:

@@ -59,7 +59,6 @@ Choices (as Hatchet's ``from_caliperreader`` where it has one):
 
 from __future__ import annotations
 
-import gzip
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,6 +72,7 @@ from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
 from ._caliper import CaliColumn, build_profile
+from ._json import file_bytes
 
 _FIRST = re.compile(rb"__rec=(node|ctx|globals),[A-Za-z_.]+=")
 KIND_OF_ATTRIBUTE = {
@@ -151,12 +151,7 @@ def _explain(e: Exception) -> str:
 
 def _lines(path: Path) -> list[str]:
     """The lines of the file (gunzipped), refusing a file cut inside a line."""
-    try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError) as e:
-        raise ProfileError(path, f"cannot read the file: {e}") from None
+    raw = file_bytes(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

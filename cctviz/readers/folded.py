@@ -45,6 +45,7 @@ from ..errors import ProfileError
 from ..model.build import NO_FRAMES, stacks_to_tree
 from ..model.tree import Tree
 from . import register
+from ._json import file_bytes
 
 _LINE = re.compile(r"^(\S.*)?[ \t]\d+$")  # a stack (or none) and an integer count
 _SNIFF_LINES = 50
@@ -121,7 +122,7 @@ def read_folded(path: Path, metric: str = "samples") -> Tree:
         >>> t.nodes["name"].tolist(), t.metrics["samples (inc)"].tolist()
         (['main', 'solve', 'dot', 'io'], [45.0, 40.0, 30.0, 5.0])
     """
-    raw = _read_bytes(path)
+    raw = file_bytes(path)
     try:
         text = _decode(raw, final=True)
     except UnicodeDecodeError as e:
@@ -135,16 +136,3 @@ def read_folded(path: Path, metric: str = "samples") -> Tree:
     frames = (s.split(";") if s else [] for s in stacks)
     parent, keys, w = stacks_to_tree(frames, counts, empty=NO_FRAMES)
     return Tree.from_parents(parent, keys, {metric: w}, meta={"aggregation": {metric: "sum"}})
-
-
-def _read_bytes(path: Path) -> bytes:
-    import gzip
-    import zlib
-
-    try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error) as e:
-        raise ProfileError(path, f"cannot read the file: {e}") from None
-    return raw

@@ -49,9 +49,7 @@ Facts and choices:
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +61,7 @@ from ..model.ensemble import Ensemble
 from ..model.timeline import Timeline
 from ..model.tree import Tree
 from . import register, register_timeline
+from ._json import file_bytes
 
 _HEADER = (
     rb"[ \t]*(?P<comm>\S.*?)[ \t]+(?P<pid>-?\d+)(?:/(?P<tid>-?\d+))?"
@@ -106,12 +105,7 @@ def _sniff(path: Path, h: bytes) -> bool:
 
 
 def _bytes(path: Path) -> bytes:
-    try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error) as e:
-        raise ProfileError(path, f"cannot read the file: {e}") from None
+    raw = file_bytes(path)
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise ProfileError(path, "binary data, not perf script text", where=f"byte {nul}")
@@ -305,6 +299,16 @@ def _metric_rows(
     return rows, units
 
 
+def _parsed(path: Path) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray, dict]:
+    """The sample headers, the tree of their stacks (parents, each sample's
+    leaf), its nodes' names and columns (``dso``, ``module``)."""
+    heads, sample, keys = _stacks(path, _bytes(path))
+    codes, table = _frame_names(path, keys)
+    parent, code, leaf = frames_to_tree(sample, codes, len(heads))
+    cols = {"dso": table["dso"].to_numpy()[code], "module": table["module"].to_numpy()[code]}
+    return heads, parent, leaf, table["name"].to_numpy()[code], cols
+
+
 @register("perf", _sniff, "Linux perf script text (perf record -g; perf script)")
 def read_perf_script(path: Path) -> Tree | Ensemble:
     """Read the text ``perf script`` prints: one CCT per process, a metric per event.
@@ -320,9 +324,7 @@ def read_perf_script(path: Path) -> Tree | Ensemble:
         >>> t.nodes["name"].tolist()[:3]
         ['[unknown] ([unknown])', '__libc_start_main', 'main']
     """
-    heads, sample, keys = _stacks(path, _bytes(path))
-    codes, table = _frame_names(path, keys)
-    parent, code, leaf = frames_to_tree(sample, codes, len(heads))
+    heads, parent, leaf, names, cols = _parsed(path)
     prof, profiles = _profiles(heads)
     rows, units = _metric_rows(heads, leaf, prof)
     metrics = [c for c in rows.columns if c not in ("node", "profile")]
@@ -331,8 +333,6 @@ def read_perf_script(path: Path) -> Tree | Ensemble:
         "aggregation": dict.fromkeys(metrics, "sum"),
         "events": sorted(heads["event"].unique().tolist()),
     }
-    cols = {"dso": table["dso"].to_numpy()[code], "module": table["module"].to_numpy()[code]}
-    names = table["name"].to_numpy()[code]
     if len(profiles) == 1:
         exc = rows.groupby("node")[metrics].sum().reindex(range(len(parent)), fill_value=0.0)
         meta.update({k: _scalar(v) for k, v in profiles.iloc[0].items()})
@@ -360,13 +360,8 @@ def read_perf_timeline(path: Path, event: str | None = None) -> Timeline:
         >>> tl.meta["event"], len(tl.profiles), bool((tl.events["end"] > tl.events["start"]).all())
         ('cpu-clock', 1, True)
     """
-    heads, sample, keys = _stacks(path, _bytes(path))
-    codes, table = _frame_names(path, keys)
-    parent, code, leaf = frames_to_tree(sample, codes, len(heads))
-    cols = {"dso": table["dso"].to_numpy()[code], "module": table["module"].to_numpy()[code]}
-    tree, ids = Tree.from_parents_with_ids(
-        parent, table["name"].to_numpy()[code], None, kind="function", columns=cols
-    )
+    heads, parent, leaf, frame_names, cols = _parsed(path)
+    tree, ids = Tree.from_parents_with_ids(parent, frame_names, None, kind="function", columns=cols)
     names = heads["event"].to_numpy(dtype=object)
     event = event or str(names[0])
     if event not in set(names):

@@ -126,6 +126,8 @@ TRACK_UNITS = {
     "pcie_rx_bytes": "B",
 }
 _CUMULATIVE = ("cpu_time", "io_read_bytes", "io_write_bytes", "ctx_switches")
+#: the tracks that count up (the others are gauges: a value at the sample)
+CUMULATIVE_TRACKS = (*_CUMULATIVE, "pcie_tx_bytes", "pcie_rx_bytes")
 #: the tracks NVML gives (a process without a GPU has none of them)
 _GPU_TRACKS = ("gpu_util", "gpu_mem", "gpu_power", "pcie_tx_bytes", "pcie_rx_bytes")
 
@@ -135,6 +137,15 @@ class _Nvml:
 
     def __init__(self, handle: Any, nvml: Any) -> None:
         self._h, self._nvml = handle, nvml
+        #: NVML field ids of the PCIe byte counters this nvidia-ml-py knows
+        self._fields = {
+            k: getattr(nvml, v)
+            for k, v in (
+                ("pcie_tx_bytes", "NVML_FI_DEV_PCIE_COUNT_TX_BYTES"),
+                ("pcie_rx_bytes", "NVML_FI_DEV_PCIE_COUNT_RX_BYTES"),
+            )
+            if hasattr(nvml, v)
+        }
 
     @classmethod
     def open(cls, index: int) -> _Nvml | None:
@@ -178,15 +189,6 @@ class _Nvml:
             except Exception:  # noqa: BLE001 - an older driver: no PCIe counters
                 pass
         return vals
-
-    @property
-    def _fields(self) -> dict[str, int]:
-        """NVML field ids of the PCIe byte counters this nvidia-ml-py knows."""
-        names = {
-            "pcie_tx_bytes": "NVML_FI_DEV_PCIE_COUNT_TX_BYTES",
-            "pcie_rx_bytes": "NVML_FI_DEV_PCIE_COUNT_RX_BYTES",
-        }
-        return {k: getattr(self._nvml, v) for k, v in names.items() if hasattr(self._nvml, v)}
 
 
 class Sampler:

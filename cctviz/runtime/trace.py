@@ -142,6 +142,7 @@ import numpy as np
 from ..model.collectives import KINDS, OTF2_OP_OF, ROOTED, kind_of_leaf
 from ..model.formats import OTF2_NAMESPACE, TIMELINE_FACTS
 from .recorder import K_COMM, Recorder
+from .sampler import CUMULATIVE_TRACKS
 
 log = logging.getLogger("cctviz.runtime")
 
@@ -170,18 +171,20 @@ _DESC_KEYS = (
     "workflow_size",
     "samples",
 )
-#: the sampler's tracks as OTF2 metric members: (mode, what it is)
+#: the sampler's tracks written as OTF2 metric members, with what each is
+#: (cumulative ones, :data:`~cctviz.runtime.sampler.CUMULATIVE_TRACKS`, are
+#: ``ACCUMULATED_START``; gauges ``ABSOLUTE_POINT``)
 SAMPLE_MEMBERS = {
-    "cpu_time": ("ACCUMULATED_START", "CPU time of the process"),
-    "io_read_bytes": ("ACCUMULATED_START", "bytes read through files, pipes and sockets"),
-    "io_write_bytes": ("ACCUMULATED_START", "bytes written through files, pipes and sockets"),
-    "ctx_switches": ("ACCUMULATED_START", "voluntary context switches"),
-    "rss": ("ABSOLUTE_POINT", "resident set size"),
-    "gpu_util": ("ABSOLUTE_POINT", "GPU utilisation (NVML)"),
-    "gpu_mem": ("ABSOLUTE_POINT", "GPU memory used (NVML)"),
-    "gpu_power": ("ABSOLUTE_POINT", "GPU power draw (NVML)"),
-    "pcie_tx_bytes": ("ACCUMULATED_START", "PCIe bytes sent by the GPU (NVML)"),
-    "pcie_rx_bytes": ("ACCUMULATED_START", "PCIe bytes received by the GPU (NVML)"),
+    "cpu_time": "CPU time of the process",
+    "io_read_bytes": "bytes read through files, pipes and sockets",
+    "io_write_bytes": "bytes written through files, pipes and sockets",
+    "ctx_switches": "voluntary context switches",
+    "rss": "resident set size",
+    "gpu_util": "GPU utilisation (NVML)",
+    "gpu_mem": "GPU memory used (NVML)",
+    "gpu_power": "GPU power draw (NVML)",
+    "pcie_tx_bytes": "PCIe bytes sent by the GPU (NVML)",
+    "pcie_rx_bytes": "PCIe bytes received by the GPU (NVML)",
 }
 
 
@@ -645,7 +648,8 @@ class _SampleRecords:
         for name, values in tracks.items():
             v = np.asarray(values, dtype=np.float64)[: self.ts.size]
             whole = bool(np.all(v == np.round(v)) and np.all(v >= 0))
-            mode, what = SAMPLE_MEMBERS[name]
+            mode = "ACCUMULATED_START" if name in CUMULATIVE_TRACKS else "ABSOLUTE_POINT"
+            what = SAMPLE_MEMBERS[name]
             key = (name, whole, str(units.get(name, "")))
             if key not in known:  # one definition for the ranks that share it
                 known[key] = defs.metric_member(

@@ -93,12 +93,14 @@ def test_files_between_components_match_by_path(coupled):
     assert all(o[1].endswith("/write") for o in opens["sim"] if o[3] == "w")
 
 
-def test_a_failing_component_is_flagged_and_the_others_stopped(tmp_path):
+def run_beside_a_slow_one(tmp_path, name: str, script: str, *options: str):
+    """A workflow of component ``name`` (``script``) beside one that would wait a
+    minute (``wait.py``: the launcher stops it); its run folder and the process."""
     wf = workflow_file(
         tmp_path,
-        """
-        [component.bad]
-        command = ["python", "fail.py"]
+        f"""
+        [component.{name}]
+        command = ["python", "{script}"]
         cwd = "SCRIPTS"
         [component.slow]
         command = ["python", "wait.py"]
@@ -107,10 +109,15 @@ def test_a_failing_component_is_flagged_and_the_others_stopped(tmp_path):
     )
     out = tmp_path / "run"
     p = run_job(
-        [*CCTVIZ, "run", "--workflow", str(wf), "--out", str(out), "--grace", "1"],
+        [*CCTVIZ, "run", "--workflow", str(wf), "--out", str(out), *options],
         check=False,
-        timeout=120,
+        timeout=180,
     )
+    return out, p
+
+
+def test_a_failing_component_is_flagged_and_the_others_stopped(tmp_path):
+    out, p = run_beside_a_slow_one(tmp_path, "bad", "fail.py", "--grace", "1")
     assert p.returncode == 1, p.stderr[-2000:]
     info = json.loads((out / "run.json").read_text())["components"]
     assert info["bad"]["status"] == "failed (exit 3)" and info["bad"]["exit"] == [3]
@@ -213,23 +220,7 @@ def test_a_component_killed_mid_run_leaves_the_others_readable(tmp_path):
     """SIGKILL (the OOM killer's way): the killed process writes nothing; it is
     flagged, in run.json and as a missing profile of its component, and what the
     other component measured is in its profile and in the workflow's archive."""
-    wf = workflow_file(
-        tmp_path,
-        """
-        [component.killed]
-        command = ["python", "killed.py"]
-        cwd = "SCRIPTS"
-        [component.slow]
-        command = ["python", "wait.py"]
-        cwd = "SCRIPTS"
-        """,
-    )
-    out = tmp_path / "run"
-    p = run_job(
-        [*CCTVIZ, "run", "--workflow", str(wf), "--out", str(out), "--grace", "4", "--timeline"],
-        check=False,
-        timeout=180,
-    )
+    out, p = run_beside_a_slow_one(tmp_path, "killed", "killed.py", "--grace", "4", "--timeline")
     assert p.returncode == 1, p.stderr[-2000:]
     info = json.loads((out / "run.json").read_text())["components"]
     assert info["killed"]["status"] == "killed (SIGKILL)"
