@@ -69,23 +69,25 @@ install_torch() {
   fi
 }
 
-ensure_chromium() {
-  if [ -x /usr/bin/chromium ]; then return 0; fi
-  echo "== installing Debian's chromium (browser tests)"
+# Debian packages the tests need: apt_install "why" package...
+apt_install() {
+  local why="$1"; shift
+  echo "== installing Debian's $* ($why)"
   local sudo=""
   if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
 }
 
-# poppler-utils (pdffonts, pdfinfo): the export tests check the PDFs' fonts and page size.
+ensure_chromium() {
+  if [ -x /usr/bin/chromium ]; then return 0; fi
+  apt_install "browser tests" chromium
+}
+
+# otf2-tools: otf2-print reads the archives the runtime writes (tests/runtime/test_trace.py).
 ensure_otf2_tools() {
   if command -v otf2-print >/dev/null; then return 0; fi
-  echo "== installing Debian's otf2-tools (otf2-print reads the traces cctviz writes, in a test)"
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq otf2-tools >/dev/null
+  apt_install "otf2-print reads the traces cctviz writes, in a test" otf2-tools
 }
 
 # Open MPI's mpirun and headers: MPI components of workflows (tests/runtime/test_mpi.py);
@@ -93,28 +95,17 @@ ensure_otf2_tools() {
 # it goes in before the pip packages.
 ensure_openmpi() {
   if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then return 0; fi
-  echo "== installing Debian's openmpi-bin and libopenmpi-dev (MPI workflow tests)"
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
+  apt_install "MPI workflow tests" openmpi-bin libopenmpi-dev
 }
 
 # Linux perf: tests/readers/test_perf_script.py records a real profile with it.
 ensure_perf() {
   if command -v perf >/dev/null && perf --version >/dev/null 2>&1; then return 0; fi
-  echo "== installing Debian's linux-perf (perf script reader tests)"
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq linux-perf >/dev/null
+  apt_install "perf script reader tests" linux-perf
 }
 
+# poppler-utils (pdffonts, pdfinfo): the export tests check the PDFs' fonts and page size.
 ensure_poppler() {
   if command -v pdffonts >/dev/null && command -v pdfinfo >/dev/null; then return 0; fi
-  echo "== installing Debian's poppler-utils (PDF export tests)"
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq poppler-utils >/dev/null
+  apt_install "PDF export tests" poppler-utils
 }
