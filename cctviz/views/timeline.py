@@ -288,18 +288,21 @@ def counter_peaks(
     t1: float,
     bins: int,
     n_series: int,
+    until: np.ndarray | None = None,
 ) -> np.ndarray:
     """The level of detail of sampled series (counters) in the window ``[t0, t1)``:
     per (series, pixel bin) the highest value the series holds in the bin, so no
     peak is lost however many samples fall in one pixel. A sample's value holds
     until the series' next sample (memory stays allocated until it is freed), so a
     bin with no sample shows the value carried into it; NaN before a series' first
-    sample. Vectorised: one sort, ``np.maximum.reduceat`` and a forward fill.
+    sample, and after ``until[s]`` (where its process ended: a value is not
+    carried past it). Vectorised: one sort, ``np.maximum.reduceat`` and a forward fill.
 
     Args:
         series: the series of each sample, in ``[0, n_series)``.
         ts, value: the samples' times (the unit of ``t0``/``t1``) and values.
         bins: bins across the window.
+        until: per series, the time after which it holds no value (None: to the end).
 
     Returns:
         float64 ``(n_series, bins)``.
@@ -308,6 +311,9 @@ def counter_peaks(
         >>> counter_peaks(np.array([0, 0, 0, 1]), np.array([1, 2, 7, 3]),
         ...               np.array([5.0, 9.0, 1.0, 4.0]), 0, 10, 5, 2).tolist()
         [[5.0, 9.0, 9.0, 9.0, 1.0], [nan, 4.0, 4.0, 4.0, 4.0]]
+        >>> counter_peaks(np.array([0, 0, 0, 1]), np.array([1, 2, 7, 3]),
+        ...               np.array([5.0, 9.0, 1.0, 4.0]), 0, 10, 5, 2, until=np.array([10, 5])).tolist()
+        [[5.0, 9.0, 9.0, 9.0, 1.0], [nan, 4.0, 4.0, nan, nan]]
     """
     series = np.asarray(series, dtype=np.int64)
     ts, value = np.asarray(ts), np.asarray(value, dtype=np.float64)
@@ -335,7 +341,11 @@ def counter_peaks(
     np.maximum.accumulate(idx, axis=1, out=idx)
     carried = np.take_along_axis(ext, np.maximum(idx, 0), axis=1)
     carried[idx < 0] = np.nan
-    return np.fmax(peak.reshape(n_series, bins), carried[:, :bins])
+    out = np.fmax(peak.reshape(n_series, bins), carried[:, :bins])
+    if until is not None:  # a bin that starts after the series' end holds nothing
+        bin_start = t0 + np.arange(bins) * ((t1 - t0) / bins)
+        out[bin_start[None, :] > np.asarray(until, dtype=np.float64)[:, None]] = np.nan
+    return out
 
 
 def _window_value(value: Any) -> tuple[float, float]:
@@ -579,6 +589,10 @@ class TimelineView(View):
         # the (profile, track) pairs that have samples anywhere: a band each,
         # whatever the window (bands do not come and go as one zooms)
         self._c_pairs = np.unique(self._c_prof * max(len(tracks), 1) + self._c_track)
+        # where each profile ends (its last event or sample): its counters stop there
+        self._p_end = np.full(timeline.n_profiles, -np.inf)
+        np.maximum.at(self._p_end, self._prof, self._end)
+        np.maximum.at(self._p_end, self._c_prof, self._c_ts)
 
     def _counters(self, lane_of: np.ndarray, a: float, b: float) -> dict[str, Any]:
         """The counter bands of the shown lanes: per (lane, track) its peak per
@@ -590,6 +604,7 @@ class TimelineView(View):
         track = track[shown]
         order = np.lexsort((lane, track))  # grouped by track, lanes in order
         lane, track = lane[order], track[order]
+        until = self._p_end[prof[shown][order]]
         keys = lane * nt + track  # in display order
         by_key = np.argsort(keys)
         series = np.zeros(self._c_prof.size, dtype=np.int64)
@@ -600,7 +615,7 @@ class TimelineView(View):
             ok = (lane_of[self._c_prof] >= 0) & (keys[by_key][pos] == sample_key)
             series = by_key[pos]
         peaks = counter_peaks(
-            series[ok], self._c_ts[ok], self._c_val[ok], a, b, self.bins, int(keys.size)
+            series[ok], self._c_ts[ok], self._c_val[ok], a, b, self.bins, int(keys.size), until
         )
         return {
             "k": int(keys.size),

@@ -211,6 +211,20 @@ def test_the_workflow_timeline_has_components_and_counters(coupled):
     assert tl.profiles["component"].tolist() == ["sim", "sim", "train", "train"]
     tracks = tl.counters.groupby("profile")["track"].unique()
     assert all({"cpu_util", "rss"} <= set(v) for v in tracks)
+    # drawn, a process's counters stop where it ends (not carried to the run's end)
+    view = cctviz.TimelineView(tl)
+    d = view._data
+    peak = np.asarray(d["counter_peak"]).reshape(d["k"], -1)
+    ends = tl.events.groupby("profile")["end"].max()
+    t0, t1 = tl.span
+    bin_start = t0 + np.arange(peak.shape[1]) * (t1 - t0) / peak.shape[1]
+    lane_profile = np.asarray(view._lane_order)[np.asarray(d["counter_lane"])]
+    checked = 0
+    for row, prof in enumerate(lane_profile):
+        after = bin_start > max(ends[prof], tl.counters.query("profile == @prof")["ts"].max())
+        assert np.isnan(peak[row, after]).all()
+        checked += int(after.sum())
+    assert checked > 0  # the simulation ends well before the training
     # the trace's time of every process is its profile's
     traced = np.nansum(tl.ensemble().values("time"), axis=0)
     assert traced.tolist() == np.nansum(cctviz.read(run).values("time"), axis=0).tolist()
