@@ -18,7 +18,6 @@ ignore NaN). Its size is the sum of the depths, independent of the profiles.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +25,17 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..model import units as _units
-from ..model.ensemble import (
-    Ensemble,
-    _formatted,
-    absence_groups,
-    profile_id,
-    profile_ids,
-    profile_tree,
-    run_ids,
-)
-from ..model.stats import MISSING, NodeSums, summary_table
+from ..model._algo import combine_rows
+from ..model.ensemble import BaseEnsemble, Ensemble, profile_id, profile_ids, profile_tree
+from ..model.stats import NodeSums, summary_table
 from ..model.tree import Tree, base_metric
 from .layout import NODES, PROFILES, Part, parts_of, read_manifest, read_table
 
 _SQL_RULE = {"sum": "CASE WHEN count(r.{m}) = count(*) THEN sum(r.{m}) END", "max": "max(r.{m})"}
 _SQL_RULE["min"] = "min(r.{m})"
+# rows of one (node, profile) brought together by a remap: as combine_rows ("none":
+# the value they agree on)
+_SQL_COMBINE = {**_SQL_RULE, "none": "CASE WHEN min(r.{m}) = max(r.{m}) THEN min(r.{m}) END"}
 
 
 def open_dataset(
@@ -108,7 +102,7 @@ class _Store:
         self.live[np.asarray(manifest.get("dead") or [], dtype=np.int64)] = False
 
 
-class DatasetEnsemble:
+class DatasetEnsemble(BaseEnsemble):
     """An ensemble whose (node, profile) values stay on disk, in a dataset folder.
 
     It answers as :class:`~cctviz.Ensemble` does, by the same rules, computing
@@ -125,9 +119,20 @@ class DatasetEnsemble:
         (2, ['main', 'f'])
     """
 
-    def __init__(self, store: _Store, ids: np.ndarray) -> None:
+    def __init__(
+        self,
+        store: _Store,
+        ids: np.ndarray,
+        structure: Tree | None = None,
+        node_map: np.ndarray | None = None,
+    ) -> None:
         self._store = store
         self._ids = ids  # the dataset's profile id of each of these profiles
+        # the tree these profiles are over: the dataset's, or one made from it by
+        # filter/prune/focus; node_map[dataset node] is its node there (-1: dropped,
+        # several onto one: combined by each metric's rule); None: the dataset's own
+        self._structure = store.structure if structure is None else structure
+        self._node_map = node_map
         self._profiles = store.profiles.iloc[ids].reset_index(drop=True)
         self._profiles.index.name = "profile"
         self._con: Any = None
@@ -153,7 +158,7 @@ class DatasetEnsemble:
     @property
     def aggregation(self) -> dict[str, str]:
         """Aggregation rule of every metric (as :attr:`Ensemble.aggregation`)."""
-        rules = self._store.structure.meta.get("aggregation", {})
+        rules = self._structure.meta.get("aggregation", {})
         return {m: rules.get(m, "sum") for m in self._store.metrics}
 
     def rule(self, metric: str) -> str:
@@ -169,24 +174,15 @@ class DatasetEnsemble:
         return [f"{m} (inc)" for m, r in self.aggregation.items() if r != "none"]
 
     @property
-    def n_profiles(self) -> int:
-        return len(self._profiles)
-
-    def __len__(self) -> int:
-        return self.n_profiles
-
-    @property
     def live(self) -> np.ndarray:
-        """Mask of the profiles that recorded something (see :attr:`Ensemble.live`)."""
-        return self._store.live[self._ids]
-
-    @property
-    def run_ids(self) -> np.ndarray:
-        return run_ids(self._profiles)
-
-    @property
-    def absence_groups(self) -> np.ndarray:
-        return absence_groups(self._profiles)
+        """Mask of the profiles that recorded something (see :attr:`Ensemble.live`):
+        after a filter or focus, something that was kept."""
+        if "live" not in self._cache:
+            if self._node_map is None:
+                self._cache["live"] = self._store.live[self._ids]
+            else:
+                self._connection()  # found while its views are made: see _register
+        return self._cache["live"]
 
     @property
     def n_rows(self) -> int:
@@ -198,16 +194,19 @@ class DatasetEnsemble:
     def __repr__(self) -> str:
         return (
             f"<cctviz.DatasetEnsemble at {str(self.path)!r}: {self.n_profiles} profiles x "
-            f"{len(self._store.structure)} nodes, metrics {self.exc_metrics}, "
+            f"{len(self._structure)} nodes, metrics {self.exc_metrics}, "
             f"profile columns {list(self._profiles.columns)}>"
         )
+
+    # IPython prefers a class's own __repr__ to an inherited _repr_pretty_
+    _repr_pretty_ = BaseEnsemble._repr_pretty_
 
     @property
     def tree(self) -> Tree:
         """The unified tree with each node's mean over the live profiles (absent = 0
         for ``"sum"`` metrics), as :attr:`Ensemble.tree`; computed on first use."""
         if "tree" not in self._cache:
-            s = self._store.structure
+            s = self._structure
             mean = self._node_means()
             self._cache["tree"] = Tree(s.nodes.copy(), mean, s.meta, _trusted=True)
         return self._cache["tree"]
@@ -240,13 +239,16 @@ class DatasetEnsemble:
         con.register("sel", sel)
         if files:
             src = "read_parquet([" + ", ".join(_literal(f) for f in files) + "])"
-            con.execute(
-                f"CREATE VIEW exc AS SELECT r.node, s.new AS profile{cols} "
-                f"FROM {src} r JOIN sel s ON r.profile = s.old"
-            )
+            raw = f"SELECT r.node, s.new AS profile{cols} FROM {src} r JOIN sel s ON r.profile = s.old"
+            con.execute(f"CREATE VIEW exc AS {self._remapped(con, raw)}")
         else:  # no rows at all: an empty table of the right columns
             metric_cols = "".join(f", {_q(m)} DOUBLE" for m in self.exc_metrics)
             con.execute(f"CREATE TABLE exc (node BIGINT, profile BIGINT{metric_cols})")
+        if "live" not in self._cache:  # the profiles some row of which was kept
+            kept = con.execute("SELECT DISTINCT profile FROM exc").fetchnumpy()["profile"]
+            live = np.zeros(self.n_profiles, dtype=bool)
+            live[np.asarray(kept, dtype=np.int64)] = True
+            self._cache["live"] = live
         prof = pd.DataFrame(
             {
                 "profile": np.arange(self.n_profiles, dtype=np.int64),
@@ -255,7 +257,26 @@ class DatasetEnsemble:
             }
         )
         con.register("prof", prof)
-        con.register("ancestors", _ancestors(self._store.structure.parent))
+        con.register("ancestors", _ancestors(self._structure.parent))
+
+    def _remapped(self, con: Any, raw: str) -> str:
+        """The rows of query ``raw`` (dataset node ids) over this ensemble's tree: each
+        row moved to its node there, dropped ones left out, rows that meet on one
+        (node, profile) combined by each metric's rule, as :func:`combine_rows`
+        does in memory."""
+        if self._node_map is None:
+            return raw
+        keep = self._node_map >= 0
+        old = np.flatnonzero(keep)
+        con.register("nmap", pd.DataFrame({"old": old, "new": self._node_map[keep]}))
+        aggs = "".join(
+            f", {_SQL_COMBINE[self.aggregation[m]].format(m=_q(m))} AS {_q(m)}"
+            for m in self.exc_metrics
+        )
+        return (
+            f"SELECT n.new AS node, r.profile{aggs} FROM ({raw}) r "
+            "JOIN nmap n ON r.node = n.old GROUP BY n.new, r.profile"
+        )
 
     def _files(self) -> list[str]:
         """The parts that hold any of these profiles."""
@@ -285,40 +306,10 @@ class DatasetEnsemble:
         )
 
     # ------------------------------------------------------------- statistics
-    def stats(
-        self, metric: str | None = None, *, missing: str = "auto", formatted: bool = False
-    ) -> pd.DataFrame:
-        """Per-node statistics of ``metric`` over profiles, computed by DuckDB: the
-        table :meth:`Ensemble.stats` gives (same columns, rules and ``missing``
-        choices; equal up to the order of floating-point sums).
 
-        Example:
-            >>> import cctviz, tempfile
-            >>> a = cctviz.Tree.from_parents([-1, 0], ["main", "mpi"], {"time": [1.0, 3.0]})
-            >>> b = cctviz.Tree.from_parents([-1], ["main"], {"time": [2.0]})
-            >>> ens = cctviz.Ensemble.from_trees([a, b], profiles={"run": [0, 1]})
-            >>> ds = cctviz.open_dataset(ens.to_dataset(tempfile.mkdtemp() + "/e"))
-            >>> ds.stats("time (inc)").loc[1, ["mean", "min", "n"]].astype(float).tolist()
-            [3.0, 3.0, 1.0]
-        """
-        if metric is None:
-            metric = self.tree.metric_column(None)
-        if missing not in MISSING:
-            raise ValueError(f"missing must be one of {MISSING}")
-        key = (metric, missing)
-        cache = self._cache.setdefault("stats", {})
-        if key not in cache:
-            table = self._compute_stats(metric, missing)
-            table.insert(0, "name", self._store.structure.names)
-            table.attrs["unit"] = _units.canonical(
-                self._store.structure.unit(base_metric(metric)[0])
-            )
-            cache[key] = table
-        return _formatted(cache[key]) if formatted else cache[key].copy()
-
-    def _compute_stats(self, metric: str, missing: str) -> pd.DataFrame:
+    def _stats_table(self, metric: str, missing: str) -> pd.DataFrame:
         con = self._connection()
-        n = len(self._store.structure)
+        n = len(self._structure)
         con.execute(f"CREATE OR REPLACE TEMP TABLE vals AS {self._values_sql(metric)}")
         try:
             con.execute(
@@ -394,7 +385,7 @@ class DatasetEnsemble:
     def _node_means(self) -> pd.DataFrame:
         """Per node and metric, the mean of the live profiles' own values (absent =
         0 for sums), as the in-memory Ensemble's tree holds."""
-        n = len(self._store.structure)
+        n = len(self._structure)
         metrics = self.exc_metrics
         if not metrics:
             return pd.DataFrame(index=range(n))
@@ -426,10 +417,46 @@ class DatasetEnsemble:
         small selections."""
         got = self._sql(self._values_sql(metric)).df()
         fill = 0.0 if self.rule(metric) == "sum" else np.nan
-        out = np.full((len(self._store.structure), self.n_profiles), fill)
+        out = np.full((len(self._structure), self.n_profiles), fill)
         v = got["v"].to_numpy(dtype=np.float64, na_value=np.nan)
         out[got["node"].to_numpy(dtype=np.int64), got["profile"].to_numpy(dtype=np.int64)] = v
         return out
+
+    def profile_totals(self, metric: str) -> np.ndarray:
+        """Per profile, the sum of an additive inclusive metric over the roots (NaN
+        for profiles that recorded nothing), as :meth:`Ensemble.profile_totals`."""
+        roots = ", ".join(str(int(r)) for r in np.flatnonzero(self._structure.parent < 0))
+        got = self._sql(
+            f"SELECT profile, CASE WHEN count(v) = count(*) THEN sum(v) END AS t "
+            f"FROM ({self._values_sql(metric)}) "
+            f"WHERE node IN ({roots or -1}) GROUP BY profile"
+        ).df()
+        out = np.zeros(self.n_profiles)
+        out[got["profile"].to_numpy(dtype=np.int64)] = got["t"].to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
+        out[~self.live] = np.nan
+        return out
+
+    def group_sums(self, metric: str, group: np.ndarray, n_groups: int) -> np.ndarray:
+        at = np.flatnonzero(group >= 0)
+        self._connection().register("grp_of", pd.DataFrame({"node": at, "g": group[at]}))
+        got = self._sql(
+            f"SELECT g.g, v.profile, sum(coalesce(v.v, 0)) AS t FROM ({self._values_sql(metric)}) v "
+            "JOIN grp_of g USING (node) GROUP BY g.g, v.profile"
+        ).df()
+        out = np.full((n_groups, self.n_profiles), np.nan)
+        out[got["g"].to_numpy(dtype=np.int64), got["profile"].to_numpy(dtype=np.int64)] = got[
+            "t"
+        ].to_numpy(dtype=np.float64)
+        return out
+
+    def live_mean(self, metric: str) -> np.ndarray:
+        got = self._sql(
+            f"SELECT v.node, sum(coalesce(v.v, 0)) AS t FROM ({self._values_sql(metric)}) v "
+            "JOIN prof p USING (profile) WHERE p.live GROUP BY v.node"
+        ).df()
+        return _per_node(got, "t", len(self._structure), 0.0) / max(int(self.live.sum()), 1)
 
     # ------------------------------------------------------------- profiles
     def select(self, which: Any) -> DatasetEnsemble:
@@ -438,12 +465,7 @@ class DatasetEnsemble:
         ids = profile_ids(which, self._profiles)
         if ids.size and (ids.min() < 0 or ids.max() >= self.n_profiles):
             raise IndexError(f"profile ids out of range [0, {self.n_profiles})")
-        return DatasetEnsemble(self._store, self._ids[ids])
-
-    def groupby(self, by: str | Sequence[str]) -> dict[Any, DatasetEnsemble]:
-        """Split profiles by metadata column(s): ``{value: DatasetEnsemble}``."""
-        groups = self._profiles.groupby(by, sort=True, dropna=False).indices
-        return {k: self.select(np.sort(v)) for k, v in groups.items()}
+        return DatasetEnsemble(self._store, self._ids[ids], self._structure, self._node_map)
 
     def profile(self, which: int | None = None, **match: Any) -> Tree:
         """One profile as a Tree: by id, or by metadata (``ds.profile(rank=3)``); reads
@@ -452,9 +474,32 @@ class DatasetEnsemble:
         old = int(self._ids[which])
         part = next(p for p in self._store.parts if p.lo <= old < p.hi)
         rows = pd.read_parquet(self._store.path / part.file, filters=[("profile", "==", old)])
-        return profile_tree(
-            self._store.structure, rows, self.exc_metrics, self._profiles.iloc[which]
-        )
+        if self._node_map is not None:
+            rows = self._moved(rows)
+        return profile_tree(self._structure, rows, self.exc_metrics, self._profiles.iloc[which])
+
+    def _moved(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """One profile's rows (dataset node ids) moved onto this ensemble's tree."""
+        metrics = self.exc_metrics
+        target = self._node_map[rows["node"].to_numpy(dtype=np.int64)]
+        used, at = np.unique(target[target >= 0], return_inverse=True)
+        vals = rows[metrics].to_numpy(dtype=np.float64)[target >= 0]
+        out, _ = combine_rows(vals, at, used.size, [self.aggregation[m] for m in metrics])
+        moved = pd.DataFrame(out, columns=metrics)
+        moved.insert(0, "node", used)
+        moved.insert(1, "profile", rows["profile"].iloc[0] if len(rows) else 0)
+        return moved
+
+    # ------------------------------------------------------------- structure
+    def remapped(self, nodes: pd.DataFrame, mapping: np.ndarray) -> DatasetEnsemble:
+        """The same profiles over a new tree (``nodes``, pre-ordered), each node of
+        this one going to ``mapping[node]`` (-1: dropped; several onto one combine
+        by each metric's rule): what filter, prune and focus build on."""
+        structure = Tree(nodes, None, self._structure.meta, _trusted=True)
+        old = np.arange(len(self._store.structure), dtype=np.int64)
+        before = old if self._node_map is None else self._node_map
+        node_map = np.where(before >= 0, mapping[np.maximum(before, 0)], -1)
+        return DatasetEnsemble(self._store, self._ids, structure, node_map)
 
     def to_ensemble(self) -> Ensemble:
         """Load these profiles into an in-memory :class:`~cctviz.Ensemble`."""
@@ -466,7 +511,7 @@ class DatasetEnsemble:
             rows[m] = rows[m].to_numpy(dtype=np.float64, na_value=np.nan)
         rows["node"] = rows["node"].astype(np.int64)
         rows["profile"] = rows["profile"].astype(np.int64)
-        s = self._store.structure
+        s = self._structure
         return Ensemble(
             Tree(s.nodes.copy(), None, s.meta, _trusted=True), rows, self._profiles, self.meta
         )

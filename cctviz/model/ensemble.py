@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,252 @@ from .tree import Tree, base_metric, check_aggregation, inc_name
 from .unify import unify_structures
 
 
-class Ensemble:
+class BaseEnsemble(ABC):
+    """What every ensemble answers, wherever its values are: the in-memory
+    :class:`Ensemble`, or a :class:`cctviz.dataset.DatasetEnsemble` whose values
+    stay on disk. Views, the text renderer and the structural operations
+    (filter, prune, focus) take any of them: they ask only for aggregates.
+
+    A subclass gives its tree, profiles, metrics, :attr:`live`, :meth:`values`,
+    :meth:`select`, :meth:`profile`, :meth:`remapped` and the statistics table
+    (``_stats_table``); the rest is shared here, so both follow one set of rules.
+    """
+
+    __slots__ = ()
+
+    # ------------------------------------------------------------- given
+    @property
+    @abstractmethod
+    def tree(self) -> Tree:
+        """The unified tree; its metrics are the means over the live profiles."""
+
+    @property
+    @abstractmethod
+    def profiles(self) -> pd.DataFrame:
+        """One row of metadata per profile."""
+
+    @property
+    @abstractmethod
+    def meta(self) -> dict[str, Any]: ...
+
+    @property
+    @abstractmethod
+    def exc_metrics(self) -> list[str]: ...
+
+    @property
+    @abstractmethod
+    def live(self) -> np.ndarray:
+        """Mask of the profiles that recorded something."""
+
+    @abstractmethod
+    def values(self, metric: str) -> np.ndarray:
+        """Dense (nodes x profiles) matrix of one metric."""
+
+    @abstractmethod
+    def select(self, which: Any) -> BaseEnsemble:
+        """Some of the profiles, over the same tree."""
+
+    @abstractmethod
+    def profile(self, which: int | None = None, **match: Any) -> Tree:
+        """One profile as a Tree."""
+
+    @abstractmethod
+    def remapped(self, nodes: pd.DataFrame, mapping: np.ndarray) -> BaseEnsemble:
+        """The same profiles over a new tree (``nodes``, pre-ordered), each node of
+        this one going to ``mapping[node]`` (-1: dropped; rows meeting on one node
+        combine by each metric's rule): what filter, prune and focus build on."""
+
+    @abstractmethod
+    def group_sums(self, metric: str, group: np.ndarray, n_groups: int) -> np.ndarray:
+        """(groups x profiles): per profile, the sum of ``metric`` over the nodes
+        of each group (``group[node]``, -1: none; NaN values count 0); NaN where
+        the profile recorded none of the group's nodes. The Sankey's super nodes
+        per profile."""
+
+    @abstractmethod
+    def live_mean(self, metric: str) -> np.ndarray:
+        """Per node, the mean of ``metric`` over the live profiles, absent and NaN
+        counting 0 (an additive metric's share of the mean profile)."""
+
+    @abstractmethod
+    def _stats_table(self, metric: str, missing: str) -> pd.DataFrame:
+        """The statistics columns of :meth:`stats` (without ``name``)."""
+
+    # ------------------------------------------------------------- shared
+    @property
+    def inc_metrics(self) -> list[str]:
+        """Inclusive metric names (``"none"`` metrics have none)."""
+        return [inc_name(m) for m, r in self.aggregation.items() if r != "none"]
+
+    @property
+    def aggregation(self) -> dict[str, str]:
+        """Aggregation rule of every metric (see :attr:`Tree.aggregation`)."""
+        return self.tree.aggregation
+
+    def rule(self, metric: str) -> str:
+        """Aggregation rule of a metric column (``"X"`` or ``"X (inc)"``)."""
+        return self.tree.rule(metric)
+
+    def __len__(self) -> int:
+        return len(self.profiles)
+
+    @property
+    def n_profiles(self) -> int:
+        return len(self.profiles)
+
+    @property
+    def run_ids(self) -> np.ndarray:
+        """Run of every profile (integers), from the ``run`` column; all 0 without one."""
+        return run_ids(self.profiles)
+
+    @property
+    def absence_groups(self) -> np.ndarray:
+        """Per profile, the group within which a node it did not record counts
+        as 0 (the absence rule of :mod:`cctviz.model.stats`): its run, and within
+        a run its ``component`` where the profiles have one (a workflow's
+        components run different programs: a node of the simulation is not a 0
+        of the training's processes).
+
+        Example:
+            >>> import cctviz
+            >>> t = cctviz.Tree.from_parents([-1], ["main"], {"time": [1.0]})
+            >>> e = cctviz.Ensemble.from_trees([t, t, t], profiles={"component": ["sim", "sim", "train"]})
+            >>> e.absence_groups.tolist(), e.run_ids.tolist()
+            ([0, 0, 1], [0, 0, 0])
+        """
+        return absence_groups(self.profiles)
+
+    def stats(
+        self, metric: str | None = None, *, missing: str = "auto", formatted: bool = False
+    ) -> pd.DataFrame:
+        """Per-node statistics of ``metric`` over profiles.
+
+        Columns: mean, std (ddof=1), min, q25, median, q75, max,
+        imbalance (max/mean), cost (max - mean: what the imbalance costs, in
+        the metric's unit), argmax (profile with the max; -1 when an absent
+        profile counted as 0 holds it), count (profiles with a value), n
+        (profiles the statistics are over). Vectorised: quantiles are read off
+        one sort of the long table, with the implicit zeros of absent profiles
+        placed by rank, not materialised.
+
+        Which profiles count (``missing``):
+
+        - ``"auto"`` (default): profiles that recorded nothing never count;
+          a profile of a run in which some profile recorded the node counts 0
+          there; runs in which no profile recorded the node are left out. So
+          a killed rank does not drag the minimum to 0, and a kernel that ran
+          in 5 of 18 runs is averaged over those 5 (as Thicket does). In a
+          workflow a run's components count apart (:attr:`absence_groups`):
+          a node of the simulation is averaged over the simulation's processes.
+          Metrics whose rule is not ``"sum"`` never count absence as 0.
+        - ``"zero"``: every live profile counts, absent = 0.
+        - ``"skip"``: only profiles with a value for the node.
+
+        The values are in the metric's unit, ``table.attrs["unit"]``; with
+        ``formatted=True`` they come as text with their units ("75.3 ms"), the
+        imbalance as "1.23×": a table to read, not to compute with.
+
+        Args:
+            metric: a metric column; default the tree's default metric.
+            missing: ``"auto"``, ``"zero"`` or ``"skip"``.
+            formatted: values as text with units.
+
+        Example:
+            >>> import cctviz
+            >>> a = cctviz.Tree.from_parents([-1, 0], ["main", "mpi"], {"time": [1.0, 3.0]})
+            >>> b = cctviz.Tree.from_parents([-1], ["main"], {"time": [2.0]})
+            >>> ranks = cctviz.Ensemble.from_trees([a, b], profiles={"rank": [0, 1]})
+            >>> ranks.stats("time (inc)").loc[1, ["mean", "min", "n"]].astype(float).tolist()  # one run
+            [1.5, 0.0, 2.0]
+            >>> runs = cctviz.Ensemble.from_trees([a, b], profiles={"run": [0, 1]})
+            >>> runs.stats("time (inc)").loc[1, ["mean", "min", "n"]].astype(float).tolist()  # mpi: run 0 only
+            [3.0, 3.0, 1.0]
+        """
+        tree = self.tree
+        if metric is None:
+            metric = tree.metric_column(None)
+        if missing not in MISSING:
+            raise ValueError(f"missing must be one of {MISSING}")
+        self.rule(metric)  # a KeyError for a metric it does not have
+        key = (metric, missing)
+        cache = self._cache.setdefault("stats", {})
+        if key not in cache:
+            table = self._stats_table(metric, missing)
+            table.insert(0, "name", tree.names)
+            table.attrs["unit"] = _units.canonical(tree.unit(base_metric(metric)[0]))
+            cache[key] = table
+        if formatted:
+            return _formatted(cache[key])
+        return cache[key].copy()  # callers may edit theirs; the cache stays whole
+
+    def profile_totals(self, metric: str) -> np.ndarray:
+        """Per profile, the sum of an additive inclusive metric over the roots
+        (NaN for profiles that recorded nothing)."""
+        roots = self.tree.parent < 0
+        out = np.asarray(self.values(metric)[roots].sum(axis=0), dtype=np.float64)
+        out[~self.live] = np.nan
+        return out
+
+    def groupby(self, by: str | Sequence[str]) -> dict[Any, BaseEnsemble]:
+        """Split profiles by metadata column(s): ``{value: ensemble}``."""
+        groups = self.profiles.groupby(by, sort=True, dropna=False).indices
+        return {k: self.select(np.sort(v)) for k, v in groups.items()}
+
+    def trees(self) -> Iterable[Tree]:
+        for p in range(self.n_profiles):
+            yield self.profile(p)
+
+    # ------------------------------------------------------------- facade
+    def query(self, query: Any):
+        """Query the unified tree (metrics are means over profiles)."""
+        return self.tree.query(query)
+
+    def filter(self, keep: Any) -> BaseEnsemble:
+        """Keep the nodes ``keep`` selects (a query, NodeSet or mask), each joining
+        its nearest kept ancestor (:func:`cctviz.ops.transform.filter_tree`)."""
+        from ..ops.transform import filter_tree
+
+        return filter_tree(self, keep)
+
+    def merge_duplicates(self) -> BaseEnsemble:
+        """Same-named siblings of the unified tree merged (see :meth:`Tree.merge_duplicates`)."""
+        from ..ops.transform import merge_duplicates
+
+        return merge_duplicates(self)
+
+    def prune(self, metric: str | None = None, **kw: Any) -> BaseEnsemble:
+        """Small nodes folded into ``(other)`` nodes, decided on the mean tree
+        (:func:`cctviz.ops.transform.prune`)."""
+        from ..ops.transform import prune
+
+        return prune(self, metric, **kw)
+
+    def focus(self, node: Any) -> BaseEnsemble:
+        """The subtree(s) rooted at ``node`` (:func:`cctviz.ops.transform.focus`)."""
+        from ..ops.transform import focus
+
+        return focus(self, node)
+
+    def render(self, metric: str | None = None, **kw: Any) -> str:
+        """Text tree of the mean over profiles, with the spread ``[min .. max]``
+        and, where it costs >= 1% of the root, the imbalance max/mean and its
+        cost max - mean; options as :meth:`Tree.render`
+        (:func:`cctviz.ops.text.render`)."""
+        from ..ops.text import render
+
+        return render(self, metric, **kw)
+
+    def __str__(self) -> str:
+        """The top of the mean tree with the spread (``print(ens)``), and how to see more."""
+        from ..ops.text import SHORT_NODES, render
+
+        return render(self, max_nodes=SHORT_NODES, hint="repr")
+
+    def _repr_pretty_(self, p, cycle) -> None:  # IPython: the short view of str()
+        p.text(repr(self) if cycle else str(self))
+
+
+class Ensemble(BaseEnsemble):
     """Profiles of many ranks and/or runs over one unified calling-context tree.
 
     Attributes:
@@ -212,16 +458,6 @@ class Ensemble:
         return [c for c in self._rows.columns if c not in ("node", "profile")]
 
     @property
-    def inc_metrics(self) -> list[str]:
-        """Inclusive metric names (``"none"`` metrics have none)."""
-        return self._tree.inc_metrics
-
-    @property
-    def aggregation(self) -> dict[str, str]:
-        """Aggregation rule of every metric (see :attr:`Tree.aggregation`)."""
-        return self._tree.aggregation
-
-    @property
     def live(self) -> np.ndarray:
         """Mask of the profiles that were measured: those that recorded something.
 
@@ -235,32 +471,15 @@ class Ensemble:
         return self._cache["live"]
 
     @property
-    def run_ids(self) -> np.ndarray:
-        """Run of every profile (integers), from the ``run`` column; all 0 without one."""
-        return run_ids(self._profiles)
-
-    @property
-    def absence_groups(self) -> np.ndarray:
-        """Per profile, the group within which a node it did not record counts
-        as 0 (the absence rule of :mod:`cctviz.model.stats`): its run, and within
-        a run its ``component`` where the profiles have one (a workflow's
-        components run different programs: a node of the simulation is not a 0
-        of the training's processes).
-
-        Example:
-            >>> import cctviz
-            >>> t = cctviz.Tree.from_parents([-1], ["main"], {"time": [1.0]})
-            >>> e = cctviz.Ensemble.from_trees([t, t, t], profiles={"component": ["sim", "sim", "train"]})
-            >>> e.absence_groups.tolist(), e.run_ids.tolist()
-            ([0, 0, 1], [0, 0, 0])
-        """
-        return absence_groups(self._profiles)
-
-    @property
     def exclusive_rows(self) -> pd.DataFrame:
         """The stored table: one row per recorded (node, profile), columns ``node``,
         ``profile`` and the exclusive metrics (no NaN padding)."""
         return self._rows
+
+    @property
+    def n_rows(self) -> int:
+        """How many (node, profile) rows are recorded."""
+        return len(self._rows)
 
     @property
     def long_table(self) -> pd.DataFrame:
@@ -290,13 +509,6 @@ class Ensemble:
         _renamed("data", "long_table")
         return self.long_table
 
-    def __len__(self) -> int:
-        return len(self._profiles)
-
-    @property
-    def n_profiles(self) -> int:
-        return len(self._profiles)
-
     def __repr__(self) -> str:
         cols = list(self._profiles.columns)
         return (
@@ -304,14 +516,8 @@ class Ensemble:
             f"{len(self._rows)} rows, metrics {self.exc_metrics}, profile columns {cols}>"
         )
 
-    def __str__(self) -> str:
-        """The top of the mean tree with the spread (``print(ens)``), and how to see more."""
-        from ..ops.text import SHORT_NODES, render
-
-        return render(self, max_nodes=SHORT_NODES, hint="repr")
-
-    def _repr_pretty_(self, p, cycle) -> None:  # IPython: the short view of str()
-        p.text(repr(self) if cycle else str(self))
+    # IPython prefers a class's own __repr__ to an inherited _repr_pretty_
+    _repr_pretty_ = BaseEnsemble._repr_pretty_
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Ensemble):
@@ -365,75 +571,36 @@ class Ensemble:
         cache[metric] = out
         return out
 
+    def group_sums(self, metric: str, group: np.ndarray, n_groups: int) -> np.ndarray:
+        vals = self.values(metric)
+        at = np.flatnonzero(group >= 0)
+        out = np.zeros((n_groups, self.n_profiles))
+        np.add.at(out, group[at], np.nan_to_num(vals[at]))
+        recorded = np.zeros(vals.shape, dtype=bool)
+        recorded[self._rows["node"].to_numpy(), self._rows["profile"].to_numpy()] = True
+        seen = np.zeros(out.shape, dtype=bool)
+        np.logical_or.at(seen, group[at], recorded[at])
+        out[~seen] = np.nan
+        return out
+
+    def live_mean(self, metric: str) -> np.ndarray:
+        live = self.live
+        if not live.any():
+            return np.zeros(len(self._tree))
+        return np.nan_to_num(self.values(metric)[:, live]).mean(axis=1)
+
     # ------------------------------------------------------------- statistics
-    def stats(
-        self, metric: str | None = None, *, missing: str = "auto", formatted: bool = False
-    ) -> pd.DataFrame:
-        """Per-node statistics of ``metric`` over profiles.
-
-        Columns: mean, std (ddof=1), min, q25, median, q75, max,
-        imbalance (max/mean), cost (max - mean: what the imbalance costs, in
-        the metric's unit), argmax (profile with the max; -1 when an absent
-        profile counted as 0 holds it), count (profiles with a value), n
-        (profiles the statistics are over). Vectorised: quantiles are read off
-        one sort of the long table, with the implicit zeros of absent profiles
-        placed by rank, not materialised.
-
-        Which profiles count (``missing``):
-
-        - ``"auto"`` (default): profiles that recorded nothing never count;
-          a profile of a run in which some profile recorded the node counts 0
-          there; runs in which no profile recorded the node are left out. So
-          a killed rank does not drag the minimum to 0, and a kernel that ran
-          in 5 of 18 runs is averaged over those 5 (as Thicket does). In a
-          workflow a run's components count apart (:attr:`absence_groups`):
-          a node of the simulation is averaged over the simulation's processes.
-          Metrics whose rule is not ``"sum"`` never count absence as 0.
-        - ``"zero"``: every live profile counts, absent = 0.
-        - ``"skip"``: only profiles with a value for the node.
-
-        The values are in the metric's unit, ``table.attrs["unit"]``; with
-        ``formatted=True`` they come as text with their units ("75.3 ms"), the
-        imbalance as "1.23×": a table to read, not to compute with.
-
-        Args:
-            metric: a column of :attr:`data`; default the tree's default metric.
-            missing: ``"auto"``, ``"zero"`` or ``"skip"``.
-            formatted: values as text with units.
-
-        Example:
-            >>> import cctviz
-            >>> a = cctviz.Tree.from_parents([-1, 0], ["main", "mpi"], {"time": [1.0, 3.0]})
-            >>> b = cctviz.Tree.from_parents([-1], ["main"], {"time": [2.0]})
-            >>> ranks = cctviz.Ensemble.from_trees([a, b], profiles={"rank": [0, 1]})
-            >>> ranks.stats("time (inc)").loc[1, ["mean", "min", "n"]].astype(float).tolist()  # one run
-            [1.5, 0.0, 2.0]
-            >>> runs = cctviz.Ensemble.from_trees([a, b], profiles={"run": [0, 1]})
-            >>> runs.stats("time (inc)").loc[1, ["mean", "min", "n"]].astype(float).tolist()  # mpi: run 0 only
-            [3.0, 3.0, 1.0]
-        """
-        if metric is None:
-            metric = self._tree.metric_column(None)
-        if missing not in MISSING:
-            raise ValueError(f"missing must be one of {MISSING}")
-        key = (metric, missing)
-        cache = self._cache.setdefault("stats", {})
-        if key not in cache:
-            cache[key] = node_stats(
-                self._rows["node"].to_numpy(),
-                self._rows["profile"].to_numpy(),
-                self.long_table[metric].to_numpy(dtype=np.float64),
-                len(self._tree),
-                live=self.live,
-                run=self.absence_groups,
-                rule=self._tree.rule(metric),
-                missing=missing,
-            )
-            cache[key].insert(0, "name", self._tree.names)
-            cache[key].attrs["unit"] = _units.canonical(self._tree.unit(base_metric(metric)[0]))
-        if formatted:
-            return _formatted(cache[key])
-        return cache[key].copy()  # callers may edit theirs; the cache stays whole
+    def _stats_table(self, metric: str, missing: str) -> pd.DataFrame:
+        return node_stats(
+            self._rows["node"].to_numpy(),
+            self._rows["profile"].to_numpy(),
+            self.long_table[metric].to_numpy(dtype=np.float64),
+            len(self._tree),
+            live=self.live,
+            run=self.absence_groups,
+            rule=self._tree.rule(metric),
+            missing=missing,
+        )
 
     # ------------------------------------------------------------- profiles
     def select(self, which: Any) -> Ensemble:
@@ -452,55 +619,24 @@ class Ensemble:
         structure = Tree(self._tree.nodes.copy(), None, self._tree.meta, _trusted=True)
         return Ensemble(structure, rows, prof, self._meta)
 
-    def groupby(self, by: str | Sequence[str]) -> dict[Any, Ensemble]:
-        """Split profiles by metadata column(s): ``{value: Ensemble}``."""
-        groups = self._profiles.groupby(by, sort=True, dropna=False).indices
-        return {k: self.select(np.sort(v)) for k, v in groups.items()}
-
     def profile(self, which: int | None = None, **match: Any) -> Tree:
         """One profile as a Tree: by id, or by metadata (``ens.profile(rank=3)``)."""
         which = profile_id(self._profiles, which, match)
         r = self._rows[self._rows["profile"].to_numpy() == which]
         return profile_tree(self._tree, r, self.exc_metrics, self._profiles.iloc[which])
 
-    def trees(self) -> Iterable[Tree]:
-        for p in range(self.n_profiles):
-            yield self.profile(p)
-
     # ------------------------------------------------------------- facade
-    def query(self, query: Any):
-        """Query the unified tree (metrics are means over profiles)."""
-        return self._tree.query(query)
-
-    def filter(self, keep: Any) -> Ensemble:
-        from ..ops.transform import filter_tree
-
-        return filter_tree(self, keep)
-
-    def merge_duplicates(self) -> Ensemble:
-        """Same-named siblings of the unified tree merged (see :meth:`Tree.merge_duplicates`)."""
-        from ..ops.transform import merge_duplicates
-
-        return merge_duplicates(self)
-
-    def prune(self, metric: str | None = None, **kw: Any) -> Ensemble:
-        from ..ops.transform import prune
-
-        return prune(self, metric, **kw)
-
-    def focus(self, node: Any) -> Ensemble:
-        from ..ops.transform import focus
-
-        return focus(self, node)
-
-    def render(self, metric: str | None = None, **kw: Any) -> str:
-        """Text tree of the mean over profiles, with the spread ``[min .. max]``
-        and, where it costs >= 1% of the root, the imbalance max/mean and its
-        cost max - mean; options as :meth:`Tree.render`
-        (:func:`cctviz.ops.text.render`)."""
-        from ..ops.text import render
-
-        return render(self, metric, **kw)
+    def remapped(self, nodes: pd.DataFrame, mapping: np.ndarray) -> Ensemble:
+        """The same profiles over a new tree (``nodes``, pre-ordered), each node of
+        this one going to ``mapping[node]`` (-1: dropped; rows meeting on one node
+        combine by each metric's rule): what filter, prune and focus build on."""
+        r = self.exclusive_rows
+        newnode = mapping[r["node"].to_numpy()]
+        keep = newnode >= 0
+        rows = r[keep].copy()
+        rows["node"] = newnode[keep]
+        structure = Tree(nodes, None, None, _trusted=True)
+        return Ensemble(structure, rows, self._profiles.copy(), self._meta)
 
     def save(self, path: str, **kw: Any) -> None:
         from ..writers import write

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import units as U
-from ..model.ensemble import Ensemble
+from ..model.ensemble import BaseEnsemble, Ensemble
 from ..model.tree import Tree
 
 
@@ -42,7 +42,7 @@ def bandwidth(
     >>> bandwidth(t).round(1).to_dict("list")
     {'algbw': [2.0, 2.0], 'busbw': [3.0, 3.0]}
     """
-    if isinstance(data, Ensemble):
+    if isinstance(data, BaseEnsemble):
         data = data.tree
     if isinstance(data, Tree):
         frame, units = data.metrics, {**data.units, **(units or {})}
@@ -90,7 +90,7 @@ def by_context(data: Tree | Ensemble) -> pd.DataFrame:
     >>> by_context(t)[["context", "operation", "calls", "MB", "ms"]].to_dict("records")
     [{'context': 'main/solve', 'operation': 'send', 'calls': 4.0, 'MB': 4.0, 'ms': 2.0}]
     """
-    tree = data.tree if isinstance(data, Ensemble) else data
+    tree = data.tree if isinstance(data, BaseEnsemble) else data
     cols = ["context", "operation", "calls", "MB", "ms", "algbw GB/s", "busbw GB/s"]
     if "kind" not in tree.nodes.columns or "comm_bytes" not in tree.metrics.columns:
         return pd.DataFrame(columns=cols)

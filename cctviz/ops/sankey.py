@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..model.ensemble import Ensemble
+from ..model.ensemble import BaseEnsemble, Ensemble
 from ..model.stats import node_stats
 from ..model.tree import Tree
 
@@ -357,7 +357,7 @@ def module_graph(
         ValueError: the metric does not add up (a max, min or exclusive one:
             a super node's value would not be the sum of its segments).
     """
-    ens = data if isinstance(data, Ensemble) else None
+    ens = data if isinstance(data, BaseEnsemble) else None
     tree = ens.tree if ens is not None else data
     metric = metric or "time (inc)"
     if metric not in tree.metrics:
@@ -392,20 +392,14 @@ def module_graph(
     s_nodes = np.flatnonzero(starts)
     inc = np.nan_to_num(tree.metrics[metric].to_numpy(dtype=np.float64)) if ens is None else None
     if ens is not None:
-        vals = ens.values(metric)  # nodes x profiles, absent = 0 (additive)
         live = np.asarray(ens.live, dtype=bool)
-        per_prof = np.zeros((n_super, vals.shape[1]))
-        np.add.at(per_prof, members[s_nodes], np.nan_to_num(vals[s_nodes]))
+        seg = np.full(len(tree), -1, dtype=np.int64)
+        seg[s_nodes] = members[s_nodes]
         # a profile that recorded none of a super node's call sites has no value
-        # there (the model's absence rule decides whether it counts as 0)
-        rows = ens.exclusive_rows
-        recorded = np.zeros(vals.shape, dtype=bool)
-        recorded[rows["node"].to_numpy(), rows["profile"].to_numpy()] = True
-        seen = np.zeros((n_super, vals.shape[1]), dtype=bool)
-        np.logical_or.at(seen, members[s_nodes], recorded[s_nodes])
-        per_prof[~seen] = np.nan
+        # there (NaN: the model's absence rule decides whether it counts as 0)
+        per_prof = ens.group_sums(metric, seg, n_super)
         per_profile = pd.DataFrame(per_prof[:, live], columns=np.flatnonzero(live))
-        seg_value = np.nan_to_num(vals[:, live]).mean(axis=1) if live.any() else np.zeros(len(tree))
+        seg_value = ens.live_mean(metric)
     else:
         per_profile = None
         seg_value = inc

@@ -235,9 +235,9 @@ def render(
         0 s  └─ init  (1 zero-valued node below, folded)
     # not shown: 1 zero-valued node
     """
-    from ..model.ensemble import Ensemble
+    from ..model.ensemble import BaseEnsemble
 
-    ens = obj if isinstance(obj, Ensemble) else None
+    ens = obj if isinstance(obj, BaseEnsemble) else None
     tree = ens.tree if ens is not None else obj
     hints = _Hint(hint, obj)
     n = len(tree)
@@ -499,9 +499,9 @@ def describe(obj: Any) -> dict[str, Any]:
     """Facts for ``cctviz info``: nodes, metrics with their units, rules and
     totals, profiles and runs (numbers raw, as JSON wants them;
     :func:`format_info` shows them to people)."""
-    from ..model.ensemble import Ensemble
+    from ..model.ensemble import BaseEnsemble
 
-    ens = obj if isinstance(obj, Ensemble) else None
+    ens = obj if isinstance(obj, BaseEnsemble) else None
     tree = ens.tree if ens is not None else obj
     out: dict[str, Any] = {
         "type": type(obj).__name__,
@@ -517,7 +517,7 @@ def describe(obj: Any) -> dict[str, Any]:
     if ens is not None:
         out["profiles"] = ens.n_profiles
         out["live profiles"] = int(np.sum(ens.live))
-        out["rows"] = len(ens.exclusive_rows)
+        out["rows"] = ens.n_rows
         prof = ens.profiles
         if "run" in prof.columns:
             counts = prof.groupby("run", sort=False, dropna=False).size()

@@ -37,17 +37,11 @@ def _apply(obj: Tree | Ensemble, rm: Remap, *, warn: bool = False) -> Tree | Ens
     (an ``(other)`` node holds the sum, max or min of what it folds; a
     ``"none"`` metric has a value there only if all folded nodes agree).
     ``warn``: say which ``"none"`` values were lost (merges of call paths)."""
-    structure = Tree(rm.nodes, None, None, _trusted=True)
-    if isinstance(obj, Ensemble):
-        r = obj.exclusive_rows
-        newnode = rm.mapping[r["node"].to_numpy()]
-        keep = newnode >= 0
-        rows = r[keep].copy()
-        rows["node"] = newnode[keep]
-        return Ensemble(structure, rows, obj.profiles.copy(), obj.meta)
+    if not isinstance(obj, Tree):  # an ensemble, in memory or on disk
+        return obj.remapped(rm.nodes, rm.mapping)
     rules = list(obj.aggregation.values())
     vals = obj.metrics[obj.exc_metrics].to_numpy(dtype=np.float64)
-    out, conflicts = combine_rows(vals, rm.mapping, len(structure), rules)
+    out, conflicts = combine_rows(vals, rm.mapping, len(rm.nodes), rules)
     if warn:
         lost = [f"{m!r} ({c} nodes)" for m, c in zip(obj.exc_metrics, conflicts) if c]
         if lost:
@@ -60,7 +54,7 @@ def _apply(obj: Tree | Ensemble, rm: Remap, *, warn: bool = False) -> Tree | Ens
 
 
 def _tree(obj: Tree | Ensemble) -> Tree:
-    return obj.tree if isinstance(obj, Ensemble) else obj
+    return obj if isinstance(obj, Tree) else obj.tree
 
 
 def _mask(tree: Tree, keep: Any) -> np.ndarray:

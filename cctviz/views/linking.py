@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.ensemble import Ensemble
+from ..model.ensemble import BaseEnsemble, Ensemble
 from ..model.timeline import Timeline
 
 #: the traits a link shares
@@ -60,7 +60,7 @@ def _profile_space(view: Any) -> Ensemble | None:
     timeline = data if isinstance(data, Timeline) else getattr(view, "timeline", None)
     if isinstance(timeline, Timeline):
         return timeline.whole.ensemble()
-    return data if isinstance(data, Ensemble) else None
+    return data if isinstance(data, BaseEnsemble) else None
 
 
 class Link:

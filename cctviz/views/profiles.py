@@ -36,7 +36,7 @@ import pandas as pd
 import traitlets
 
 from ..model import units as _units
-from ..model.ensemble import Ensemble
+from ..model.ensemble import BaseEnsemble, Ensemble
 from ..ops.projection import kmeans, mds, pca, profile_matrix
 from .base import View, f32, i32, profile_ids, register_view, share_space
 from .source import MetricSource
@@ -121,7 +121,7 @@ class ProfilesView(View):
         metric: str | None = None,
         **traits: Any,
     ) -> None:
-        if not isinstance(ensemble, Ensemble):
+        if not isinstance(ensemble, BaseEnsemble):
             raise TypeError(
                 f"ProfilesView shows an Ensemble (profiles of ranks or runs), got "
                 f"{type(ensemble).__name__}; make one with cctviz.read_ensemble or "
@@ -198,14 +198,10 @@ class ProfilesView(View):
             ):
                 out[name] = s
                 kinds[name] = "category"
-        roots = ens.tree.parent < 0
         for m in ens.inc_metrics:
             if not ens.tree.is_additive(m) or m in out:
                 continue
-            v = ens.values(m)[roots].sum(axis=0)
-            tot = pd.Series(v, dtype=float)
-            tot[~ens.live] = np.nan
-            out[m] = tot
+            out[m] = pd.Series(ens.profile_totals(m), dtype=float)
             kinds[m] = "numeric"
         self._kinds = {c: ("numeric" if k == "numeric+category" else k) for c, k in kinds.items()}
         self._category_ok = {c for c, k in kinds.items() if k in ("category", "numeric+category")}

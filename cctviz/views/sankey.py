@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 import traitlets
 
-from ..model.ensemble import Ensemble
+from ..model.ensemble import BaseEnsemble, Ensemble
 from ..model.nodeset import NodeSet
 from ..model.stats import BINS, box_plots, counted_matrix, histogram, node_stats
 from ..model.timeline import Timeline
@@ -205,12 +205,12 @@ class SankeyView(View):
         self._timeline = data if isinstance(data, Timeline) else None
         if self._timeline is not None:  # its aggregate; waits from its calls
             data = self._timeline.ensemble()
-        if not isinstance(data, (Ensemble, Tree)):
+        if not isinstance(data, (BaseEnsemble, Tree)):
             raise TypeError(
                 f"SankeyView: expected an Ensemble, a Tree or a Timeline, got {type(data).__name__}"
             )
-        self._ens = data if isinstance(data, Ensemble) else None
-        self._tree = data.tree if isinstance(data, Ensemble) else data
+        self._ens = data if isinstance(data, BaseEnsemble) else None
+        self._tree = data.tree if isinstance(data, BaseEnsemble) else data
         self._src = MetricSource(data)
         self._group_by = default_group_by(self._tree) if group_by is None else group_by
         self._graphs: dict[str, tuple[SankeyGraph, np.ndarray, np.ndarray]] = {}

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import units as _units
-from ..model.ensemble import Ensemble
+from ..model.ensemble import BaseEnsemble, Ensemble
 from ..model.timeline import Timeline
 from ..model.tree import INC, Tree, base_metric
 from .base import f32, i32
@@ -79,17 +79,17 @@ class MetricSource:
         if self.timeline is not None:
             data = self.timeline.ensemble()
         #: the whole ensemble (labels, profile ids), None for a Tree
-        self.whole: Ensemble | None = data if isinstance(data, Ensemble) else None
+        self.whole: Ensemble | None = data if isinstance(data, BaseEnsemble) else None
         #: profile ids of :attr:`ensemble` in :attr:`whole` (None: all of them)
         self.profile_ids: np.ndarray | None = None
         if profiles is not None:
-            if not isinstance(data, Ensemble):
+            if not isinstance(data, BaseEnsemble):
                 raise TypeError("profiles: only an Ensemble has profiles to choose")
             ids = np.unique(np.asarray(profiles, dtype=np.int64).reshape(-1))
             if ids.size and (ids[0] < 0 or ids[-1] >= data.n_profiles):
                 raise ValueError(f"profiles: ids must be in [0, {data.n_profiles})")
             self.profile_ids = ids
-        if isinstance(data, Ensemble):
+        if isinstance(data, BaseEnsemble):
             self.ensemble: Ensemble | None = (
                 data if self.profile_ids is None else data.select(self.profile_ids)
             )

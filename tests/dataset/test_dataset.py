@@ -17,23 +17,11 @@ from hypothesis import strategies as st
 
 import cctviz
 from cctviz.dataset import layout
-from tests.conftest import DATA, LULESH_SCALING
+from tests.conftest import LULESH_SCALING
 from tests.hypothesis_profiles import examples
 from tests.strategies import trees
 
 MISSING = ("auto", "zero", "skip")
-
-
-@pytest.fixture(scope="module")
-def rajaperf():
-    """18 RAJAPerf runs: kernels missing from some runs, max/none-rule metrics."""
-    return cctviz.read_ensemble(DATA / "thicket" / "rajaperf")
-
-
-@pytest.fixture(scope="module")
-def lulesh():
-    """8 LULESH runs, 1,296 ranks in all."""
-    return cctviz.read_ensemble(LULESH_SCALING)
 
 
 def _write_open(ens, folder: Path, rows_per_part: int):
@@ -160,11 +148,15 @@ def ensembles(draw):
         draw(st.lists(st.one_of(st.none(), st.integers(0, 9)), min_size=k, max_size=k)),
         dtype=float,
     )  # None -> NaN: not measured
-    rows = pd.DataFrame({"node": node, "profile": prof, "time": time, "peak": peak})
+    size = np.array(
+        draw(st.lists(st.one_of(st.none(), st.integers(1, 3)), min_size=k, max_size=k)),
+        dtype=float,
+    )  # a per-node constant ("none" rule): merged nodes keep it only where they agree
+    rows = pd.DataFrame({"node": node, "profile": prof, "time": time, "peak": peak, "size": size})
     runs = draw(st.lists(st.integers(0, 2), min_size=n_prof, max_size=n_prof))
     profiles = pd.DataFrame({"rank": range(n_prof), "run": runs})
     structure = cctviz.Tree(tree.nodes, None, {})
-    meta = {"aggregation": {"peak": "max"}, "units": {"time": "ms"}}
+    meta = {"aggregation": {"peak": "max", "size": "none"}, "units": {"time": "ms"}}
     return cctviz.Ensemble(structure, rows, profiles, meta)
 
 
@@ -174,7 +166,7 @@ def test_random_ensembles_equal_on_disk(ens, per_part):
     with tempfile.TemporaryDirectory() as d:
         ds = _write_open(ens, Path(d) / "e", per_part)
         assert_same_ensemble(ds.to_ensemble(), ens)
-        for metric in ("time", "time (inc)", "peak", "peak (inc)"):
+        for metric in ("time", "time (inc)", "peak", "peak (inc)", "size"):
             for missing in MISSING:
                 got = ds.stats(metric, missing=missing)
                 assert_same_stats(got, ens.stats(metric, missing=missing), f"{metric} {missing}")
