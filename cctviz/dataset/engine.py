@@ -292,17 +292,23 @@ class DatasetEnsemble(BaseEnsemble):
     def _sql(self, query: str) -> Any:
         return self._connection().execute(query)
 
-    def _values_sql(self, metric: str) -> str:
+    def _values_sql(self, metric: str, at: str | None = None) -> str:
         """A query of (node, profile, v) rows: the metric's value per recorded
-        (node, profile), exclusive or inclusive (by the metric's rule); NULL = NaN."""
+        (node, profile), exclusive or inclusive (by the metric's rule); NULL = NaN.
+        ``at``: a registered table whose ``node`` column lists the only nodes
+        wanted (an inclusive value then joins only those ancestors)."""
         rule = self.rule(metric)
         base, inclusive = base_metric(metric)
         if not inclusive:
-            return f"SELECT node, profile, {_q(base)} AS v FROM exc"
+            where = f" WHERE node IN (SELECT node FROM {at})" if at else ""
+            return f"SELECT node, profile, {_q(base)} AS v FROM exc{where}"
         agg = _SQL_RULE[rule].format(m=_q(base))
+        ups = (
+            f"(SELECT * FROM ancestors WHERE up IN (SELECT node FROM {at}))" if at else "ancestors"
+        )
         return (
             f"SELECT a.up AS node, r.profile, {agg} AS v "
-            "FROM exc r JOIN ancestors a ON r.node = a.node GROUP BY a.up, r.profile"
+            f"FROM exc r JOIN {ups} a ON r.node = a.node GROUP BY a.up, r.profile"
         )
 
     # ------------------------------------------------------------- statistics
@@ -425,11 +431,11 @@ class DatasetEnsemble(BaseEnsemble):
     def profile_totals(self, metric: str) -> np.ndarray:
         """Per profile, the sum of an additive inclusive metric over the roots (NaN
         for profiles that recorded nothing), as :meth:`Ensemble.profile_totals`."""
-        roots = ", ".join(str(int(r)) for r in np.flatnonzero(self._structure.parent < 0))
+        roots = np.flatnonzero(self._structure.parent < 0)
+        self._connection().register("roots", pd.DataFrame({"node": roots}))
         got = self._sql(
-            f"SELECT profile, CASE WHEN count(v) = count(*) THEN sum(v) END AS t "
-            f"FROM ({self._values_sql(metric)}) "
-            f"WHERE node IN ({roots or -1}) GROUP BY profile"
+            "SELECT profile, CASE WHEN count(v) = count(*) THEN sum(v) END AS t "
+            f"FROM ({self._values_sql(metric, at='roots')}) GROUP BY profile"
         ).df()
         out = np.zeros(self.n_profiles)
         out[got["profile"].to_numpy(dtype=np.int64)] = got["t"].to_numpy(
@@ -442,7 +448,8 @@ class DatasetEnsemble(BaseEnsemble):
         at = np.flatnonzero(group >= 0)
         self._connection().register("grp_of", pd.DataFrame({"node": at, "g": group[at]}))
         got = self._sql(
-            f"SELECT g.g, v.profile, sum(coalesce(v.v, 0)) AS t FROM ({self._values_sql(metric)}) v "
+            "SELECT g.g, v.profile, sum(coalesce(v.v, 0)) AS t "
+            f"FROM ({self._values_sql(metric, at='grp_of')}) v "
             "JOIN grp_of g USING (node) GROUP BY g.g, v.profile"
         ).df()
         out = np.full((n_groups, self.n_profiles), np.nan)
