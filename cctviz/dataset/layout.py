@@ -101,10 +101,16 @@ def write_dataset(
         "dead": np.flatnonzero(~ens.live).tolist(),
         "parts": [[p.file, p.lo, p.hi, p.rows] for p in parts],
     }
+    finish(out, manifest)
+    return out
+
+
+def finish(out: Path, manifest: dict[str, Any]) -> None:
+    """Write the manifest of a dataset whose tables are written, and last the
+    ``_COMPLETE`` marker naming its SHA-256: from then on the dataset is whole."""
     text = json.dumps(manifest).encode()
     (out / MANIFEST).write_bytes(text)
     (out / COMPLETE).write_text(json.dumps({"manifest_sha256": hashlib.sha256(text).hexdigest()}))
-    return out
 
 
 def _prepare_folder(out: Path, overwrite: bool) -> None:
@@ -143,21 +149,26 @@ def _write_table(
     df.to_parquet(file, index=False)
 
 
-def _write_rows(out: Path, ens: Ensemble, rows_per_part: int) -> list[Part]:
-    """The exclusive rows in parts of whole profiles, about ``rows_per_part`` rows each."""
+def _write_rows(
+    out: Path, ens: Ensemble, rows_per_part: int, *, first_part: int = 0, offset: int = 0
+) -> list[Part]:
+    """The exclusive rows in parts of whole profiles, about ``rows_per_part`` rows each
+    (numbered from ``first_part``; profile ids shifted by ``offset``: a later chunk)."""
     rows = ens.exclusive_rows
-    prof = rows["profile"].to_numpy()
+    if offset:
+        rows = rows.assign(profile=rows["profile"].to_numpy() + offset)
+    prof = rows["profile"].to_numpy() - offset
     per_profile = np.bincount(prof, minlength=ens.n_profiles)
     cuts = _part_bounds(per_profile, rows_per_part)
     order = np.argsort(prof, kind="stable")  # by profile, then (node) as stored
     starts = np.concatenate(([0], np.cumsum(per_profile)))
     table = pa.Table.from_pandas(rows.iloc[order], preserve_index=False)
     parts = []
-    for k, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:])):
+    for k, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:]), start=first_part):
         name = f"{ROWS}/part-{k:05d}.parquet"
         a, b = int(starts[lo]), int(starts[hi])
         pq.write_table(table.slice(a, b - a), out / name, row_group_size=1 << 20)
-        parts.append(Part(name, int(lo), int(hi), b - a))
+        parts.append(Part(name, int(lo) + offset, int(hi) + offset, b - a))
     return parts
 
 

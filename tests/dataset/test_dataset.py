@@ -234,3 +234,25 @@ def test_writing_into_a_folder_of_other_files_is_refused(tmp_path):
     with pytest.raises(cctviz.ProfileError, match="holds no cctviz dataset"):
         ens.to_dataset(tmp_path)
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+# ------------------------------------------------------------------ chunks
+def test_chunks_written_one_at_a_time_equal_the_whole(lulesh, tmp_path):
+    """write_chunks of the LULESH ranks in 5 chunks gives the dataset of the whole."""
+    from cctviz.dataset import write_chunks
+
+    bounds = np.linspace(0, lulesh.n_profiles, 6).astype(int)
+    chunks = (lulesh.select(np.arange(a, b)) for a, b in zip(bounds[:-1], bounds[1:]))
+    ds = cctviz.open_dataset(write_chunks(chunks, tmp_path / "c", rows_per_part=9000))
+    assert len(ds._store.parts) > 5  # several parts per chunk
+    assert_same_ensemble(ds.to_ensemble(), lulesh)
+    assert_same_stats(ds.stats("time (inc)"), lulesh.stats("time (inc)"), "chunks")
+
+
+def test_a_chunk_over_another_tree_is_refused(lulesh, rajaperf, tmp_path):
+    from cctviz.dataset import write_chunks
+
+    with pytest.raises(ValueError, match="chunk 1 is over another tree"):
+        write_chunks(iter([lulesh.select([0]), rajaperf.select([0])]), tmp_path / "x")
+    with pytest.raises(ValueError, match="no chunks"):
+        write_chunks(iter([]), tmp_path / "y")
