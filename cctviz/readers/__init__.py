@@ -477,6 +477,7 @@ def read_ensemble(
     progress: bool | None = None,
     workers: int | None = None,
     client: Any = None,
+    batch: bool = True,
     **reader_kw: Any,
 ) -> Ensemble:
     """Read many profiles and unify them by call path into one Ensemble.
@@ -517,6 +518,19 @@ def read_ensemble(
         raise ValueError("read_ensemble: no files given")
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ValueError(f"read_ensemble: workers must be a positive integer, not {workers!r}")
+    if batch and not reader_kw and (format is None or format in BATCH_FORMATS):
+        runs_b = _RunNumbers()
+
+        def extra_of(k: int, p: Path, fa: Any) -> dict[str, Any]:
+            return _profile_extra(k, p, fa.meta, runs_b.of_meta(fa.meta, fa.is_tree), metadata)
+
+        try:
+            return read_batch(
+                paths, format, reader_kw, extra_of, workers=workers, client=client,
+                progress=progress,
+            )
+        except NotBatch:
+            pass  # a format without a batch parser: profiles read one by one, then concat
     items: list[Tree | Ensemble] = []
     prof_meta: list[dict[str, Any]] = []
     if client is not None or (workers or 1) > 1:
@@ -528,18 +542,25 @@ def read_ensemble(
         objs = (read(p, format=format, **reader_kw) for p in it)
     runs = _RunNumbers()
     for k, (p, obj) in enumerate(zip(paths, objs, strict=True)):
-        extra: dict[str, Any] = {"file": str(p), "run": runs.of(obj)}
-        extra.update(_scalar_meta(obj.meta))
-        extra.pop("source", None)
-        if isinstance(metadata, pd.DataFrame):
-            extra.update(metadata.iloc[k].to_dict())
-        elif callable(metadata):
-            extra.update(metadata(p))
-        elif metadata is not None:
-            extra.update(metadata.get(str(p), metadata.get(p, {})))  # type: ignore[call-overload]
         items.append(obj)
-        prof_meta.append(extra)
+        prof_meta.append(_profile_extra(k, p, obj.meta, runs.of(obj), metadata))
     return Ensemble.concat(items, prof_meta, _common_meta(items))
+
+
+def _profile_extra(k: int, p: Path, meta: Mapping[str, Any], run: int, metadata: Any) -> dict[str, Any]:
+    """The profile columns :func:`read_ensemble` gives the ``k``-th file ``p``
+    (whose profile's metadata is ``meta``): ``file``, ``run``, the file's scalar
+    metadata, then ``metadata``'s."""
+    extra: dict[str, Any] = {"file": str(p), "run": run}
+    extra.update(_scalar_meta(meta))
+    extra.pop("source", None)
+    if isinstance(metadata, pd.DataFrame):
+        extra.update(metadata.iloc[k].to_dict())
+    elif callable(metadata):
+        extra.update(metadata(p))
+    elif metadata is not None:
+        extra.update(metadata.get(str(p), metadata.get(p, {})))  # type: ignore[call-overload]
+    return extra
 
 
 def _common_meta(items: list[Tree | Ensemble]) -> dict[str, Any]:
@@ -558,9 +579,13 @@ class _RunNumbers:
         self.seen: dict[tuple[int, int], int] = {}  # (world size, rank) -> files so far
 
     def of(self, obj: Tree | Ensemble) -> int:
-        meta = obj.meta
+        return self.of_meta(obj.meta, isinstance(obj, Tree))
+
+    def of_meta(self, meta: Mapping[str, Any], single: bool) -> int:
+        """The run of a file whose profile's metadata is ``meta`` (``single``:
+        one profile, a Tree)."""
         rank, world = meta.get("rank"), meta.get("world_size")
-        if isinstance(obj, Tree) and isinstance(rank, int) and isinstance(world, int) and world > 1:
+        if single and isinstance(rank, int) and isinstance(world, int) and world > 1:
             k = self.seen.get((world, rank), 0)
             self.seen[(world, rank)] = k + 1
             if (world, k) not in self.jobs:
@@ -572,6 +597,8 @@ class _RunNumbers:
         self.next += 1
         return self.next - 1
 
+
+from ._batch import BATCH_FORMATS, NotBatch, read_batch  # noqa: E402 - needs read/detect
 
 # Register the formats. Detection asks the readers in this order, so the most
 # specific sniffers come first and the loosest (folded stacks: any text) last.

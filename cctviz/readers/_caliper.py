@@ -242,15 +242,34 @@ def metric_specs(
     from it again and not kept (:attr:`MetricSpec.kept`); a clash of names
     keeps the later column under its attribute name.
     """
+    values = [
+        numeric(path, df[c.name], f"value column {c.name!r}", row_where).to_numpy(
+            dtype=np.float64
+        )
+        for c in value_cols
+    ]
+    return specs_of(value_cols, values)
+
+
+def specs_of(value_cols: list[CaliColumn], values: list[np.ndarray]) -> list[MetricSpec]:
+    """:func:`metric_specs` of value columns already converted to numbers
+    (``values[k]``: one float per record of ``value_cols[k]``, NaN where it has
+    none); the batch reader (:mod:`cctviz.readers._batch`) calls it on the arrays
+    it parsed, without a table.
+
+    >>> [(m.name, m.rule, m.inclusive, m.kept, m.unit) for m in specs_of(
+    ...     [CaliColumn("sum#time.duration", True), CaliColumn("inclusive#sum#time.duration", True)],
+    ...     [np.array([2.0, 1.0]), np.array([3.0, 1.0])])]
+    [('time', 'sum', False, True, 'us'), ('time', 'sum', True, False, 'us')]
+    """
     specs: list[MetricSpec] = []
-    for c in value_cols:
+    for c, v in zip(value_cols, values, strict=True):
         cr = caliper_rule(c.name)
         name, inc_named = base_metric(metric_name(c.name, c.alias))
-        v = numeric(path, df[c.name], f"value column {c.name!r}", row_where)
         spec = MetricSpec(
             c.name,
             name,
-            v.to_numpy(dtype=np.float64),
+            v,
             cr.rule,
             cr.inclusive or inc_named,
             canonical(c.unit),
