@@ -215,7 +215,11 @@ def detect(path: PathLike) -> str:
     p = Path(path)
     if not p.exists():
         raise ProfileError(p, "no such file or directory")
-    h = head(p)
+    return detect_head(p, head(p))
+
+
+def detect_head(p: Path, h: bytes) -> str:
+    """:func:`detect` of ``p`` whose first bytes (un-gzipped) ``h`` are read already."""
     for r in _READERS.values():
         try:
             if r.sniff(p, h):

@@ -70,7 +70,7 @@ class FileArrays:
 
     parent: np.ndarray
     names: np.ndarray
-    kind: np.ndarray
+    kind: np.ndarray | str  #: per node, or one kind for every node
     node: np.ndarray
     prof: np.ndarray
     values: np.ndarray
@@ -88,9 +88,10 @@ class FileArrays:
 
 
 # ------------------------------------------------------------------ per file
-def parse_caliper_json(path: Path) -> FileArrays | None:
-    """A Caliper json-split file as arrays, or None where the batch parser does
-    not cover it (then the reader reads it: its result, warnings and errors).
+def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | None:
+    """A Caliper json-split file (its bytes ``raw``, un-gzipped, where read
+    already) as arrays, or None where the batch parser does not cover it (then
+    the reader reads it: its result, warnings and errors).
 
     Example:
         >>> fa = parse_caliper_json(Path(
@@ -98,7 +99,7 @@ def parse_caliper_json(path: Path) -> FileArrays | None:
         >>> fa.metrics, fa.n_profiles, len(fa.parent), fa.meta["units"]
         (['time'], 8, 24, {'time': 'us'})
     """
-    doc = _load(path)
+    doc = _load(path, raw)
     if doc is None:
         return None
     cols, cmeta, nodes, data = (doc[s] for s in ("columns", "column_metadata", "nodes", "data"))
@@ -133,9 +134,9 @@ def parse_caliper_json(path: Path) -> FileArrays | None:
         ranks = np.where(np.isnan(r), 0.0, r).astype(np.int64)
     else:
         ranks = np.zeros(rnode.size, dtype=np.int64)
-    uniq = np.unique(ranks)
-    prof = np.searchsorted(uniq, ranks)
-    if np.unique(rnode * max(uniq.size, 1) + prof).size != rnode.size:
+    uniq, prof = _ranks(ranks)
+    key = np.sort(rnode * max(uniq.size, 1) + prof)
+    if key.size > 1 and (key[1:] == key[:-1]).any():
         return None  # several records of one (node, rank): combined by the reader
     specs = specs_of([c for _, c in value_cols], [mat[keep, j] for j, _ in value_cols])
     kept = sorted(
@@ -190,7 +191,7 @@ def parse_caliper_json(path: Path) -> FileArrays | None:
     return FileArrays(
         parent,
         names,
-        np.full(n, kind, dtype=object),
+        kind,
         node,
         row_prof,
         values,
@@ -202,10 +203,28 @@ def parse_caliper_json(path: Path) -> FileArrays | None:
     )
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def _bytes(p: Path) -> tuple[bytes, bytes] | None:
+    """The file's bytes, un-gzipped, and its first bytes as detection sees them
+    (:func:`cctviz.readers.head`); None where it cannot be read (a folder, no
+    such file, a broken gzip stream: the reader says what is wrong)."""
+    from . import HEAD_BYTES, head
+
+    try:
+        raw = p.read_bytes()
+    except OSError:
+        return None
+    if raw[:2] != b"\x1f\x8b":
+        return raw, raw[:HEAD_BYTES]
+    try:
+        return file_bytes(p), head(p)
+    except ProfileError:
+        return None
+
+
+def _load(path: Path, raw: bytes | None = None) -> dict[str, Any] | None:
     """The file's JSON object with its four sections as lists, else None."""
     try:
-        doc = json.loads(file_bytes(path))
+        doc = json.loads(file_bytes(path) if raw is None else raw)
     except (ValueError, UnicodeDecodeError, ProfileError, OSError, EOFError, zlib.error):
         return None
     if not isinstance(doc, dict) or not all(isinstance(doc.get(s), list) for s in _SECTIONS):
@@ -252,11 +271,24 @@ def _nodes(nodes: list[Any], path_col: str) -> tuple[np.ndarray, np.ndarray] | N
     except (TypeError, KeyError, AttributeError):
         return None
     parent = np.array(par)
-    if parent.dtype.kind != "i" or "" in names:
-        return None
-    if (parent < -1).any() or (parent >= n).any() or (parent == np.arange(n)).any():
-        return None
+    if parent.dtype.kind != "i" or "" in names or parent.min() < -1 or parent.max() >= n:
+        return None  # (a cycle is found for the whole chunk at once: verify)
     return parent.astype(np.int64), np.array(names, dtype=object)
+
+
+def _ranks(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ranks, sorted, and each row's index among them (``np.unique``
+    with its inverse, cheaper for the few small ranks of one file)."""
+    if not ranks.size:
+        return ranks, ranks
+    lo, hi = int(ranks.min()), int(ranks.max())
+    if lo == hi:
+        return ranks[:1], np.zeros(ranks.size, dtype=np.int64)
+    if lo < 0 or hi > 4 * ranks.size:
+        uniq, inv = np.unique(ranks, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    seen = np.bincount(ranks, minlength=hi + 1) > 0
+    return np.flatnonzero(seen), (np.cumsum(seen) - 1)[ranks]
 
 
 def from_object(obj: Tree | Ensemble) -> FileArrays:
@@ -315,19 +347,21 @@ def read_chunk_arrays(
         >>> fas[0].n_profiles, fas[0].meta["format"]
         (8, 'caliper-json')
     """
-    from . import detect, read
+    from . import detect, detect_head, read
 
     out: list[FileArrays | None] = []
     for s in paths:
         p = Path(s)
+        got = _bytes(p)
+        raw = None if got is None else got[0]
         try:
-            name = format or detect(p)
+            name = format or (detect(p) if got is None else detect_head(p, got[1]))
         except ProfileError as e:  # after the earlier files' own errors, as a serial read
             failed: ProfileError | None = e
             break
         if name not in BATCH_FORMATS or reader_kw:
             raise NotBatch(s)
-        out.append(parse_caliper_json(p) if p.is_file() else None)
+        out.append(None if raw is None else parse_caliper_json(p, raw))
     else:
         failed = None
     redo = {k for k, fa in enumerate(out) if fa is None}
@@ -514,8 +548,13 @@ def _unify(files: list[FileArrays]) -> tuple[Tree, list[np.ndarray]]:
 
 def _node_column(files: list[FileArrays], c: str) -> np.ndarray:
     """A node column over every file's nodes (None where a file has none)."""
+    if c == "kind" and all(isinstance(fa.kind, str) for fa in files):
+        kinds = np.array([fa.kind for fa in files], dtype=object)
+        return np.repeat(kinds, [fa.parent.size for fa in files])
     parts = [
-        fa.kind if c == "kind" else fa.columns.get(c, np.full(fa.parent.size, None, dtype=object))
+        (np.full(fa.parent.size, fa.kind, dtype=object) if isinstance(fa.kind, str) else fa.kind)
+        if c == "kind"
+        else fa.columns.get(c, np.full(fa.parent.size, None, dtype=object))
         for fa in files
     ]
     kinds = {p.dtype for p in parts}
