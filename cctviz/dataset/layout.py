@@ -101,10 +101,16 @@ def write_dataset(
         "dead": np.flatnonzero(~ens.live).tolist(),
         "parts": [[p.file, p.lo, p.hi, p.rows] for p in parts],
     }
+    finish(out, manifest)
+    return out
+
+
+def finish(out: Path, manifest: dict[str, Any]) -> None:
+    """Write the manifest of a dataset whose tables are written, and last the
+    ``_COMPLETE`` marker naming its SHA-256: from then on the dataset is whole."""
     text = json.dumps(manifest).encode()
     (out / MANIFEST).write_bytes(text)
     (out / COMPLETE).write_text(json.dumps({"manifest_sha256": hashlib.sha256(text).hexdigest()}))
-    return out
 
 
 def _prepare_folder(out: Path, overwrite: bool) -> None:

@@ -482,8 +482,11 @@ def read_ensemble(
     workers: int | None = None,
     client: Any = None,
     batch: bool = True,
+    out: PathLike | None = None,
+    chunk_files: int = 2000,
+    overwrite: bool = False,
     **reader_kw: Any,
-) -> Ensemble:
+) -> Any:
     """Read many profiles and unify them by call path into one Ensemble.
 
     Every file contributes its profiles (one for a single-profile file, one
@@ -522,7 +525,13 @@ def read_ensemble(
         raise ValueError("read_ensemble: no files given")
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ValueError(f"read_ensemble: workers must be a positive integer, not {workers!r}")
-    if batch and not reader_kw and (format is None or format in BATCH_FORMATS):
+    batched = batch and not reader_kw and (format is None or format in BATCH_FORMATS)
+    if out is not None:
+        return _compose_into(
+            paths, out, metadata, format, progress, workers, client, batched, chunk_files,
+            overwrite, reader_kw,
+        )
+    if batched:
         runs_b = _RunNumbers()
 
         def extra_of(k: int, p: Path, fa: Any) -> dict[str, Any]:
@@ -549,6 +558,63 @@ def read_ensemble(
         items.append(obj)
         prof_meta.append(_profile_extra(k, p, obj.meta, runs.of(obj), metadata))
     return Ensemble.concat(items, prof_meta, _common_meta(items))
+
+
+def _compose_into(
+    paths: list[Path],
+    out: PathLike,
+    metadata: Any,
+    format: str | None,
+    progress: bool | None,
+    workers: int | None,
+    client: Any,
+    batched: bool,
+    chunk_files: int,
+    overwrite: bool,
+    reader_kw: dict[str, Any],
+) -> Any:
+    """:func:`read_ensemble` ``(out=)``: the files composed into a dataset folder,
+    ``chunk_files`` at a time (:mod:`cctviz.dataset.compose`), opened. Formats
+    without a batch parser are read whole and written (memory: the ensemble)."""
+    from ..dataset import open_dataset
+    from ..dataset.compose import compose_dataset
+
+    if batched:
+        runs = _RunNumbers()
+
+        def extra_of(k: int, p: Path, fa: Any) -> dict[str, Any]:
+            return _profile_extra(k, p, fa.meta, runs.of_meta(fa.meta, fa.is_tree), metadata)
+
+        def parse(chunk: list[Path]) -> list[Any]:
+            if client is not None or (workers or 1) > 1:
+                from ._batch import read_chunk_arrays
+                from ._parallel import read_all
+
+                return read_all(
+                    chunk, format, reader_kw, workers=workers, client=client, progress=False,
+                    task=read_chunk_arrays,
+                )
+            from ._batch import read_chunk_arrays
+
+            return read_chunk_arrays([str(p) for p in chunk], format, reader_kw)
+
+        def bar(chunks: Iterable[Any]) -> Iterable[Any]:
+            return progress_bar(chunks, progress, desc="composing", unit="chunk")
+
+        try:
+            compose_dataset(
+                paths, out, parse, extra_of, chunk_files=chunk_files, overwrite=overwrite,
+                progress=bar,
+            )
+            return open_dataset(out)
+        except NotBatch:
+            overwrite = True  # the folder holds only what this call made
+    ens = read_ensemble(
+        paths, metadata, format=format, progress=progress, workers=workers, client=client,
+        batch=False, **reader_kw,
+    )
+    ens.to_dataset(out, overwrite=overwrite)
+    return open_dataset(out)
 
 
 def _profile_extra(k: int, p: Path, meta: Mapping[str, Any], run: int, metadata: Any) -> dict[str, Any]:

@@ -460,6 +460,33 @@ def _signature(fa: FileArrays) -> tuple[Any, ...]:
     )
 
 
+def reconcile(
+    files: list[FileArrays],
+) -> tuple[list[str], dict[str, str], dict[str, str], np.ndarray]:
+    """:func:`_reconcile` (metrics, units, rules, per-file factors), for callers
+    that compose in parts (``read_ensemble(out=)``)."""
+    return _reconcile(files)
+
+
+def ensemble_meta(
+    files: list[FileArrays], units: dict[str, str], rules: dict[str, str], meta: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The composed ensemble's metadata, as ``Ensemble.concat`` gathers it: ``meta``,
+    the units, what the files said of units and rules, the rules that are not sums."""
+    m = dict(meta)
+    if units:
+        m.setdefault("units", units)
+    for key in ("units_assumed", "aggregation_notes"):
+        said: dict[str, Any] = {}
+        for fa in files:
+            said.update((fa.tree_meta or fa.meta).get(key, {}))
+        if said:
+            m.setdefault(key, said)
+    if any(r != "sum" for r in rules.values()):
+        m.setdefault("aggregation", {k: r for k, r in rules.items() if r != "sum"})
+    return m
+
+
 def compose(
     files: list[FileArrays],
     extras: list[dict[str, Any]],
@@ -479,25 +506,13 @@ def compose(
     """
     if not files:
         raise ValueError("an ensemble needs at least one profile")
-    tree, node_of = _unify(files)
+    tree, node_of = unify(files)
     metrics, units, rules, scale = _reconcile(files)
-    rows = _rows(files, node_of, metrics, scale)
-    prof = _profiles(files, extras)
-    m = dict(meta)
-    if units:
-        m.setdefault("units", units)
-    for key in ("units_assumed", "aggregation_notes"):
-        said: dict[str, Any] = {}
-        for fa in files:
-            said.update((fa.tree_meta or fa.meta).get(key, {}))
-        if said:
-            m.setdefault(key, said)
-    if any(r != "sum" for r in rules.values()):
-        m.setdefault("aggregation", {k: r for k, r in rules.items() if r != "sum"})
-    return Ensemble(tree, rows, prof, m)
+    rows = rows_table(files, node_of, metrics, scale)
+    return Ensemble(tree, rows, _profiles(files, extras), ensemble_meta(files, units, rules, meta))
 
 
-def _unify(files: list[FileArrays]) -> tuple[Tree, list[np.ndarray]]:
+def unify(files: list[FileArrays]) -> tuple[Tree, list[np.ndarray]]:
     """The unified tree of every file's nodes (by call path, the n-th same-named
     sibling being the n-th, siblings in order of first appearance, as
     ``unify_structures`` orders them) and, per file, the unified id of each of
@@ -592,7 +607,7 @@ def _reconcile(
     return metrics, units, rules, rep_scale[which]
 
 
-def _rows(
+def rows_table(
     files: list[FileArrays], node_of: list[np.ndarray], metrics: list[str], scale: np.ndarray
 ) -> pd.DataFrame:
     """The rows of every file on the unified tree, profiles numbered across files,
@@ -623,8 +638,13 @@ def _rows(
 
 
 def _profiles(files: list[FileArrays], extras: list[dict[str, Any]]) -> pd.DataFrame:
-    """The profiles table: a file's own profile records first (an Ensemble's
-    columns win), then the file's extra columns."""
+    """The profiles table (:func:`profile_records`, :func:`profiles_table`)."""
+    return profiles_table(profile_records(files, extras))
+
+
+def profile_records(files: list[FileArrays], extras: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One metadata record per profile: a file's own profile records first (an
+    Ensemble's columns win), then the file's extra columns."""
     records: list[dict[str, Any]] = []
     for fa, ex in zip(files, extras):
         if fa.is_tree:
@@ -632,6 +652,12 @@ def _profiles(files: list[FileArrays], extras: list[dict[str, Any]]) -> pd.DataF
         else:
             for r in fa.profiles or ():
                 records.append({**r, **{k: v for k, v in ex.items() if k not in r}})
+    return records
+
+
+def profiles_table(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """The profiles table of :func:`profile_records` (the columns in order of first
+    appearance, as ``pd.concat`` of the profiles' tables orders them)."""
     return pd.DataFrame.from_records(records) if records else pd.DataFrame()
 
 
