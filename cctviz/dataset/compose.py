@@ -51,7 +51,6 @@ from .layout import (
 
 #: files parsed and composed at a time by default
 CHUNK_FILES = 2000
-_FILLED = "__filled"
 
 
 class _Trie:
@@ -201,7 +200,7 @@ class _State:
         for fa in files:
             metrics += [m for m in fa.metrics if m not in metrics]
         rules: dict[str, str] = {}
-        for fa in files:  # what decides the rows' completion: a sum or not
+        for fa in files:  # how rows of one (node, profile) would combine: a sum or not
             agg = (fa.tree_meta or fa.meta).get("aggregation", {})
             for m in fa.metrics:
                 if rules.get(m, "sum") == "sum":
@@ -214,16 +213,8 @@ class _State:
         )
         gid = self.trie.add(ens.tree)
         r = ens.exclusive_rows
-        given = rows["node"].to_numpy() * max(total, 1) + rows["profile"].to_numpy()
-        have = r["node"].to_numpy() * max(total, 1) + r["profile"].to_numpy()
         table = pd.DataFrame(
-            {
-                "node": gid[r["node"].to_numpy()],
-                "profile": r["profile"].to_numpy() + self.n_profiles,
-                # rows the model added for ancestors (0 for a sum, even of a metric
-                # this chunk's files lack): told apart until the rules are known
-                _FILLED: ~np.isin(have, given),
-            }
+            {"node": gid[r["node"].to_numpy()], "profile": r["profile"].to_numpy() + self.n_profiles}
         )
         for m in metrics:
             table[m] = r[m].to_numpy()
@@ -248,7 +239,7 @@ class _State:
         prof_rep = np.concatenate(self.profile_rep) if self.profile_rep else np.empty(0, np.int64)
         parts = []
         for k, part in enumerate(self.parts):
-            parts.append(_rewrite(folder, k, part, inv, metrics, rules, scale, prof_rep))
+            parts.append(_rewrite(folder, k, part, inv, metrics, scale, prof_rep))
         structure = Tree(tree.nodes, None, meta, _trusted=True)
         profiles = text_as_object(_batch.profiles_table(self.records).reset_index(drop=True))
         encoded: dict[str, dict[str, str]] = {}
@@ -286,7 +277,6 @@ def _rewrite(
     part: Part,
     inv: np.ndarray,
     metrics: list[str],
-    rules: dict[str, str],
     scale: np.ndarray,
     prof_rep: np.ndarray,
 ) -> Part:
@@ -300,12 +290,8 @@ def _rewrite(
     order = np.lexsort((node, prof))
     out = pd.DataFrame({"node": node[order], "profile": prof[order]})
     fac = scale[prof_rep[prof[order]]] if len(order) else np.ones((0, len(metrics)))
-    filled = df[_FILLED].to_numpy()[order]
-    for j, m in enumerate(metrics):
-        if m in df:
-            v = df[m].to_numpy(dtype=np.float64)[order]
-        else:  # no file of the chunk has it: not measured, but an added ancestor's sum is 0
-            v = np.where(filled & (rules.get(m, "sum") == "sum"), 0.0, np.nan)
+    for j, m in enumerate(metrics):  # a metric no file of the chunk has: not measured
+        v = df[m].to_numpy(dtype=np.float64)[order] if m in df else np.full(len(order), np.nan)
         out[m] = v * fac[:, j]
     name = f"{ROWS}/part-{k:05d}.parquet"
     pq.write_table(pa.Table.from_pandas(out, preserve_index=False), folder / name, row_group_size=1 << 20)

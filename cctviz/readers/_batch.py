@@ -146,6 +146,8 @@ def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | Non
     is_tree = uniq.size <= 1
     if not is_tree and any(m.inclusive and m.rule != "none" for m in kept):
         return None  # inclusive values of several ranks: the reader's Ensemble path
+    if not is_tree and _gaps(parent, rnode, prof, uniq.size):
+        return None  # the reader's Ensemble adds the missing ancestors' rows
     meta = {k: _coerce(v) for k, v in doc.items() if k not in _SECTIONS}
     if uniq.size == 1 and j_rank is not None:
         meta.setdefault("rank", int(uniq[0]))
@@ -274,6 +276,15 @@ def _nodes(nodes: list[Any], path_col: str) -> tuple[np.ndarray, np.ndarray] | N
     if parent.dtype.kind != "i" or "" in names or parent.min() < -1 or parent.max() >= n:
         return None  # (a cycle is found for the whole chunk at once: verify)
     return parent.astype(np.int64), np.array(names, dtype=object)
+
+
+def _gaps(parent: np.ndarray, node: np.ndarray, prof: np.ndarray, n_prof: int) -> bool:
+    """Whether some profile has a record of a node but none of its parent."""
+    present = np.zeros((parent.size, n_prof), dtype=bool)
+    present[node, prof] = True
+    up = parent[node]
+    has = up >= 0
+    return not present[up[has], prof[has]].all()
 
 
 def _ranks(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
