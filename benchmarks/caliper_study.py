@@ -116,9 +116,13 @@ def drop_leaf(doc: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
     return {**doc, "nodes": new_nodes, "data": data}
 
 
-def drop_columns(doc: dict[str, Any], aliases: tuple[str, ...]) -> dict[str, Any]:
-    """The document without the value columns of these aliases."""
-    keep = [j for j, m in enumerate(doc["column_metadata"]) if m.get("attribute.alias") not in aliases]
+def drop_columns(doc: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The document without the value columns of these aliases or attributes."""
+    keep = [
+        j
+        for j, (c, m) in enumerate(zip(doc["columns"], doc["column_metadata"]))
+        if m.get("attribute.alias") not in names and c not in names
+    ]
     return {
         **doc,
         "columns": [doc["columns"][j] for j in keep],

@@ -149,7 +149,8 @@ def test_two_processes_equal_the_serial_read(study):
 @st.composite
 def variations(draw):
     """A real LULESH or RAJAPerf document, varied: leaves dropped, columns
-    dropped, values scaled or left out, a record repeated, ranks renumbered."""
+    dropped, values scaled or left out, records lost, a record repeated, ranks
+    renumbered."""
     docs = _sources()
     doc = docs[draw(st.integers(0, len(docs) - 1))]
     rng = np.random.default_rng(draw(st.integers(0, 2**31)))
@@ -167,6 +168,9 @@ def variations(draw):
                     row[j] = None
                 else:
                     row[j] = row[j] * draw(st.sampled_from([1.0, 0.5, 3.0]))
+    if data and draw(st.integers(0, 3)) == 0:  # records lost: a rank without an ancestor's
+        lost = set(draw(st.lists(st.integers(0, len(data) - 1), max_size=5)))
+        data = [row for k, row in enumerate(data) if k not in lost]
     if data and draw(st.booleans()) and draw(st.integers(0, 4)) == 0:
         data.append(list(data[draw(st.integers(0, len(data) - 1))]))
     if "mpi.rank" in cols and draw(st.booleans()):
