@@ -135,7 +135,11 @@ def perturb_lulesh(doc: dict[str, Any], rng: np.random.Generator, sigma: float) 
     """Every record's exclusive time times its own factor (whole microseconds), the
     inclusive time recomputed per rank over the call tree."""
     cols = doc["columns"]
-    je, ji, jp = cols.index("sum#time.duration"), cols.index("inclusive#sum#time.duration"), cols.index("path")
+    je, ji, jp = (
+        cols.index("sum#time.duration"),
+        cols.index("inclusive#sum#time.duration"),
+        cols.index("path"),
+    )
     jr = cols.index("mpi.rank") if "mpi.rank" in cols else None
     data = doc["data"]
     n = len(doc["nodes"])

@@ -71,7 +71,11 @@ class _Trie:
         ordinal = _algo.sibling_ordinal(tree.parent, pd.factorize(names)[0].astype(np.int64))
         out = np.empty(n, dtype=np.int64)
         par = tree.parent
-        cols = {c: tree.nodes[c].to_numpy() for c in tree.nodes.columns if c not in ("name", "parent", "depth")}
+        cols = {
+            c: tree.nodes[c].to_numpy()
+            for c in tree.nodes.columns
+            if c not in ("name", "parent", "depth")
+        }
         for c in cols:
             if c not in self.columns:
                 self.columns[c] = [None] * len(self.parent)
@@ -104,7 +108,9 @@ class _Trie:
         inv[perm] = np.arange(parent.size)
         nodes = pd.DataFrame(
             {
-                "name": pd.Series(np.asarray(self.columns["name"], dtype=object)[perm], dtype=object),
+                "name": pd.Series(
+                    np.asarray(self.columns["name"], dtype=object)[perm], dtype=object
+                ),
                 "parent": np.where(parent[perm] >= 0, inv[np.maximum(parent[perm], 0)], -1),
             }
         )
@@ -151,7 +157,9 @@ def compose_dataset(
     try:
         for c, chunk in enumerate(progress(chunks) if progress else chunks):
             files = parse(chunk)
-            extras = [extra_of(state.n_files + k, p, fa) for k, (p, fa) in enumerate(zip(chunk, files))]
+            extras = [
+                extra_of(state.n_files + k, p, fa) for k, (p, fa) in enumerate(zip(chunk, files))
+            ]
             state.add_chunk(folder, c, files, extras)
             del files  # one chunk of parsed files alive at a time
     except _batch.NotBatch:
@@ -208,13 +216,18 @@ class _State:
         rows = _batch.rows_table(files, node_of, metrics, np.ones((len(files), len(metrics))))
         total = int(n_prof.sum())
         ens = Ensemble(
-            tree, rows, pd.DataFrame(index=range(total)),
+            tree,
+            rows,
+            pd.DataFrame(index=range(total)),
             {"aggregation": {m: r for m, r in rules.items() if r != "sum"}},
         )
         gid = self.trie.add(ens.tree)
         r = ens.exclusive_rows
         table = pd.DataFrame(
-            {"node": gid[r["node"].to_numpy()], "profile": r["profile"].to_numpy() + self.n_profiles}
+            {
+                "node": gid[r["node"].to_numpy()],
+                "profile": r["profile"].to_numpy() + self.n_profiles,
+            }
         )
         for m in metrics:
             table[m] = r[m].to_numpy()
@@ -230,7 +243,9 @@ class _State:
         write the small tables and the manifest, and last the marker."""
         metrics, units, rules, scale = _batch.reconcile(self.reps)
         formats = self.formats
-        common = {"format": next(iter(formats))} if len(formats) == 1 and None not in formats else {}
+        common = (
+            {"format": next(iter(formats))} if len(formats) == 1 and None not in formats else {}
+        )
         meta = _batch.ensemble_meta([], units, rules, common)
         for key, said in self.said.items():
             if said:
@@ -266,8 +281,16 @@ def _strip(fa: _batch.FileArrays) -> _batch.FileArrays:
     """A file's arrays without its nodes and rows: what the units and rules need."""
     empty = np.empty(0, dtype=np.int64)
     return _batch.FileArrays(
-        empty, empty, "", empty, empty, np.empty((0, len(fa.metrics))), list(fa.metrics),
-        dict(fa.meta), fa.is_tree, tree_meta=fa.tree_meta,
+        empty,
+        empty,
+        "",
+        empty,
+        empty,
+        np.empty((0, len(fa.metrics))),
+        list(fa.metrics),
+        dict(fa.meta),
+        fa.is_tree,
+        tree_meta=fa.tree_meta,
     )
 
 
@@ -294,7 +317,9 @@ def _rewrite(
         v = df[m].to_numpy(dtype=np.float64)[order] if m in df else np.full(len(order), np.nan)
         out[m] = v * fac[:, j]
     name = f"{ROWS}/part-{k:05d}.parquet"
-    pq.write_table(pa.Table.from_pandas(out, preserve_index=False), folder / name, row_group_size=1 << 20)
+    pq.write_table(
+        pa.Table.from_pandas(out, preserve_index=False), folder / name, row_group_size=1 << 20
+    )
     src.unlink()
     return Part(name, part.lo, part.hi, len(out))
 

@@ -528,8 +528,17 @@ def read_ensemble(
     batched = batch and not reader_kw and (format is None or format in BATCH_FORMATS)
     if out is not None:
         return _compose_into(
-            paths, out, metadata, format, progress, workers, client, batched, chunk_files,
-            overwrite, reader_kw,
+            paths,
+            out,
+            metadata,
+            format,
+            progress,
+            workers,
+            client,
+            batched,
+            chunk_files,
+            overwrite,
+            reader_kw,
         )
     if batched:
         runs_b = _RunNumbers()
@@ -539,7 +548,12 @@ def read_ensemble(
 
         try:
             return read_batch(
-                paths, format, reader_kw, extra_of, workers=workers, client=client,
+                paths,
+                format,
+                reader_kw,
+                extra_of,
+                workers=workers,
+                client=client,
                 progress=progress,
             )
         except NotBatch:
@@ -591,7 +605,12 @@ def _compose_into(
                 from ._parallel import read_all
 
                 return read_all(
-                    chunk, format, reader_kw, workers=workers, client=client, progress=False,
+                    chunk,
+                    format,
+                    reader_kw,
+                    workers=workers,
+                    client=client,
+                    progress=False,
                     task=read_chunk_arrays,
                 )
             from ._batch import read_chunk_arrays
@@ -603,21 +622,34 @@ def _compose_into(
 
         try:
             compose_dataset(
-                paths, out, parse, extra_of, chunk_files=chunk_files, overwrite=overwrite,
+                paths,
+                out,
+                parse,
+                extra_of,
+                chunk_files=chunk_files,
+                overwrite=overwrite,
                 progress=bar,
             )
             return open_dataset(out)
         except NotBatch:
             overwrite = True  # the folder holds only what this call made
     ens = read_ensemble(
-        paths, metadata, format=format, progress=progress, workers=workers, client=client,
-        batch=False, **reader_kw,
+        paths,
+        metadata,
+        format=format,
+        progress=progress,
+        workers=workers,
+        client=client,
+        batch=False,
+        **reader_kw,
     )
     ens.to_dataset(out, overwrite=overwrite)
     return open_dataset(out)
 
 
-def _profile_extra(k: int, p: Path, meta: Mapping[str, Any], run: int, metadata: Any) -> dict[str, Any]:
+def _profile_extra(
+    k: int, p: Path, meta: Mapping[str, Any], run: int, metadata: Any
+) -> dict[str, Any]:
     """The profile columns :func:`read_ensemble` gives the ``k``-th file ``p``
     (whose profile's metadata is ``meta``): ``file``, ``run``, the file's scalar
     metadata, then ``metadata``'s."""

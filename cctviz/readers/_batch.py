@@ -167,7 +167,9 @@ def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | Non
         values = np.empty((n, len(kept)))
         for j, m in enumerate(kept):
             col = np.zeros(n) if m.rule == "sum" else np.full(n, np.nan)
-            col[rnode] = np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
+            col[rnode] = (
+                np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
+            )
             if m.inclusive and m.rule == "sum":
                 col = _algo.own_from_inclusive(parent, col)
             values[:, j] = col
@@ -175,10 +177,16 @@ def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | Non
         profiles = None
     else:
         node, row_prof = rnode, prof
-        values = np.column_stack(
-            [np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
-             for m in kept]
-        ) if kept else np.empty((rnode.size, 0))
+        values = (
+            np.column_stack(
+                [
+                    np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
+                    for m in kept
+                ]
+            )
+            if kept
+            else np.empty((rnode.size, 0))
+        )
         profiles = [{"rank": int(r)} for r in uniq]
     checks: list[tuple[str, int, np.ndarray | None]] = []
     for m in specs:
@@ -234,7 +242,9 @@ def _load(path: Path, raw: bytes | None = None) -> dict[str, Any] | None:
     cols, cmeta = doc["columns"], doc["column_metadata"]
     if len(cmeta) != len(cols) or not all(isinstance(c, str) for c in cols):
         return None
-    if len(set(cols)) != len(cols) or not all(isinstance(m, dict) and "is_value" in m for m in cmeta):
+    if len(set(cols)) != len(cols) or not all(
+        isinstance(m, dict) and "is_value" in m for m in cmeta
+    ):
         return None
     return doc
 
@@ -394,8 +404,9 @@ def verify(files: list[FileArrays], index: list[int]) -> set[int]:
         return set()
     sizes = np.array([fa.parent.size for fa in files], dtype=np.int64)
     noff = np.concatenate(([0], np.cumsum(sizes)))
-    gpar = np.concatenate([np.where(fa.parent >= 0, fa.parent + o, -1) for fa, o in
-                           zip(files, noff[:-1])])
+    gpar = np.concatenate(
+        [np.where(fa.parent >= 0, fa.parent + o, -1) for fa, o in zip(files, noff[:-1])]
+    )
     try:
         depth, _ = _algo.level_order(gpar)
     except ValueError:
@@ -416,8 +427,11 @@ def verify(files: list[FileArrays], index: list[int]) -> set[int]:
     local = np.arange(coff[-1]) - coff[file_of]
     gnode = noff[np.asarray(todo)][file_of] + local // P[file_of]
     gp = gpar[gnode]
-    cpar = np.where(gp >= 0, coff[file_of] + (gp - noff[np.asarray(todo)][file_of]) * P[file_of]
-                    + local % P[file_of], -1)
+    cpar = np.where(
+        gp >= 0,
+        coff[file_of] + (gp - noff[np.asarray(todo)][file_of]) * P[file_of] + local % P[file_of],
+        -1,
+    )
     cdepth = depth[gnode]
     order = np.argsort(cdepth, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(cdepth))))
@@ -428,11 +442,11 @@ def verify(files: list[FileArrays], index: list[int]) -> set[int]:
         for kind, j, rec in files[k].checks:
             groups.setdefault((kind, files[k].metrics[j]), []).append((t, j, rec))
     for (kind, _), items in groups.items():
-        cells = np.concatenate([coff[t] + files[todo[t]].node * P[t] + files[todo[t]].prof
-                                for t, _, _ in items])
+        cells = np.concatenate(
+            [coff[t] + files[todo[t]].node * P[t] + files[todo[t]].prof for t, _, _ in items]
+        )
         vals = np.concatenate([files[todo[t]].values[:, j] for t, j, _ in items])
-        owner = np.repeat([t for t, _, _ in items],
-                          [files[todo[t]].node.size for t, _, _ in items])
+        owner = np.repeat([t for t, _, _ in items], [files[todo[t]].node.size for t, _, _ in items])
         rule = "sum" if kind == "dropped" else kind
         cellv = np.zeros(coff[-1]) if rule == "sum" else np.full(coff[-1], np.nan)
         cellv[cells] = vals
@@ -455,7 +469,7 @@ class _Shape:
     profile (its units, metrics, rules and metadata), for a file's arrays."""
 
     def __init__(self, fa: FileArrays) -> None:
-        self.meta = (fa.tree_meta or fa.meta)
+        self.meta = fa.tree_meta or fa.meta
         self.exc_metrics = fa.metrics
         self.units = dict(self.meta.get("units", {}))
         rules = self.meta.get("aggregation", {})
@@ -463,12 +477,10 @@ class _Shape:
 
 
 def _signature(fa: FileArrays) -> tuple[Any, ...]:
-    m = (fa.tree_meta or fa.meta)
+    m = fa.tree_meta or fa.meta
     units, said, rules = m.get("units", {}), m.get("units_assumed", {}), m.get("aggregation", {})
     notes = m.get("aggregation_notes", {})
-    return tuple(
-        (x, units.get(x), x in said, rules.get(x, "sum"), x in notes) for x in fa.metrics
-    )
+    return tuple((x, units.get(x), x in said, rules.get(x, "sum"), x in notes) for x in fa.metrics)
 
 
 def reconcile(
@@ -584,8 +596,10 @@ def _node_column(files: list[FileArrays], c: str) -> np.ndarray:
         for fa in files
     ]
     kinds = {p.dtype for p in parts}
-    return np.concatenate(parts) if len(kinds) == 1 else np.concatenate(
-        [p.astype(object) for p in parts]
+    return (
+        np.concatenate(parts)
+        if len(kinds) == 1
+        else np.concatenate([p.astype(object) for p in parts])
     )
 
 
@@ -689,7 +703,12 @@ def read_batch(
         from ._parallel import read_all
 
         files = read_all(
-            paths, format, reader_kw, workers=workers, client=client, progress=progress,
+            paths,
+            format,
+            reader_kw,
+            workers=workers,
+            client=client,
+            progress=progress,
             task=read_chunk_arrays,
         )
     else:

@@ -244,9 +244,7 @@ def metric_specs(
     keeps the later column under its attribute name.
     """
     values = [
-        numeric(path, df[c.name], f"value column {c.name!r}", row_where).to_numpy(
-            dtype=np.float64
-        )
+        numeric(path, df[c.name], f"value column {c.name!r}", row_where).to_numpy(dtype=np.float64)
         for c in value_cols
     ]
     return specs_of(value_cols, values)

@@ -66,9 +66,7 @@ def read_all(
     if client is not None:
         n = _cluster_threads(client)
         parts = chunks(paths, n)
-        futures = client.map(
-            task, parts, format=format, reader_kw=dict(reader_kw), pure=False
-        )
+        futures = client.map(task, parts, format=format, reader_kw=dict(reader_kw), pure=False)
         order = {f.key: k for k, f in enumerate(futures)}
         from dask.distributed import as_completed as dask_completed
 

@@ -11,7 +11,6 @@ import sys
 import weakref
 
 import numpy as np
-
 import pytest
 
 import cctviz
@@ -44,7 +43,9 @@ def test_the_composed_dataset_is_the_in_memory_ensemble(study, in_memory, tmp_pa
     assert isinstance(ds, cctviz.DatasetEnsemble)
     assert_same_ensemble(ds.to_ensemble(), in_memory)
     parts = sorted(p.name for p in (tmp_path / "d" / "rows").iterdir())
-    assert len(parts) == -(-len(study) // chunk_files) and all(p.startswith("part-0") for p in parts)
+    assert len(parts) == -(-len(study) // chunk_files) and all(
+        p.startswith("part-0") for p in parts
+    )
     for metric in ("Total time (inc)", "Max time/rank (inc)", "time (inc)", "Avg time/rank"):
         assert_same_stats(ds.stats(metric), in_memory.stats(metric), metric)
 
@@ -72,7 +73,10 @@ def test_rows_added_for_ancestors_as_in_memory(study, tmp_path):
 
 
 def test_real_ensembles_compose_alike(tmp_path):
-    files = [*LULESH_SCALING, DATA / "hatchet" / "caliper-lulesh-json" / "lulesh-annotation-profile.json"]
+    files = [
+        *LULESH_SCALING,
+        DATA / "hatchet" / "caliper-lulesh-json" / "lulesh-annotation-profile.json",
+    ]
     ens = cctviz.read_ensemble(files, progress=False)
     ds = cctviz.read_ensemble(files, out=tmp_path / "l", chunk_files=3, progress=False)
     assert_same_ensemble(ds.to_ensemble(), ens)
