@@ -516,9 +516,31 @@ def read_ensemble(
     :class:`~cctviz.ProfileError` here, naming it. The reader's keyword
     arguments go to the workers (they must pickle); ``metadata`` is applied here.
 
-    >>> import cctviz, glob
-    >>> files = sorted(glob.glob("../shared/data/hatchet-tutorial/lulesh-scaling/*.json"))
-    >>> ens = cctviz.read_ensemble(files[:2], progress=False)  # doctest: +SKIP
+    ``batch``: formats that come in many small files (Caliper json-split) are
+    parsed to plain arrays, without a Tree per file, and composed in one pass
+    (:mod:`cctviz.readers._batch`); the result equals reading each file and
+    concatenating (``batch=False``), which other formats always do.
+
+    ``out=folder`` composes straight into a dataset folder (the layout of
+    :meth:`Ensemble.to_dataset`) with bounded memory: ``chunk_files`` files are
+    parsed at a time and their rows written before the next chunk is read
+    (:mod:`cctviz.dataset.compose`; needs the ``scale`` extra), and the opened
+    :class:`~cctviz.DatasetEnsemble` is returned. It equals
+    ``read_ensemble(files).to_dataset(folder)``. An existing dataset there is
+    replaced only with ``overwrite=True``; a compose that fails on the way
+    leaves a folder that :func:`cctviz.open_dataset` refuses as partial. Formats
+    without a batch parser are read whole, then written.
+
+    Example:
+        >>> import cctviz, glob, tempfile
+        >>> files = sorted(glob.glob("../shared/data/hatchet-tutorial/lulesh-scaling/*.json"))
+        >>> ens = cctviz.read_ensemble(files, progress=False)
+        >>> ens.n_profiles, len(ens.tree)  # 1 to 512 ranks: 1,296 profiles
+        (1296, 45)
+        >>> ds = cctviz.read_ensemble(files, out=tempfile.mkdtemp() + "/lulesh",
+        ...                           chunk_files=3, progress=False)
+        >>> type(ds).__name__, ds.n_profiles, len(ds.tree), ds.to_ensemble() == ens
+        ('DatasetEnsemble', 1296, 45, True)
     """
     paths = _expand_paths(paths_or_glob)
     if not paths:
