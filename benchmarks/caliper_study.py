@@ -195,15 +195,16 @@ def write_study(
     missing_every: int = 10,
     drop_every: int = 7,
 ) -> list[Path]:
-    """``n_files`` json-split files in ``outdir``, LULESH and RAJAPerf runs in turn
-    (the module docstring says how each differs from its real source)."""
-    lulesh, raja = lulesh_docs(max_ranks), rajaperf_docs()
-    sources = [("lulesh", d) for d in lulesh] + [("rajaperf", d) for d in raja]
+    """``n_files`` json-split files in ``outdir``, a LULESH run and a RAJAPerf run
+    in turn, each cycling through its real runs (the module docstring says how
+    each copy differs from its source)."""
+    kinds = {"lulesh": lulesh_docs(max_ranks), "rajaperf": rajaperf_docs()}
     rng = np.random.default_rng(seed)
     outdir.mkdir(parents=True, exist_ok=True)
     out = []
     for k in range(n_files):
-        kind, doc = sources[k % len(sources)]
+        kind = ("lulesh", "rajaperf")[k % 2]
+        doc = kinds[kind][(k // 2) % len(kinds[kind])]
         if k % missing_every == missing_every - 1:
             doc = drop_leaf(doc, rng)
         if kind == "lulesh":
