@@ -637,7 +637,7 @@ def _compose_into(
                 )
             from ._batch import read_chunk_arrays
 
-            return read_chunk_arrays([str(p) for p in chunk], format, reader_kw)
+            return read_chunk_arrays(chunk, format, reader_kw)
 
         def bar(chunks: Iterable[Any]) -> Iterable[Any]:
             return progress_bar(chunks, progress, desc="composing", unit="chunk")

@@ -41,7 +41,7 @@ from ..model import _algo
 from ..model.ensemble import Ensemble, _reconcile_rules, _reconcile_units
 from ..model.tree import STRUCT_COLUMNS, Tree
 from ..model.units import dimension
-from ._caliper import ORDER_COL, CaliColumn, _coerce, specs_of
+from ._caliper import ORDER_COL, CaliColumn, _coerce, spec_shape, specs_from_shape
 from ._json import file_bytes
 
 #: the formats that have a batch parser
@@ -109,7 +109,7 @@ def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | Non
         path_col, kind = "path", "region"
     else:
         return None
-    value_cols, j_rank = _value_columns(cols, cmeta, path_col)
+    value_cols, j_rank, shape = _columns(cols, cmeta, path_col)
     if value_cols is None:
         return None
     tree = _nodes(nodes, path_col)
@@ -138,7 +138,7 @@ def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | Non
     key = np.sort(rnode * max(uniq.size, 1) + prof)
     if key.size > 1 and (key[1:] == key[:-1]).any():
         return None  # several records of one (node, rank): combined by the reader
-    specs = specs_of([c for _, c in value_cols], [mat[keep, j] for j, _ in value_cols])
+    specs = specs_from_shape(shape, [mat[keep, j] for j in value_cols])
     kept = sorted(
         (m for m in specs if m.kept),
         key=lambda m: not (m.rule == "sum" and dimension(m.unit) == "time"),
@@ -249,6 +249,43 @@ def _load(path: Path, raw: bytes | None = None) -> dict[str, Any] | None:
     return doc
 
 
+def _columns(
+    cols: list[str], cmeta: list[dict[str, Any]], path_col: str
+) -> tuple[list[int] | None, int | None, Any]:
+    """:func:`_value_columns` with the metrics' :func:`spec_shape`, decided once
+    per set of columns (the files of a study share theirs)."""
+    try:
+        key = (
+            path_col,
+            tuple(cols),
+            tuple(
+                (bool(m.get("is_value")), m.get("attribute.alias"), m.get("attribute.unit"))
+                for m in cmeta
+            ),
+        )
+        hash(key)
+    except TypeError:  # an alias or unit that is no text
+        return _columns_of(cols, cmeta, path_col)
+    got = _COLUMNS.get(key)
+    if got is None:
+        if len(_COLUMNS) >= 256:  # a study has a few sets of columns
+            _COLUMNS.clear()
+        got = _COLUMNS[key] = _columns_of(cols, cmeta, path_col)
+    return got
+
+
+_COLUMNS: dict[Any, Any] = {}
+
+
+def _columns_of(
+    cols: list[str], cmeta: list[dict[str, Any]], path_col: str
+) -> tuple[list[int] | None, int | None, Any]:
+    value_cols, j_rank = _value_columns(cols, cmeta, path_col)
+    if value_cols is None:
+        return None, None, None
+    return [j for j, _ in value_cols], j_rank, spec_shape([c for _, c in value_cols])
+
+
 def _value_columns(
     cols: list[str], cmeta: list[dict[str, Any]], path_col: str
 ) -> tuple[list[tuple[int, CaliColumn]] | None, int | None]:
@@ -356,7 +393,7 @@ def from_object(obj: Tree | Ensemble) -> FileArrays:
 
 # ------------------------------------------------------------------ a task
 def read_chunk_arrays(
-    paths: Sequence[str], format: str | None, reader_kw: Mapping[str, Any]
+    paths: Sequence[str | Path], format: str | None, reader_kw: Mapping[str, Any]
 ) -> list[FileArrays]:
     """The profiles of ``paths`` as arrays (a batch task: runs in a worker).
 
@@ -372,7 +409,7 @@ def read_chunk_arrays(
 
     out: list[FileArrays | None] = []
     for s in paths:
-        p = Path(s)
+        p = s if isinstance(s, Path) else Path(s)
         got = _bytes(p)
         raw = None if got is None else got[0]
         try:
@@ -381,7 +418,7 @@ def read_chunk_arrays(
             failed: ProfileError | None = e
             break
         if name not in BATCH_FORMATS or reader_kw:
-            raise NotBatch(s)
+            raise NotBatch(str(s))
         out.append(None if raw is None else parse_caliper_json(p, raw))
     else:
         failed = None
@@ -712,7 +749,7 @@ def read_batch(
             task=read_chunk_arrays,
         )
     else:
-        files = read_chunk_arrays([str(p) for p in paths], format, reader_kw)
+        files = read_chunk_arrays(paths, format, reader_kw)
     extras = [extra_of(k, p, fa) for k, (p, fa) in enumerate(zip(paths, files))]
     formats = {fa.meta.get("format") for fa in files}
     common = {"format": formats.pop()} if len(formats) == 1 and None not in formats else {}

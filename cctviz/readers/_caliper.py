@@ -261,10 +261,20 @@ def specs_of(value_cols: list[CaliColumn], values: list[np.ndarray]) -> list[Met
     ...     [np.array([2.0, 1.0]), np.array([3.0, 1.0])])]
     [('time', 'sum', False, True, 'us'), ('time', 'sum', True, False, 'us')]
     """
+    return specs_from_shape(spec_shape(value_cols), values)
+
+
+def spec_shape(value_cols: list[CaliColumn]) -> tuple[_SpecShape, ...]:
+    """What :func:`specs_of` decides from the columns alone (cached per set of columns)."""
     try:
-        shape = _spec_shape(tuple(value_cols))
+        return _spec_shape(tuple(value_cols))
     except TypeError:  # an alias or unit that is no text (unhashable): decided here
-        shape = _spec_shape.__wrapped__(tuple(value_cols))
+        return _spec_shape.__wrapped__(tuple(value_cols))
+
+
+def specs_from_shape(shape: tuple[_SpecShape, ...], values: list[np.ndarray]) -> list[MetricSpec]:
+    """:func:`specs_of` of columns whose :func:`spec_shape` is known: the specs with
+    their values, and the units decided by the values (Caliper's timer)."""
     specs = [
         MetricSpec(t.attr, t.name, v, t.rule, t.inclusive, t.unit, note=t.note, kept=t.kept)
         for t, v in zip(shape, values, strict=True)
@@ -396,8 +406,15 @@ _FLOAT = re.compile(r"^[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$")
 def _coerce(v: Any) -> Any:
     """Caliper writes run metadata as strings: give numbers back as numbers."""
     if isinstance(v, str):
-        if _INT.match(v):
-            return int(v)
-        if _FLOAT.match(v):
-            return float(v)
+        return _coerce_text(v)
+    return v
+
+
+@functools.lru_cache(maxsize=4096)
+def _coerce_text(v: str) -> Any:
+    """:func:`_coerce` of a text (the same values recur in every file of a study)."""
+    if _INT.match(v):
+        return int(v)
+    if _FLOAT.match(v):
+        return float(v)
     return v
