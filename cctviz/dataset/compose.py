@@ -192,7 +192,7 @@ class _State:
         self.records += _batch.profile_records(files, extras)
         reps = []
         for fa in files:
-            s = _batch._signature(fa)
+            s = _batch.signature(fa)
             i = self.sig_of.setdefault(s, len(self.reps))
             if i == len(self.reps):
                 self.reps.append(_strip(fa))

@@ -46,6 +46,8 @@ from ._json import file_bytes
 
 #: the formats that have a batch parser
 BATCH_FORMATS = ("caliper-json",)
+#: (node, profile) cells of one file beyond which its checks are the reader's
+DENSE_CELLS = 1 << 22
 _SECTIONS = ("data", "columns", "column_metadata", "nodes")
 
 
@@ -327,10 +329,15 @@ def _nodes(nodes: list[Any], path_col: str) -> tuple[np.ndarray, np.ndarray] | N
 
 def _gaps(parent: np.ndarray, node: np.ndarray, prof: np.ndarray, n_prof: int) -> bool:
     """Whether some profile has a record of a node but none of its parent."""
-    present = np.zeros((parent.size, n_prof), dtype=bool)
-    present[node, prof] = True
     up = parent[node]
     has = up >= 0
+    if parent.size * n_prof > DENSE_CELLS:  # many nodes x many ranks: by sorted keys
+        keys = np.sort(node * n_prof + prof)
+        want = up[has] * n_prof + prof[has]
+        at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+        return not (keys[at] == want).all()
+    present = np.zeros((parent.size, n_prof), dtype=bool)
+    present[node, prof] = True
     return not present[up[has], prof[has]].all()
 
 
@@ -454,9 +461,14 @@ def verify(files: list[FileArrays], index: list[int]) -> set[int]:
             except ValueError:
                 bad.add(index[k])
         return bad
-    todo = [k for k, fa in enumerate(files) if fa.checks]
+    big = {
+        k
+        for k, fa in enumerate(files)
+        if fa.checks and fa.parent.size * fa.n_profiles > DENSE_CELLS
+    }
+    todo = [k for k, fa in enumerate(files) if fa.checks and k not in big]
     if not todo:
-        return set()
+        return {index[k] for k in big}
     P = np.array([files[k].n_profiles for k in todo], dtype=np.int64)
     n = sizes[todo]
     coff = np.concatenate(([0], np.cumsum(n * P)))
@@ -497,7 +509,7 @@ def verify(files: list[FileArrays], index: list[int]) -> set[int]:
         else:
             ok = np.isclose(got, vals, rtol=1e-9, equal_nan=True) | np.isnan(vals)
         bad |= {index[todo[t]] for t in np.unique(owner[~ok])}
-    return bad
+    return bad | {index[k] for k in big}
 
 
 # ------------------------------------------------------------------ compose
@@ -513,7 +525,9 @@ class _Shape:
         self.aggregation = {m: rules.get(m, "sum") for m in fa.metrics}
 
 
-def _signature(fa: FileArrays) -> tuple[Any, ...]:
+def signature(fa: FileArrays) -> tuple[Any, ...]:
+    """What the reconciliation of units and rules reads of a file, as a key: files
+    with equal keys reconcile alike (a study has a few kinds of file)."""
     m = fa.tree_meta or fa.meta
     units, said, rules = m.get("units", {}), m.get("units_assumed", {}), m.get("aggregation", {})
     notes = m.get("aggregation_notes", {})
@@ -650,7 +664,7 @@ def _reconcile(
     which = np.empty(len(files), dtype=np.int64)
     reps: list[FileArrays] = []
     for k, fa in enumerate(files):
-        s = _signature(fa)
+        s = signature(fa)
         i = sig_of.setdefault(s, len(reps))
         if i == len(reps):
             reps.append(fa)

@@ -141,6 +141,28 @@ def test_other_formats_take_the_one_by_one_path(tmp_path):
     assert ens.profiles["file"].tolist() == [str(LULESH_SCALING[1]), str(literal)]
 
 
+def test_gaps_in_ranks_go_to_the_reader_big_files_too(tmp_path, monkeypatch, count_fallbacks):
+    """Rank 3 of an 8-rank LULESH run without its record of an inner region: the
+    reader's Ensemble adds the row within the file; found by a dense (node, rank)
+    mask, or by sorted keys in files beyond DENSE_CELLS."""
+    doc = caliper_study.drop_columns(
+        caliper_study.lulesh_docs(8)[-1], ("inclusive#sum#time.duration",)
+    )
+    jp, jr = doc["columns"].index("path"), doc["columns"].index("mpi.rank")
+    inner = doc["nodes"][3]["parent"]
+    gap = {**doc, "data": [r for r in doc["data"] if not (r[jp] == inner and r[jr] == 3)]}
+    (tmp_path / "gap.json").write_text(json.dumps(gap))
+    (tmp_path / "whole.json").write_text(json.dumps(doc))
+    files = [tmp_path / "whole.json", tmp_path / "gap.json", LULESH_SCALING[1]]
+    assert_equal_reads(files)
+    assert count_fallbacks == [str(tmp_path / "gap.json")]
+    monkeypatch.setattr(_batch, "DENSE_CELLS", 1)  # every file is big
+    count_fallbacks.clear()
+    assert_equal_reads(files)
+    # the gap found by keys; the 1-rank file's inclusive check left to the reader
+    assert count_fallbacks == [str(tmp_path / "gap.json"), str(LULESH_SCALING[1])]
+
+
 def test_two_processes_equal_the_serial_read(study):
     serial = cctviz.read_ensemble(study, progress=False)
     assert cctviz.read_ensemble(study, workers=2, progress=False) == serial
