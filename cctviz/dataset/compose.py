@@ -195,7 +195,7 @@ class _State:
             s = _batch.signature(fa)
             i = self.sig_of.setdefault(s, len(self.reps))
             if i == len(self.reps):
-                self.reps.append(_strip(fa))
+                self.reps.append(_batch.strip(fa))
             reps.append(i)
             m = fa.tree_meta or fa.meta
             for key, said in self.said.items():
@@ -275,23 +275,6 @@ class _State:
         }
         finish(folder, manifest)
         return folder
-
-
-def _strip(fa: _batch.FileArrays) -> _batch.FileArrays:
-    """A file's arrays without its nodes and rows: what the units and rules need."""
-    empty = np.empty(0, dtype=np.int64)
-    return _batch.FileArrays(
-        empty,
-        empty,
-        "",
-        empty,
-        empty,
-        np.empty((0, len(fa.metrics))),
-        list(fa.metrics),
-        dict(fa.meta),
-        fa.is_tree,
-        tree_meta=fa.tree_meta,
-    )
 
 
 def _rewrite(

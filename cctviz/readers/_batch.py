@@ -568,7 +568,7 @@ def compose(
 ) -> Ensemble:
     """One Ensemble of the files' arrays, equal to ``Ensemble.concat`` of their
     profiles (``extras[k]``: the profile columns of file ``k``; ``meta``: the
-    ensemble's own metadata).
+    ensemble's own metadata): :func:`compose_chunks` of one chunk.
 
     Example:
         >>> import cctviz
@@ -580,10 +580,7 @@ def compose(
     """
     if not files:
         raise ValueError("an ensemble needs at least one profile")
-    tree, node_of = unify(files)
-    metrics, units, rules, scale = _reconcile(files)
-    rows = rows_table(files, node_of, metrics, scale)
-    return Ensemble(tree, rows, _profiles(files, extras), ensemble_meta(files, units, rules, meta))
+    return compose_chunks([chunk_of(files)], extras, meta)
 
 
 def unify(files: list[FileArrays]) -> tuple[Tree, list[np.ndarray]]:
@@ -688,6 +685,17 @@ def rows_table(
 ) -> pd.DataFrame:
     """The rows of every file on the unified tree, profiles numbered across files,
     values in the ensemble's units (NaN for a metric a file does not have)."""
+    node, prof, vals = _row_arrays(files, node_of, metrics, scale)
+    out = pd.DataFrame({"node": node, "profile": prof})
+    for j, m in enumerate(metrics):
+        out[m] = vals[:, j]
+    return out
+
+
+def _row_arrays(
+    files: list[FileArrays], node_of: list[np.ndarray], metrics: list[str], scale: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`rows_table` as arrays (node, profile, values), rows in the files' order."""
     col = {m: j for j, m in enumerate(metrics)}
     n_prof = np.array([fa.n_profiles for fa in files], dtype=np.int64)
     poff = np.concatenate(([0], np.cumsum(n_prof)))
@@ -707,10 +715,122 @@ def rows_table(
         js = [col[m] for m in names]
         fac = np.repeat(scale[np.asarray(ks)][:, js], nrows[ks], axis=0)
         vals[np.ix_(idx, js)] = block * fac
-    out = pd.DataFrame({"node": node, "profile": prof})
+    return node, prof, vals
+
+
+@dataclass
+class ChunkArrays:
+    """A chunk of files composed in its worker: its unified tree (as a
+    :class:`FileArrays` without rows), every row on it (``node``, chunk-local
+    ``prof`` and ``file``; ``values`` over ``metrics``, in the files' own units),
+    and each file's metadata (its arrays without nodes and rows). The caller
+    unifies the chunks' trees, which are small, instead of every file's."""
+
+    tree: FileArrays
+    files: list[FileArrays]
+    node: np.ndarray
+    prof: np.ndarray
+    file: np.ndarray
+    values: np.ndarray
+    metrics: list[str]
+
+    @property
+    def n_files(self) -> int:
+        return len(self.files)
+
+
+def read_chunk_composed(
+    paths: Sequence[str | Path], format: str | None, reader_kw: Mapping[str, Any]
+) -> list[ChunkArrays]:
+    """The files of ``paths`` parsed (:func:`read_chunk_arrays`) and composed into
+    one :class:`ChunkArrays` (a batch task: runs in a worker).
+
+    Example:
+        >>> ch, = read_chunk_composed(["../shared/data/hatchet-tutorial/lulesh-scaling/"
+        ...     "lulesh-annotation-profile-8cores.json"] * 2, None, {})
+        >>> ch.n_files, len(ch.tree.parent), ch.metrics, int(ch.prof.max())
+        (2, 45, ['time'], 15)
+    """
+    return [chunk_of(read_chunk_arrays(paths, format, reader_kw))]
+
+
+def chunk_of(files: list[FileArrays]) -> ChunkArrays:
+    """The files composed into one :class:`ChunkArrays` (values in their own units)."""
+    tree, node_of = unify(files)
+    metrics: list[str] = []
+    for fa in files:
+        metrics += [m for m in fa.metrics if m not in metrics]
+    node, prof, vals = _row_arrays(files, node_of, metrics, np.ones((len(files), len(metrics))))
+    nodes = tree.nodes
+    empty = np.empty(0, dtype=np.int64)
+    shape = FileArrays(
+        np.asarray(tree.parent, dtype=np.int64),
+        np.asarray(tree.names, dtype=object),
+        nodes["kind"].to_numpy(),
+        empty,
+        empty,
+        np.empty((0, 0)),
+        [],
+        {},
+        True,
+        columns={c: nodes[c].to_numpy() for c in nodes.columns if c not in STRUCT_COLUMNS},
+    )
+    row_file = np.repeat(np.arange(len(files)), [fa.node.size for fa in files])
+    return ChunkArrays(shape, [strip(fa) for fa in files], node, prof, row_file, vals, metrics)
+
+
+def strip(fa: FileArrays) -> FileArrays:
+    """A file's arrays without its nodes and rows: what its profiles' metadata,
+    units and rules need."""
+    empty = np.empty(0, dtype=np.int64)
+    return FileArrays(
+        empty,
+        empty,
+        "",
+        empty,
+        empty,
+        np.empty((0, len(fa.metrics))),
+        list(fa.metrics),
+        fa.meta,
+        fa.is_tree,
+        fa.profiles,
+        tree_meta=fa.tree_meta,
+    )
+
+
+def compose_chunks(
+    chunks: list[ChunkArrays], extras: list[dict[str, Any]], meta: Mapping[str, Any]
+) -> Ensemble:
+    """One Ensemble of the chunks (each composed by :func:`read_chunk_composed`),
+    equal to :func:`compose` of all their files."""
+    files = [fa for ch in chunks for fa in ch.files]
+    if not files:
+        raise ValueError("an ensemble needs at least one profile")
+    tree, maps = unify([ch.tree for ch in chunks])
+    metrics, units, rules, scale = _reconcile(files)
+    col = {m: j for j, m in enumerate(metrics)}
+    nrows = np.array([ch.node.size for ch in chunks], dtype=np.int64)
+    roff = np.concatenate(([0], np.cumsum(nrows)))
+    foff = np.concatenate(([0], np.cumsum([ch.n_files for ch in chunks])))
+    poff = np.concatenate(
+        ([0], np.cumsum([sum(fa.n_profiles for fa in ch.files) for ch in chunks]))
+    )
+    vals = np.full((int(roff[-1]), len(metrics)), np.nan)
+    for c, ch in enumerate(chunks):
+        if ch.metrics:
+            js = [col[m] for m in ch.metrics]
+            fac = scale[foff[c] + ch.file][:, js]
+            vals[roff[c] : roff[c + 1], js] = ch.values * fac
+    rows = pd.DataFrame(
+        {
+            "node": np.concatenate([mp[ch.node] for mp, ch in zip(maps, chunks)]),
+            "profile": np.concatenate([ch.prof + poff[c] for c, ch in enumerate(chunks)]),
+        }
+    )
     for j, m in enumerate(metrics):
-        out[m] = vals[:, j]
-    return out
+        rows[m] = vals[:, j]
+    prof = _profiles(files, extras)
+    return Ensemble(tree, rows, prof, ensemble_meta(files, units, rules, meta))
 
 
 def _profiles(files: list[FileArrays], extras: list[dict[str, Any]]) -> pd.DataFrame:
@@ -753,25 +873,29 @@ def read_batch(
     if client is not None or (workers or 1) > 1:
         from ._parallel import read_all
 
-        files = read_all(
+        chunks = read_all(
             paths,
             format,
             reader_kw,
             workers=workers,
             client=client,
             progress=progress,
-            task=read_chunk_arrays,
+            task=read_chunk_composed,
         )
     else:
-        files = read_chunk_arrays(paths, format, reader_kw)
+        chunks = read_chunk_composed(paths, format, reader_kw)
+    files = [fa for ch in chunks for fa in ch.files]
     extras = [extra_of(k, p, fa) for k, (p, fa) in enumerate(zip(paths, files))]
     formats = {fa.meta.get("format") for fa in files}
     common = {"format": formats.pop()} if len(formats) == 1 and None not in formats else {}
-    return compose(files, extras, common)
+    return compose_chunks(chunks, extras, common)
 
 
 __all__ = [
     "BATCH_FORMATS",
+    "ChunkArrays",
+    "compose_chunks",
+    "read_chunk_composed",
     "FileArrays",
     "NotBatch",
     "compose",

@@ -101,8 +101,8 @@ def _collect(
         for f in finished:
             part = f.result()  # re-raises the worker's exception
             out[order[id(f) if by_id else f.key]] = part
-            if tick is not None:
-                tick(len(part))
+            if tick is not None:  # files: a batch task's chunk says how many it holds
+                tick(sum(getattr(x, "n_files", 1) for x in part))
     finally:
         close = getattr(bar, "close", None)
         if close is not None:
