@@ -8,6 +8,7 @@ hypothesis' variations of the real documents."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import warnings
@@ -161,6 +162,15 @@ def test_gaps_in_ranks_go_to_the_reader_big_files_too(tmp_path, monkeypatch, cou
     assert_equal_reads(files)
     # the gap found by keys; the 1-rank file's inclusive check left to the reader
     assert count_fallbacks == [str(tmp_path / "gap.json"), str(LULESH_SCALING[1])]
+
+
+def test_gzipped_files_are_parsed_alike(tmp_path, count_fallbacks):
+    files = []
+    for f in LULESH_SCALING[1:3]:
+        files.append(tmp_path / (f.name + ".gz"))
+        files[-1].write_bytes(gzip.compress(f.read_bytes()))
+    ens = assert_equal_reads([*files, LULESH_SCALING[3]])
+    assert count_fallbacks == [] and ens.profiles["file"].tolist()[0] == str(files[0])
 
 
 def test_two_processes_equal_the_serial_read(study):
