@@ -17,7 +17,15 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..interop import MetricSpec, build_metrics, caliper_rule, is_raw_caliper, timer_unit
+from ..interop import (
+    TIMER_CONFIGURED,
+    TIMER_NS,
+    MetricSpec,
+    build_metrics,
+    caliper_rule,
+    is_raw_caliper,
+    timer_unit,
+)
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree, base_metric, inc_name
 from ..model.units import canonical
@@ -290,6 +298,8 @@ def specs_from_shape(shape: tuple[_SpecShape, ...], values: list[np.ndarray]) ->
                 f"no unit in the file; RAJAPerf's {t.base} is the bytes a kernel moves per "
                 "repetition"
             )
+            continue
+        if t.base not in TIMER_NS + TIMER_CONFIGURED:  # no timer: no unit to tell
             continue
         if t.base not in timer:  # the same for every column of this attribute
             same = [o.values for o, u in zip(specs, shape) if u.base == t.base and u.raw]
