@@ -1,49 +1,54 @@
-"""Composing many profiles on several processes: ``read_ensemble(workers=N, client=)``.
+"""Composing many small profiles: ``read_ensemble`` (batch path) on 1 and N processes
+and a Dask cluster, against the ``json.load`` floor, the one-by-one read and Thicket.
 
-    python benchmarks/compose_parallel.py [--files 2000] [--workers 1 2] [--dask 2]
-                                          [--thicket 200] [--seed 12345]
+    python benchmarks/compose_parallel.py [--files 20000] [--workers 1 2] [--dask 2]
+                                          [--thicket 200] [--old 200] [--out]
+                                          [--profile 2000] [--seed 12345]
 
-Writes ``--files`` Caliper json-split files into a temporary folder:
-perturbed copies of the real LULESH scaling profiles of
-``../shared/data/hatchet-tutorial/lulesh-scaling`` (every exclusive value
-times its own lognormal factor, inclusive values recomputed: see
-``benchmarks/compose.py``), the smaller ones only (``--max-ranks``, default 8:
-many small files, as a study of many runs has). Then, in this process, one
-after the other:
+Writes ``--files`` Caliper json-split files into a temporary folder with
+``benchmarks/caliper_study.py``: copies of the real LULESH runs (1 and 8 ranks;
+``json-split`` as ``cali-query`` wrote them, every record's time perturbed, the
+inclusive column recomputed) and of the 18 real RAJAPerf runs (read from their
+``.cali`` and written as json-split with Caliper's attributes, units and
+metadata; times scaled), a LULESH and a RAJAPerf file in turn; one file in ten
+lacks a leaf node, one RAJAPerf file in seven lacks two metrics. Then, in this
+process, one after the other:
 
 - the floor: ``json.load`` of every file, nothing else (what any reader pays);
-- cctviz serial (``read_ensemble(files)``), on ``--workers`` processes, and on
-  a Dask ``LocalCluster`` of ``--dask`` worker processes (127.0.0.1, closed
-  after);
-- Thicket (``Thicket.from_caliper``) on the first ``--thicket`` files, its
-  time scaled to all the files (per file), when thicket is installed.
+- cctviz ``read_ensemble(files)`` (the batch path) serially, on each
+  ``--workers`` count of processes (``workers=1`` is the serial path), and on a
+  Dask ``LocalCluster`` of ``--dask`` worker processes (127.0.0.1, closed
+  after); each result is checked equal to the serial one;
+- with ``--out``: ``read_ensemble(files, out=folder)`` into a dataset (serial);
+- the one-by-one read (``batch=False``: a Tree per file, then ``Ensemble.concat``)
+  and Thicket (``Thicket.from_caliper``'s reader on ``node_ordering=False``: see
+  ``benchmarks/compose.py``) on the first ``--old``/``--thicket`` files, their time
+  scaled to all the files (per file);
+- with ``--profile N``: cProfile of the batch read of N files, the top functions.
 
 Prints each time, per file, and the ratios: against the floor per core (the
-floor's time divided by the processes used) and Thicket against cctviz. Every
-parallel result is checked equal to the serial one (tree, profiles, values).
-
-Measured on this 2-core machine: see the closing notes and NOTES.md.
+floor's time divided by the processes used) and Thicket (and the one-by-one read)
+against cctviz serial. Process start-up is part of the parallel times (a pool
+per call), as a user sees it.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compose import write_lulesh_copies  # noqa: E402
+from caliper_study import write_study  # noqa: E402
 
 import cctviz  # noqa: E402
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-LULESH = sorted((DATA / "hatchet-tutorial" / "lulesh-scaling").glob("*.json"))
 
 
 def timed(fn) -> tuple[float, object]:
@@ -52,27 +57,21 @@ def timed(fn) -> tuple[float, object]:
     return time.perf_counter() - t0, out
 
 
-def same(a: cctviz.Ensemble, b: cctviz.Ensemble) -> bool:
-    return (
-        list(a.tree.names) == list(b.tree.names)
-        and a.profiles.equals(b.profiles)
-        and all(np.array_equal(a.values(m), b.values(m), equal_nan=True) for m in a.exc_metrics)
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--workers", type=int, nargs="*", default=[2])
     ap.add_argument("--dask", type=int, default=2, help="Dask worker processes (0: none)")
     ap.add_argument("--thicket", type=int, default=200, help="files Thicket reads (0: none)")
-    ap.add_argument("--max-ranks", type=int, default=8)
+    ap.add_argument("--old", type=int, default=200, help="files read one by one (0: none)")
+    ap.add_argument("--out", action="store_true", help="also compose into a dataset folder")
+    ap.add_argument("--profile", type=int, default=0, help="cProfile the batch read of N files")
     ap.add_argument("--seed", type=int, default=12345)
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        files = write_lulesh_copies(LULESH, a.files, Path(tmp), a.seed, 0.1, a.max_ranks)
+        t_write, files = timed(lambda: write_study(a.files, Path(tmp) / "files", seed=a.seed))
         size = sum(f.stat().st_size for f in files)
-        print(f"{len(files)} files, {size / 2**20:.1f} MiB")
+        print(f"{len(files)} files, {size / 2**20:.1f} MiB (written in {t_write:.1f} s)")
         rows: list[tuple[str, float, int]] = []
 
         def floor() -> None:
@@ -80,58 +79,98 @@ def main(argv: list[str] | None = None) -> int:
                 with open(f) as fh:
                     json.load(fh)
 
+        floor()  # the page cache warm for everyone
         t_floor, _ = timed(floor)
         rows.append(("json.load floor", t_floor, 1))
         t_serial, serial = timed(lambda: cctviz.read_ensemble(files, progress=False))
-        rows.append(("cctviz serial", t_serial, 1))
+        rows.append(("cctviz serial (batch path)", t_serial, 1))
+        print(f"  ensemble: {serial!r}"[:300])
         for n in a.workers:
+            if n == 1:
+                continue
             t, ens = timed(lambda n=n: cctviz.read_ensemble(files, workers=n, progress=False))
-            assert same(serial, ens), f"workers={n} differs from the serial read"
+            assert ens == serial, f"workers={n} differs from the serial read"
             rows.append((f"cctviz workers={n}", t, n))
         if a.dask:
-            from dask.distributed import Client, LocalCluster
-
-            with (
-                LocalCluster(
-                    n_workers=a.dask,
-                    threads_per_worker=1,
-                    host="127.0.0.1",
-                    dashboard_address=None,
-                ) as cluster,
-                Client(cluster) as client,
-            ):
-                client.run(lambda: __import__("cctviz.readers"))  # imports not timed
-                t, ens = timed(lambda: cctviz.read_ensemble(files, client=client, progress=False))
-                assert same(serial, ens), "the Dask read differs from the serial read"
-                rows.append((f"cctviz Dask LocalCluster({a.dask})", t, a.dask))
-        thicket_per_file = None
-        if a.thicket:
-            try:
-                from hatchet import GraphFrame
-                from thicket import Thicket
-            except ImportError:
-                print("thicket is not installed: no Thicket figure")
-            else:
-                sub = [str(f) for f in files[: a.thicket]]
-                # == Thicket.from_caliper(sub, disable_tqdm=True) with node_ordering=False
-                # (these json-split files have no 'Node order': see benchmarks/compose.py)
-                t, _ = timed(
-                    lambda: Thicket.reader_dispatch(
-                        GraphFrame.from_caliper, False, True, True, sub, None, node_ordering=False
-                    )
-                )
-                thicket_per_file = t / len(sub)
-                rows.append(
-                    (f"Thicket ({len(sub)} files, scaled)", thicket_per_file * len(files), 1)
-                )
-        print(f"{'':40s} {'time':>9s} {'per file':>10s} {'/ floor per core':>17s}")
-        for name, t, procs in rows:
-            print(
-                f"{name:40s} {t:8.2f}s {1e3 * t / len(files):8.3f}ms {t / (t_floor / procs):16.2f}x"
-            )
-        if thicket_per_file is not None:
-            print(f"Thicket / cctviz serial: {thicket_per_file * len(files) / t_serial:.1f}x")
+            rows.append(_dask(files, serial, a.dask))
+        if a.out:
+            folder = Path(tmp) / "dataset"
+            t, ds = timed(lambda: cctviz.read_ensemble(files, out=folder, progress=False))
+            rows.append(("cctviz out=dataset (serial)", t, 1))
+            shutil.rmtree(folder)
+        per_file_old = _old(files, a.old, rows)
+        per_file_thicket = _thicket(files, a.thicket, rows)
+        _table(rows, len(files), t_floor)
+        if per_file_old is not None:
+            print(f"one-by-one read / cctviz serial: {per_file_old * len(files) / t_serial:.1f}x")
+        if per_file_thicket is not None:
+            print(f"Thicket / cctviz serial: {per_file_thicket * len(files) / t_serial:.1f}x")
+            best = min(t for name, t, _ in rows if name.startswith("cctviz"))
+            print(f"Thicket / cctviz fastest: {per_file_thicket * len(files) / best:.1f}x")
+        if a.profile:
+            _profile(files[: a.profile])
     return 0
+
+
+def _dask(files: list[Path], serial: cctviz.Ensemble, n: int) -> tuple[str, float, int]:
+    from dask.distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=n, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        client.run(lambda: __import__("cctviz.readers"))  # imports not timed
+        t, ens = timed(lambda: cctviz.read_ensemble(files, client=client, progress=False))
+        assert ens == serial, "the Dask read differs from the serial read"
+    return (f"cctviz Dask LocalCluster({n})", t, n)
+
+
+def _old(files: list[Path], n: int, rows: list) -> float | None:
+    """The one-by-one read of the first ``n`` files, per file."""
+    if not n:
+        return None
+    sub = files[:n]
+    t, _ = timed(lambda: cctviz.read_ensemble(sub, progress=False, batch=False))
+    rows.append((f"cctviz one by one ({len(sub)} files, scaled)", t / len(sub) * len(files), 1))
+    return t / len(sub)
+
+
+def _thicket(files: list[Path], n: int, rows: list) -> float | None:
+    """Thicket on the first ``n`` files, per file (None without thicket)."""
+    if not n:
+        return None
+    try:
+        from hatchet import GraphFrame
+        from thicket import Thicket
+    except ImportError:
+        print("thicket is not installed: no Thicket figure")
+        return None
+    sub = [str(f) for f in files[:n]]
+    # == Thicket.from_caliper(sub, disable_tqdm=True) with node_ordering=False
+    t, _ = timed(
+        lambda: Thicket.reader_dispatch(
+            GraphFrame.from_caliper, False, True, True, sub, None, node_ordering=False
+        )
+    )
+    rows.append((f"Thicket ({len(sub)} files, scaled)", t / len(sub) * len(files), 1))
+    return t / len(sub)
+
+
+def _table(rows: list[tuple[str, float, int]], n: int, t_floor: float) -> None:
+    print(f"{'':44s} {'time':>9s} {'per file':>10s} {'/ floor per core':>17s}")
+    for name, t, procs in rows:
+        print(f"{name:44s} {t:8.2f}s {1e3 * t / n:8.3f}ms {t / (t_floor / procs):16.2f}x")
+
+
+def _profile(files: list[Path]) -> None:
+    pr = cProfile.Profile()
+    pr.enable()
+    cctviz.read_ensemble(files, progress=False)
+    pr.disable()
+    print(f"\ncProfile of the batch read of {len(files)} files (top 25 by own time):")
+    pstats.Stats(pr).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

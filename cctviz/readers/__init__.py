@@ -215,7 +215,11 @@ def detect(path: PathLike) -> str:
     p = Path(path)
     if not p.exists():
         raise ProfileError(p, "no such file or directory")
-    h = head(p)
+    return detect_head(p, head(p))
+
+
+def detect_head(p: Path, h: bytes) -> str:
+    """:func:`detect` of ``p`` whose first bytes (un-gzipped) ``h`` are read already."""
     for r in _READERS.values():
         try:
             if r.sniff(p, h):
@@ -477,8 +481,12 @@ def read_ensemble(
     progress: bool | None = None,
     workers: int | None = None,
     client: Any = None,
+    batch: bool = True,
+    out: PathLike | None = None,
+    chunk_files: int = 2000,
+    overwrite: bool = False,
     **reader_kw: Any,
-) -> Ensemble:
+) -> Any:
     """Read many profiles and unify them by call path into one Ensemble.
 
     Every file contributes its profiles (one for a single-profile file, one
@@ -508,15 +516,70 @@ def read_ensemble(
     :class:`~cctviz.ProfileError` here, naming it. The reader's keyword
     arguments go to the workers (they must pickle); ``metadata`` is applied here.
 
-    >>> import cctviz, glob
-    >>> files = sorted(glob.glob("../shared/data/hatchet-tutorial/lulesh-scaling/*.json"))
-    >>> ens = cctviz.read_ensemble(files[:2], progress=False)  # doctest: +SKIP
+    ``batch``: formats that come in many small files (Caliper json-split) are
+    parsed to plain arrays, without a Tree per file, and composed in one pass
+    (:mod:`cctviz.readers._batch`); the result equals reading each file and
+    concatenating (``batch=False``), which other formats always do.
+
+    ``out=folder`` composes straight into a dataset folder (the layout of
+    :meth:`Ensemble.to_dataset`) with bounded memory: ``chunk_files`` files are
+    parsed at a time and their rows written before the next chunk is read
+    (:mod:`cctviz.dataset.compose`; needs the ``scale`` extra), and the opened
+    :class:`~cctviz.DatasetEnsemble` is returned. It equals
+    ``read_ensemble(files).to_dataset(folder)``. An existing dataset there is
+    replaced only with ``overwrite=True``; a compose that fails on the way
+    leaves a folder that :func:`cctviz.open_dataset` refuses as partial. Formats
+    without a batch parser are read whole, then written.
+
+    Example:
+        >>> import cctviz, glob, tempfile
+        >>> files = sorted(glob.glob("../shared/data/hatchet-tutorial/lulesh-scaling/*.json"))
+        >>> ens = cctviz.read_ensemble(files, progress=False)
+        >>> ens.n_profiles, len(ens.tree)  # 1 to 512 ranks: 1,296 profiles
+        (1296, 45)
+        >>> ds = cctviz.read_ensemble(files, out=tempfile.mkdtemp() + "/lulesh",
+        ...                           chunk_files=3, progress=False)
+        >>> type(ds).__name__, ds.n_profiles, len(ds.tree), ds.to_ensemble() == ens
+        ('DatasetEnsemble', 1296, 45, True)
     """
     paths = _expand_paths(paths_or_glob)
     if not paths:
         raise ValueError("read_ensemble: no files given")
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ValueError(f"read_ensemble: workers must be a positive integer, not {workers!r}")
+    batched = batch and not reader_kw and (format is None or format in BATCH_FORMATS)
+    if out is not None:
+        return _compose_into(
+            paths,
+            out,
+            metadata,
+            format,
+            progress,
+            workers,
+            client,
+            batched,
+            chunk_files,
+            overwrite,
+            reader_kw,
+        )
+    if batched:
+        runs_b = _RunNumbers()
+
+        def extra_of(k: int, p: Path, fa: Any) -> dict[str, Any]:
+            return _profile_extra(k, p, fa.meta, runs_b.of_meta(fa.meta, fa.is_tree), metadata)
+
+        try:
+            return read_batch(
+                paths,
+                format,
+                reader_kw,
+                extra_of,
+                workers=workers,
+                client=client,
+                progress=progress,
+            )
+        except NotBatch:
+            pass  # a format without a batch parser: profiles read one by one, then concat
     items: list[Tree | Ensemble] = []
     prof_meta: list[dict[str, Any]] = []
     if client is not None or (workers or 1) > 1:
@@ -528,18 +591,100 @@ def read_ensemble(
         objs = (read(p, format=format, **reader_kw) for p in it)
     runs = _RunNumbers()
     for k, (p, obj) in enumerate(zip(paths, objs, strict=True)):
-        extra: dict[str, Any] = {"file": str(p), "run": runs.of(obj)}
-        extra.update(_scalar_meta(obj.meta))
-        extra.pop("source", None)
-        if isinstance(metadata, pd.DataFrame):
-            extra.update(metadata.iloc[k].to_dict())
-        elif callable(metadata):
-            extra.update(metadata(p))
-        elif metadata is not None:
-            extra.update(metadata.get(str(p), metadata.get(p, {})))  # type: ignore[call-overload]
         items.append(obj)
-        prof_meta.append(extra)
+        prof_meta.append(_profile_extra(k, p, obj.meta, runs.of(obj), metadata))
     return Ensemble.concat(items, prof_meta, _common_meta(items))
+
+
+def _compose_into(
+    paths: list[Path],
+    out: PathLike,
+    metadata: Any,
+    format: str | None,
+    progress: bool | None,
+    workers: int | None,
+    client: Any,
+    batched: bool,
+    chunk_files: int,
+    overwrite: bool,
+    reader_kw: dict[str, Any],
+) -> Any:
+    """:func:`read_ensemble` ``(out=)``: the files composed into a dataset folder,
+    ``chunk_files`` at a time (:mod:`cctviz.dataset.compose`), opened. Formats
+    without a batch parser are read whole and written (memory: the ensemble)."""
+    from ..dataset import open_dataset
+    from ..dataset.compose import compose_dataset
+
+    if batched:
+        runs = _RunNumbers()
+
+        def extra_of(k: int, p: Path, fa: Any) -> dict[str, Any]:
+            return _profile_extra(k, p, fa.meta, runs.of_meta(fa.meta, fa.is_tree), metadata)
+
+        def parse(chunk: list[Path]) -> list[Any]:
+            if client is not None or (workers or 1) > 1:
+                from ._batch import read_chunk_arrays
+                from ._parallel import read_all
+
+                return read_all(
+                    chunk,
+                    format,
+                    reader_kw,
+                    workers=workers,
+                    client=client,
+                    progress=False,
+                    task=read_chunk_arrays,
+                )
+            from ._batch import read_chunk_arrays
+
+            return read_chunk_arrays(chunk, format, reader_kw)
+
+        def bar(chunks: Iterable[Any]) -> Iterable[Any]:
+            return progress_bar(chunks, progress, desc="composing", unit="chunk")
+
+        try:
+            compose_dataset(
+                paths,
+                out,
+                parse,
+                extra_of,
+                chunk_files=chunk_files,
+                overwrite=overwrite,
+                progress=bar,
+            )
+            return open_dataset(out)
+        except NotBatch:
+            overwrite = True  # the folder holds only what this call made
+    ens = read_ensemble(
+        paths,
+        metadata,
+        format=format,
+        progress=progress,
+        workers=workers,
+        client=client,
+        batch=False,
+        **reader_kw,
+    )
+    ens.to_dataset(out, overwrite=overwrite)
+    return open_dataset(out)
+
+
+def _profile_extra(
+    k: int, p: Path, meta: Mapping[str, Any], run: int, metadata: Any
+) -> dict[str, Any]:
+    """The profile columns :func:`read_ensemble` gives the ``k``-th file ``p``
+    (whose profile's metadata is ``meta``): ``file``, ``run``, the file's scalar
+    metadata, then ``metadata``'s."""
+    extra: dict[str, Any] = {"file": str(p), "run": run}
+    extra.update(_scalar_meta(meta))
+    extra.pop("source", None)
+    if isinstance(metadata, pd.DataFrame):
+        extra.update(metadata.iloc[k].to_dict())
+    elif callable(metadata):
+        extra.update(metadata(p))
+    elif metadata is not None:
+        extra.update(metadata.get(str(p), metadata.get(p, {})))  # type: ignore[call-overload]
+    return extra
 
 
 def _common_meta(items: list[Tree | Ensemble]) -> dict[str, Any]:
@@ -558,9 +703,13 @@ class _RunNumbers:
         self.seen: dict[tuple[int, int], int] = {}  # (world size, rank) -> files so far
 
     def of(self, obj: Tree | Ensemble) -> int:
-        meta = obj.meta
+        return self.of_meta(obj.meta, isinstance(obj, Tree))
+
+    def of_meta(self, meta: Mapping[str, Any], single: bool) -> int:
+        """The run of a file whose profile's metadata is ``meta`` (``single``:
+        one profile, a Tree)."""
         rank, world = meta.get("rank"), meta.get("world_size")
-        if isinstance(obj, Tree) and isinstance(rank, int) and isinstance(world, int) and world > 1:
+        if single and isinstance(rank, int) and isinstance(world, int) and world > 1:
             k = self.seen.get((world, rank), 0)
             self.seen[(world, rank)] = k + 1
             if (world, k) not in self.jobs:
@@ -572,6 +721,8 @@ class _RunNumbers:
         self.next += 1
         return self.next - 1
 
+
+from ._batch import BATCH_FORMATS, NotBatch, read_batch  # noqa: E402 - needs read/detect
 
 # Register the formats. Detection asks the readers in this order, so the most
 # specific sniffers come first and the loosest (folded stacks: any text) last.

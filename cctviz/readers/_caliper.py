@@ -6,17 +6,26 @@ never each other.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from ..interop import MetricSpec, build_metrics, caliper_rule, is_raw_caliper, timer_unit
+from ..interop import (
+    TIMER_CONFIGURED,
+    TIMER_NS,
+    MetricSpec,
+    build_metrics,
+    caliper_rule,
+    is_raw_caliper,
+    timer_unit,
+)
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree, base_metric, inc_name
 from ..model.units import canonical
@@ -242,21 +251,83 @@ def metric_specs(
     from it again and not kept (:attr:`MetricSpec.kept`); a clash of names
     keeps the later column under its attribute name.
     """
+    values = [
+        numeric(path, df[c.name], f"value column {c.name!r}", row_where).to_numpy(dtype=np.float64)
+        for c in value_cols
+    ]
+    return specs_of(value_cols, values)
+
+
+def specs_of(value_cols: list[CaliColumn], values: list[np.ndarray]) -> list[MetricSpec]:
+    """:func:`metric_specs` of value columns already converted to numbers
+    (``values[k]``: one float per record of ``value_cols[k]``, NaN where it has
+    none); the batch reader (:mod:`cctviz.readers._batch`) calls it on the arrays
+    it parsed, without a table.
+
+    >>> [(m.name, m.rule, m.inclusive, m.kept, m.unit) for m in specs_of(
+    ...     [CaliColumn("sum#time.duration", True), CaliColumn("inclusive#sum#time.duration", True)],
+    ...     [np.array([2.0, 1.0]), np.array([3.0, 1.0])])]
+    [('time', 'sum', False, True, 'us'), ('time', 'sum', True, False, 'us')]
+    """
+    return specs_from_shape(spec_shape(value_cols), values)
+
+
+def spec_shape(value_cols: list[CaliColumn]) -> tuple[_SpecShape, ...]:
+    """What :func:`specs_of` decides from the columns alone (cached per set of columns)."""
+    try:
+        return _spec_shape(tuple(value_cols))
+    except TypeError:  # an alias or unit that is no text (unhashable): decided here
+        return _spec_shape.__wrapped__(tuple(value_cols))
+
+
+def specs_from_shape(shape: tuple[_SpecShape, ...], values: list[np.ndarray]) -> list[MetricSpec]:
+    """:func:`specs_of` of columns whose :func:`spec_shape` is known: the specs with
+    their values, and the units decided by the values (Caliper's timer)."""
+    specs = [
+        MetricSpec(t.attr, t.name, v, t.rule, t.inclusive, t.unit, note=t.note, kept=t.kept)
+        for t, v in zip(shape, values, strict=True)
+    ]
+    # units the file does not state
+    timer: dict[str, tuple[str | None, str | None]] = {}
+    for m, t in zip(specs, shape):
+        if m.unit:
+            continue
+        if _RAJAPERF_BYTES.match(t.base):
+            m.unit = "B"
+            m.unit_reason = (
+                f"no unit in the file; RAJAPerf's {t.base} is the bytes a kernel moves per "
+                "repetition"
+            )
+            continue
+        if t.base not in TIMER_NS + TIMER_CONFIGURED:  # no timer: no unit to tell
+            continue
+        if t.base not in timer:  # the same for every column of this attribute
+            same = [o.values for o, u in zip(specs, shape) if u.base == t.base and u.raw]
+            timer[t.base] = timer_unit(t.base, same)
+        m.unit, m.unit_reason = timer[t.base]
+    return specs
+
+
+@functools.lru_cache(maxsize=256)
+def _spec_shape(value_cols: tuple[CaliColumn, ...]) -> tuple[_SpecShape, ...]:
+    """What :func:`specs_of` decides from the columns alone (names, rules, which
+    inclusive twin is dropped, stated units): the same for every file of a study,
+    so decided once per set of columns."""
     specs: list[MetricSpec] = []
     for c in value_cols:
         cr = caliper_rule(c.name)
         name, inc_named = base_metric(metric_name(c.name, c.alias))
-        v = numeric(path, df[c.name], f"value column {c.name!r}", row_where)
-        spec = MetricSpec(
-            c.name,
-            name,
-            v.to_numpy(dtype=np.float64),
-            cr.rule,
-            cr.inclusive or inc_named,
-            canonical(c.unit),
-            note=cr.note,
+        specs.append(
+            MetricSpec(
+                c.name,
+                name,
+                np.empty(0),
+                cr.rule,
+                cr.inclusive or inc_named,
+                canonical(c.unit),
+                note=cr.note,
+            )
         )
-        specs.append(spec)
     # names: an exclusive metric wins over its inclusive twin, other clashes keep the attribute
     by_name: dict[str, MetricSpec] = {}
     for m in sorted(specs, key=lambda m: m.inclusive):
@@ -268,22 +339,34 @@ def metric_specs(
         else:
             m.name = m.attr
             by_name[m.name] = m
-    # units the file does not state
-    for m in specs:
-        if m.unit:
-            continue
-        base = caliper_rule(m.attr).base
-        if _RAJAPERF_BYTES.match(base):
-            m.unit = "B"
-            m.unit_reason = (
-                f"no unit in the file; RAJAPerf's {base} is the bytes a kernel moves per repetition"
-            )
-            continue
-        same = [
-            o.values for o in specs if caliper_rule(o.attr).base == base and is_raw_caliper(o.attr)
-        ]
-        m.unit, m.unit_reason = timer_unit(base, same)
-    return specs
+    return tuple(
+        _SpecShape(
+            m.attr,
+            m.name,
+            m.rule,
+            m.inclusive,
+            m.unit,
+            m.note,
+            m.kept,
+            caliper_rule(m.attr).base,
+            is_raw_caliper(m.attr),
+        )
+        for m in specs
+    )
+
+
+class _SpecShape(NamedTuple):
+    """A metric column's :class:`MetricSpec` without its values."""
+
+    attr: str
+    name: str
+    rule: str
+    inclusive: bool
+    unit: str | None
+    note: str | None
+    kept: bool
+    base: str  #: the measured attribute (``time.duration``)
+    raw: bool  #: a raw Caliper attribute (its values tell the timer's unit)
 
 
 def _several_labels(pairs: pd.DataFrame) -> tuple[int, pd.Series] | None:
@@ -333,8 +416,15 @@ _FLOAT = re.compile(r"^[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$")
 def _coerce(v: Any) -> Any:
     """Caliper writes run metadata as strings: give numbers back as numbers."""
     if isinstance(v, str):
-        if _INT.match(v):
-            return int(v)
-        if _FLOAT.match(v):
-            return float(v)
+        return _coerce_text(v)
+    return v
+
+
+@functools.lru_cache(maxsize=4096)
+def _coerce_text(v: str) -> Any:
+    """:func:`_coerce` of a text (the same values recur in every file of a study)."""
+    if _INT.match(v):
+        return int(v)
+    if _FLOAT.match(v):
+        return float(v)
     return v

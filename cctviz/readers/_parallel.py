@@ -18,7 +18,7 @@ progress bar's).
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -58,15 +58,15 @@ def read_all(
     workers: int | None,
     client: Any,
     progress: bool | None,
+    task: Callable[..., list[Any]] = read_chunk,
 ) -> list[Any]:
     """The profiles of every file, in the files' order, read on ``workers``
-    processes or on ``client``'s cluster."""
+    processes or on ``client``'s cluster; ``task`` reads a chunk (default
+    :func:`read_chunk`: the profiles; the batch path's gives arrays)."""
     if client is not None:
         n = _cluster_threads(client)
         parts = chunks(paths, n)
-        futures = client.map(
-            read_chunk, parts, format=format, reader_kw=dict(reader_kw), pure=False
-        )
+        futures = client.map(task, parts, format=format, reader_kw=dict(reader_kw), pure=False)
         order = {f.key: k for k, f in enumerate(futures)}
         from dask.distributed import as_completed as dask_completed
 
@@ -75,7 +75,7 @@ def read_all(
     n = workers or 1
     parts = chunks(paths, n)
     with ProcessPoolExecutor(max_workers=min(n, len(parts)), mp_context=_context()) as pool:
-        futures = [pool.submit(read_chunk, part, format, dict(reader_kw)) for part in parts]
+        futures = [pool.submit(task, part, format, dict(reader_kw)) for part in parts]
         order = {id(f): k for k, f in enumerate(futures)}
         done = _collect(as_completed(futures), order, len(parts), progress, len(paths), by_id=True)
     return [obj for part in done for obj in part]
@@ -101,8 +101,8 @@ def _collect(
         for f in finished:
             part = f.result()  # re-raises the worker's exception
             out[order[id(f) if by_id else f.key]] = part
-            if tick is not None:
-                tick(len(part))
+            if tick is not None:  # files: a batch task's chunk says how many it holds
+                tick(sum(getattr(x, "n_files", 1) for x in part))
     finally:
         close = getattr(bar, "close", None)
         if close is not None:

@@ -1,0 +1,906 @@
+"""The batch path of :func:`cctviz.read_ensemble`: many small profiles composed in
+one pass over plain arrays, with no pandas object per file.
+
+Reading a file into a :class:`~cctviz.Tree` costs far more than parsing it (a
+pandas table per file, a pre-order sort, a metrics table, then the same again
+when :meth:`~cctviz.Ensemble.concat` unifies them). For formats that come in
+many small files this module parses each file to a :class:`FileArrays` (the
+nodes' parents and names in the file's order, one row per recorded (node,
+profile) with the exclusive metrics as float64, the file's metadata, units and
+aggregation rules) and composes all of them at once (:func:`compose`): the
+nodes of every file in one pre-order, one identity code per node
+(``_algo.identity_codes``), the call paths merged level by level with one
+``_algo.TrieBuilder`` (as ``model.unify.unify_structures`` does for trees), the
+units and rules reconciled by the model's own functions, and the rows handed to
+the :class:`~cctviz.Ensemble` constructor once. The result equals what
+``Ensemble.concat`` of the files' Trees gives (tests/readers/test_batch_compose.py).
+
+Caliper json-split files (``caliper-json``) have a batch parser
+(:func:`parse_caliper_json`) for what such files usually hold: call-path nodes,
+numeric value columns, ``mpi.rank``. A file it does not cover (label columns,
+``Node order``, repeated records, inclusive values a rule does not give back,
+anything malformed) is read by the format's reader and turned into arrays
+(:func:`from_object`), so its result, its warnings and its errors are the
+reader's own.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ProfileError
+from ..model import _algo
+from ..model.ensemble import Ensemble, _reconcile_rules, _reconcile_units
+from ..model.tree import STRUCT_COLUMNS, Tree
+from ..model.units import dimension
+from ._caliper import ORDER_COL, CaliColumn, _coerce, spec_shape, specs_from_shape
+from ._json import file_bytes
+
+#: the formats that have a batch parser
+BATCH_FORMATS = ("caliper-json",)
+#: (node, profile) cells of one file beyond which its checks are the reader's
+DENSE_CELLS = 1 << 22
+_SECTIONS = ("data", "columns", "column_metadata", "nodes")
+
+
+class NotBatch(Exception):
+    """A file of a format without a batch parser: the caller takes the old path."""
+
+
+@dataclass
+class FileArrays:
+    """One file's profiles as plain arrays (what a batch task sends back).
+
+    Nodes are in the file's order (``parent`` indexes them, -1 for roots); rows
+    are (``node``, ``prof``) with ``values`` (rows x ``metrics``, exclusive, in
+    the file's units). ``is_tree``: the file is one profile that records every
+    node (a :class:`Tree`: a node without a record counts 0, as the reader's
+    Tree does); else ``profiles`` holds one metadata record per profile (an
+    Ensemble's). ``meta`` is the profile object's metadata (``format``,
+    ``source``, ``units``, ``aggregation``...). ``checks``: what the reader
+    would verify about inclusive values, done for a whole chunk at once
+    (:func:`verify`).
+    """
+
+    parent: np.ndarray
+    names: np.ndarray
+    kind: np.ndarray | str  #: per node, or one kind for every node
+    node: np.ndarray
+    prof: np.ndarray
+    values: np.ndarray
+    metrics: list[str]
+    meta: dict[str, Any]
+    is_tree: bool
+    profiles: list[dict[str, Any]] | None = None
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+    checks: list[tuple[str, int, np.ndarray | None]] = field(default_factory=list)
+    tree_meta: dict[str, Any] | None = None  #: an Ensemble's tree's metadata, where it differs
+
+    @property
+    def n_profiles(self) -> int:
+        return 1 if self.is_tree else len(self.profiles or ())
+
+
+# ------------------------------------------------------------------ per file
+def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | None:
+    """A Caliper json-split file (its bytes ``raw``, un-gzipped, where read
+    already) as arrays, or None where the batch parser does not cover it (then
+    the reader reads it: its result, warnings and errors).
+
+    Example:
+        >>> fa = parse_caliper_json(Path(
+        ...     "../shared/data/hatchet/caliper-lulesh-json/lulesh-annotation-profile.json"))
+        >>> fa.metrics, fa.n_profiles, len(fa.parent), fa.meta["units"]
+        (['time'], 8, 24, {'time': 'us'})
+    """
+    doc = _load(path, raw)
+    if doc is None:
+        return None
+    cols, cmeta, nodes, data = (doc[s] for s in ("columns", "column_metadata", "nodes", "data"))
+    if "source.function#callpath.address" in cols:
+        path_col, kind = "source.function#callpath.address", "function"
+    elif "path" in cols:
+        path_col, kind = "path", "region"
+    else:
+        return None
+    value_cols, j_rank, shape = _columns(cols, cmeta, path_col)
+    if value_cols is None:
+        return None
+    tree = _nodes(nodes, path_col)
+    if tree is None:
+        return None
+    parent, names = tree
+    n = parent.size
+    try:
+        mat = np.array(data, dtype=np.float64) if data else np.empty((0, len(cols)))
+    except (ValueError, TypeError):
+        return None
+    if mat.ndim != 2 or mat.shape[1] != len(cols):
+        return None
+    jp = cols.index(path_col)
+    keep = ~np.isnan(mat[:, jp])
+    pn = mat[keep, jp]
+    if pn.size and ((pn < 0).any() or (pn >= n).any() or (pn != np.floor(pn)).any()):
+        return None
+    rnode = pn.astype(np.int64)
+    if j_rank is not None:
+        r = mat[keep, j_rank]
+        ranks = np.where(np.isnan(r), 0.0, r).astype(np.int64)
+    else:
+        ranks = np.zeros(rnode.size, dtype=np.int64)
+    uniq, prof = _ranks(ranks)
+    key = np.sort(rnode * max(uniq.size, 1) + prof)
+    if key.size > 1 and (key[1:] == key[:-1]).any():
+        return None  # several records of one (node, rank): combined by the reader
+    specs = specs_from_shape(shape, [mat[keep, j] for j in value_cols])
+    kept = sorted(
+        (m for m in specs if m.kept),
+        key=lambda m: not (m.rule == "sum" and dimension(m.unit) == "time"),
+    )  # as interop.build_metrics orders them
+    is_tree = uniq.size <= 1
+    if not is_tree and any(m.inclusive and m.rule != "none" for m in kept):
+        return None  # inclusive values of several ranks: the reader's Ensemble path
+    if not is_tree and _gaps(parent, rnode, prof, uniq.size):
+        return None  # the reader's Ensemble adds the missing ancestors' rows
+    meta = {k: _coerce(v) for k, v in doc.items() if k not in _SECTIONS}
+    if uniq.size == 1 and j_rank is not None:
+        meta.setdefault("rank", int(uniq[0]))
+    for key, val in (
+        ("units", {m.name: m.unit for m in kept if m.unit}),
+        ("units_assumed", {m.name: m.unit_reason for m in kept if m.unit_reason}),
+        ("aggregation", {m.name: m.rule for m in kept if m.rule != "sum"}),
+        ("aggregation_notes", {m.name: m.note for m in kept if m.note}),
+    ):
+        if val:
+            meta[key] = {**meta.get(key, {}), **val}
+    meta.setdefault("format", "caliper-json")
+    meta.setdefault("source", str(path))
+    names_k = [m.name for m in kept]
+    if is_tree:
+        node = np.arange(n, dtype=np.int64)
+        values = np.empty((n, len(kept)))
+        for j, m in enumerate(kept):
+            col = np.zeros(n) if m.rule == "sum" else np.full(n, np.nan)
+            col[rnode] = (
+                np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
+            )
+            if m.inclusive and m.rule == "sum":
+                col = _algo.own_from_inclusive(parent, col)
+            values[:, j] = col
+        row_prof = np.zeros(n, dtype=np.int64)
+        profiles = None
+    else:
+        node, row_prof = rnode, prof
+        values = (
+            np.column_stack(
+                [
+                    np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
+                    for m in kept
+                ]
+            )
+            if kept
+            else np.empty((rnode.size, 0))
+        )
+        profiles = [{"rank": int(r)} for r in uniq]
+    checks: list[tuple[str, int, np.ndarray | None]] = []
+    for m in specs:
+        if not m.kept and m.rule == "sum" and not np.isnan(m.values).all():
+            rec = m.values
+            if is_tree:
+                rec = np.full(n, np.nan)
+                rec[rnode] = m.values
+            checks.append(("dropped", names_k.index(m.name), rec))
+        elif m.kept and m.inclusive and m.rule in ("max", "min"):
+            checks.append((m.rule, names_k.index(m.name), None))
+    return FileArrays(
+        parent,
+        names,
+        kind,
+        node,
+        row_prof,
+        values,
+        names_k,
+        meta,
+        is_tree,
+        profiles,
+        checks=checks,
+    )
+
+
+def _bytes(p: Path) -> tuple[bytes, bytes] | None:
+    """The file's bytes, un-gzipped, and its first bytes as detection sees them
+    (:func:`cctviz.readers.head`); None where it cannot be read (a folder, no
+    such file, a broken gzip stream: the reader says what is wrong)."""
+    from . import HEAD_BYTES, head
+
+    try:
+        raw = p.read_bytes()
+    except OSError:
+        return None
+    if raw[:2] != b"\x1f\x8b":
+        return raw, raw[:HEAD_BYTES]
+    try:
+        return file_bytes(p), head(p)
+    except ProfileError:
+        return None
+
+
+def _load(path: Path, raw: bytes | None = None) -> dict[str, Any] | None:
+    """The file's JSON object with its four sections as lists, else None."""
+    try:
+        doc = json.loads(file_bytes(path) if raw is None else raw)
+    except (ValueError, UnicodeDecodeError, ProfileError, OSError, EOFError, zlib.error):
+        return None
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(s), list) for s in _SECTIONS):
+        return None
+    cols, cmeta = doc["columns"], doc["column_metadata"]
+    if len(cmeta) != len(cols) or not all(isinstance(c, str) for c in cols):
+        return None
+    if len(set(cols)) != len(cols) or not all(
+        isinstance(m, dict) and "is_value" in m for m in cmeta
+    ):
+        return None
+    return doc
+
+
+def _columns(
+    cols: list[str], cmeta: list[dict[str, Any]], path_col: str
+) -> tuple[list[int] | None, int | None, Any]:
+    """:func:`_value_columns` with the metrics' :func:`spec_shape`, decided once
+    per set of columns (the files of a study share theirs)."""
+    try:
+        key = (
+            path_col,
+            tuple(cols),
+            tuple(
+                (bool(m.get("is_value")), m.get("attribute.alias"), m.get("attribute.unit"))
+                for m in cmeta
+            ),
+        )
+        hash(key)
+    except TypeError:  # an alias or unit that is no text
+        return _columns_of(cols, cmeta, path_col)
+    got = _COLUMNS.get(key)
+    if got is None:
+        if len(_COLUMNS) >= 256:  # a study has a few sets of columns
+            _COLUMNS.clear()
+        got = _COLUMNS[key] = _columns_of(cols, cmeta, path_col)
+    return got
+
+
+_COLUMNS: dict[Any, Any] = {}
+
+
+def _columns_of(
+    cols: list[str], cmeta: list[dict[str, Any]], path_col: str
+) -> tuple[list[int] | None, int | None, Any]:
+    value_cols, j_rank = _value_columns(cols, cmeta, path_col)
+    if value_cols is None:
+        return None, None, None
+    return [j for j, _ in value_cols], j_rank, spec_shape([c for _, c in value_cols])
+
+
+def _value_columns(
+    cols: list[str], cmeta: list[dict[str, Any]], path_col: str
+) -> tuple[list[tuple[int, CaliColumn]] | None, int | None]:
+    """The metric columns (index, column) and the ``mpi.rank`` column's index;
+    None where a column is a label or ``Node order`` (the reader's work)."""
+    out: list[tuple[int, CaliColumn]] = []
+    j_rank = None
+    for j, (c, m) in enumerate(zip(cols, cmeta)):
+        if c == path_col:
+            continue
+        alias = m.get("attribute.alias")
+        if not m.get("is_value") or ORDER_COL in (c, alias):
+            return None, None
+        if c == "mpi.rank":
+            j_rank = j
+        else:
+            out.append((j, CaliColumn(c, True, alias, m.get("attribute.unit"))))
+    return out, j_rank
+
+
+def _nodes(nodes: list[Any], path_col: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Parents and names of the call-path nodes; None unless every node is one
+    with a valid parent and a non-empty label."""
+    n = len(nodes)
+    if not n:
+        return None
+    try:
+        if [nd["column"] for nd in nodes].count(path_col) != n:
+            return None
+        names = [str(nd["label"]) for nd in nodes]
+        par = [nd.get("parent", -1) for nd in nodes]
+    except (TypeError, KeyError, AttributeError):
+        return None
+    parent = np.array(par)
+    if parent.dtype.kind != "i" or "" in names or parent.min() < -1 or parent.max() >= n:
+        return None  # (a cycle is found for the whole chunk at once: verify)
+    return parent.astype(np.int64), np.array(names, dtype=object)
+
+
+def _gaps(parent: np.ndarray, node: np.ndarray, prof: np.ndarray, n_prof: int) -> bool:
+    """Whether some profile has a record of a node but none of its parent."""
+    up = parent[node]
+    has = up >= 0
+    if parent.size * n_prof > DENSE_CELLS:  # many nodes x many ranks: by sorted keys
+        keys = np.sort(node * n_prof + prof)
+        want = up[has] * n_prof + prof[has]
+        at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+        return not (keys[at] == want).all()
+    present = np.zeros((parent.size, n_prof), dtype=bool)
+    present[node, prof] = True
+    return not present[up[has], prof[has]].all()
+
+
+def _ranks(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ranks, sorted, and each row's index among them (``np.unique``
+    with its inverse, cheaper for the few small ranks of one file)."""
+    if not ranks.size:
+        return ranks, ranks
+    lo, hi = int(ranks.min()), int(ranks.max())
+    if lo == hi:
+        return ranks[:1], np.zeros(ranks.size, dtype=np.int64)
+    if lo < 0 or hi > 4 * ranks.size:
+        uniq, inv = np.unique(ranks, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    seen = np.bincount(ranks, minlength=hi + 1) > 0
+    return np.flatnonzero(seen), (np.cumsum(seen) - 1)[ranks]
+
+
+def from_object(obj: Tree | Ensemble) -> FileArrays:
+    """A profile the reader built, as arrays (a file the batch parser left to it).
+
+    Example:
+        >>> import cctviz
+        >>> t = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+        >>> fa = from_object(t)
+        >>> fa.names.tolist(), fa.values.tolist(), fa.is_tree
+        (['main', 'f'], [[1.0], [2.0]], True)
+    """
+    is_tree = isinstance(obj, Tree)
+    tree = obj if is_tree else obj.tree
+    nodes = tree.nodes
+    metrics = list(obj.exc_metrics)
+    if is_tree:
+        node = np.arange(len(tree), dtype=np.int64)
+        prof = np.zeros(len(tree), dtype=np.int64)
+        values = obj.metrics[metrics].to_numpy(dtype=np.float64)
+        profiles = None
+        meta = dict(obj.meta)
+    else:
+        rows = obj.exclusive_rows
+        node, prof = rows["node"].to_numpy(np.int64), rows["profile"].to_numpy(np.int64)
+        values = rows[metrics].to_numpy(dtype=np.float64)
+        profiles = obj.profiles.reset_index(drop=True).to_dict("records")
+        meta = dict(obj.meta)
+    return FileArrays(
+        np.asarray(tree.parent, dtype=np.int64),
+        np.asarray(tree.names, dtype=object),
+        nodes["kind"].to_numpy(dtype=object),
+        node,
+        prof,
+        values,
+        metrics,
+        meta,
+        is_tree,
+        profiles,
+        columns={c: nodes[c].to_numpy() for c in nodes.columns if c not in STRUCT_COLUMNS},
+        tree_meta=None if is_tree else dict(tree.meta),
+    )
+
+
+# ------------------------------------------------------------------ a task
+def read_chunk_arrays(
+    paths: Sequence[str | Path], format: str | None, reader_kw: Mapping[str, Any]
+) -> list[FileArrays]:
+    """The profiles of ``paths`` as arrays (a batch task: runs in a worker).
+
+    A file of a format without a batch parser raises :class:`NotBatch`.
+
+    Example:
+        >>> fas = read_chunk_arrays(["../shared/data/hatchet-tutorial/lulesh-scaling/"
+        ...                          "lulesh-annotation-profile-8cores.json"], None, {})
+        >>> fas[0].n_profiles, fas[0].meta["format"]
+        (8, 'caliper-json')
+    """
+    from . import detect, detect_head, read
+
+    out: list[FileArrays | None] = []
+    for s in paths:
+        p = s if isinstance(s, Path) else Path(s)
+        got = _bytes(p)
+        raw = None if got is None else got[0]
+        try:
+            name = format or (detect(p) if got is None else detect_head(p, got[1]))
+        except ProfileError as e:  # after the earlier files' own errors, as a serial read
+            failed: ProfileError | None = e
+            break
+        if name not in BATCH_FORMATS or reader_kw:
+            raise NotBatch(str(s))
+        out.append(None if raw is None else parse_caliper_json(p, raw))
+    else:
+        failed = None
+    redo = {k for k, fa in enumerate(out) if fa is None}
+    redo |= verify([fa for fa in out if fa is not None], [k for k, fa in enumerate(out) if fa])
+    for k in sorted(redo):
+        out[k] = from_object(read(Path(paths[k]), format=BATCH_FORMATS[0]))
+    if failed is not None:
+        raise failed
+    return out  # type: ignore[return-value]
+
+
+def verify(files: list[FileArrays], index: list[int]) -> set[int]:
+    """Of ``files`` (their positions: ``index``), those the reader must read
+    instead: a parent cycle (the reader names it), an inclusive column that its
+    exclusive twin does not give back, inclusive maxima or minima that the rule
+    does not give back (the reader warns, or demotes the rule). One pass over
+    the chunk: every file's (node, profile) cells in one forest."""
+    if not files:
+        return set()
+    sizes = np.array([fa.parent.size for fa in files], dtype=np.int64)
+    noff = np.concatenate(([0], np.cumsum(sizes)))
+    gpar = np.concatenate(
+        [np.where(fa.parent >= 0, fa.parent + o, -1) for fa, o in zip(files, noff[:-1])]
+    )
+    try:
+        depth, _ = _algo.level_order(gpar)
+    except ValueError:
+        bad = set()
+        for k, fa in enumerate(files):
+            try:
+                _algo.level_order(fa.parent)
+            except ValueError:
+                bad.add(index[k])
+        return bad
+    big = {
+        k
+        for k, fa in enumerate(files)
+        if fa.checks and fa.parent.size * fa.n_profiles > DENSE_CELLS
+    }
+    todo = [k for k, fa in enumerate(files) if fa.checks and k not in big]
+    if not todo:
+        return {index[k] for k in big}
+    P = np.array([files[k].n_profiles for k in todo], dtype=np.int64)
+    n = sizes[todo]
+    coff = np.concatenate(([0], np.cumsum(n * P)))
+    file_of = np.repeat(np.arange(len(todo)), n * P)
+    local = np.arange(coff[-1]) - coff[file_of]
+    gnode = noff[np.asarray(todo)][file_of] + local // P[file_of]
+    gp = gpar[gnode]
+    cpar = np.where(
+        gp >= 0,
+        coff[file_of] + (gp - noff[np.asarray(todo)][file_of]) * P[file_of] + local % P[file_of],
+        -1,
+    )
+    cdepth = depth[gnode]
+    order = np.argsort(cdepth, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(cdepth))))
+    levels = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    bad: set[int] = set()
+    groups: dict[tuple[str, str], list[tuple[int, int, np.ndarray | None]]] = {}
+    for t, k in enumerate(todo):
+        for kind, j, rec in files[k].checks:
+            groups.setdefault((kind, files[k].metrics[j]), []).append((t, j, rec))
+    for (kind, _), items in groups.items():
+        cells = np.concatenate(
+            [coff[t] + files[todo[t]].node * P[t] + files[todo[t]].prof for t, _, _ in items]
+        )
+        vals = np.concatenate([files[todo[t]].values[:, j] for t, j, _ in items])
+        owner = np.repeat([t for t, _, _ in items], [files[todo[t]].node.size for t, _, _ in items])
+        rule = "sum" if kind == "dropped" else kind
+        cellv = np.zeros(coff[-1]) if rule == "sum" else np.full(coff[-1], np.nan)
+        cellv[cells] = vals
+        got = _algo.accumulate_up(cellv, cpar, levels, rule)[cells]
+        if kind == "dropped":
+            rec = np.concatenate([r for _, _, r in items])
+            top = np.full(len(todo), np.nan)
+            np.fmax.at(top, owner, np.abs(rec))
+            with np.errstate(invalid="ignore"):
+                ok = np.isnan(rec) | np.isclose(got, rec, rtol=1e-6, atol=1e-9 * top[owner])
+        else:
+            ok = np.isclose(got, vals, rtol=1e-9, equal_nan=True) | np.isnan(vals)
+        bad |= {index[todo[t]] for t in np.unique(owner[~ok])}
+    return bad | {index[k] for k in big}
+
+
+# ------------------------------------------------------------------ compose
+class _Shape:
+    """What ``model.ensemble._reconcile_units``/``_reconcile_rules`` read of a
+    profile (its units, metrics, rules and metadata), for a file's arrays."""
+
+    def __init__(self, fa: FileArrays) -> None:
+        self.meta = fa.tree_meta or fa.meta
+        self.exc_metrics = fa.metrics
+        self.units = dict(self.meta.get("units", {}))
+        rules = self.meta.get("aggregation", {})
+        self.aggregation = {m: rules.get(m, "sum") for m in fa.metrics}
+
+
+def signature(fa: FileArrays) -> tuple[Any, ...]:
+    """What the reconciliation of units and rules reads of a file, as a key: files
+    with equal keys reconcile alike (a study has a few kinds of file)."""
+    m = fa.tree_meta or fa.meta
+    units, said, rules = m.get("units", {}), m.get("units_assumed", {}), m.get("aggregation", {})
+    notes = m.get("aggregation_notes", {})
+    return tuple((x, units.get(x), x in said, rules.get(x, "sum"), x in notes) for x in fa.metrics)
+
+
+def reconcile(
+    files: list[FileArrays],
+) -> tuple[list[str], dict[str, str], dict[str, str], np.ndarray]:
+    """:func:`_reconcile` (metrics, units, rules, per-file factors), for callers
+    that compose in parts (``read_ensemble(out=)``)."""
+    return _reconcile(files)
+
+
+def ensemble_meta(
+    files: list[FileArrays], units: dict[str, str], rules: dict[str, str], meta: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The composed ensemble's metadata, as ``Ensemble.concat`` gathers it: ``meta``,
+    the units, what the files said of units and rules, the rules that are not sums."""
+    m = dict(meta)
+    if units:
+        m.setdefault("units", units)
+    for key in ("units_assumed", "aggregation_notes"):
+        said: dict[str, Any] = {}
+        for fa in files:
+            said.update((fa.tree_meta or fa.meta).get(key, {}))
+        if said:
+            m.setdefault(key, said)
+    if any(r != "sum" for r in rules.values()):
+        m.setdefault("aggregation", {k: r for k, r in rules.items() if r != "sum"})
+    return m
+
+
+def compose(
+    files: list[FileArrays],
+    extras: list[dict[str, Any]],
+    meta: Mapping[str, Any],
+) -> Ensemble:
+    """One Ensemble of the files' arrays, equal to ``Ensemble.concat`` of their
+    profiles (``extras[k]``: the profile columns of file ``k``; ``meta``: the
+    ensemble's own metadata): :func:`compose_chunks` of one chunk.
+
+    Example:
+        >>> import cctviz
+        >>> a = cctviz.Tree.from_parents([-1, 0], ["main", "mpi"], {"time": [1.0, 3.0]})
+        >>> b = cctviz.Tree.from_parents([-1, 0], ["main", "io"], {"time": [2.0, 5.0]})
+        >>> ens = compose([from_object(a), from_object(b)], [{"run": 0}, {"run": 1}], {})
+        >>> ens.tree.names.tolist(), ens.values("time").tolist()
+        (['main', 'mpi', 'io'], [[1.0, 2.0], [3.0, 0.0], [0.0, 5.0]])
+    """
+    if not files:
+        raise ValueError("an ensemble needs at least one profile")
+    return compose_chunks([chunk_of(files)], extras, meta)
+
+
+def unify(files: list[FileArrays]) -> tuple[Tree, list[np.ndarray]]:
+    """The unified tree of every file's nodes (by call path, the n-th same-named
+    sibling being the n-th, siblings in order of first appearance, as
+    ``unify_structures`` orders them) and, per file, the unified id of each of
+    its nodes (in the file's order)."""
+    sizes = np.array([fa.parent.size for fa in files], dtype=np.int64)
+    offs = np.concatenate(([0], np.cumsum(sizes)))
+    total = int(offs[-1])
+    gpar = np.concatenate(
+        [np.where(fa.parent >= 0, fa.parent + o, -1) for fa, o in zip(files, offs[:-1])]
+    )
+    tree_of = np.repeat(np.arange(len(files)), sizes)
+    # every file's nodes in its own pre-order, the files one after the other
+    perm = _algo.preorder_permutation(gpar)
+    pos = np.empty(total, dtype=np.int64)
+    pos[perm] = np.arange(total)
+    ppar = np.where(gpar[perm] >= 0, pos[np.maximum(gpar[perm], 0)], -1)
+    names = np.concatenate([fa.names for fa in files])[perm]
+    pfile = tree_of[perm]
+    codes, uniq_names, span = _algo.identity_codes(names, np.where(ppar >= 0, ppar, -1 - pfile))
+    depth, _ = _algo.level_order(ppar)
+    order = np.argsort(depth, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(depth, minlength=1))))
+    tb = _algo.TrieBuilder()
+    uid = np.empty(total, dtype=np.int64)
+    for d in range(len(bounds) - 1):
+        idx = order[bounds[d] : bounds[d + 1]]
+        gp = ppar[idx]
+        prev = np.where(gp >= 0, uid[np.maximum(gp, 0)], -1)
+        uid[idx] = tb.add_level(prev, codes[idx])
+    tparent = tb.parent
+    tperm = _algo.preorder_permutation(tparent)
+    inv = np.empty(tb.size, dtype=np.int64)
+    inv[tperm] = np.arange(tb.size)
+    new_parent = np.where(tparent[tperm] >= 0, inv[np.maximum(tparent[tperm], 0)], -1)
+    first = np.full(tb.size, total, dtype=np.int64)
+    np.minimum.at(first, uid, np.arange(total))
+    first = perm[first[tperm]]  # the node (files' order) first seen at each unified node
+    nodes = pd.DataFrame({"name": uniq_names[tb.code[tperm] // span], "parent": new_parent})
+    extra: list[str] = []
+    for fa in files:
+        extra += [c for c in fa.columns if c not in extra]
+    for c in ["kind", *extra]:
+        nodes[c] = _node_column(files, c)[first]
+    unified = Tree(nodes, None, None, _trusted=True)
+    final = inv[uid][pos]  # unified id of every node, files' order
+    return unified, [final[offs[k] : offs[k + 1]] for k in range(len(files))]
+
+
+def _node_column(files: list[FileArrays], c: str) -> np.ndarray:
+    """A node column over every file's nodes (None where a file has none)."""
+    if c == "kind" and all(isinstance(fa.kind, str) for fa in files):
+        kinds = np.array([fa.kind for fa in files], dtype=object)
+        return np.repeat(kinds, [fa.parent.size for fa in files])
+    parts = [
+        (np.full(fa.parent.size, fa.kind, dtype=object) if isinstance(fa.kind, str) else fa.kind)
+        if c == "kind"
+        else fa.columns.get(c, np.full(fa.parent.size, None, dtype=object))
+        for fa in files
+    ]
+    kinds = {p.dtype for p in parts}
+    return (
+        np.concatenate(parts)
+        if len(kinds) == 1
+        else np.concatenate([p.astype(object) for p in parts])
+    )
+
+
+def _reconcile(
+    files: list[FileArrays],
+) -> tuple[list[str], dict[str, str], dict[str, str], np.ndarray]:
+    """The metrics in order of first appearance, their units and rules (the
+    model's reconciliation, over the distinct kinds of file), and per file the
+    factor that converts each metric to the ensemble's unit (files x metrics)."""
+    sig_of: dict[tuple[Any, ...], int] = {}
+    which = np.empty(len(files), dtype=np.int64)
+    reps: list[FileArrays] = []
+    for k, fa in enumerate(files):
+        s = signature(fa)
+        i = sig_of.setdefault(s, len(reps))
+        if i == len(reps):
+            reps.append(fa)
+        which[k] = i
+    metrics: list[str] = []
+    for fa in reps:
+        metrics += [m for m in fa.metrics if m not in metrics]
+    shapes = [_Shape(fa) for fa in reps]
+    units, scale = _reconcile_units(shapes, metrics)  # type: ignore[arg-type]
+    rules = _reconcile_rules(shapes, metrics)  # type: ignore[arg-type]
+    col = {m: j for j, m in enumerate(metrics)}
+    rep_scale = np.ones((len(reps), len(metrics)))
+    for i, sc in enumerate(scale):
+        for m, f in sc.items():
+            rep_scale[i, col[m]] = f
+    return metrics, units, rules, rep_scale[which]
+
+
+def rows_table(
+    files: list[FileArrays], node_of: list[np.ndarray], metrics: list[str], scale: np.ndarray
+) -> pd.DataFrame:
+    """The rows of every file on the unified tree, profiles numbered across files,
+    values in the ensemble's units (NaN for a metric a file does not have)."""
+    node, prof, vals = _row_arrays(files, node_of, metrics, scale)
+    out = pd.DataFrame({"node": node, "profile": prof})
+    for j, m in enumerate(metrics):
+        out[m] = vals[:, j]
+    return out
+
+
+def _row_arrays(
+    files: list[FileArrays], node_of: list[np.ndarray], metrics: list[str], scale: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`rows_table` as arrays (node, profile, values), rows in the files' order."""
+    col = {m: j for j, m in enumerate(metrics)}
+    n_prof = np.array([fa.n_profiles for fa in files], dtype=np.int64)
+    poff = np.concatenate(([0], np.cumsum(n_prof)))
+    node = np.concatenate([nm[fa.node] for fa, nm in zip(files, node_of)])
+    prof = np.concatenate([fa.prof + poff[k] for k, fa in enumerate(files)])
+    nrows = np.array([fa.node.size for fa in files], dtype=np.int64)
+    roff = np.concatenate(([0], np.cumsum(nrows)))
+    vals = np.full((int(roff[-1]), len(metrics)), np.nan)
+    by_cols: dict[tuple[str, ...], list[int]] = {}
+    for k, fa in enumerate(files):
+        by_cols.setdefault(tuple(fa.metrics), []).append(k)
+    for names, ks in by_cols.items():
+        if not names:
+            continue
+        idx = np.concatenate([np.arange(roff[k], roff[k + 1]) for k in ks])
+        block = np.concatenate([files[k].values for k in ks])
+        js = [col[m] for m in names]
+        fac = np.repeat(scale[np.asarray(ks)][:, js], nrows[ks], axis=0)
+        vals[np.ix_(idx, js)] = block * fac
+    return node, prof, vals
+
+
+@dataclass
+class ChunkArrays:
+    """A chunk of files composed in its worker: its unified tree (as a
+    :class:`FileArrays` without rows), every row on it (``node``, chunk-local
+    ``prof`` and ``file``; ``values`` over ``metrics``, in the files' own units),
+    and each file's metadata (its arrays without nodes and rows). The caller
+    unifies the chunks' trees, which are small, instead of every file's."""
+
+    tree: FileArrays
+    files: list[FileArrays]
+    node: np.ndarray
+    prof: np.ndarray
+    file: np.ndarray
+    values: np.ndarray
+    metrics: list[str]
+
+    @property
+    def n_files(self) -> int:
+        return len(self.files)
+
+
+def read_chunk_composed(
+    paths: Sequence[str | Path], format: str | None, reader_kw: Mapping[str, Any]
+) -> list[ChunkArrays]:
+    """The files of ``paths`` parsed (:func:`read_chunk_arrays`) and composed into
+    one :class:`ChunkArrays` (a batch task: runs in a worker).
+
+    Example:
+        >>> ch, = read_chunk_composed(["../shared/data/hatchet-tutorial/lulesh-scaling/"
+        ...     "lulesh-annotation-profile-8cores.json"] * 2, None, {})
+        >>> ch.n_files, len(ch.tree.parent), ch.metrics, int(ch.prof.max())
+        (2, 45, ['time'], 15)
+    """
+    return [chunk_of(read_chunk_arrays(paths, format, reader_kw))]
+
+
+def chunk_of(files: list[FileArrays]) -> ChunkArrays:
+    """The files composed into one :class:`ChunkArrays` (values in their own units)."""
+    tree, node_of = unify(files)
+    metrics: list[str] = []
+    for fa in files:
+        metrics += [m for m in fa.metrics if m not in metrics]
+    node, prof, vals = _row_arrays(files, node_of, metrics, np.ones((len(files), len(metrics))))
+    nodes = tree.nodes
+    empty = np.empty(0, dtype=np.int64)
+    shape = FileArrays(
+        np.asarray(tree.parent, dtype=np.int64),
+        np.asarray(tree.names, dtype=object),
+        nodes["kind"].to_numpy(),
+        empty,
+        empty,
+        np.empty((0, 0)),
+        [],
+        {},
+        True,
+        columns={c: nodes[c].to_numpy() for c in nodes.columns if c not in STRUCT_COLUMNS},
+    )
+    row_file = np.repeat(np.arange(len(files)), [fa.node.size for fa in files])
+    return ChunkArrays(shape, [strip(fa) for fa in files], node, prof, row_file, vals, metrics)
+
+
+def strip(fa: FileArrays) -> FileArrays:
+    """A file's arrays without its nodes and rows: what its profiles' metadata,
+    units and rules need."""
+    empty = np.empty(0, dtype=np.int64)
+    return FileArrays(
+        empty,
+        empty,
+        "",
+        empty,
+        empty,
+        np.empty((0, len(fa.metrics))),
+        list(fa.metrics),
+        fa.meta,
+        fa.is_tree,
+        fa.profiles,
+        tree_meta=fa.tree_meta,
+    )
+
+
+def compose_chunks(
+    chunks: list[ChunkArrays], extras: list[dict[str, Any]], meta: Mapping[str, Any]
+) -> Ensemble:
+    """One Ensemble of the chunks (each composed by :func:`read_chunk_composed`),
+    equal to :func:`compose` of all their files."""
+    files = [fa for ch in chunks for fa in ch.files]
+    if not files:
+        raise ValueError("an ensemble needs at least one profile")
+    tree, maps = unify([ch.tree for ch in chunks])
+    metrics, units, rules, scale = _reconcile(files)
+    col = {m: j for j, m in enumerate(metrics)}
+    nrows = np.array([ch.node.size for ch in chunks], dtype=np.int64)
+    roff = np.concatenate(([0], np.cumsum(nrows)))
+    foff = np.concatenate(([0], np.cumsum([ch.n_files for ch in chunks])))
+    poff = np.concatenate(
+        ([0], np.cumsum([sum(fa.n_profiles for fa in ch.files) for ch in chunks]))
+    )
+    vals = np.full((int(roff[-1]), len(metrics)), np.nan)
+    for c, ch in enumerate(chunks):
+        if ch.metrics:
+            js = [col[m] for m in ch.metrics]
+            fac = scale[foff[c] + ch.file][:, js]
+            vals[roff[c] : roff[c + 1], js] = ch.values * fac
+    rows = pd.DataFrame(
+        {
+            "node": np.concatenate([mp[ch.node] for mp, ch in zip(maps, chunks)]),
+            "profile": np.concatenate([ch.prof + poff[c] for c, ch in enumerate(chunks)]),
+        }
+    )
+    for j, m in enumerate(metrics):
+        rows[m] = vals[:, j]
+    prof = _profiles(files, extras)
+    return Ensemble(tree, rows, prof, ensemble_meta(files, units, rules, meta))
+
+
+def _profiles(files: list[FileArrays], extras: list[dict[str, Any]]) -> pd.DataFrame:
+    """The profiles table (:func:`profile_records`, :func:`profiles_table`)."""
+    return profiles_table(profile_records(files, extras))
+
+
+def profile_records(files: list[FileArrays], extras: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One metadata record per profile: a file's own profile records first (an
+    Ensemble's columns win), then the file's extra columns."""
+    records: list[dict[str, Any]] = []
+    for fa, ex in zip(files, extras):
+        if fa.is_tree:
+            records.append(dict(ex))
+        else:
+            for r in fa.profiles or ():
+                records.append({**r, **{k: v for k, v in ex.items() if k not in r}})
+    return records
+
+
+def profiles_table(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """The profiles table of :func:`profile_records` (the columns in order of first
+    appearance, as ``pd.concat`` of the profiles' tables orders them)."""
+    return pd.DataFrame.from_records(records) if records else pd.DataFrame()
+
+
+def read_batch(
+    paths: list[Path],
+    format: str | None,
+    reader_kw: Mapping[str, Any],
+    extra_of: Callable[[int, Path, FileArrays], dict[str, Any]],
+    *,
+    workers: int | None,
+    client: Any,
+    progress: bool | None,
+) -> Ensemble:
+    """``read_ensemble``'s batch path: the files parsed to arrays (here, on
+    ``workers`` processes or on ``client``'s cluster), composed in one pass.
+    Raises :class:`NotBatch` where a file's format has no batch parser."""
+    if client is not None or (workers or 1) > 1:
+        from ._parallel import read_all
+
+        chunks = read_all(
+            paths,
+            format,
+            reader_kw,
+            workers=workers,
+            client=client,
+            progress=progress,
+            task=read_chunk_composed,
+        )
+    else:
+        chunks = read_chunk_composed(paths, format, reader_kw)
+    files = [fa for ch in chunks for fa in ch.files]
+    extras = [extra_of(k, p, fa) for k, (p, fa) in enumerate(zip(paths, files))]
+    formats = {fa.meta.get("format") for fa in files}
+    common = {"format": formats.pop()} if len(formats) == 1 and None not in formats else {}
+    return compose_chunks(chunks, extras, common)
+
+
+__all__ = [
+    "BATCH_FORMATS",
+    "ChunkArrays",
+    "compose_chunks",
+    "read_chunk_composed",
+    "FileArrays",
+    "NotBatch",
+    "compose",
+    "from_object",
+    "parse_caliper_json",
+    "read_batch",
+    "read_chunk_arrays",
+]

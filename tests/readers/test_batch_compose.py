@@ -1,0 +1,259 @@
+"""The batch path of ``read_ensemble`` (issue 24): Caliper json-split files parsed to
+arrays and composed in one pass give exactly the Ensemble of the files read one by
+one and concatenated (``batch=False``): tree, profiles, every metric's values,
+units, rules and metadata, warnings and errors; serially, on processes and on a
+Dask cluster. Files: the real LULESH and Caliper samples, a study made from the
+real LULESH and RAJAPerf profiles (``benchmarks/caliper_study.py``), and
+hypothesis' variations of the real documents."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cctviz
+from cctviz import ProfileError
+from cctviz.readers import _batch
+
+from ..conftest import DATA, LULESH_SCALING, ROOT
+from ..hypothesis_profiles import examples
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import caliper_study  # noqa: E402
+
+CALIPER_SAMPLES = sorted((DATA / "hatchet").glob("caliper-*-json/*.json"))
+
+
+def read_both(files, **kw):
+    """The one-by-one read and the batch read, each with the warnings it gave."""
+    out = []
+    for batch in (False, True):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                got = cctviz.read_ensemble(files, progress=False, batch=batch, **kw)
+            except ProfileError as e:
+                got = e
+        out.append((got, sorted(str(x.message) for x in w)))
+    return out
+
+
+def assert_equal_reads(files, **kw) -> cctviz.Ensemble:
+    (old, w_old), (new, w_new) = read_both(files, **kw)
+    assert w_new == w_old
+    if isinstance(old, Exception):
+        assert type(new) is type(old) and str(new) == str(old)
+        return None
+    assert new == old  # nodes, rows, profiles, meta (Ensemble.__eq__)
+    pd.testing.assert_frame_equal(new.tree.nodes, old.tree.nodes)
+    pd.testing.assert_frame_equal(new.profiles, old.profiles)
+    assert new.tree.meta == old.tree.meta
+    for m in old.exc_metrics:
+        assert np.array_equal(new.values(m), old.values(m), equal_nan=True), m
+    return new
+
+
+@pytest.fixture
+def count_fallbacks(monkeypatch):
+    """How many files the batch parser left to the reader."""
+    seen = []
+    real = _batch.from_object
+
+    def counted(obj):
+        seen.append(obj.meta.get("source"))
+        return real(obj)
+
+    monkeypatch.setattr(_batch, "from_object", counted)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> list[Path]:
+    """70 files from the real LULESH (1 and 8 ranks) and RAJAPerf runs, some
+    lacking a leaf, some lacking two metrics."""
+    return caliper_study.write_study(70, tmp_path_factory.mktemp("study"), seed=7)
+
+
+def test_lulesh_scaling_equals_the_one_by_one_read(count_fallbacks):
+    ens = assert_equal_reads(LULESH_SCALING)
+    assert ens.n_profiles == 1 + 8 + 27 + 64 + 125 + 216 + 343 + 512
+    assert count_fallbacks == []  # every file went through the batch parser
+
+
+def test_the_study_equals_the_one_by_one_read(study, count_fallbacks):
+    ens = assert_equal_reads(study)
+    assert count_fallbacks == []
+    assert {"Total time", "Max time/rank", "time"} <= set(ens.exc_metrics)
+    assert ens.aggregation["Max time/rank"] == "max" and ens.tree.units["Total time"] == "s"
+    # a file without Avg time/rank has no value there: NaN, not 0
+    lacking = [k for k, f in enumerate(study) if k % 7 == 6 and "rajaperf" in f.name]
+    assert lacking and np.isnan(ens.values("Avg time/rank")[:, lacking]).all()
+
+
+def test_metadata_and_runs_as_the_one_by_one_read(study):
+    table = pd.DataFrame({"study": [f"s{k % 3}" for k in range(len(study))]})
+    assert "study" in assert_equal_reads(study, metadata=table).profiles
+    assert_equal_reads(study[:9], metadata=lambda p: {"name": p.stem})
+    assert_equal_reads(study[:9], metadata={str(study[0]): {"tag": "first"}})
+
+
+@pytest.mark.parametrize("sample", CALIPER_SAMPLES, ids=lambda p: p.parent.name)
+def test_caliper_samples_equal_the_one_by_one_read(sample, count_fallbacks):
+    """Node order, repeated records, label columns: the reader's files, composed
+    by the batch path all the same."""
+    assert_equal_reads([sample, sample, LULESH_SCALING[1]])
+
+
+def test_samples_left_to_the_reader(count_fallbacks):
+    assert_equal_reads(CALIPER_SAMPLES[2:] + LULESH_SCALING[:2])
+    assert len(count_fallbacks) == len(CALIPER_SAMPLES[2:])  # 'Node order' files
+
+
+def test_units_that_cannot_be_reconciled_fail_alike():
+    # LULESH's time is assumed in microseconds, the ordered sample's in seconds: refused
+    (old, _), (new, _) = read_both([CALIPER_SAMPLES[1], CALIPER_SAMPLES[3]])
+    assert isinstance(old, ProfileError) and str(new) == str(old)
+
+
+def test_a_broken_file_names_itself(tmp_path, study):
+    broken = tmp_path / "broken.json"
+    broken.write_text(study[1].read_text()[:300])
+    (old, _), (new, _) = read_both([study[0], broken, study[2]])
+    assert isinstance(new, ProfileError) and new.path == str(broken) and str(new) == str(old)
+    cycle = json.loads(study[0].read_text())
+    cycle["nodes"][0]["parent"] = len(cycle["nodes"]) - 1
+    (tmp_path / "cycle.json").write_text(json.dumps(cycle))
+    (old, _), (new, _) = read_both([study[2], tmp_path / "cycle.json"])
+    assert isinstance(new, ProfileError) and str(new) == str(old)
+
+
+def test_other_formats_take_the_one_by_one_path(tmp_path):
+    literal = DATA / "hatchet" / "json" / "hatchet-graph-literal.json"
+    ens = assert_equal_reads([LULESH_SCALING[1], literal])  # 1 rank
+    assert ens.profiles["file"].tolist() == [str(LULESH_SCALING[1]), str(literal)]
+
+
+def test_gaps_in_ranks_go_to_the_reader_big_files_too(tmp_path, monkeypatch, count_fallbacks):
+    """Rank 3 of an 8-rank LULESH run without its record of an inner region: the
+    reader's Ensemble adds the row within the file; found by a dense (node, rank)
+    mask, or by sorted keys in files beyond DENSE_CELLS."""
+    doc = caliper_study.drop_columns(
+        caliper_study.lulesh_docs(8)[-1], ("inclusive#sum#time.duration",)
+    )
+    jp, jr = doc["columns"].index("path"), doc["columns"].index("mpi.rank")
+    inner = doc["nodes"][3]["parent"]
+    gap = {**doc, "data": [r for r in doc["data"] if not (r[jp] == inner and r[jr] == 3)]}
+    (tmp_path / "gap.json").write_text(json.dumps(gap))
+    (tmp_path / "whole.json").write_text(json.dumps(doc))
+    files = [tmp_path / "whole.json", tmp_path / "gap.json", LULESH_SCALING[1]]
+    assert_equal_reads(files)
+    assert count_fallbacks == [str(tmp_path / "gap.json")]
+    monkeypatch.setattr(_batch, "DENSE_CELLS", 1)  # every file is big
+    count_fallbacks.clear()
+    assert_equal_reads(files)
+    # the gap found by keys; the 1-rank file's inclusive check left to the reader
+    assert count_fallbacks == [str(tmp_path / "gap.json"), str(LULESH_SCALING[1])]
+
+
+def test_gzipped_files_are_parsed_alike(tmp_path, count_fallbacks):
+    files = []
+    for f in LULESH_SCALING[1:3]:
+        files.append(tmp_path / (f.name + ".gz"))
+        files[-1].write_bytes(gzip.compress(f.read_bytes()))
+    ens = assert_equal_reads([*files, LULESH_SCALING[3]])
+    assert count_fallbacks == [] and ens.profiles["file"].tolist()[0] == str(files[0])
+
+
+def test_two_processes_equal_the_serial_read(study):
+    serial = cctviz.read_ensemble(study, progress=False)
+    assert cctviz.read_ensemble(study, workers=2, progress=False) == serial
+
+
+@st.composite
+def variations(draw):
+    """A real LULESH or RAJAPerf document, varied: leaves dropped, columns
+    dropped, values scaled or left out, records lost, a record repeated, ranks
+    renumbered."""
+    docs = _sources()
+    doc = docs[draw(st.integers(0, len(docs) - 1))]
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    for _ in range(draw(st.integers(0, 3))):
+        doc = caliper_study.drop_leaf(doc, rng)
+    values = [j for j, m in enumerate(doc["column_metadata"]) if m.get("is_value")]
+    drop = draw(st.lists(st.sampled_from([doc["columns"][j] for j in values]), max_size=2))
+    keep = [j for j, c in enumerate(doc["columns"]) if c not in drop]
+    data = [[row[j] for j in keep] for row in doc["data"]]
+    cols = [doc["columns"][j] for j in keep]
+    for row in data:
+        for j, c in enumerate(cols):
+            if c not in ("path", "mpi.rank") and row[j] is not None:
+                if draw(st.integers(0, 30)) == 0:
+                    row[j] = None
+                else:
+                    row[j] = row[j] * draw(st.sampled_from([1.0, 0.5, 3.0]))
+    if data and draw(st.integers(0, 3)) == 0:  # records lost: a rank without an ancestor's
+        lost = set(draw(st.lists(st.integers(0, len(data) - 1), max_size=5)))
+        data = [row for k, row in enumerate(data) if k not in lost]
+    if data and draw(st.booleans()) and draw(st.integers(0, 4)) == 0:
+        data.append(list(data[draw(st.integers(0, len(data) - 1))]))
+    if "mpi.rank" in cols and draw(st.booleans()):
+        jr = cols.index("mpi.rank")
+        for row in data:
+            row[jr] = (row[jr] or 0) * 3 + 1
+    return {
+        **doc,
+        "columns": cols,
+        "column_metadata": [doc["column_metadata"][j] for j in keep],
+        "data": data,
+    }
+
+
+_SOURCES: list[dict] = []
+
+
+def _sources() -> list[dict]:
+    if not _SOURCES:
+        _SOURCES.extend(caliper_study.lulesh_docs(8) + caliper_study.rajaperf_docs()[:4])
+    return _SOURCES
+
+
+@settings(
+    max_examples=examples(25),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(docs=st.lists(variations(), min_size=1, max_size=4))
+def test_varied_documents_equal_the_one_by_one_read(tmp_path, docs):
+    files = []
+    for k, d in enumerate(docs):
+        f = tmp_path / f"v{k}-{np.random.default_rng().integers(1 << 30)}.json"
+        f.write_text(json.dumps(d))
+        files.append(f)
+    assert_equal_reads(files)
+
+
+@pytest.mark.slow  # dask: the main test environment (cctviz[scale])
+def test_a_dask_cluster_equals_the_serial_read(study, tmp_path):
+    from dask.distributed import Client, LocalCluster
+
+    serial = cctviz.read_ensemble(study, progress=False)
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        assert cctviz.read_ensemble(study, client=client, progress=False) == serial
+        broken = tmp_path / "broken.json"
+        broken.write_text(study[0].read_text()[:200])
+        with pytest.raises(ProfileError) as e:
+            cctviz.read_ensemble([*study[:3], broken], client=client, progress=False)
+        assert e.value.path == str(broken)
