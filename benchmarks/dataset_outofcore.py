@@ -78,8 +78,9 @@ print(json.dumps({"times": times, "peak_kib": peak, "out": out}))
 
 def make_chunks(n_nodes: int, n_profiles: int, chunk: int, seed: int):
     """The generated ensemble, ``chunk`` profiles at a time (module docstring)."""
-    import cctviz
     from compose import make_random_tree
+
+    import cctviz
 
     parent, names = make_random_tree(n_nodes, seed)
     structure = cctviz.Tree.from_parents(parent.tolist(), names)

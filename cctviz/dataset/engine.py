@@ -18,6 +18,9 @@ ignore NaN). Its size is the sum of the depths, independent of the profiles.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +228,11 @@ class DatasetEnsemble(BaseEnsemble):
             for key, value in self._store.settings.items():
                 if value is not None:
                     con.execute(f"SET {key} = '{value}'")
+            # where DuckDB spills past its memory limit: its default is ./.tmp, in the
+            # user's working folder; a folder of our own instead, removed on close
+            spill = tempfile.mkdtemp(prefix="cctviz-duckdb-")
+            con.execute(f"SET temp_directory = {_literal(spill)}")
+            self._spill = weakref.finalize(self, shutil.rmtree, spill, True)
             self._register(con)
             self._con = con
         return self._con
@@ -528,6 +536,7 @@ class DatasetEnsemble(BaseEnsemble):
         if self._con is not None:
             self._con.close()
             self._con = None
+            self._spill()
 
 
 # ------------------------------------------------------------------ helpers

@@ -256,3 +256,15 @@ def test_a_chunk_over_another_tree_is_refused(lulesh, rajaperf, tmp_path):
         write_chunks(iter([lulesh.select([0]), rajaperf.select([0])]), tmp_path / "x")
     with pytest.raises(ValueError, match="no chunks"):
         write_chunks(iter([]), tmp_path / "y")
+
+
+def test_duckdb_spills_into_a_folder_of_its_own(rajaperf, tmp_path, monkeypatch):
+    """Past its memory limit DuckDB writes temporary files: not into the user's
+    working folder (its default ./.tmp), and the folder goes when the dataset closes."""
+    monkeypatch.chdir(tmp_path)
+    ds = _write_open(rajaperf, tmp_path / "r", 300)
+    ds.stats("Total time (inc)")
+    spill = ds._sql("SELECT current_setting('temp_directory')").fetchone()[0]
+    assert Path(spill).is_dir() and not Path(spill).is_relative_to(tmp_path)
+    ds.close()
+    assert not Path(spill).exists() and not (tmp_path / ".tmp").exists()
