@@ -134,7 +134,7 @@ Node columns of the collective: ``collective``, ``group_size``,
 ``process_group``, ``process_group_ranks``.
 
 Parsing streams the (gzipped) text with
-:class:`~cctviz.readers._jsonstream.JsonStream` (4 MiB pieces, about 1 MiB of
+:class:`~cctviz.readers._jsonstream.JsonStream` (4 MiB pieces, about 64 KiB of
 events per ``json.loads`` call), with the garbage collector paused, and keeps
 only columns (interned names, ts, dur, thread, correlation) in :mod:`array`
 buffers, never a list of all events. A 1 GB synthetic trace (6.5M events)
@@ -668,19 +668,9 @@ def _py_links(col: _Columns, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     none) and each frame's depth along these links (to order frames with
     equal start and duration)."""
     frames = np.fromiter((i for i, _, _ in col.py), dtype=np.int64, count=len(col.py))
-    ths = th[frames].tolist()
-    at: dict[tuple[int, Any], int] = {}
-    for k, (t, (_, pid_, _)) in enumerate(zip(ths, col.py)):
-        try:
-            at[(t, pid_)] = k
-        except TypeError:  # an unhashable id: no link
-            pass
-    link = np.full(len(frames), -1, dtype=np.int64)
-    for k, (t, (_, _, ppid)) in enumerate(zip(ths, col.py)):
-        try:
-            link[k] = at.get((t, ppid), -1)
-        except TypeError:
-            pass
+    link = _int_links(col.py, th[frames])
+    if link is None:
+        link = _any_links(col.py, th[frames].tolist())
     # depth by pointer doubling: depth[k] links from k up to up[k] (-1: the top)
     depth = (link >= 0).astype(np.int64)
     up = link.copy()
@@ -692,6 +682,58 @@ def _py_links(col: _Columns, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
         depth[m] += depth[u]
         up[m] = up[u]
     return frames, link, depth
+
+
+def _any_links(py: list[tuple[int, Any, Any]], ths: list[int]) -> np.ndarray:
+    """Each frame's link (:func:`_py_links`) for ids of any type: the last frame
+    of the thread with that ``Python id`` (unhashable ids link nothing)."""
+    at: dict[tuple[int, Any], int] = {}
+    for k, (t, (_, pid_, _)) in enumerate(zip(ths, py)):
+        try:
+            at[(t, pid_)] = k
+        except TypeError:  # an unhashable id: no link
+            pass
+    link = np.full(len(py), -1, dtype=np.int64)
+    for k, (t, (_, _, ppid)) in enumerate(zip(ths, py)):
+        try:
+            link[k] = at.get((t, ppid), -1)
+        except TypeError:
+            pass
+    return link
+
+
+def _int_links(py: list[tuple[int, Any, Any]], th: np.ndarray) -> np.ndarray | None:
+    """:func:`_any_links` in numpy where every ``Python id`` is an int and every
+    ``Python parent id`` an int or null (what torch writes); None otherwise.
+
+    A (thread, id) key is the thread times the number of distinct ids plus the
+    id's rank among them; a stable sort of the keys puts the frames with one
+    key in file order, and a parent id finds the last of them (the dict's
+    "last one wins")."""
+    ids = [p[1] for p in py]
+    pids = [p[2] for p in py]
+    if {type(v) for v in ids} - {int} or {type(v) for v in pids} - {int, type(None)}:
+        return None
+    has = np.fromiter((v is not None for v in pids), dtype=bool, count=len(pids))
+    try:
+        a = np.asarray(ids, dtype=np.int64)
+        b = np.asarray([v for v in pids if v is not None], dtype=np.int64)
+    except OverflowError:
+        return None
+    vals, rank = np.unique(np.r_[a, b], return_inverse=True)
+    t = th.astype(np.int64)
+    key = t * vals.size + rank[: a.size]
+    want = t[has] * vals.size + rank[a.size :]
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    at = np.searchsorted(sk, want, side="right") - 1
+    ok = at >= 0
+    ok[ok] = sk[at[ok]] == want[ok]
+    found = np.full(want.size, -1, dtype=np.int64)
+    found[ok] = order[at[ok]]
+    link = np.full(a.size, -1, dtype=np.int64)
+    link[has] = found
+    return link
 
 
 def _thread_names(col: _Columns, first_ts: np.ndarray, thread_ids: bool) -> tuple[list, list]:

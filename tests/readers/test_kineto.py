@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import cctviz
 from cctviz import ProfileError
 from cctviz.model.collectives import dtype_size
-from cctviz.readers import head
+from cctviz.readers import head, kineto
 from cctviz.readers.kineto import _sniff
 from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
 from tests.hypothesis_profiles import examples
@@ -355,6 +355,37 @@ def test_equal_python_frames_nest_by_link_in_any_order(tmp_path):
     t = cctviz.read(p)
     assert "process/main thread/a/b/c" in _paths(t)
     assert t.meta["kineto"]["python_links_ignored"] == 0
+
+
+_IDS = st.one_of(st.none(), st.integers(-3, 12), st.integers(2**40, 2**40 + 2))
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    frames=st.lists(st.tuples(st.integers(0, 2), _IDS, _IDS), max_size=40),
+)
+def test_python_links_in_numpy_are_the_dict_lookups(frames):
+    """The numpy lookup of ``Python parent id`` (ints and nulls, what torch writes)
+    gives the links of the per-frame dict (the last frame of an id on its thread
+    wins; null parents link only to a frame whose own id is null), and declines
+    where an id is not an int."""
+    py = [(k, pid_, parent) for k, (_, pid_, parent) in enumerate(frames)]
+    th = np.asarray([t for t, _, _ in frames], dtype=np.int32)
+    want = kineto._any_links(py, th.tolist())
+    got = kineto._int_links(py, th)
+    if any(p is None for _, p, _ in py):  # a null Python id: only the dict handles it
+        assert got is None
+    else:
+        assert got is not None
+        assert got.tolist() == want.tolist()
+
+
+def test_python_links_of_other_types_take_the_dict():
+    py = [(0, "a", None), (1, 1.0, "a"), (2, 2, 1), (3, True, 2)]
+    th = np.zeros(4, dtype=np.int32)
+    assert kineto._int_links(py, th) is None
+    # Python's equality: True is the id 1 (and 1.0), the last frame of that id
+    assert kineto._any_links(py, th.tolist()).tolist() == [-1, 0, 3, 2]
 
 
 def test_annotation_outliving_its_python_frames(tmp_path):
