@@ -169,6 +169,31 @@ class JsonStream:
         the other top-level keys go to ``meta``. ``what`` names the expected
         document in error messages (``"a Kineto trace"``). ``array_ok``: a
         top-level list is the list itself (a Chrome trace's JSON Array form)."""
+        for batch in self.batches(meta, list_key, what, array_ok):
+            yield from batch
+
+    def batches(
+        self,
+        meta: dict[str, Any],
+        list_key: str,
+        what: str = "the expected document",
+        array_ok: bool = False,
+    ) -> Iterator[list[Any]]:
+        """:meth:`items` as lists of consecutive elements (those decoded by one
+        ``json.loads`` call, or one element where a stretch is read one at a
+        time: here the last element, after the last ``},``), for a caller that
+        loops over them itself: one generator step per batch instead of per
+        element.
+
+        >>> import json, tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.json"
+        >>> _ = p.write_text(json.dumps({"items": [{"x": 1}, {"x": 2}], "b": 3}))
+        >>> st = JsonStream(p)
+        >>> meta = {}
+        >>> [[e["x"] for e in b] for b in st.batches(meta, "items")], meta
+        ([[1], [2]], {'b': 3})
+        >>> st.close()
+        """
         if array_ok and self.skip_ws() == "[":
             self.pos += 1
             yield from self._elements(list_key)
@@ -213,7 +238,8 @@ class JsonStream:
         if not seen_list:
             raise ProfileError(self.path, f"no {list_key!r} list (not {what})", "top level")
 
-    def _elements(self, key: str) -> Iterator[Any]:
+    def _elements(self, key: str) -> Iterator[list[Any]]:
+        """The elements of the list at the current position, in batches."""
         scan = self.scan
         ws = _WS.match
         buf, pos, n = self.buf, self.pos, len(self.buf)
@@ -265,8 +291,8 @@ class JsonStream:
                     except (ValueError, RecursionError):
                         no_batch = base + cut
                     else:
-                        yield from batch
                         k += len(batch)
+                        yield batch
                         del batch
                         pos = cut + 1
                         after = True
@@ -287,4 +313,4 @@ class JsonStream:
                 raise self.fail(self._problem(err, msg), err, f"{key}[{k}]") from None
             k += 1
             after = True
-            yield ev
+            yield [ev]

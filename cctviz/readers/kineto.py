@@ -418,84 +418,98 @@ def _parse(
     cats = CATEGORIES
     empty: dict = {}
     ncpu = 0
-    k = -1
+    k0 = 0  # index of the batch's first event in traceEvents
+    batch: list = []
     ev: Any = None
     gc_was_on = gc.isenabled()
     gc.disable()  # the events make no reference cycles: collections would only cost time
     try:
-        for k, ev in enumerate(st.items(top, "traceEvents", "a Kineto trace")):
-            ph = ev.get("ph")
-            if ph == "X":
-                cat = ev.get("cat")
-                cls = cats.get(cat)
-                if cls is None:
-                    skipped[cat] = skipped.get(cat, 0) + 1
-                    continue
-                args = ev.get("args") or empty
-                nm = ev.get("name")
-                nc = names.get(nm)
-                if nc is None:
-                    if not isinstance(nm, str):
-                        raise ProfileError(
-                            path, f"event name {nm!r} is not a string", f"traceEvents[{k}].name"
-                        )
-                    nc = names[nm] = len(names)
-                    if _COMM_NAME.match(nm):
-                        comm_codes.add(nc)
-                corr = args.get("correlation")
-                if cls >= 0:
-                    if cls == PYF:
-                        if not python_functions:
-                            continue
-                        py.append((ncpu, args.get("Python id"), args.get("Python parent id")))
-                    key = (ev.get("pid"), ev.get("tid"))
-                    th = threads.get(key)
-                    if th is None:
-                        th = threads[key] = len(threads)
-                    c_ts(ev["ts"])
-                    c_dur(ev["dur"])
-                    c_th(th)
-                    c_name(nc)
-                    c_cls(cls)
-                    c_corr(-1 if corr is None else corr)
-                    if nc in comm_codes:
-                        comm[ncpu] = args
-                    ncpu += 1
-                else:
-                    g_ts(ev["ts"])
-                    g_dur(ev["dur"])
-                    g_name(nc)
-                    g_cls(cls)
-                    g_dev(ev.get("pid"))
-                    g_stream(ev.get("tid"))
-                    g_corr(-1 if corr is None else corr)
-            elif ph == "M":
-                _metadata(ev, col)
-            elif ph == "i" and ev.get("name") == "[memory]":
-                _memory_event(ev, col)
+        for batch in st.batches(top, "traceEvents", "a Kineto trace"):
+            for ev in batch:
+                ph = ev.get("ph")
+                if ph == "X":
+                    cat = ev.get("cat")
+                    cls = cats.get(cat)
+                    if cls is None:
+                        skipped[cat] = skipped.get(cat, 0) + 1
+                        continue
+                    args = ev.get("args") or empty
+                    nm = ev.get("name")
+                    nc = names.get(nm)
+                    if nc is None:
+                        if not isinstance(nm, str):
+                            raise ProfileError(
+                                path,
+                                f"event name {nm!r} is not a string",
+                                f"traceEvents[{_index(batch, ev, k0)}].name",
+                            )
+                        nc = names[nm] = len(names)
+                        if _COMM_NAME.match(nm):
+                            comm_codes.add(nc)
+                    corr = args.get("correlation")
+                    if cls >= 0:
+                        if cls == PYF:
+                            if not python_functions:
+                                continue
+                            py.append((ncpu, args.get("Python id"), args.get("Python parent id")))
+                        key = (ev.get("pid"), ev.get("tid"))
+                        th = threads.get(key)
+                        if th is None:
+                            th = threads[key] = len(threads)
+                        c_ts(ev["ts"])
+                        c_dur(ev["dur"])
+                        c_th(th)
+                        c_name(nc)
+                        c_cls(cls)
+                        c_corr(-1 if corr is None else corr)
+                        if nc in comm_codes:
+                            comm[ncpu] = args
+                        ncpu += 1
+                    else:
+                        g_ts(ev["ts"])
+                        g_dur(ev["dur"])
+                        g_name(nc)
+                        g_cls(cls)
+                        g_dev(ev.get("pid"))
+                        g_stream(ev.get("tid"))
+                        g_corr(-1 if corr is None else corr)
+                elif ph == "M":
+                    _metadata(ev, col)
+                elif ph == "i" and ev.get("name") == "[memory]":
+                    _memory_event(ev, col)
+            k0 += len(batch)
     except ProfileError:
         raise
     except AttributeError:
         what = "the event" if isinstance(ev, dict) else f"{type(ev).__name__} {str(ev)[:40]!r}"
         raise ProfileError(
-            path, f"expected an object with object 'args', got {what}", f"traceEvents[{k}]"
+            path,
+            f"expected an object with object 'args', got {what}",
+            f"traceEvents[{_index(batch, ev, k0)}]",
         ) from None
     except KeyError as e:
         raise ProfileError(
-            path, f"a complete ('X') event without {e.args[0]!r}", f"traceEvents[{k}]"
+            path,
+            f"a complete ('X') event without {e.args[0]!r}",
+            f"traceEvents[{_index(batch, ev, k0)}]",
         ) from None
     except (TypeError, OverflowError, ValueError) as e:
         raise ProfileError(
             path,
             f"an 'X' event needs numeric ts and dur, a hashable pid/tid/name/cat and an "
             f"integer args.correlation ({type(e).__name__}: {e})",
-            f"traceEvents[{k}]",
+            f"traceEvents[{_index(batch, ev, k0)}]",
         ) from None
     finally:
         st.close()
         if gc_was_on:
             gc.enable()
     return col, top
+
+
+def _index(batch: list, ev: Any, k0: int) -> int:
+    """Index in traceEvents of the event ``ev`` of a batch starting at ``k0``."""
+    return k0 + next((i for i, e in enumerate(batch) if e is ev), 0)
 
 
 def _metadata(ev: dict, col: _Columns) -> None:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import cctviz
 from cctviz import ProfileError
 from cctviz.model.collectives import dtype_size
-from cctviz.readers import head, kineto
+from cctviz.readers import _jsonstream, head, kineto
 from cctviz.readers.kineto import _sniff
 from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
 from tests.hypothesis_profiles import examples
@@ -691,8 +691,6 @@ def test_any_text_layout(tmp_path):
         p = tmp_path / f"t{i}.json"
         p.write_text(text)
         trees.append(cctviz.read(p))
-    from cctviz.readers import _jsonstream, kineto
-
     batch = _jsonstream.BATCH
     _jsonstream.BATCH = 3001  # batches end at many places; pieces of 997 characters
     try:
@@ -703,6 +701,39 @@ def test_any_text_layout(tmp_path):
     for t in trees[1:]:
         assert t.nodes.equals(trees[0].nodes) and t.metrics.equals(trees[0].metrics)
     assert trees[0].metrics["calls"].sum() == 600 and len(trees[0]) == 2 + 6 + 6
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name[:30])
+def test_batched_decoding_reads_what_one_event_at_a_time_reads(path, monkeypatch):
+    """Every real sample gives the same tree, timeline events, counters and meta
+    whether its events are decoded in batches (the default) or each alone (a
+    batch of one character finds no cut: the stream's element-by-element path)."""
+
+    def read() -> tuple:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            t = kineto.read_kineto(path, merge=False)
+            tl = kineto.read_kineto_timeline(path)
+        return t, tl, [str(x.message) for x in w]
+
+    t, tl, warned = read()
+    monkeypatch.setattr(_jsonstream, "BATCH", 1)
+    t1, tl1, warned1 = read()
+    pd.testing.assert_frame_equal(t.nodes, t1.nodes)
+    pd.testing.assert_frame_equal(t.metrics, t1.metrics)
+    pd.testing.assert_frame_equal(tl.events, tl1.events)
+    if tl.counters is None:
+        assert tl1.counters is None
+    else:
+        pd.testing.assert_frame_equal(tl.counters, tl1.counters)
+    assert repr(t.meta) == repr(t1.meta) and repr(tl.meta) == repr(tl1.meta)
+    assert warned == warned1
+    assert (
+        t.meta["kineto"]["cpu_events"] + t.meta["kineto"]["gpu_events"]
+        == len(t)
+        - sum(t.nodes["kind"].isin(["process", "thread", "device"]))
+        - (t.nodes["name"] == kineto.UNATTRIBUTED).sum()
+    )
 
 
 def test_dtype_names():
