@@ -140,9 +140,9 @@ only columns (interned names, ts, dur, thread, correlation) in :mod:`array`
 buffers, never a list of all events. A 1 GB synthetic trace in one file (4.4M
 events, ``benchmarks/kineto_synth.py``) reads in 31 s of CPU time with a peak
 RSS of 0.8 GB (2026-11-27, a loaded 2-CPU machine); 1 GB as 4 rank files reads
-10x faster than Holistic Trace Analysis with a 16x smaller peak
-(``benchmarks/kineto_parse.py``). About 70% of the time is the standard
-library's JSON decoding.
+8-10x faster than Holistic Trace Analysis (7.4-9.2x in CPU time) with a 16x
+smaller peak (``benchmarks/kineto_parse.py``). About 70% of the time is the
+standard library's JSON decoding.
 
 >>> import cctviz
 >>> t = cctviz.read("../shared/data/kineto/hta_call_stack_backward_thread.json")
