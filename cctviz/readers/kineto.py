@@ -134,11 +134,15 @@ Node columns of the collective: ``collective``, ``group_size``,
 ``process_group``, ``process_group_ranks``.
 
 Parsing streams the (gzipped) text with
-:class:`~cctviz.readers._jsonstream.JsonStream` (4 MiB pieces, about 1 MiB of
+:class:`~cctviz.readers._jsonstream.JsonStream` (4 MiB pieces, about 64 KiB of
 events per ``json.loads`` call), with the garbage collector paused, and keeps
 only columns (interned names, ts, dur, thread, correlation) in :mod:`array`
-buffers, never a list of all events. A 1 GB synthetic trace (6.5M events)
-reads in about 30 s with a peak RSS of 1.6 GB (2.4 GB with ``merge=False``).
+buffers, never a list of all events. A 1 GB synthetic trace in one file (4.4M
+events, ``benchmarks/kineto_synth.py``) reads in 31 s of CPU time with a peak
+RSS of 0.8 GB (2026-11-27, a loaded 2-CPU machine); 1 GB as 4 rank files reads
+8-10x faster than Holistic Trace Analysis (7.4-9.2x in CPU time) with a 16x
+smaller peak (``benchmarks/kineto_parse.py``). About 70% of the time is the
+standard library's JSON decoding.
 
 >>> import cctviz
 >>> t = cctviz.read("../shared/data/kineto/hta_call_stack_backward_thread.json")
@@ -418,84 +422,98 @@ def _parse(
     cats = CATEGORIES
     empty: dict = {}
     ncpu = 0
-    k = -1
+    k0 = 0  # index of the batch's first event in traceEvents
+    batch: list = []
     ev: Any = None
     gc_was_on = gc.isenabled()
     gc.disable()  # the events make no reference cycles: collections would only cost time
     try:
-        for k, ev in enumerate(st.items(top, "traceEvents", "a Kineto trace")):
-            ph = ev.get("ph")
-            if ph == "X":
-                cat = ev.get("cat")
-                cls = cats.get(cat)
-                if cls is None:
-                    skipped[cat] = skipped.get(cat, 0) + 1
-                    continue
-                args = ev.get("args") or empty
-                nm = ev.get("name")
-                nc = names.get(nm)
-                if nc is None:
-                    if not isinstance(nm, str):
-                        raise ProfileError(
-                            path, f"event name {nm!r} is not a string", f"traceEvents[{k}].name"
-                        )
-                    nc = names[nm] = len(names)
-                    if _COMM_NAME.match(nm):
-                        comm_codes.add(nc)
-                corr = args.get("correlation")
-                if cls >= 0:
-                    if cls == PYF:
-                        if not python_functions:
-                            continue
-                        py.append((ncpu, args.get("Python id"), args.get("Python parent id")))
-                    key = (ev.get("pid"), ev.get("tid"))
-                    th = threads.get(key)
-                    if th is None:
-                        th = threads[key] = len(threads)
-                    c_ts(ev["ts"])
-                    c_dur(ev["dur"])
-                    c_th(th)
-                    c_name(nc)
-                    c_cls(cls)
-                    c_corr(-1 if corr is None else corr)
-                    if nc in comm_codes:
-                        comm[ncpu] = args
-                    ncpu += 1
-                else:
-                    g_ts(ev["ts"])
-                    g_dur(ev["dur"])
-                    g_name(nc)
-                    g_cls(cls)
-                    g_dev(ev.get("pid"))
-                    g_stream(ev.get("tid"))
-                    g_corr(-1 if corr is None else corr)
-            elif ph == "M":
-                _metadata(ev, col)
-            elif ph == "i" and ev.get("name") == "[memory]":
-                _memory_event(ev, col)
+        for batch in st.batches(top, "traceEvents", "a Kineto trace"):
+            for ev in batch:
+                ph = ev.get("ph")
+                if ph == "X":
+                    cat = ev.get("cat")
+                    cls = cats.get(cat)
+                    if cls is None:
+                        skipped[cat] = skipped.get(cat, 0) + 1
+                        continue
+                    args = ev.get("args") or empty
+                    nm = ev.get("name")
+                    nc = names.get(nm)
+                    if nc is None:
+                        if not isinstance(nm, str):
+                            raise ProfileError(
+                                path,
+                                f"event name {nm!r} is not a string",
+                                f"traceEvents[{_index(batch, ev, k0)}].name",
+                            )
+                        nc = names[nm] = len(names)
+                        if _COMM_NAME.match(nm):
+                            comm_codes.add(nc)
+                    corr = args.get("correlation")
+                    if cls >= 0:
+                        if cls == PYF:
+                            if not python_functions:
+                                continue
+                            py.append((ncpu, args.get("Python id"), args.get("Python parent id")))
+                        key = (ev.get("pid"), ev.get("tid"))
+                        th = threads.get(key)
+                        if th is None:
+                            th = threads[key] = len(threads)
+                        c_ts(ev["ts"])
+                        c_dur(ev["dur"])
+                        c_th(th)
+                        c_name(nc)
+                        c_cls(cls)
+                        c_corr(-1 if corr is None else corr)
+                        if nc in comm_codes:
+                            comm[ncpu] = args
+                        ncpu += 1
+                    else:
+                        g_ts(ev["ts"])
+                        g_dur(ev["dur"])
+                        g_name(nc)
+                        g_cls(cls)
+                        g_dev(ev.get("pid"))
+                        g_stream(ev.get("tid"))
+                        g_corr(-1 if corr is None else corr)
+                elif ph == "M":
+                    _metadata(ev, col)
+                elif ph == "i" and ev.get("name") == "[memory]":
+                    _memory_event(ev, col)
+            k0 += len(batch)
     except ProfileError:
         raise
     except AttributeError:
         what = "the event" if isinstance(ev, dict) else f"{type(ev).__name__} {str(ev)[:40]!r}"
         raise ProfileError(
-            path, f"expected an object with object 'args', got {what}", f"traceEvents[{k}]"
+            path,
+            f"expected an object with object 'args', got {what}",
+            f"traceEvents[{_index(batch, ev, k0)}]",
         ) from None
     except KeyError as e:
         raise ProfileError(
-            path, f"a complete ('X') event without {e.args[0]!r}", f"traceEvents[{k}]"
+            path,
+            f"a complete ('X') event without {e.args[0]!r}",
+            f"traceEvents[{_index(batch, ev, k0)}]",
         ) from None
     except (TypeError, OverflowError, ValueError) as e:
         raise ProfileError(
             path,
             f"an 'X' event needs numeric ts and dur, a hashable pid/tid/name/cat and an "
             f"integer args.correlation ({type(e).__name__}: {e})",
-            f"traceEvents[{k}]",
+            f"traceEvents[{_index(batch, ev, k0)}]",
         ) from None
     finally:
         st.close()
         if gc_was_on:
             gc.enable()
     return col, top
+
+
+def _index(batch: list, ev: Any, k0: int) -> int:
+    """Index in traceEvents of the event ``ev`` of a batch starting at ``k0``."""
+    return k0 + next((i for i, e in enumerate(batch) if e is ev), 0)
 
 
 def _metadata(ev: dict, col: _Columns) -> None:
@@ -668,19 +686,9 @@ def _py_links(col: _Columns, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     none) and each frame's depth along these links (to order frames with
     equal start and duration)."""
     frames = np.fromiter((i for i, _, _ in col.py), dtype=np.int64, count=len(col.py))
-    ths = th[frames].tolist()
-    at: dict[tuple[int, Any], int] = {}
-    for k, (t, (_, pid_, _)) in enumerate(zip(ths, col.py)):
-        try:
-            at[(t, pid_)] = k
-        except TypeError:  # an unhashable id: no link
-            pass
-    link = np.full(len(frames), -1, dtype=np.int64)
-    for k, (t, (_, _, ppid)) in enumerate(zip(ths, col.py)):
-        try:
-            link[k] = at.get((t, ppid), -1)
-        except TypeError:
-            pass
+    link = _int_links(col.py, th[frames])
+    if link is None:
+        link = _any_links(col.py, th[frames].tolist())
     # depth by pointer doubling: depth[k] links from k up to up[k] (-1: the top)
     depth = (link >= 0).astype(np.int64)
     up = link.copy()
@@ -692,6 +700,58 @@ def _py_links(col: _Columns, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
         depth[m] += depth[u]
         up[m] = up[u]
     return frames, link, depth
+
+
+def _any_links(py: list[tuple[int, Any, Any]], ths: list[int]) -> np.ndarray:
+    """Each frame's link (:func:`_py_links`) for ids of any type: the last frame
+    of the thread with that ``Python id`` (unhashable ids link nothing)."""
+    at: dict[tuple[int, Any], int] = {}
+    for k, (t, (_, pid_, _)) in enumerate(zip(ths, py)):
+        try:
+            at[(t, pid_)] = k
+        except TypeError:  # an unhashable id: no link
+            pass
+    link = np.full(len(py), -1, dtype=np.int64)
+    for k, (t, (_, _, ppid)) in enumerate(zip(ths, py)):
+        try:
+            link[k] = at.get((t, ppid), -1)
+        except TypeError:
+            pass
+    return link
+
+
+def _int_links(py: list[tuple[int, Any, Any]], th: np.ndarray) -> np.ndarray | None:
+    """:func:`_any_links` in numpy where every ``Python id`` is an int and every
+    ``Python parent id`` an int or null (what torch writes); None otherwise.
+
+    A (thread, id) key is the thread times the number of distinct ids plus the
+    id's rank among them; a stable sort of the keys puts the frames with one
+    key in file order, and a parent id finds the last of them (the dict's
+    "last one wins")."""
+    ids = [p[1] for p in py]
+    pids = [p[2] for p in py]
+    if {type(v) for v in ids} - {int} or {type(v) for v in pids} - {int, type(None)}:
+        return None
+    has = np.fromiter((v is not None for v in pids), dtype=bool, count=len(pids))
+    try:
+        a = np.asarray(ids, dtype=np.int64)
+        b = np.asarray([v for v in pids if v is not None], dtype=np.int64)
+    except OverflowError:
+        return None
+    vals, rank = np.unique(np.r_[a, b], return_inverse=True)
+    t = th.astype(np.int64)
+    key = t * vals.size + rank[: a.size]
+    want = t[has] * vals.size + rank[a.size :]
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    at = np.searchsorted(sk, want, side="right") - 1
+    ok = at >= 0
+    ok[ok] = sk[at[ok]] == want[ok]
+    found = np.full(want.size, -1, dtype=np.int64)
+    found[ok] = order[at[ok]]
+    link = np.full(a.size, -1, dtype=np.int64)
+    link[has] = found
+    return link
 
 
 def _thread_names(col: _Columns, first_ts: np.ndarray, thread_ids: bool) -> tuple[list, list]:

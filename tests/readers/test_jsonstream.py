@@ -84,3 +84,29 @@ def test_bad_bytes(tmp_path):
         _read(cut)
     with pytest.raises(ProfileError, match="cannot read"):
         JsonStream(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("chunk, batch", [(4096, 1024), (1 << 15, 1 << 12)])
+def test_elements_are_decoded_in_batches_across_pieces(tmp_path, monkeypatch, chunk, batch):
+    """Where a piece of text ends inside an element, the stream reads the next
+    piece before cutting a batch, instead of decoding the following batch's
+    worth of elements one at a time: almost every element comes from a batch."""
+    monkeypatch.setattr(_jsonstream, "BATCH", batch)
+    rows = [{"i": i, "name": f"op {i}", "args": {"v": [i, i + 1]}} for i in range(20_000)]
+    p = tmp_path / "d.json"
+    p.write_text(json.dumps({"rows": rows, "n": 1}, indent=1))
+    st = JsonStream(p, chunk)
+    single = st.scan
+    calls = []
+
+    def counting(text, pos):
+        calls.append(pos)
+        return single(text, pos)
+
+    st.scan = counting
+    try:
+        assert list(st.items({}, "rows")) == rows
+    finally:
+        st.close()
+    assert p.stat().st_size > 10 * chunk
+    assert len(calls) < 0.01 * len(rows)

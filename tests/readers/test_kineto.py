@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import cctviz
 from cctviz import ProfileError
 from cctviz.model.collectives import dtype_size
-from cctviz.readers import head
+from cctviz.readers import _jsonstream, head, kineto
 from cctviz.readers.kineto import _sniff
 from tests.conftest import CALIPER_JSON, DATA, HATCHET_JSON
 from tests.hypothesis_profiles import examples
@@ -357,6 +357,37 @@ def test_equal_python_frames_nest_by_link_in_any_order(tmp_path):
     assert t.meta["kineto"]["python_links_ignored"] == 0
 
 
+_IDS = st.one_of(st.none(), st.integers(-3, 12), st.integers(2**40, 2**40 + 2))
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    frames=st.lists(st.tuples(st.integers(0, 2), _IDS, _IDS), max_size=40),
+)
+def test_python_links_in_numpy_are_the_dict_lookups(frames):
+    """The numpy lookup of ``Python parent id`` (ints and nulls, what torch writes)
+    gives the links of the per-frame dict (the last frame of an id on its thread
+    wins; null parents link only to a frame whose own id is null), and declines
+    where an id is not an int."""
+    py = [(k, pid_, parent) for k, (_, pid_, parent) in enumerate(frames)]
+    th = np.asarray([t for t, _, _ in frames], dtype=np.int32)
+    want = kineto._any_links(py, th.tolist())
+    got = kineto._int_links(py, th)
+    if any(p is None for _, p, _ in py):  # a null Python id: only the dict handles it
+        assert got is None
+    else:
+        assert got is not None
+        assert got.tolist() == want.tolist()
+
+
+def test_python_links_of_other_types_take_the_dict():
+    py = [(0, "a", None), (1, 1.0, "a"), (2, 2, 1), (3, True, 2)]
+    th = np.zeros(4, dtype=np.int32)
+    assert kineto._int_links(py, th) is None
+    # Python's equality: True is the id 1 (and 1.0), the last frame of that id
+    assert kineto._any_links(py, th.tolist()).tolist() == [-1, 0, 3, 2]
+
+
 def test_annotation_outliving_its_python_frames(tmp_path):
     """What torch.profiler writes with with_stack=True: ProfilerStep#N opens inside
     ``step() > __enter__ > _record_function_enter_new`` and closes inside the next
@@ -660,8 +691,6 @@ def test_any_text_layout(tmp_path):
         p = tmp_path / f"t{i}.json"
         p.write_text(text)
         trees.append(cctviz.read(p))
-    from cctviz.readers import _jsonstream, kineto
-
     batch = _jsonstream.BATCH
     _jsonstream.BATCH = 3001  # batches end at many places; pieces of 997 characters
     try:
@@ -672,6 +701,39 @@ def test_any_text_layout(tmp_path):
     for t in trees[1:]:
         assert t.nodes.equals(trees[0].nodes) and t.metrics.equals(trees[0].metrics)
     assert trees[0].metrics["calls"].sum() == 600 and len(trees[0]) == 2 + 6 + 6
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name[:30])
+def test_batched_decoding_reads_what_one_event_at_a_time_reads(path, monkeypatch):
+    """Every real sample gives the same tree, timeline events, counters and meta
+    whether its events are decoded in batches (the default) or each alone (a
+    batch of one character finds no cut: the stream's element-by-element path)."""
+
+    def read() -> tuple:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            t = kineto.read_kineto(path, merge=False)
+            tl = kineto.read_kineto_timeline(path)
+        return t, tl, [str(x.message) for x in w]
+
+    t, tl, warned = read()
+    monkeypatch.setattr(_jsonstream, "BATCH", 1)
+    t1, tl1, warned1 = read()
+    pd.testing.assert_frame_equal(t.nodes, t1.nodes)
+    pd.testing.assert_frame_equal(t.metrics, t1.metrics)
+    pd.testing.assert_frame_equal(tl.events, tl1.events)
+    if tl.counters is None:
+        assert tl1.counters is None
+    else:
+        pd.testing.assert_frame_equal(tl.counters, tl1.counters)
+    assert repr(t.meta) == repr(t1.meta) and repr(tl.meta) == repr(tl1.meta)
+    assert warned == warned1
+    assert (
+        t.meta["kineto"]["cpu_events"] + t.meta["kineto"]["gpu_events"]
+        == len(t)
+        - sum(t.nodes["kind"].isin(["process", "thread", "device"]))
+        - (t.nodes["name"] == kineto.UNATTRIBUTED).sum()
+    )
 
 
 def test_dtype_names():
