@@ -491,6 +491,7 @@ def _cmd_run(rest: Sequence[str]) -> int:
             f"  (transitions kept per rank; default {DEFAULT_LIMIT})"
         )
         print("                  [--sample-hz HZ]  (CPU, memory, I/O per context; default 0: off)")
+        print("                  [--dataset DIR]  (the run also as a dataset: cctviz.open_dataset)")
         print("                  [--gpu-time phase|context]  (CUDA events per phase (light's")
         print("                  default) or per context (detailed's))")
         print("                  script.py [args]")

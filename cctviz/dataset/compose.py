@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -131,12 +131,14 @@ def compose_dataset(
     chunk_files: int = CHUNK_FILES,
     overwrite: bool = False,
     progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> Path:
     """Compose the files ``paths`` into the dataset folder ``out`` (module docstring).
 
     ``parse(chunk)`` gives a chunk's files as arrays (serially or on workers),
     ``extra_of(k, path, arrays)`` the profile columns of the ``k``-th file;
-    ``chunk_files`` files are parsed and held at a time. Returns the folder.
+    ``chunk_files`` files are parsed and held at a time; ``meta``: the ensemble's
+    own metadata (a run's), in place of what the files share. Returns the folder.
 
     Example:
         >>> import glob, tempfile
@@ -166,7 +168,7 @@ def compose_dataset(
         shutil.rmtree(folder / ROWS)  # nothing of ours is left: the caller takes another path
         (folder / ROWS).mkdir()
         raise
-    return state.finish(folder)
+    return state.finish(folder, meta)
 
 
 class _State:
@@ -238,7 +240,7 @@ class _State:
         self.n_profiles += total
         self.n_files += len(files)
 
-    def finish(self, folder: Path) -> Path:
+    def finish(self, folder: Path, own: Mapping[str, Any] | None = None) -> Path:
         """Reconcile, rewrite the parts in pre-order ids and the ensemble's units,
         write the small tables and the manifest, and last the marker."""
         metrics, units, rules, scale = _batch.reconcile(self.reps)
@@ -246,7 +248,7 @@ class _State:
         common = (
             {"format": next(iter(formats))} if len(formats) == 1 and None not in formats else {}
         )
-        meta = _batch.ensemble_meta([], units, rules, common)
+        meta = _batch.ensemble_meta([], units, rules, common if own is None else own)
         for key, said in self.said.items():
             if said:
                 meta.setdefault(key, said)

@@ -528,8 +528,9 @@ def read_ensemble(
     :class:`~cctviz.DatasetEnsemble` is returned. It equals
     ``read_ensemble(files).to_dataset(folder)``. An existing dataset there is
     replaced only with ``overwrite=True``; a compose that fails on the way
-    leaves a folder that :func:`cctviz.open_dataset` refuses as partial. Formats
-    without a batch parser are read whole, then written.
+    leaves a folder that :func:`cctviz.open_dataset` refuses as partial. Files
+    of formats without a batch parser are read by their reader, a chunk at a
+    time all the same.
 
     Example:
         >>> import cctviz, glob, tempfile
@@ -610,20 +611,26 @@ def _compose_into(
     reader_kw: dict[str, Any],
 ) -> Any:
     """:func:`read_ensemble` ``(out=)``: the files composed into a dataset folder,
-    ``chunk_files`` at a time (:mod:`cctviz.dataset.compose`), opened. Formats
-    without a batch parser are read whole and written (memory: the ensemble)."""
+    ``chunk_files`` at a time (:mod:`cctviz.dataset.compose`), opened. Files are
+    parsed to arrays by the batch parser where there is one, else read by their
+    reader and turned into arrays (:func:`~cctviz.readers._batch.from_object`): a
+    chunk of profiles in memory at a time either way."""
     from ..dataset import open_dataset
     from ..dataset.compose import compose_dataset
+    from ._batch import read_chunk_arrays, read_chunk_objects
 
-    if batched:
+    def bar(chunks: Iterable[Any]) -> Iterable[Any]:
+        return progress_bar(chunks, progress, desc="composing", unit="chunk")
+
+    tasks = [read_chunk_arrays, read_chunk_objects] if batched else [read_chunk_objects]
+    for task in tasks:
         runs = _RunNumbers()
 
-        def extra_of(k: int, p: Path, fa: Any) -> dict[str, Any]:
+        def extra_of(k: int, p: Path, fa: Any, runs: _RunNumbers = runs) -> dict[str, Any]:
             return _profile_extra(k, p, fa.meta, runs.of_meta(fa.meta, fa.is_tree), metadata)
 
-        def parse(chunk: list[Path]) -> list[Any]:
+        def parse(chunk: list[Path], task: Any = task) -> list[Any]:
             if client is not None or (workers or 1) > 1:
-                from ._batch import read_chunk_arrays
                 from ._parallel import read_all
 
                 return read_all(
@@ -633,14 +640,9 @@ def _compose_into(
                     workers=workers,
                     client=client,
                     progress=False,
-                    task=read_chunk_arrays,
+                    task=task,
                 )
-            from ._batch import read_chunk_arrays
-
-            return read_chunk_arrays(chunk, format, reader_kw)
-
-        def bar(chunks: Iterable[Any]) -> Iterable[Any]:
-            return progress_bar(chunks, progress, desc="composing", unit="chunk")
+            return task(chunk, format, reader_kw)
 
         try:
             compose_dataset(
@@ -655,18 +657,7 @@ def _compose_into(
             return open_dataset(out)
         except NotBatch:
             overwrite = True  # the folder holds only what this call made
-    ens = read_ensemble(
-        paths,
-        metadata,
-        format=format,
-        progress=progress,
-        workers=workers,
-        client=client,
-        batch=False,
-        **reader_kw,
-    )
-    ens.to_dataset(out, overwrite=overwrite)
-    return open_dataset(out)
+    raise AssertionError("unreachable: reading by the readers never raises NotBatch")
 
 
 def _profile_extra(

@@ -399,6 +399,22 @@ def from_object(obj: Tree | Ensemble) -> FileArrays:
 
 
 # ------------------------------------------------------------------ a task
+def read_chunk_objects(
+    paths: Sequence[str | Path], format: str | None, reader_kw: Mapping[str, Any]
+) -> list[FileArrays]:
+    """The profiles of ``paths`` read by their readers, as arrays (a task of
+    ``read_ensemble(out=)`` for formats without a batch parser).
+
+    Example:
+        >>> fas = read_chunk_objects(["../shared/data/thicket/rajaperf"][:0], None, {})
+        >>> fas
+        []
+    """
+    from . import read
+
+    return [from_object(read(p, format=format, **reader_kw)) for p in paths]
+
+
 def read_chunk_arrays(
     paths: Sequence[str | Path], format: str | None, reader_kw: Mapping[str, Any]
 ) -> list[FileArrays]:

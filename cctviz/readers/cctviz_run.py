@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -37,6 +39,9 @@ from ..model.formats import (
 )
 from ..model.tree import Tree
 from . import register, register_timeline
+
+if TYPE_CHECKING:
+    from ._batch import FileArrays
 
 _PROFILE_META = (
     "component",  # a workflow's processes (cctviz run --workflow)
@@ -106,46 +111,171 @@ def read_run_timeline(path: Path, **kw: object):
 @register("cctviz-run", _sniff, "cctviz runtime run folder (run.json + rank-N.cctviz)", folder=True)
 def read_run(path: Path) -> Ensemble:
     """Read a run folder into an Ensemble of ranks (missing or damaged ranks flagged)."""
-    from . import read  # the registry: the rank files are native profiles
+    info, files, world = _run_layout(path)
+    trees: list[Tree] = []
+    rank_of_tree: list[int] = []
+    rows: list[dict] = []
+    for r in range(world):
+        row, t = _rank(path, info, files, r)
+        if t is not None:
+            trees.append(t)
+            rank_of_tree.append(r)
+        rows.append(row)
+    profiles = _profiles_table(path, info, rows, readable=len(trees))
+    part = Ensemble.concat(trees)
+    r = part.exclusive_rows.copy()
+    r["profile"] = np.asarray(rank_of_tree, dtype=np.int64)[r["profile"].to_numpy()]
+    meta = _run_meta(info, profiles, trees)
+    meta["units"] = part.tree.units
+    rules = {m: r for m, r in part.aggregation.items() if r != "sum"}
+    if rules:  # the ranks' peaks stay maxima (the rows alone would make them sums)
+        meta["aggregation"] = rules
+    structure = Tree(part.tree.nodes.copy(), None, {}, _trusted=True)
+    return Ensemble(structure, r, profiles, meta)
 
+
+def run_to_dataset(
+    path: str | Path,
+    out: str | Path,
+    *,
+    chunk_ranks: int = 256,
+    overwrite: bool = False,
+    progress: bool | None = None,
+) -> Path:
+    """Convert a run folder into a dataset folder (:func:`cctviz.open_dataset`)
+    without holding every rank: ``chunk_ranks`` rank files are read at a time and
+    their rows written before the next (:mod:`cctviz.dataset.compose`). The
+    dataset equals ``cctviz.read(path).to_dataset(out)``: one profile per rank,
+    missing and damaged ranks flagged (no rows), the run's metadata.
+    ``cctviz run ... --dataset DIR`` calls it when the run ends.
+
+    Example:
+        >>> import cctviz
+        >>> run_to_dataset("out/ddp", "out/ddp.dataset")  # doctest: +SKIP
+        >>> cctviz.open_dataset("out/ddp.dataset").stats("time (inc)")  # doctest: +SKIP
+    """
+    from ..dataset.compose import compose_dataset
+    from . import progress_bar
+    from ._batch import from_object
+
+    path = Path(path)
+    info, files, world = _run_layout(path)
+    rows: list[dict] = []
+    first: list[Tree] = []  # the first readable rank (the model's description)
+
+    def parse(chunk: list[Path]) -> list[FileArrays]:
+        got = []
+        for _ in chunk:  # the ranks in order: the next is len(rows)
+            row, t = _rank(path, info, files, len(rows))
+            rows.append(row)
+            if t is not None and not first:
+                first.append(t)
+            got.append(_no_profile() if t is None else from_object(t))
+        return got
+
+    def extra_of(k: int, p: Path, fa: FileArrays) -> dict:
+        row = {"rank": k, "run": info.get("run", path.name), **rows[k]}
+        row.setdefault("step_ns", [])  # as read_run's table: a list on every rank
+        return row
+
+    def bar(chunks: Iterable) -> Iterable:
+        return progress_bar(chunks, progress, desc="converting ranks", unit="chunk")
+
+    if not files:
+        raise ProfileError(path, "no rank file: no rank wrote its profile")
+    ranks = [rank_file(path, r) for r in range(world)]
+    own = {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))}
+    own["flagged_ranks"] = sorted(r for r in range(world) if r not in files)  # so far
+    own.update(format="cctviz-run", source=str(path))  # as cctviz.read(path) says
+    folder = compose_dataset(
+        ranks,
+        out,
+        parse,
+        extra_of,
+        chunk_files=chunk_ranks,
+        overwrite=overwrite,
+        progress=bar,
+        meta=own,
+    )
+    profiles = _profiles_table(path, info, rows, readable=len(first))  # warns, or raises
+    flagged = [int(x) for x in profiles.loc[~profiles["ok"], "rank"]]
+    model = _run_meta(info, profiles, first)
+    if flagged != own["flagged_ranks"] or any(k in model for k in _MODEL_META):
+        _amend_meta(folder, {**model})
+    return folder
+
+
+def _amend_meta(folder: Path, meta: dict) -> None:
+    """Update a finished dataset's ensemble metadata (what only the whole run tells)."""
+    from ..dataset.layout import MANIFEST, finish
+    from ..model.formats import jsonable
+
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["meta"] = {**manifest["meta"], **jsonable(meta)}
+    finish(folder, manifest)
+
+
+def _no_profile() -> FileArrays:
+    """A rank that wrote nothing, as arrays: one profile, no nodes, no rows."""
+    from ._batch import FileArrays
+
+    none = np.empty(0, dtype=np.int64)
+    return FileArrays(
+        parent=none,
+        names=np.empty(0, dtype=object),
+        kind=np.empty(0, dtype=object),
+        node=none,
+        prof=none,
+        values=np.empty((0, 0)),
+        metrics=[],
+        meta={},
+        is_tree=False,
+        profiles=[{}],
+    )
+
+
+def _run_layout(path: Path) -> tuple[dict, dict[int, Path], int]:
+    """run.json's content, the rank files by rank, and the world size."""
     info = _run_info(path)
     files = {r: p for p in path.iterdir() if (r := rank_of(p.name)) is not None}
     world = world_size(info, files)
     if world == 0:
         raise ProfileError(path, "a run folder without run.json world size or rank files")
-    trees: list[Tree] = []
-    rank_of_tree: list[int] = []
-    rows: list[dict] = []
-    model_meta: dict = {}
-    for r in range(world):
-        row: dict = {"rank": r, "file": str(rank_file(path, r))}
-        f = files.get(r)
-        if f is None:
-            row.update(status="missing", ok=False, problem="no file: the rank died before writing")
-            row.update(_component_of(info, r))
-        else:
-            try:
-                t = read(f, format="cctviz")
-            except ProfileError as e:
-                row.update(status="unreadable", ok=False, problem=e.problem)
-            else:
-                if not isinstance(t, Tree):
-                    row.update(status="unreadable", ok=False, problem="not a single-rank profile")
-                else:
-                    st = str(t.meta.get("status", "unknown"))
-                    ok = st.startswith("complete") and "profiler failed" not in st
-                    row.update(status=st, ok=ok, problem="")
-                    row.update({k: t.meta[k] for k in _PROFILE_META if k in t.meta})
-                    step_ns = t.meta.get("step_ns") or []
-                    row["step_time_ns"] = float(np.median(step_ns)) if len(step_ns) else np.nan
-                    row["step_ns"] = [int(x) for x in step_ns]
-                    trees.append(t)
-                    rank_of_tree.append(r)
-                    for k in _MODEL_META:
-                        if k in t.meta:
-                            model_meta.setdefault(k, t.meta[k])
-        rows.append(row)
-    if not trees:
+    return info, files, world
+
+
+def _rank(path: Path, info: dict, files: dict[int, Path], r: int) -> tuple[dict, Tree | None]:
+    """Rank ``r``'s row of the profiles table, and its tree (None: missing or damaged)."""
+    from . import read  # the registry: the rank files are native profiles
+
+    row: dict = {"rank": r, "file": str(rank_file(path, r))}
+    f = files.get(r)
+    if f is None:
+        row.update(status="missing", ok=False, problem="no file: the rank died before writing")
+        row.update(_component_of(info, r))
+        return row, None
+    try:
+        t = read(f, format="cctviz")
+    except ProfileError as e:
+        row.update(status="unreadable", ok=False, problem=e.problem)
+        return row, None
+    if not isinstance(t, Tree):
+        row.update(status="unreadable", ok=False, problem="not a single-rank profile")
+        return row, None
+    st = str(t.meta.get("status", "unknown"))
+    ok = st.startswith("complete") and "profiler failed" not in st
+    row.update(status=st, ok=ok, problem="")
+    row.update({k: t.meta[k] for k in _PROFILE_META if k in t.meta})
+    step_ns = t.meta.get("step_ns") or []
+    row["step_time_ns"] = float(np.median(step_ns)) if len(step_ns) else np.nan
+    row["step_ns"] = [int(x) for x in step_ns]
+    return row, t
+
+
+def _profiles_table(path: Path, info: dict, rows: list[dict], readable: int) -> pd.DataFrame:
+    """The ranks' rows as the profiles table (``run`` second); warns of the ranks
+    that are not complete; no readable rank at all is an error."""
+    if not readable:
         problems = "; ".join(f"rank {x['rank']}: {x['problem']}" for x in rows[:4])
         raise ProfileError(path, f"no readable rank file ({problems})")
     for row in rows:
@@ -155,18 +285,21 @@ def read_run(path: Path) -> Ensemble:
     bad = profiles.loc[~profiles["ok"], ["rank", "status"]]
     if len(bad):
         listing = ", ".join(f"{r} ({s})" for r, s in bad.itertuples(index=False))
-        warnings.warn(f"{path}: ranks not complete: {listing}", stacklevel=3)
-    part = Ensemble.concat(trees)
-    r = part.exclusive_rows.copy()
-    r["profile"] = np.asarray(rank_of_tree, dtype=np.int64)[r["profile"].to_numpy()]
+        warnings.warn(f"{path}: ranks not complete: {listing}", stacklevel=4)
+    return profiles
+
+
+def _run_meta(info: dict, profiles: pd.DataFrame, trees: list[Tree]) -> dict:
+    """The ensemble's metadata: run.json's scalars, the flagged ranks, the model's
+    description (from the first rank that has it)."""
     meta = {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))}
-    meta.update(units=part.tree.units, flagged_ranks=[int(x) for x in bad["rank"]])
-    meta.update(model_meta)
-    rules = {m: r for m, r in part.aggregation.items() if r != "sum"}
-    if rules:  # the ranks' peaks stay maxima (the rows alone would make them sums)
-        meta["aggregation"] = rules
-    structure = Tree(part.tree.nodes.copy(), None, {}, _trusted=True)
-    return Ensemble(structure, r, profiles, meta)
+    meta["flagged_ranks"] = [int(x) for x in profiles.loc[~profiles["ok"], "rank"]]
+    for k in _MODEL_META:
+        for t in trees:
+            if k in t.meta:
+                meta[k] = t.meta[k]
+                break
+    return meta
 
 
 def _component_of(info: dict, rank: int) -> dict:

@@ -19,6 +19,10 @@ one million, :data:`cctviz.runtime.trace.DEFAULT_LIMIT`; ``none``: no cap).
 Past it the rank's trace stops, closed at the cut, and its metadata says so
 (``timeline_dropped``, ``timeline_cut_ns``); the profiles stay complete.
 
+``--dataset DIR`` converts the run folder into a dataset folder when the job
+ends (``cctviz.open_dataset(DIR)``: statistics out of core), a chunk of ranks at
+a time (:func:`cctviz.readers.cctviz_run.run_to_dataset`).
+
 ``--sample-hz HZ`` samples each rank's CPU, memory, file/pipe I/O and
 context switches ``HZ`` times a second, charged to its current context
 (:mod:`cctviz.runtime.sampler`; ``cpu_util``, ``rss_peak``,
@@ -53,6 +57,7 @@ OPTIONS = {
     "--timeline-limit": True,
     "--sample-hz": True,
     "--gpu-time": True,
+    "--dataset": True,
 }
 
 
@@ -288,7 +293,24 @@ def run(argv: Sequence[str]) -> int:
         f"cctviz: {n} rank file(s) in {out}/; look at them with `cctviz tree {out}`",
         file=sys.stderr,
     )
+    if ours.get("dataset") and node_rank == "0" and n:
+        code = max(code, write_dataset_of(out, Path(ours["dataset"])))
     return code
+
+
+def write_dataset_of(out: Path, dataset: Path) -> int:
+    """``--dataset``: the run folder converted into a dataset folder; 0, or 1 with
+    the reason printed (the rank files stay, whatever happens)."""
+    from ..errors import ProfileError
+    from ..readers.cctviz_run import run_to_dataset
+
+    try:
+        run_to_dataset(out, dataset, progress=False)
+    except (ProfileError, ImportError) as e:
+        print(f"cctviz: could not write the dataset: {e}", file=sys.stderr)
+        return 1
+    print(f"cctviz: dataset in {dataset}/; open it with cctviz.open_dataset", file=sys.stderr)
+    return 0
 
 
 def worker_main(argv: Sequence[str] | None = None) -> None:

@@ -126,8 +126,14 @@ def test_an_existing_dataset_is_kept_unless_overwrite(study, tmp_path):
         cctviz.read_ensemble(study[:3], out=tmp_path / "e", progress=False)
 
 
-def test_formats_without_a_batch_parser_are_composed_whole(tmp_path):
+def test_formats_without_a_batch_parser_are_composed_a_chunk_at_a_time(tmp_path):
+    """Files the batch parser does not cover (Caliper .cali, Hatchet's literal) are read
+    by their readers, a chunk at a time, and the dataset is the in-memory ensemble."""
     literal = DATA / "hatchet" / "json" / "hatchet-graph-literal.json"
     files = [LULESH_SCALING[1], literal]
     ds = cctviz.read_ensemble(files, out=tmp_path / "o", progress=False)
     assert_same_ensemble(ds.to_ensemble(), cctviz.read_ensemble(files, progress=False))
+    cali = sorted((DATA / "thicket" / "rajaperf").rglob("*.cali"))
+    ds = cctviz.read_ensemble(cali, out=tmp_path / "r", chunk_files=5, progress=False)
+    assert len(ds._store.parts) == -(-len(cali) // 5)  # one part per chunk of 5 files
+    assert_same_ensemble(ds.to_ensemble(), cctviz.read_ensemble(cali, progress=False))

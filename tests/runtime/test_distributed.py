@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import cctviz
+from cctviz.readers.cctviz_run import run_to_dataset
 from cctviz.runtime import bandwidth, bus_factor
+from tests.dataset.test_dataset import assert_same_ensemble
 
 from .conftest import CCTVIZ, SCRIPTS, run_job
 
@@ -181,21 +183,29 @@ def test_each_collective_once_per_call_in_its_context(collectives_run):
 
 
 # ------------------------------------------------------------------ faults
-def faulty_run(out, how: str):
+def faulty_run(out, how: str, *more: str):
     """scripts/faulty.py under cctviz run, rank 1 failing at step 3 in the way ``how``."""
-    cmd = [*CCTVIZ, "run", "--standalone", "--nproc-per-node", "2", "--out", str(out)]
+    cmd = [*CCTVIZ, "run", "--standalone", "--nproc-per-node", "2", "--out", str(out), *more]
     cmd += [str(SCRIPTS / "faulty.py"), "--how", how, "--fail-rank", "1", "--fail-step", "3"]
     return run_job(cmd, check=False)
 
 
 def test_killed_rank_is_flagged_and_the_run_still_loads(tmp_path):
     out = tmp_path / "killed"
-    p = faulty_run(out, "kill")
+    p = faulty_run(out, "kill", "--dataset", str(tmp_path / "killed.dataset"))
     assert p.returncode != 0  # the job failed, as it should
     with pytest.warns(UserWarning, match="ranks not complete"):
         ens = cctviz.read(out)
     prof = ens.profiles.set_index("rank")
     assert prof.loc[1, "status"] == "missing" and not prof.loc[1, "ok"]
+    # --dataset: the run converted when it ended; a rank at a time, the same; the dead
+    # rank has no rows there either
+    with pytest.warns(UserWarning, match="ranks not complete"):
+        folder = run_to_dataset(out, tmp_path / "ds", chunk_ranks=1)
+    for where in (tmp_path / "killed.dataset", folder):
+        ds = cctviz.open_dataset(where)
+        assert ds.live.tolist() == ens.live.tolist() == [True, False]
+        assert_same_ensemble(ds.to_ensemble(), ens)
     assert not prof.loc[0, "ok"]  # rank 0 lost its peer: exception or SIGTERM, but it wrote
     assert prof.loc[0, "status"].startswith(("exception", "signal SIGTERM"))
     assert ens.meta["flagged_ranks"] == [0, 1]
