@@ -139,3 +139,18 @@ def test_random_ensembles_equal_on_the_cluster(client, case, per_part):
             chained.append(("chain", lambda e: e.select(pick).filter(keep).prune(top_k=top_k)))
         for label, op in chained:
             assert_same_on_cluster(op(ds), op(ens), CASES, label)
+
+
+def test_parts_of_many_row_groups_stay_one_partition_each(rajaperf, tmp_path, client):
+    """A profile's rows are computed together: a part written in many row groups (by
+    another writer, or a larger part) still gives whole profiles to one task."""
+    import pyarrow.parquet as pq
+
+    ds = _open(rajaperf, tmp_path / "r", 2, client)
+    for f in ds._files():
+        table = pq.read_table(f)
+        pq.write_table(table, f, row_group_size=max(table.num_rows // 9, 1))
+        assert pq.read_metadata(f).num_row_groups > 4
+    inc = "Total time (inc)"
+    cases = [(inc, "auto"), (inc, "skip"), ("Total time", "zero")]
+    assert_same_on_cluster(ds.prune(inc, top_k=4), rajaperf.prune(inc, top_k=4), cases, "rg")
