@@ -4,9 +4,11 @@
 as a folder of Parquet tables (layout: :mod:`cctviz.dataset.layout`);
 ``cctviz.open_dataset(folder)`` gives a :class:`DatasetEnsemble` whose values stay on
 disk and whose statistics DuckDB computes by the model's rules
-(:mod:`cctviz.dataset.engine`). DuckDB comes with the ``scale`` extra
-(``pip install cctviz[scale]``). :func:`write_chunks` writes one from a stream of
-chunks of profiles over one tree, holding one chunk at a time.
+(:mod:`cctviz.dataset.engine`). With ``open_dataset(folder, client=client)`` (a
+``dask.distributed.Client``) its statistics and mean tree are computed on that Dask
+cluster instead (:mod:`cctviz.dataset.dask_engine`). DuckDB and Dask come with the
+``scale`` extra (``pip install cctviz[scale]``). :func:`write_chunks` writes one from a
+stream of chunks of profiles over one tree, holding one chunk at a time.
 """
 
 from .chunked import write_chunks

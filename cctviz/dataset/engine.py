@@ -42,7 +42,11 @@ _SQL_COMBINE = {**_SQL_RULE, "none": "CASE WHEN min(r.{m}) = max(r.{m}) THEN min
 
 
 def open_dataset(
-    path: str | os.PathLike, *, memory_limit: str | None = None, threads: int | None = None
+    path: str | os.PathLike,
+    *,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    client: Any = None,
 ) -> DatasetEnsemble:
     """Open a dataset folder written by :meth:`cctviz.Ensemble.to_dataset`.
 
@@ -50,6 +54,21 @@ def open_dataset(
     such as ``"2GB"`` and ``threads`` are DuckDB's settings; beyond the limit it
     spills to disk). A folder that is not a dataset, or a partial one (a write
     that did not finish), is a :class:`~cctviz.ProfileError`.
+
+    With ``client`` (a ``dask.distributed.Client``) the statistics (:meth:`stats`,
+    every metric and ``missing`` mode), the mean :attr:`tree` and so those of
+    :meth:`select`/:meth:`groupby` results and of filtered, pruned or focused
+    ensembles are computed on that Dask cluster instead, the workers reading the
+    Parquet parts (:mod:`cctviz.dataset.dask_engine`); the rest stays on DuckDB.
+    The workers must see the dataset folder at the same path (a shared file system)
+    and import the same cctviz.
+
+    Example on a cluster:
+        >>> from dask.distributed import Client, LocalCluster  # doctest: +SKIP
+        >>> client = Client(LocalCluster(n_workers=2, dashboard_address=None))  # doctest: +SKIP
+        >>> ds = cctviz.open_dataset(d, client=client)  # doctest: +SKIP
+        >>> ds.stats("time (inc)")[["mean", "min", "n"]].values.tolist()  # doctest: +SKIP
+        [[3.0, 2.0, 2.0], [1.5, 0.0, 2.0]]
 
     Example:
         >>> import cctviz, tempfile
@@ -77,7 +96,7 @@ def open_dataset(
     if len(profiles) != manifest["n_profiles"] or len(structure) != manifest["n_nodes"]:
         raise ProfileError(p, "the nodes or profiles table does not hold what the manifest says")
     settings = {"memory_limit": memory_limit, "threads": threads}
-    store = _Store(p, manifest, parts, structure, profiles, settings)
+    store = _Store(p, manifest, parts, structure, profiles, settings, client)
     return DatasetEnsemble(store, np.arange(len(profiles), dtype=np.int64))
 
 
@@ -93,8 +112,10 @@ class _Store:
         structure: Tree,
         profiles: pd.DataFrame,
         settings: dict[str, Any],
+        client: Any = None,
     ) -> None:
         self.path = path
+        self.client = client  # a dask.distributed.Client: statistics on its cluster
         self.manifest = manifest
         self.parts = parts
         self.structure = structure
@@ -183,6 +204,8 @@ class DatasetEnsemble(BaseEnsemble):
         if "live" not in self._cache:
             if self._node_map is None:
                 self._cache["live"] = self._store.live[self._ids]
+            elif self._store.client is not None:
+                self._cache["live"] = self._dask().live()
             else:
                 self._connection()  # found while its views are made: see _register
         return self._cache["live"]
@@ -321,7 +344,17 @@ class DatasetEnsemble(BaseEnsemble):
 
     # ------------------------------------------------------------- statistics
 
+    def _dask(self) -> Any:
+        """The Dask engine of these profiles (:mod:`cctviz.dataset.dask_engine`)."""
+        if "dask" not in self._cache:
+            from .dask_engine import DaskEngine
+
+            self._cache["dask"] = DaskEngine(self, self._store.client)
+        return self._cache["dask"]
+
     def _stats_table(self, metric: str, missing: str) -> pd.DataFrame:
+        if self._store.client is not None:
+            return self._dask().stats_table(metric, missing)
         con = self._connection()
         n = len(self._structure)
         con.execute(f"CREATE OR REPLACE TEMP TABLE vals AS {self._values_sql(metric)}")
@@ -399,6 +432,8 @@ class DatasetEnsemble(BaseEnsemble):
     def _node_means(self) -> pd.DataFrame:
         """Per node and metric, the mean of the live profiles' own values (absent =
         0 for sums), as the in-memory Ensemble's tree holds."""
+        if self._store.client is not None:
+            return self._dask().node_means()
         n = len(self._structure)
         metrics = self.exc_metrics
         if not metrics:
@@ -411,18 +446,7 @@ class DatasetEnsemble(BaseEnsemble):
             f"SELECT r.node, {aggs} FROM exc r JOIN prof p USING (profile) "
             "WHERE p.live GROUP BY r.node"
         ).df()
-        n_live = max(int(self.live.sum()), 1)
-        out = {}
-        for j, m in enumerate(metrics):
-            total = _per_node(got, f"t{j}", n, 0.0)
-            has = _per_node(got, f"c{j}", n, 0)
-            if self.aggregation[m] == "sum":  # over the live profiles, absent = 0
-                count = n_live - (_per_node(got, f"a{j}", n, 0) - has)
-            else:  # over the profiles with a value
-                count = has
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[m] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-        return pd.DataFrame(out)
+        return _means(got, self.aggregation, n, int(self.live.sum()))
 
     # ------------------------------------------------------------- values
     def values(self, metric: str) -> np.ndarray:
@@ -556,6 +580,23 @@ def _ancestors(parent: np.ndarray) -> pd.DataFrame:
         keep = up >= 0
         node, cur = node[keep], up[keep]
     return pd.DataFrame({"node": np.concatenate(nodes), "up": np.concatenate(ups)})
+
+
+def _means(got: pd.DataFrame, rules: dict[str, str], n: int, n_live: int) -> pd.DataFrame:
+    """Per node, each metric's mean from the sums of ``got`` (per node of the live
+    profiles' rows: ``t{j}`` the sum of metric j's values, ``c{j}`` how many
+    values, ``a{j}`` how many rows), by the rule of :attr:`DatasetEnsemble.tree`."""
+    out = {}
+    for j, (m, rule) in enumerate(rules.items()):
+        total = _per_node(got, f"t{j}", n, 0.0)
+        has = _per_node(got, f"c{j}", n, 0)
+        if rule == "sum":  # over the live profiles, absent = 0
+            count = max(n_live, 1) - (_per_node(got, f"a{j}", n, 0) - has)
+        else:  # over the profiles with a value
+            count = has
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[m] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    return pd.DataFrame(out)
 
 
 def _per_node(df: pd.DataFrame, col: str, n: int, fill: float) -> np.ndarray:
