@@ -9,6 +9,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def block_with(marker: str) -> str:
+    """The README's one Python block that contains ``marker``."""
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    found = [b for b in blocks if marker in b]
+    assert len(found) == 1, f"{len(found)} python blocks of the README contain {marker!r}"
+    return found[0]
+
+
 def test_readme_tour_runs(tmp_path, monkeypatch):
     text = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
@@ -63,9 +71,8 @@ def test_readme_starts_with_the_two_commands():
 def test_readme_sankey_block_runs(monkeypatch):
     """The ensemble Sankey block: the slow ranks of the costliest module, linked, diffed."""
     monkeypatch.chdir(ROOT)
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     sk: dict = {}
-    exec(compile(blocks[5], "README.md", "exec"), sk)  # noqa: S102 - our own README
+    exec(compile(block_with("cctviz.SankeyView(ens)"), "README.md", "exec"), sk)  # noqa: S102 - our own README
     slow = sk["slow"]
     assert 0 < len(slow) < 64 and sk["tree"].selected_profiles == slow
     assert sk["tree"]._data["spread"]["profiles"] == len(slow)
@@ -75,9 +82,8 @@ def test_readme_sankey_block_runs(monkeypatch):
 def test_readme_perfmodel_block_runs(monkeypatch):
     """The predicted-against-measured block: scaling models of the bundled runs, ZeRO-3."""
     monkeypatch.chdir(ROOT)
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     pm: dict = {}
-    exec(compile(blocks[8], "README.md", "exec"), pm)  # noqa: S102 - our own README
+    exec(compile(block_with("ModelSpec(params=7_500_000_000)"), "README.md", "exec"), pm)  # noqa: S102 - our own README
     assert pm["top"].index[0] == 0  # main: the most time at 512 cores too
     assert round(pm["zero"].total / 1e9, 1) == 1.9  # the ZeRO paper's 7.5B example, 64 GPUs
 
@@ -96,9 +102,7 @@ def test_readme_timeline_block_runs(tmp_path, monkeypatch):
            str(example_script("rotating_late.py")), "3", "20"]  # fmt: skip
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    block = blocks[7]
-    assert "read_timeline" in block
+    block = block_with("read_timeline")
     ns: dict = {}
     exec(compile(block.replace('"out/run-ddp"', repr(str(run))), "README.md", "exec"), ns)  # noqa: S102
     assert ns["tl"].n_profiles == 2 and len(ns["inst"]) > 0
@@ -109,8 +113,7 @@ def test_readme_timeline_block_runs(tmp_path, monkeypatch):
 def test_readme_sampler_block_runs(tmp_path, monkeypatch):
     """The sampler block: its regions get their CPU share, bytes written and RSS peak."""
     monkeypatch.chdir(ROOT)
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    block = blocks[6].replace("runs/sampled", str(tmp_path / "sampled"))
+    block = block_with("runs/sampled").replace("runs/sampled", str(tmp_path / "sampled"))
     ns: dict = {}
     exec(compile(block, "README.md", "exec"), ns)  # noqa: S102 - our own README
     t = ns["used"]
@@ -121,3 +124,19 @@ def test_readme_sampler_block_runs(tmp_path, monkeypatch):
         t.metrics.loc[ids["wait"], "cpu_util (inc)"] < t.metrics.loc[ids["solve"], "cpu_util (inc)"]
     )
     assert t.metrics.loc[ids["solve"], "rss_peak (inc)"] > 0
+
+
+def test_readme_dataset_block_runs(tmp_path, monkeypatch):
+    """The datasets block: composed to disk, statistics, groupby, prune, the views, one
+    profile and a selection back in memory, equal to the in-memory ensemble's."""
+    import cctviz
+
+    monkeypatch.chdir(ROOT)
+    block = block_with("open_dataset").replace('"study.dataset"', repr(str(tmp_path / "s")))
+    ns: dict = {}
+    exec(compile(block, "README.md", "exec"), ns)  # noqa: S102 - our own README
+    ens = cctviz.read_ensemble(ns["files"], progress=False)
+    assert ns["table"].equals(ens.stats("time (inc)", formatted=True))
+    assert sorted(ns["by_run"]) == sorted(ens.profiles["run"].unique())
+    assert ns["one"].meta["profile"]["rank"] == 3 and ns["ens"].n_profiles == 8
+    assert all(v._data for v in ns["views"])

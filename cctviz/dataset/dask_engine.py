@@ -53,10 +53,12 @@ class DaskEngine:
     filter) come from here. Everything else a dataset answers (``values``,
     ``profile(i)``, ``to_ensemble``, the views' ``group_sums``) stays on DuckDB.
 
-    Example:
-        >>> from dask.distributed import Client, LocalCluster  # doctest: +SKIP
-        >>> ds = cctviz.open_dataset(folder, client=Client(LocalCluster(2)))  # doctest: +SKIP
-        >>> ds.stats("time (inc)")  # DaskEngine(ds, client).stats_table(...)  # doctest: +SKIP
+    Example (it needs a cluster, so it is not run as a doctest;
+    ``tests/dataset/test_dask.py`` runs it)::
+
+        from dask.distributed import Client, LocalCluster
+        ds = cctviz.open_dataset(folder, client=Client(LocalCluster(2)))
+        ds.stats("time (inc)")  # DaskEngine(ds, client).stats_table(...)
     """
 
     def __init__(self, ds: DatasetEnsemble, client: Any) -> None:

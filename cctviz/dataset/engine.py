@@ -255,6 +255,7 @@ class DatasetEnsemble(BaseEnsemble):
             # user's working folder; a folder of our own instead, removed on close
             spill = tempfile.mkdtemp(prefix="cctviz-duckdb-")
             con.execute(f"SET temp_directory = {_literal(spill)}")
+            con.execute("SET enable_progress_bar = false")  # it prints to stdout
             self._spill = weakref.finalize(self, shutil.rmtree, spill, True)
             self._register(con)
             self._con = con

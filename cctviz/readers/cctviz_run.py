@@ -149,10 +149,11 @@ def run_to_dataset(
     missing and damaged ranks flagged (no rows), the run's metadata.
     ``cctviz run ... --dataset DIR`` calls it when the run ends.
 
-    Example:
-        >>> import cctviz
-        >>> run_to_dataset("out/ddp", "out/ddp.dataset")  # doctest: +SKIP
-        >>> cctviz.open_dataset("out/ddp.dataset").stats("time (inc)")  # doctest: +SKIP
+    Example (of a run folder ``out/ddp``; ``tests/runtime/test_distributed.py`` runs
+    one)::
+
+        run_to_dataset("out/ddp", "out/ddp.dataset")
+        cctviz.open_dataset("out/ddp.dataset").stats("time (inc)")
     """
     from ..dataset.compose import compose_dataset
     from . import progress_bar
