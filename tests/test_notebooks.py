@@ -95,3 +95,5 @@ def test_notebooks_need_only_what_the_readme_commands_install():
             assert "scorep" in wanted, path.name
         if ".cali" in text:
             assert "caliper" in wanted, path.name
+        if re.search(r"open_dataset|to_dataset|out=", text):  # DuckDB computes datasets
+            assert "scale" in wanted, path.name
