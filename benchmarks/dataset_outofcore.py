@@ -101,14 +101,9 @@ def make_chunks(n_nodes: int, n_profiles: int, chunk: int, seed: int):
 
 
 def run_child(folder: Path, how: str, limit: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(folder), how, limit],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    from dataset_scale import run_child as run
+
+    return run(folder, how, limit, CHILD)
 
 
 def agree(a: dict, b: dict) -> bool:

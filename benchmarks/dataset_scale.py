@@ -79,9 +79,10 @@ def make_ensemble(n_profiles: int, seed: int = 0):
     return cctviz.Ensemble(structure, rows, profiles, real.meta)
 
 
-def run_child(folder: Path, how: str, limit: str) -> dict:
+def run_child(folder: Path, how: str, limit: str, code: str = CHILD) -> dict:
+    """Run a child (``code``) on the dataset ``folder``; its last stdout line, as JSON."""
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(folder), how, limit],
+        [sys.executable, "-c", code, str(folder), how, limit],
         check=True,
         capture_output=True,
         text=True,

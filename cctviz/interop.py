@@ -242,6 +242,19 @@ class MetricSpec:
     note: str | None = None  #: why the rule, for ``meta["aggregation_notes"]``
     kept: bool = True  #: False for an inclusive twin of a kept exclusive metric
 
+    def row_values(self) -> np.ndarray:
+        """The values rows combine: a ``"sum"`` row without a value adds 0."""
+        return (
+            np.where(np.isnan(self.values), 0.0, self.values) if self.rule == "sum" else self.values
+        )
+
+
+def row_matrix(specs: Sequence[MetricSpec], n_rows: int) -> np.ndarray:
+    """(rows x metrics) of the specs' :meth:`MetricSpec.row_values`."""
+    if not specs:
+        return np.zeros((n_rows, 0))
+    return np.column_stack([m.row_values() for m in specs])
+
 
 def build_metrics(
     structure: Tree,
@@ -288,16 +301,7 @@ def build_metrics(
     P = max(n_prof, 1)
     key = np.asarray(node, dtype=np.int64) * P + np.asarray(prof, dtype=np.int64)
     uniq, inv = np.unique(key, return_inverse=True)
-    vals = (
-        np.column_stack(
-            [
-                np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
-                for m in kept
-            ]
-        )
-        if kept
-        else np.zeros((key.size, 0))
-    )
+    vals = row_matrix(kept, key.size)
     combined, conflicts = combine_rows(vals, inv.reshape(-1), uniq.size, [m.rule for m in kept])
     for m, k in zip(kept, conflicts):
         if k:

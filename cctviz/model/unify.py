@@ -61,44 +61,21 @@ def unify_structures(trees: Sequence[Tree]) -> tuple[Tree, list[np.ndarray]]:
 
     sizes = np.array([len(t) for t in reps], dtype=np.int64)
     offs = np.concatenate(([0], np.cumsum(sizes)))
-    total = int(offs[-1])
     names = np.concatenate([t.names for t in reps]) if reps else np.empty(0, object)
     gparent = (
         np.concatenate([np.where(t.parent >= 0, t.parent + o, -1) for t, o in zip(reps, offs[:-1])])
         if reps
         else np.empty(0, np.int64)
     )
-    # roots of different trees are not siblings: each tree's roots get their own parent key
-    tree_of = np.repeat(np.arange(len(reps)), sizes)
-    codes, uniq_names, span = identity_codes(names, np.where(gparent >= 0, gparent, -1 - tree_of))
     gdepth = np.concatenate([t.depth for t in reps]) if reps else np.empty(0, np.int64)
-    order = np.argsort(gdepth, kind="stable")
-    bounds = np.concatenate(
-        ([0], np.cumsum(np.bincount(gdepth, minlength=int(gdepth.max(initial=-1)) + 1)))
-    )
-    tb = TrieBuilder()
-    uid = np.empty(total, dtype=np.int64)
-    for d in range(len(bounds) - 1):
-        idx = order[bounds[d] : bounds[d + 1]]
-        gp = gparent[idx]
-        prev = np.where(gp >= 0, uid[np.maximum(gp, 0)], -1)
-        uid[idx] = tb.add_level(prev, codes[idx])
-
-    tparent = tb.parent
-    perm = preorder_permutation(tparent)
-    inv = np.empty(tb.size, dtype=np.int64)
-    inv[perm] = np.arange(tb.size)
-    new_parent = np.where(tparent[perm] >= 0, inv[np.maximum(tparent[perm], 0)], -1)
-    # attributes of the first occurrence of each unified node
-    first = np.full(tb.size, total, dtype=np.int64)
-    np.minimum.at(first, uid, np.arange(total))
-    first = first[perm]
+    tree_of = np.repeat(np.arange(len(reps)), sizes)
+    node_of, new_parent, new_names, first = merge_call_paths(gparent, names, tree_of, gdepth)
     extra_cols: list[str] = []
     for t in reps:
         extra_cols += [
             c for c in t.nodes.columns if c not in STRUCT_COLUMNS and c not in extra_cols
         ]
-    nodes = pd.DataFrame({"name": uniq_names[tb.code[perm] // span], "parent": new_parent})
+    nodes = pd.DataFrame({"name": new_names, "parent": new_parent})
     for c in ["kind", *extra_cols]:
         parts = [
             t.nodes[c] if c in t.nodes else pd.Series([None] * len(t), dtype=object) for t in reps
@@ -110,8 +87,51 @@ def unify_structures(trees: Sequence[Tree]) -> tuple[Tree, list[np.ndarray]]:
         )
         nodes[c] = col.iloc[first].to_numpy()
     unified = Tree(nodes, None, None, _trusted=True)
-    rep_maps = [inv[uid[offs[k] : offs[k + 1]]] for k in range(len(reps))]
+    rep_maps = [node_of[offs[k] : offs[k + 1]] for k in range(len(reps))]
     return unified, [rep_maps[k] for k in rep_of]
+
+
+def merge_call_paths(
+    parent: np.ndarray, names: np.ndarray, tree_of: np.ndarray, depth: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Several trees' nodes (one forest: ``parent`` indexes it, -1 for a root;
+    ``tree_of`` says whose each node is; ``depth`` its depth) merged by call path:
+    the n-th same-named sibling joins the n-th, roots of different trees are not
+    siblings of each other, siblings in order of first appearance. One pass per
+    level over all the nodes (a trie), not a loop over the trees.
+
+    Returns, for every input node its unified node; and per unified node (in
+    pre-order) its parent, its name and the input node first seen there.
+
+    Example:
+        >>> node_of, parent, names, first = merge_call_paths(
+        ...     np.array([-1, 0, -1, 2, 2]), np.array(["m", "f", "m", "g", "f"], dtype=object),
+        ...     np.array([0, 0, 1, 1, 1]), np.array([0, 1, 0, 1, 1]))
+        >>> node_of.tolist(), parent.tolist(), names.tolist(), first.tolist()
+        ([0, 1, 0, 2, 1], [-1, 0, 0], ['m', 'f', 'g'], [0, 1, 3])
+    """
+    total = parent.size
+    # roots of different trees are not siblings: each tree's roots get their own parent key
+    codes, uniq_names, span = identity_codes(names, np.where(parent >= 0, parent, -1 - tree_of))
+    order = np.argsort(depth, kind="stable")
+    bounds = np.concatenate(
+        ([0], np.cumsum(np.bincount(depth, minlength=int(depth.max(initial=-1)) + 1)))
+    )
+    tb = TrieBuilder()
+    uid = np.empty(total, dtype=np.int64)
+    for d in range(len(bounds) - 1):
+        idx = order[bounds[d] : bounds[d + 1]]
+        gp = parent[idx]
+        prev = np.where(gp >= 0, uid[np.maximum(gp, 0)], -1)
+        uid[idx] = tb.add_level(prev, codes[idx])
+    tparent = tb.parent
+    perm = preorder_permutation(tparent)
+    inv = np.empty(tb.size, dtype=np.int64)
+    inv[perm] = np.arange(tb.size)
+    new_parent = np.where(tparent[perm] >= 0, inv[np.maximum(tparent[perm], 0)], -1)
+    first = np.full(tb.size, total, dtype=np.int64)
+    np.minimum.at(first, uid, np.arange(total))
+    return inv[uid], new_parent, uniq_names[tb.code[perm] // span], first[perm]
 
 
 _NODE_MAPS: dict[tuple[int, int], tuple[weakref.ref, weakref.ref, np.ndarray]] = {}

@@ -37,9 +37,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
+from ..interop import row_matrix
 from ..model import _algo
 from ..model.ensemble import Ensemble, _reconcile_rules, _reconcile_units
 from ..model.tree import STRUCT_COLUMNS, Tree
+from ..model.unify import merge_call_paths
 from ..model.units import dimension
 from ._caliper import ORDER_COL, CaliColumn, _coerce, spec_shape, specs_from_shape
 from ._json import file_bytes
@@ -179,16 +181,7 @@ def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | Non
         profiles = None
     else:
         node, row_prof = rnode, prof
-        values = (
-            np.column_stack(
-                [
-                    np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
-                    for m in kept
-                ]
-            )
-            if kept
-            else np.empty((rnode.size, 0))
-        )
+        values = row_matrix(kept, rnode.size)
         profiles = [{"rank": int(r)} for r in uniq]
     checks: list[tuple[str, int, np.ndarray | None]] = []
     for m in specs:
@@ -618,33 +611,17 @@ def unify(files: list[FileArrays]) -> tuple[Tree, list[np.ndarray]]:
     ppar = np.where(gpar[perm] >= 0, pos[np.maximum(gpar[perm], 0)], -1)
     names = np.concatenate([fa.names for fa in files])[perm]
     pfile = tree_of[perm]
-    codes, uniq_names, span = _algo.identity_codes(names, np.where(ppar >= 0, ppar, -1 - pfile))
     depth, _ = _algo.level_order(ppar)
-    order = np.argsort(depth, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(depth, minlength=1))))
-    tb = _algo.TrieBuilder()
-    uid = np.empty(total, dtype=np.int64)
-    for d in range(len(bounds) - 1):
-        idx = order[bounds[d] : bounds[d + 1]]
-        gp = ppar[idx]
-        prev = np.where(gp >= 0, uid[np.maximum(gp, 0)], -1)
-        uid[idx] = tb.add_level(prev, codes[idx])
-    tparent = tb.parent
-    tperm = _algo.preorder_permutation(tparent)
-    inv = np.empty(tb.size, dtype=np.int64)
-    inv[tperm] = np.arange(tb.size)
-    new_parent = np.where(tparent[tperm] >= 0, inv[np.maximum(tparent[tperm], 0)], -1)
-    first = np.full(tb.size, total, dtype=np.int64)
-    np.minimum.at(first, uid, np.arange(total))
-    first = perm[first[tperm]]  # the node (files' order) first seen at each unified node
-    nodes = pd.DataFrame({"name": uniq_names[tb.code[tperm] // span], "parent": new_parent})
+    node_of, new_parent, new_names, first = merge_call_paths(ppar, names, pfile, depth)
+    first = perm[first]  # the node (files' order) first seen at each unified node
+    nodes = pd.DataFrame({"name": new_names, "parent": new_parent})
     extra: list[str] = []
     for fa in files:
         extra += [c for c in fa.columns if c not in extra]
     for c in ["kind", *extra]:
         nodes[c] = _node_column(files, c)[first]
     unified = Tree(nodes, None, None, _trusted=True)
-    final = inv[uid][pos]  # unified id of every node, files' order
+    final = node_of[pos]  # unified id of every node, files' order
     return unified, [final[offs[k] : offs[k + 1]] for k in range(len(files))]
 
 
