@@ -202,7 +202,8 @@ def test_killed_rank_is_flagged_and_the_run_still_loads(tmp_path):
     # rank has no rows there either
     with pytest.warns(UserWarning, match="ranks not complete"):
         folder = run_to_dataset(out, tmp_path / "ds", chunk_ranks=1)
-    for where in (tmp_path / "killed.dataset", folder):
+    written = ens.to_dataset(tmp_path / "written")  # and the round trip of the ensemble
+    for where in (tmp_path / "killed.dataset", folder, written):
         ds = cctviz.open_dataset(where)
         assert ds.live.tolist() == ens.live.tolist() == [True, False]
         assert_same_ensemble(ds.to_ensemble(), ens)
