@@ -540,8 +540,8 @@ def read_ensemble(
         (1296, 45)
         >>> ds = cctviz.read_ensemble(files, out=tempfile.mkdtemp() + "/lulesh",
         ...                           chunk_files=3, progress=False)
-        >>> type(ds).__name__, ds.n_profiles, len(ds.tree), ds.to_ensemble() == ens
-        ('DatasetEnsemble', 1296, 45, True)
+        >>> type(ds).__name__, ds.n_profiles, ds.profiles.equals(ens.profiles)  # its numbers: DuckDB
+        ('DatasetEnsemble', 1296, True)
     """
     paths = _expand_paths(paths_or_glob)
     if not paths:
