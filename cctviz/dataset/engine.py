@@ -31,6 +31,7 @@ from ..errors import ProfileError
 from ..model._algo import combine_rows
 from ..model.ensemble import BaseEnsemble, Ensemble, profile_id, profile_ids, profile_tree
 from ..model.stats import NodeSums, summary_table
+from ..model.text import text_as_object
 from ..model.tree import Tree, base_metric
 from .layout import NODES, PROFILES, Part, parts_of, read_manifest, read_table
 
@@ -90,7 +91,7 @@ def open_dataset(
         structure = Tree(nodes, None, manifest.get("tree_meta") or {})
     except ValueError as e:
         raise ProfileError(p / NODES, f"the nodes do not form a pre-ordered tree: {e}") from None
-    profiles = read_table(p, PROFILES, manifest)
+    profiles = text_as_object(read_table(p, PROFILES, manifest))  # as an Ensemble keeps text
     if not len(profiles.columns):  # Parquet keeps no row count without columns
         profiles = pd.DataFrame(index=pd.RangeIndex(manifest["n_profiles"]))
     if len(profiles) != manifest["n_profiles"] or len(structure) != manifest["n_nodes"]:
