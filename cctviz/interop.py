@@ -249,6 +249,21 @@ class MetricSpec:
         )
 
 
+def with_metric_meta(meta: Mapping[str, Any], specs: Sequence[MetricSpec]) -> dict[str, Any]:
+    """``meta`` with what the specs say of their metrics: units (and why assumed),
+    the rules that are not sums (and why)."""
+    out = dict(meta)
+    for key, val in (
+        ("units", {m.name: m.unit for m in specs if m.unit}),
+        ("units_assumed", {m.name: m.unit_reason for m in specs if m.unit_reason}),
+        ("aggregation", {m.name: m.rule for m in specs if m.rule != "sum"}),
+        ("aggregation_notes", {m.name: m.note for m in specs if m.note}),
+    ):
+        if val:
+            out[key] = {**out.get(key, {}), **val}
+    return out
+
+
 def row_matrix(specs: Sequence[MetricSpec], n_rows: int) -> np.ndarray:
     """(rows x metrics) of the specs' :meth:`MetricSpec.row_values`."""
     if not specs:
@@ -287,15 +302,7 @@ def build_metrics(
         (m for m in specs if m.kept),
         key=lambda m: not (m.rule == "sum" and dimension(m.unit) == "time"),
     )
-    meta = dict(meta)
-    for key, val in (
-        ("units", {m.name: m.unit for m in kept if m.unit}),
-        ("units_assumed", {m.name: m.unit_reason for m in kept if m.unit_reason}),
-        ("aggregation", {m.name: m.rule for m in kept if m.rule != "sum"}),
-        ("aggregation_notes", {m.name: m.note for m in kept if m.note}),
-    ):
-        if val:
-            meta[key] = {**meta.get(key, {}), **val}
+    meta = with_metric_meta(meta, kept)
     n = len(structure)
     n_prof = len(profiles)
     P = max(n_prof, 1)

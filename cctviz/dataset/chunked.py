@@ -18,17 +18,11 @@ import numpy as np
 import pandas as pd
 
 from ..model.ensemble import Ensemble
-from ..model.formats import jsonable
 from .layout import (
-    FORMAT,
-    NODES,
-    PROFILES,
     ROWS_PER_PART,
-    VERSION,
     Part,
     _prepare_folder,
     _write_rows,
-    _write_table,
     finish,
 )
 
@@ -60,7 +54,7 @@ def write_chunks(
     parts: list[Part] = []
     profiles: list[pd.DataFrame] = []
     dead: list[np.ndarray] = []
-    n_prof = n_rows = 0
+    n_prof = 0
     for k, ens in enumerate(chunks):
         if first is None:
             first = ens
@@ -70,27 +64,18 @@ def write_chunks(
         profiles.append(ens.profiles.reset_index(drop=True))
         dead.append(np.flatnonzero(~ens.live) + n_prof)
         n_prof += ens.n_profiles
-        n_rows += ens.n_rows
     if first is None:
         raise ValueError("write_chunks: no chunks given")
-    encoded: dict[str, dict[str, str]] = {}
-    nodes = first.tree.nodes.drop(columns=["depth"]).reset_index(drop=True)
-    _write_table(out / NODES, nodes, encoded, NODES)
-    _write_table(out / PROFILES, pd.concat(profiles, ignore_index=True), encoded, PROFILES)
-    manifest = {
-        "format": FORMAT,
-        "version": VERSION,
-        "n_nodes": len(first.tree),
-        "n_profiles": n_prof,
-        "n_rows": n_rows,
-        "metrics": first.exc_metrics,
-        "meta": jsonable(first.meta),
-        "tree_meta": jsonable(first.tree.meta),
-        "encoded": encoded,
-        "dead": np.concatenate(dead).tolist(),
-        "parts": [[p.file, p.lo, p.hi, p.rows] for p in parts],
-    }
-    finish(out, manifest)
+    finish(
+        out,
+        first.tree.nodes,
+        pd.concat(profiles, ignore_index=True),
+        parts,
+        metrics=first.exc_metrics,
+        meta=first.meta,
+        tree_meta=first.tree.meta,
+        dead=np.concatenate(dead),
+    )
     return out
 
 

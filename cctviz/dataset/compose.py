@@ -33,19 +33,13 @@ import pyarrow.parquet as pq
 
 from ..model import _algo
 from ..model.ensemble import Ensemble
-from ..model.formats import jsonable
 from ..model.text import text_as_object
 from ..model.tree import Tree
 from ..readers import _batch
 from .layout import (
-    FORMAT,
-    NODES,
-    PROFILES,
     ROWS,
-    VERSION,
     Part,
     _prepare_folder,
-    _write_table,
     finish,
 )
 
@@ -259,23 +253,17 @@ class _State:
             parts.append(_rewrite(folder, k, part, inv, metrics, scale, prof_rep))
         structure = Tree(tree.nodes, None, meta, _trusted=True)
         profiles = text_as_object(_batch.profiles_table(self.records).reset_index(drop=True))
-        encoded: dict[str, dict[str, str]] = {}
-        _write_table(folder / NODES, structure.nodes.drop(columns=["depth"]), encoded, NODES)
-        _write_table(folder / PROFILES, profiles, encoded, PROFILES)
-        manifest = {
-            "format": FORMAT,
-            "version": VERSION,
-            "n_nodes": len(structure),
-            "n_profiles": len(profiles),
-            "n_rows": int(sum(p.rows for p in parts)),
-            "metrics": metrics,
-            "meta": jsonable(meta),
-            "tree_meta": jsonable(meta),
-            "encoded": encoded,
-            "dead": np.concatenate(self.dead).tolist() if self.dead else [],
-            "parts": [[p.file, p.lo, p.hi, p.rows] for p in parts],
-        }
-        finish(folder, manifest)
+        dead = np.concatenate(self.dead) if self.dead else np.empty(0, np.int64)
+        finish(
+            folder,
+            structure.nodes,
+            profiles,
+            parts,
+            metrics=metrics,
+            meta=meta,
+            tree_meta=meta,
+            dead=dead,
+        )
         return folder
 
 

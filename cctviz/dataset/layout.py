@@ -83,31 +83,58 @@ def write_dataset(
         raise ValueError(f"rows_per_part must be at least 1, got {rows_per_part}")
     out = Path(path)
     _prepare_folder(out, overwrite)
-    encoded: dict[str, dict[str, str]] = {}
-    nodes = ens.tree.nodes.drop(columns=["depth"]).reset_index(drop=True)
-    _write_table(out / NODES, nodes, encoded, NODES)
-    _write_table(out / PROFILES, ens.profiles.reset_index(drop=True), encoded, PROFILES)
     parts = _write_rows(out, ens, rows_per_part)
-    manifest = {
-        "format": FORMAT,
-        "version": VERSION,
-        "n_nodes": len(ens.tree),
-        "n_profiles": ens.n_profiles,
-        "n_rows": len(ens.exclusive_rows),
-        "metrics": ens.exc_metrics,
-        "meta": jsonable(ens.meta),
-        "tree_meta": jsonable(ens.tree.meta),
-        "encoded": encoded,
-        "dead": np.flatnonzero(~ens.live).tolist(),
-        "parts": [[p.file, p.lo, p.hi, p.rows] for p in parts],
-    }
-    finish(out, manifest)
+    finish(
+        out,
+        ens.tree.nodes,
+        ens.profiles,
+        parts,
+        metrics=ens.exc_metrics,
+        meta=ens.meta,
+        tree_meta=ens.tree.meta,
+        dead=np.flatnonzero(~ens.live),
+    )
     return out
 
 
-def finish(out: Path, manifest: dict[str, Any]) -> None:
-    """Write the manifest of a dataset whose tables are written, and last the
-    ``_COMPLETE`` marker naming its SHA-256: from then on the dataset is whole."""
+def finish(
+    out: Path,
+    nodes: pd.DataFrame,
+    profiles: pd.DataFrame,
+    parts: list[Part],
+    *,
+    metrics: list[str],
+    meta: dict[str, Any],
+    tree_meta: dict[str, Any],
+    dead: np.ndarray,
+) -> None:
+    """Complete a dataset whose row parts are written: the nodes and profiles tables,
+    the manifest (counts, metrics, metadata, dead profiles, parts), last the marker.
+    Every writer (:func:`write_dataset`, ``write_chunks``, ``read_ensemble(out=)``)
+    ends here."""
+    encoded: dict[str, dict[str, str]] = {}
+    nodes = nodes.drop(columns=["depth"], errors="ignore").reset_index(drop=True)
+    _write_table(out / NODES, nodes, encoded, NODES)
+    _write_table(out / PROFILES, profiles.reset_index(drop=True), encoded, PROFILES)
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "n_nodes": len(nodes),
+        "n_profiles": len(profiles),
+        "n_rows": int(sum(p.rows for p in parts)),
+        "metrics": list(metrics),
+        "meta": jsonable(meta),
+        "tree_meta": jsonable(tree_meta),
+        "encoded": encoded,
+        "dead": np.asarray(dead, dtype=np.int64).tolist(),
+        "parts": [[p.file, p.lo, p.hi, p.rows] for p in parts],
+    }
+    write_manifest(out, manifest)
+
+
+def write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    """Write a dataset's manifest, and last the ``_COMPLETE`` marker naming its
+    SHA-256: from then on the dataset is whole."""
     text = json.dumps(manifest).encode()
     (out / MANIFEST).write_bytes(text)
     (out / COMPLETE).write_text(json.dumps({"manifest_sha256": hashlib.sha256(text).hexdigest()}))

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..interop import row_matrix
+from ..interop import row_matrix, with_metric_meta
 from ..model import _algo
 from ..model.ensemble import Ensemble, _reconcile_rules, _reconcile_units
 from ..model.tree import STRUCT_COLUMNS, Tree
@@ -155,14 +155,7 @@ def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | Non
     meta = {k: _coerce(v) for k, v in doc.items() if k not in _SECTIONS}
     if uniq.size == 1 and j_rank is not None:
         meta.setdefault("rank", int(uniq[0]))
-    for key, val in (
-        ("units", {m.name: m.unit for m in kept if m.unit}),
-        ("units_assumed", {m.name: m.unit_reason for m in kept if m.unit_reason}),
-        ("aggregation", {m.name: m.rule for m in kept if m.rule != "sum"}),
-        ("aggregation_notes", {m.name: m.note for m in kept if m.note}),
-    ):
-        if val:
-            meta[key] = {**meta.get(key, {}), **val}
+    meta = with_metric_meta(meta, kept)
     meta.setdefault("format", "caliper-json")
     meta.setdefault("source", str(path))
     names_k = [m.name for m in kept]

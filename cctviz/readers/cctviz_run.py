@@ -208,12 +208,12 @@ def run_to_dataset(
 
 def _amend_meta(folder: Path, meta: dict) -> None:
     """Update a finished dataset's ensemble metadata (what only the whole run tells)."""
-    from ..dataset.layout import MANIFEST, finish
+    from ..dataset.layout import MANIFEST, write_manifest
     from ..model.formats import jsonable
 
     manifest = json.loads((folder / MANIFEST).read_text())
     manifest["meta"] = {**manifest["meta"], **jsonable(meta)}
-    finish(folder, manifest)
+    write_manifest(folder, manifest)
 
 
 def _no_profile() -> FileArrays:
