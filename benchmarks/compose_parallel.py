@@ -3,7 +3,7 @@ and a Dask cluster, against the ``json.load`` floor, the one-by-one read and Thi
 
     python benchmarks/compose_parallel.py [--files 20000] [--workers 1 2] [--dask 2]
                                           [--thicket 200] [--old 200] [--out]
-                                          [--profile 2000] [--seed 12345]
+                                          [--profile 2000] [--seed 12345] [--reps 3]
 
 Writes ``--files`` Caliper json-split files into a temporary folder with
 ``benchmarks/caliper_study.py``: copies of the real LULESH runs (1 and 8 ranks;
@@ -14,7 +14,9 @@ metadata; times scaled), a LULESH and a RAJAPerf file in turn; one file in ten
 lacks a leaf node, one RAJAPerf file in seven lacks two metrics. Then, in this
 process, one after the other:
 
-- the floor: ``json.load`` of every file, nothing else (what any reader pays);
+- the floor: ``json.load`` of every file, nothing else (what a reader on the
+  standard library's decoder pays), and ``orjson.loads`` of every file's bytes
+  (the decoder cctviz uses where orjson is installed: its own floor);
 - cctviz ``read_ensemble(files)`` (the batch path) serially, on each
   ``--workers`` count of processes (``workers=1`` is the serial path), and on a
   Dask ``LocalCluster`` of ``--dask`` worker processes (127.0.0.1, closed
@@ -28,7 +30,8 @@ process, one after the other:
 
 Prints each time, per file, and the ratios: against the floor per core (the
 floor's time divided by the processes used) and Thicket (and the one-by-one read)
-against cctviz serial. Process start-up is part of the parallel times (a pool
+against cctviz serial. The floors and the serial read alternate ``--reps`` times
+(medians; each repetition's ratio printed too: this machine's speed drifts). Process start-up is part of the parallel times (a pool
 per call), as a user sees it.
 """
 
@@ -39,10 +42,12 @@ import cProfile
 import json
 import pstats
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -67,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", action="store_true", help="also compose into a dataset folder")
     ap.add_argument("--profile", type=int, default=0, help="cProfile the batch read of N files")
     ap.add_argument("--seed", type=int, default=12345)
+    ap.add_argument("--reps", type=int, default=3, help="floor/serial alternations (median)")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         t_write, files = timed(lambda: write_study(a.files, Path(tmp) / "files", seed=a.seed))
@@ -80,9 +86,10 @@ def main(argv: list[str] | None = None) -> int:
                     json.load(fh)
 
         floor()  # the page cache warm for everyone
-        t_floor, _ = timed(floor)
+        t_floor, t_orjson, t_serial, serial = _alternating(files, floor, a.reps)
         rows.append(("json.load floor", t_floor, 1))
-        t_serial, serial = timed(lambda: cctviz.read_ensemble(files, progress=False))
+        if t_orjson is not None:
+            rows.append(("orjson.loads floor", t_orjson, 1))
         rows.append(("cctviz serial (batch path)", t_serial, 1))
         print(f"  ensemble: {serial!r}"[:300])
         for n in a.workers:
@@ -101,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         per_file_old = _old(files, a.old, rows)
         per_file_thicket = _thicket(files, a.thicket, rows)
         _table(rows, len(files), t_floor)
+        if t_orjson is not None:
+            print(f"cctviz serial / orjson.loads floor: {t_serial / t_orjson:.2f}x")
         if per_file_old is not None:
             print(f"one-by-one read / cctviz serial: {per_file_old * len(files) / t_serial:.1f}x")
         if per_file_thicket is not None:
@@ -110,6 +119,38 @@ def main(argv: list[str] | None = None) -> int:
         if a.profile:
             _profile(files[: a.profile])
     return 0
+
+
+def _alternating(files: list[Path], floor, reps: int) -> tuple[float, float | None, float, Any]:
+    """The floors and the serial read, one after the other ``reps`` times (this
+    machine's speed drifts: a ratio of two runs far apart says little); the
+    medians, and the ratios of each repetition printed."""
+    t_f, t_o, t_s = [], [], []
+    for _ in range(reps):
+        t_f.append(timed(floor)[0])
+        t_o.append(_orjson_floor(files))
+        t, serial = timed(lambda: cctviz.read_ensemble(files, progress=False))
+        t_s.append(t)
+        del serial
+    ratios = ", ".join(f"{s / f:.2f}x" for s, f in zip(t_s, t_f))
+    print(f"  serial / json.load floor, each repetition: {ratios}")
+    serial = cctviz.read_ensemble(files, progress=False)
+    orj = None if t_o[0] is None else statistics.median(t_o)
+    return statistics.median(t_f), orj, statistics.median(t_s), serial
+
+
+def _orjson_floor(files: list[Path]) -> float | None:
+    """``orjson.loads`` of every file (None without orjson)."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+
+    def floor() -> None:
+        for f in files:
+            orjson.loads(f.read_bytes())
+
+    return timed(floor)[0]
 
 
 def _dask(files: list[Path], serial: cctviz.Ensemble, n: int) -> tuple[str, float, int]:

@@ -189,29 +189,57 @@ def timer_unit(base: str, values: Sequence[Any]) -> tuple[str | None, str | None
     >>> timer_unit("time.duration", [[21948.3, 5882425.1]])  # rounded microseconds: unknown
     (None, None)
     """
-    if base in TIMER_NS:
-        return "ns", f"Caliper's timer writes {base} in nanoseconds (the .ns in its name)"
-    if base not in TIMER_CONFIGURED:
-        return None, None
     v = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in values] or [[]])
-    v = np.abs(v[np.isfinite(v) & (v != 0)])
-    if not v.size:
-        return None, None
+    return timer_units(base, v, np.zeros(v.size, dtype=np.int64), 1)[0]
+
+
+def timer_units(
+    base: str, values: np.ndarray, group: np.ndarray, n_groups: int
+) -> list[tuple[str | None, str | None]]:
+    """:func:`timer_unit` of each of ``n_groups`` groups of values at once
+    (``group[i]``: the group of ``values[i]``; ``values`` may be rows x columns,
+    ``group`` one per row): the files of a chunk, decided in one pass.
+
+    >>> v = np.array([3.0, 0.000285, 0.024836])
+    >>> [unit for unit, _ in timer_units("time.duration", v, np.array([0, 1, 1]), 3)]
+    ['us', 's', None]
+    """
+    if base in TIMER_NS:
+        why = f"Caliper's timer writes {base} in nanoseconds (the .ns in its name)"
+        return [("ns", why)] * n_groups
+    if base not in TIMER_CONFIGURED:
+        return [(None, None)] * n_groups
+    v = np.abs(np.asarray(values, dtype=np.float64))
+    grp = np.broadcast_to(np.asarray(group).reshape(-1, *([1] * (v.ndim - 1))), v.shape)
+    seen = np.isfinite(v) & (v != 0)
+    v, grp = v[seen], grp[seen]
+
+    def anywhere(flag: np.ndarray) -> np.ndarray:
+        return np.bincount(grp[flag], minlength=n_groups) > 0
+
     why = (
         f"no unit in the file; Caliper's timer writes {base} in whole microseconds "
         "(CALI_TIMER_UNIT=usec, the default of older Caliper) or in seconds "
         "(CALI_TIMER_UNIT=sec: microseconds times 1e-6)"
     )
-    if np.all(v == np.round(v)):
-        return "us", why + "; these values are whole numbers: microseconds"
     us, ms = v * 1e6, v * 1e3
-    whole_us = np.all(np.abs(us - np.round(us)) <= 1e-3 + 1e-9 * us)
+    has = anywhere(np.ones(v.size, dtype=bool))
+    fraction = anywhere(v != np.round(v))
     # seconds at microsecond resolution have digits below the millisecond; values that
     # are all whole tenths (21948.3) are microseconds rounded, not 6-hour seconds
-    sub_ms = np.any(np.abs(ms - np.round(ms)) > 1e-6 + 1e-9 * ms)
-    if whole_us and sub_ms:
-        return "s", why + "; these values are whole microseconds times 1e-6: seconds"
-    return None, None
+    not_whole_us = anywhere(~(np.abs(us - np.round(us)) <= 1e-3 + 1e-9 * us))
+    sub_ms = anywhere(np.abs(ms - np.round(ms)) > 1e-6 + 1e-9 * ms)
+    out: list[tuple[str | None, str | None]] = []
+    for g in range(n_groups):
+        if not has[g]:
+            out.append((None, None))
+        elif not fraction[g]:
+            out.append(("us", why + "; these values are whole numbers: microseconds"))
+        elif sub_ms[g] and not not_whole_us[g]:
+            out.append(("s", why + "; these values are whole microseconds times 1e-6: seconds"))
+        else:
+            out.append((None, None))
+    return out
 
 
 def inclusive_base(name: str) -> str:

@@ -171,8 +171,14 @@ def combine_rows(
     """
     values = np.asarray(values, dtype=np.float64).reshape(len(target), len(rules))
     keep = target >= 0
-    t, v = target[keep], values[keep]
-    out = np.empty((n_out, values.shape[1]))
+    t, v = (target, values) if keep.all() else (target[keep], values[keep])
+    out = np.empty((n_out, values.shape[1]), order="F")  # a column at a time below
+    if not t.size or np.bincount(t, minlength=n_out).max() <= 1:
+        # one source per row at most (a composed study): each rule gives it back
+        for j, rule in enumerate(rules):
+            out[:, j] = 0.0 if rule == "sum" else np.nan
+            out[t, j] = v[:, j]
+        return out, [0] * len(rules)
     conflicts = []
     for j, rule in enumerate(rules):
         if rule == "sum":

@@ -877,6 +877,15 @@ def _node_means(
     return out
 
 
+def _absent(have: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The distinct ``keys`` (sorted) that the sorted array ``have`` lacks."""
+    if not keys.size:
+        return keys
+    at = np.minimum(np.searchsorted(have, keys), max(have.size - 1, 0))
+    lacking = keys if not have.size else keys[have[at] != keys]
+    return sorted_unique(lacking)
+
+
 def _normalise_rows(
     tree: Tree, rows: pd.DataFrame, metrics: list[str], n_prof: int, rules: dict[str, str]
 ) -> pd.DataFrame:
@@ -892,26 +901,28 @@ def _normalise_rows(
     # ancestor closure: every row's parent row must exist. The parents of all
     # given rows are checked once; after that only rows just added need checking.
     keys = [key]
-    have = sorted_unique(key)
-    frontier = have
+    uniq, inv = sorted_unique(key, return_inverse=True)
+    have = frontier = uniq
     while frontier.size:
         par = parent[frontier // P]
-        up = sorted_unique(par[par >= 0] * P + (frontier % P)[par >= 0])
-        new = up[~np.isin(up, have, assume_unique=True)]
+        new = _absent(have, par[par >= 0] * P + (frontier % P)[par >= 0])
         if new.size:
             keys.append(new)
             have = sorted_unique(np.concatenate([have, new]))
         frontier = new
-    allkey = np.concatenate(keys)
-    uniq, inv = sorted_unique(allkey, return_inverse=True)
+    if len(keys) > 1:  # ancestors' rows added
+        uniq, inv = sorted_unique(np.concatenate(keys), return_inverse=True)
     inv = inv.reshape(-1)
-    out = pd.DataFrame({"node": uniq // P, "profile": uniq % P})
-    vals = rows[metrics].to_numpy(dtype=np.float64) if metrics else np.zeros((key.size, 0))
+    vals = np.empty((key.size, len(metrics)), order="F")  # column by column, as pandas keeps them
+    for j, m in enumerate(metrics):
+        vals[:, j] = rows[m].to_numpy(dtype=np.float64)
     combined, conflicts = combine_rows(
         vals, inv[: key.size], uniq.size, [rules.get(m, "sum") for m in metrics]
     )
+    out = pd.DataFrame(combined, columns=metrics, copy=False)
+    out.insert(0, "profile", uniq % P)
+    out.insert(0, "node", uniq // P)
     for j, m in enumerate(metrics):
-        out[m] = combined[:, j]
         if conflicts[j]:
             warnings.warn(
                 f"metric {m!r} (aggregation 'none') has different values for one call path "

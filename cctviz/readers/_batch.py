@@ -16,7 +16,8 @@ the :class:`~cctviz.Ensemble` constructor once. The result equals what
 ``Ensemble.concat`` of the files' Trees gives (tests/readers/test_batch_compose.py).
 
 Caliper json-split files (``caliper-json``) have a batch parser
-(:func:`parse_caliper_json`) for what such files usually hold: call-path nodes,
+(``_caliper_batch``: a chunk's files that share their columns parsed as one
+group) for what such files usually hold: call-path nodes,
 numeric value columns, ``mpi.rank``. A file it does not cover (label columns,
 ``Node order``, repeated records, inclusive values a rule does not give back,
 anything malformed) is read by the format's reader and turned into arrays
@@ -26,10 +27,8 @@ reader's own.
 
 from __future__ import annotations
 
-import json
-import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,170 +36,26 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..interop import row_matrix, with_metric_meta
 from ..model import _algo
 from ..model.ensemble import Ensemble, _reconcile_rules, _reconcile_units
 from ..model.tree import STRUCT_COLUMNS, Tree
 from ..model.unify import merge_call_paths
-from ..model.units import dimension
-from ._caliper import ORDER_COL, CaliColumn, _coerce, spec_shape, specs_from_shape
-from ._json import file_bytes
+from ._caliper_batch import load_doc, parse_caliper_docs
+from ._filearrays import DENSE_CELLS, FileArrays
+from ._json import file_bytes, gc_paused
 
 #: the formats that have a batch parser
 BATCH_FORMATS = ("caliper-json",)
-#: (node, profile) cells of one file beyond which its checks are the reader's
-DENSE_CELLS = 1 << 22
-_SECTIONS = ("data", "columns", "column_metadata", "nodes")
+#: files decoded before their group is parsed (:func:`parse_caliper_docs`): enough
+#: to share the work of a group, few enough that their Python objects stay small
+GROUP_FILES = 512
 
 
 class NotBatch(Exception):
     """A file of a format without a batch parser: the caller takes the old path."""
 
 
-@dataclass
-class FileArrays:
-    """One file's profiles as plain arrays (what a batch task sends back).
-
-    Nodes are in the file's order (``parent`` indexes them, -1 for roots); rows
-    are (``node``, ``prof``) with ``values`` (rows x ``metrics``, exclusive, in
-    the file's units). ``is_tree``: the file is one profile that records every
-    node (a :class:`Tree`: a node without a record counts 0, as the reader's
-    Tree does); else ``profiles`` holds one metadata record per profile (an
-    Ensemble's). ``meta`` is the profile object's metadata (``format``,
-    ``source``, ``units``, ``aggregation``...). ``checks``: what the reader
-    would verify about inclusive values, done for a whole chunk at once
-    (:func:`verify`).
-    """
-
-    parent: np.ndarray
-    names: np.ndarray
-    kind: np.ndarray | str  #: per node, or one kind for every node
-    node: np.ndarray
-    prof: np.ndarray
-    values: np.ndarray
-    metrics: list[str]
-    meta: dict[str, Any]
-    is_tree: bool
-    profiles: list[dict[str, Any]] | None = None
-    columns: dict[str, np.ndarray] = field(default_factory=dict)
-    checks: list[tuple[str, int, np.ndarray | None]] = field(default_factory=list)
-    tree_meta: dict[str, Any] | None = None  #: an Ensemble's tree's metadata, where it differs
-
-    @property
-    def n_profiles(self) -> int:
-        return 1 if self.is_tree else len(self.profiles or ())
-
-
 # ------------------------------------------------------------------ per file
-def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | None:
-    """A Caliper json-split file (its bytes ``raw``, un-gzipped, where read
-    already) as arrays, or None where the batch parser does not cover it (then
-    the reader reads it: its result, warnings and errors).
-
-    Example:
-        >>> fa = parse_caliper_json(Path(
-        ...     "../shared/data/hatchet/caliper-lulesh-json/lulesh-annotation-profile.json"))
-        >>> fa.metrics, fa.n_profiles, len(fa.parent), fa.meta["units"]
-        (['time'], 8, 24, {'time': 'us'})
-    """
-    doc = _load(path, raw)
-    if doc is None:
-        return None
-    cols, cmeta, nodes, data = (doc[s] for s in ("columns", "column_metadata", "nodes", "data"))
-    if "source.function#callpath.address" in cols:
-        path_col, kind = "source.function#callpath.address", "function"
-    elif "path" in cols:
-        path_col, kind = "path", "region"
-    else:
-        return None
-    value_cols, j_rank, shape = _columns(cols, cmeta, path_col)
-    if value_cols is None:
-        return None
-    tree = _nodes(nodes, path_col)
-    if tree is None:
-        return None
-    parent, names = tree
-    n = parent.size
-    try:
-        mat = np.array(data, dtype=np.float64) if data else np.empty((0, len(cols)))
-    except (ValueError, TypeError):
-        return None
-    if mat.ndim != 2 or mat.shape[1] != len(cols):
-        return None
-    jp = cols.index(path_col)
-    keep = ~np.isnan(mat[:, jp])
-    pn = mat[keep, jp]
-    if pn.size and ((pn < 0).any() or (pn >= n).any() or (pn != np.floor(pn)).any()):
-        return None
-    rnode = pn.astype(np.int64)
-    if j_rank is not None:
-        r = mat[keep, j_rank]
-        ranks = np.where(np.isnan(r), 0.0, r).astype(np.int64)
-    else:
-        ranks = np.zeros(rnode.size, dtype=np.int64)
-    uniq, prof = _ranks(ranks)
-    key = np.sort(rnode * max(uniq.size, 1) + prof)
-    if key.size > 1 and (key[1:] == key[:-1]).any():
-        return None  # several records of one (node, rank): combined by the reader
-    specs = specs_from_shape(shape, [mat[keep, j] for j in value_cols])
-    kept = sorted(
-        (m for m in specs if m.kept),
-        key=lambda m: not (m.rule == "sum" and dimension(m.unit) == "time"),
-    )  # as interop.build_metrics orders them
-    is_tree = uniq.size <= 1
-    if not is_tree and any(m.inclusive and m.rule != "none" for m in kept):
-        return None  # inclusive values of several ranks: the reader's Ensemble path
-    if not is_tree and _gaps(parent, rnode, prof, uniq.size):
-        return None  # the reader's Ensemble adds the missing ancestors' rows
-    meta = {k: _coerce(v) for k, v in doc.items() if k not in _SECTIONS}
-    if uniq.size == 1 and j_rank is not None:
-        meta.setdefault("rank", int(uniq[0]))
-    meta = with_metric_meta(meta, kept)
-    meta.setdefault("format", "caliper-json")
-    meta.setdefault("source", str(path))
-    names_k = [m.name for m in kept]
-    if is_tree:
-        node = np.arange(n, dtype=np.int64)
-        values = np.empty((n, len(kept)))
-        for j, m in enumerate(kept):
-            col = np.zeros(n) if m.rule == "sum" else np.full(n, np.nan)
-            col[rnode] = (
-                np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
-            )
-            if m.inclusive and m.rule == "sum":
-                col = _algo.own_from_inclusive(parent, col)
-            values[:, j] = col
-        row_prof = np.zeros(n, dtype=np.int64)
-        profiles = None
-    else:
-        node, row_prof = rnode, prof
-        values = row_matrix(kept, rnode.size)
-        profiles = [{"rank": int(r)} for r in uniq]
-    checks: list[tuple[str, int, np.ndarray | None]] = []
-    for m in specs:
-        if not m.kept and m.rule == "sum" and not np.isnan(m.values).all():
-            rec = m.values
-            if is_tree:
-                rec = np.full(n, np.nan)
-                rec[rnode] = m.values
-            checks.append(("dropped", names_k.index(m.name), rec))
-        elif m.kept and m.inclusive and m.rule in ("max", "min"):
-            checks.append((m.rule, names_k.index(m.name), None))
-    return FileArrays(
-        parent,
-        names,
-        kind,
-        node,
-        row_prof,
-        values,
-        names_k,
-        meta,
-        is_tree,
-        profiles,
-        checks=checks,
-    )
-
-
 def _bytes(p: Path) -> tuple[bytes, bytes] | None:
     """The file's bytes, un-gzipped, and its first bytes as detection sees them
     (:func:`cctviz.readers.head`); None where it cannot be read (a folder, no
@@ -217,129 +72,6 @@ def _bytes(p: Path) -> tuple[bytes, bytes] | None:
         return file_bytes(p), head(p)
     except ProfileError:
         return None
-
-
-def _load(path: Path, raw: bytes | None = None) -> dict[str, Any] | None:
-    """The file's JSON object with its four sections as lists, else None."""
-    try:
-        doc = json.loads(file_bytes(path) if raw is None else raw)
-    except (ValueError, UnicodeDecodeError, ProfileError, OSError, EOFError, zlib.error):
-        return None
-    if not isinstance(doc, dict) or not all(isinstance(doc.get(s), list) for s in _SECTIONS):
-        return None
-    cols, cmeta = doc["columns"], doc["column_metadata"]
-    if len(cmeta) != len(cols) or not all(isinstance(c, str) for c in cols):
-        return None
-    if len(set(cols)) != len(cols) or not all(
-        isinstance(m, dict) and "is_value" in m for m in cmeta
-    ):
-        return None
-    return doc
-
-
-def _columns(
-    cols: list[str], cmeta: list[dict[str, Any]], path_col: str
-) -> tuple[list[int] | None, int | None, Any]:
-    """:func:`_value_columns` with the metrics' :func:`spec_shape`, decided once
-    per set of columns (the files of a study share theirs)."""
-    try:
-        key = (
-            path_col,
-            tuple(cols),
-            tuple(
-                (bool(m.get("is_value")), m.get("attribute.alias"), m.get("attribute.unit"))
-                for m in cmeta
-            ),
-        )
-        hash(key)
-    except TypeError:  # an alias or unit that is no text
-        return _columns_of(cols, cmeta, path_col)
-    got = _COLUMNS.get(key)
-    if got is None:
-        if len(_COLUMNS) >= 256:  # a study has a few sets of columns
-            _COLUMNS.clear()
-        got = _COLUMNS[key] = _columns_of(cols, cmeta, path_col)
-    return got
-
-
-_COLUMNS: dict[Any, Any] = {}
-
-
-def _columns_of(
-    cols: list[str], cmeta: list[dict[str, Any]], path_col: str
-) -> tuple[list[int] | None, int | None, Any]:
-    value_cols, j_rank = _value_columns(cols, cmeta, path_col)
-    if value_cols is None:
-        return None, None, None
-    return [j for j, _ in value_cols], j_rank, spec_shape([c for _, c in value_cols])
-
-
-def _value_columns(
-    cols: list[str], cmeta: list[dict[str, Any]], path_col: str
-) -> tuple[list[tuple[int, CaliColumn]] | None, int | None]:
-    """The metric columns (index, column) and the ``mpi.rank`` column's index;
-    None where a column is a label or ``Node order`` (the reader's work)."""
-    out: list[tuple[int, CaliColumn]] = []
-    j_rank = None
-    for j, (c, m) in enumerate(zip(cols, cmeta)):
-        if c == path_col:
-            continue
-        alias = m.get("attribute.alias")
-        if not m.get("is_value") or ORDER_COL in (c, alias):
-            return None, None
-        if c == "mpi.rank":
-            j_rank = j
-        else:
-            out.append((j, CaliColumn(c, True, alias, m.get("attribute.unit"))))
-    return out, j_rank
-
-
-def _nodes(nodes: list[Any], path_col: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Parents and names of the call-path nodes; None unless every node is one
-    with a valid parent and a non-empty label."""
-    n = len(nodes)
-    if not n:
-        return None
-    try:
-        if [nd["column"] for nd in nodes].count(path_col) != n:
-            return None
-        names = [str(nd["label"]) for nd in nodes]
-        par = [nd.get("parent", -1) for nd in nodes]
-    except (TypeError, KeyError, AttributeError):
-        return None
-    parent = np.array(par)
-    if parent.dtype.kind != "i" or "" in names or parent.min() < -1 or parent.max() >= n:
-        return None  # (a cycle is found for the whole chunk at once: verify)
-    return parent.astype(np.int64), np.array(names, dtype=object)
-
-
-def _gaps(parent: np.ndarray, node: np.ndarray, prof: np.ndarray, n_prof: int) -> bool:
-    """Whether some profile has a record of a node but none of its parent."""
-    up = parent[node]
-    has = up >= 0
-    if parent.size * n_prof > DENSE_CELLS:  # many nodes x many ranks: by sorted keys
-        keys = np.sort(node * n_prof + prof)
-        want = up[has] * n_prof + prof[has]
-        at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
-        return not (keys[at] == want).all()
-    present = np.zeros((parent.size, n_prof), dtype=bool)
-    present[node, prof] = True
-    return not present[up[has], prof[has]].all()
-
-
-def _ranks(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ranks, sorted, and each row's index among them (``np.unique``
-    with its inverse, cheaper for the few small ranks of one file)."""
-    if not ranks.size:
-        return ranks, ranks
-    lo, hi = int(ranks.min()), int(ranks.max())
-    if lo == hi:
-        return ranks[:1], np.zeros(ranks.size, dtype=np.int64)
-    if lo < 0 or hi > 4 * ranks.size:
-        uniq, inv = np.unique(ranks, return_inverse=True)
-        return uniq, inv.reshape(-1)
-    seen = np.bincount(ranks, minlength=hi + 1) > 0
-    return np.flatnonzero(seen), (np.cumsum(seen) - 1)[ranks]
 
 
 def from_object(obj: Tree | Ensemble) -> FileArrays:
@@ -401,6 +133,7 @@ def read_chunk_objects(
     return [from_object(read(p, format=format, **reader_kw)) for p in paths]
 
 
+@gc_paused()  # millions of decoded objects alive: collections cost, find nothing
 def read_chunk_arrays(
     paths: Sequence[str | Path], format: str | None, reader_kw: Mapping[str, Any]
 ) -> list[FileArrays]:
@@ -417,6 +150,8 @@ def read_chunk_arrays(
     from . import detect, detect_head, read
 
     out: list[FileArrays | None] = []
+    group: tuple[list[Path], list[dict[str, Any] | None]] = ([], [])
+    failed: ProfileError | None = None
     for s in paths:
         p = s if isinstance(s, Path) else Path(s)
         got = _bytes(p)
@@ -424,13 +159,16 @@ def read_chunk_arrays(
         try:
             name = format or (detect(p) if got is None else detect_head(p, got[1]))
         except ProfileError as e:  # after the earlier files' own errors, as a serial read
-            failed: ProfileError | None = e
+            failed = e
             break
         if name not in BATCH_FORMATS or reader_kw:
             raise NotBatch(str(s))
-        out.append(None if raw is None else parse_caliper_json(p, raw))
-    else:
-        failed = None
+        group[0].append(p)
+        group[1].append(None if raw is None else load_doc(p, raw))
+        if len(group[0]) >= GROUP_FILES:
+            out += parse_caliper_docs(*group)
+            group = ([], [])
+    out += parse_caliper_docs(*group)
     redo = {k for k, fa in enumerate(out) if fa is None}
     redo |= verify([fa for fa in out if fa is not None], [k for k, fa in enumerate(out) if fa])
     for k in sorted(redo):
@@ -784,6 +522,7 @@ def strip(fa: FileArrays) -> FileArrays:
     )
 
 
+@gc_paused()  # millions of decoded objects alive: collections cost, find nothing
 def compose_chunks(
     chunks: list[ChunkArrays], extras: list[dict[str, Any]], meta: Mapping[str, Any]
 ) -> Ensemble:
@@ -805,16 +544,18 @@ def compose_chunks(
     for c, ch in enumerate(chunks):
         if ch.metrics:
             js = [col[m] for m in ch.metrics]
-            fac = scale[foff[c] + ch.file][:, js]
-            vals[roff[c] : roff[c + 1], js] = ch.values * fac
-    rows = pd.DataFrame(
-        {
-            "node": np.concatenate([mp[ch.node] for mp, ch in zip(maps, chunks)]),
-            "profile": np.concatenate([ch.prof + poff[c] for c, ch in enumerate(chunks)]),
-        }
-    )
-    for j, m in enumerate(metrics):
-        rows[m] = vals[:, j]
+            fac = scale[foff[c] : foff[c + 1]][:, js]
+            part = ch.values if (fac == 1).all() else ch.values * fac[ch.file]
+            if js == list(range(len(metrics))):
+                vals[roff[c] : roff[c + 1]] = part
+            else:
+                vals[roff[c] : roff[c + 1], js] = part
+    columns = {
+        "node": np.concatenate([mp[ch.node] for mp, ch in zip(maps, chunks)]),
+        "profile": np.concatenate([ch.prof + poff[c] for c, ch in enumerate(chunks)]),
+    }
+    columns.update((m, vals[:, j]) for j, m in enumerate(metrics))
+    rows = pd.DataFrame(columns, copy=False)
     prof = _profiles(files, extras)
     return Ensemble(tree, rows, prof, ensemble_meta(files, units, rules, meta))
 
@@ -886,7 +627,6 @@ __all__ = [
     "NotBatch",
     "compose",
     "from_object",
-    "parse_caliper_json",
     "read_batch",
     "read_chunk_arrays",
 ]

@@ -10,6 +10,7 @@ import functools
 import os
 import re
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -280,15 +281,20 @@ def spec_shape(value_cols: list[CaliColumn]) -> tuple[_SpecShape, ...]:
         return _spec_shape.__wrapped__(tuple(value_cols))
 
 
-def specs_from_shape(shape: tuple[_SpecShape, ...], values: list[np.ndarray]) -> list[MetricSpec]:
+def specs_from_shape(
+    shape: tuple[_SpecShape, ...],
+    values: list[np.ndarray],
+    timer: Mapping[str, tuple[str | None, str | None]] | None = None,
+) -> list[MetricSpec]:
     """:func:`specs_of` of columns whose :func:`spec_shape` is known: the specs with
-    their values, and the units decided by the values (Caliper's timer)."""
+    their values, and the units decided by the values (Caliper's timer; ``timer``:
+    the unit and its reason per attribute (:func:`timer_bases`), decided already)."""
     specs = [
         MetricSpec(t.attr, t.name, v, t.rule, t.inclusive, t.unit, note=t.note, kept=t.kept)
         for t, v in zip(shape, values, strict=True)
     ]
     # units the file does not state
-    timer: dict[str, tuple[str | None, str | None]] = {}
+    timer = dict(timer or {})
     for m, t in zip(specs, shape):
         if m.unit:
             continue
@@ -306,6 +312,17 @@ def specs_from_shape(shape: tuple[_SpecShape, ...], values: list[np.ndarray]) ->
             timer[t.base] = timer_unit(t.base, same)
         m.unit, m.unit_reason = timer[t.base]
     return specs
+
+
+def timer_bases(shape: tuple[_SpecShape, ...]) -> dict[str, list[int]]:
+    """The timer attributes whose unit the values decide (:func:`specs_from_shape`),
+    each with the columns (indexes into ``shape``) whose values decide it."""
+    out: dict[str, list[int]] = {}
+    for t in shape:
+        if t.unit or _RAJAPERF_BYTES.match(t.base) or t.base not in TIMER_NS + TIMER_CONFIGURED:
+            continue
+        out.setdefault(t.base, [j for j, u in enumerate(shape) if u.base == t.base and u.raw])
+    return out
 
 
 @functools.lru_cache(maxsize=256)

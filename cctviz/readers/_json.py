@@ -2,13 +2,75 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
+import re
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..errors import ProfileError
+
+try:  # a JSON decoder about 3x faster than the standard library's
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; a platform without its wheel
+    _orjson = None
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads``, by orjson where it is installed (about 3x faster).
+
+    orjson refuses what strict JSON does not allow and the standard library
+    takes (``NaN``, ``Infinity``, a byte-order mark, lone surrogates, numbers
+    beyond a float): then the standard library decides, so the values and the
+    errors are :mod:`json`'s. One difference is left: orjson reads an integer
+    outside [-2**63, 2**64) as a float (no profile field holds one).
+
+    >>> loads(b'{"time": [1.5, NaN], "n": 3}')
+    {'time': [1.5, nan], 'n': 3}
+    """
+    if _orjson is not None:
+        try:
+            return _orjson.loads(text)
+        except ValueError:  # orjson.JSONDecodeError
+            pass
+    return json.loads(text)
+
+
+_FIRST = re.compile(rb"\s*(\S)")
+
+
+def first_byte(h: bytes) -> bytes:
+    """The first byte of ``h`` that is not white space (``h.lstrip()[:1]`` without
+    copying the whole head: detection calls it for every file).
+
+    >>> first_byte(b"  {}"), first_byte(b" ")
+    (b'{', b'')
+    """
+    m = _FIRST.match(h)
+    return m.group(1) if m else b""
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused (and restored as it was): decoded JSON
+    holds no reference cycles, and while millions of its objects stay alive each
+    collection would walk them all again for nothing.
+
+    >>> with gc_paused():
+    ...     gc.isenabled()
+    False
+    """
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def file_bytes(path: Path) -> bytes:
@@ -27,7 +89,7 @@ def load_json(path: Path) -> Any:
     """Parse a (possibly gzipped) JSON file; syntax errors become ProfileError."""
     raw = file_bytes(path)
     try:
-        return json.loads(raw)
+        return loads(raw)
     except json.JSONDecodeError as e:
         raise ProfileError(
             path, f"invalid JSON: {e.msg}", where=f"line {e.lineno}, column {e.colno}"

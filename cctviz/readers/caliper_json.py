@@ -35,7 +35,7 @@ from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
 from ._caliper import CaliColumn, all_text, build_profile
-from ._json import expect, expect_rows, load_json
+from ._json import expect, expect_rows, first_byte, load_json
 
 SECTIONS = ("data", "columns", "column_metadata", "nodes")
 
@@ -44,10 +44,11 @@ _DATA_FIRST = re.compile(rb'^\s*\{\s*"data"\s*:\s*\[')
 
 
 def _sniff(path: Path, h: bytes) -> bool:
-    if h.lstrip()[:1] != b"{":
+    if first_byte(h) != b"{":
         return False
-    keys = b'"columns"' in h and b'"nodes"' in h and b'"column_metadata"' in h
-    return keys or bool(_DATA_FIRST.match(h))  # big files: the data section comes first
+    if _DATA_FIRST.match(h):  # as cali-query writes them (and big files: data first)
+        return True
+    return b'"columns"' in h and b'"nodes"' in h and b'"column_metadata"' in h
 
 
 @register("caliper-json", _sniff, "Caliper json-split (data/columns/column_metadata/nodes)")

@@ -55,7 +55,6 @@ format allows (a truncated file is an error here).
 
 from __future__ import annotations
 
-import gc
 import re
 from array import array
 from pathlib import Path
@@ -70,6 +69,7 @@ from ..model.ensemble import Ensemble
 from ..model.timeline import Timeline
 from ..model.tree import Tree
 from . import head, register, register_timeline
+from ._json import first_byte, gc_paused
 from ._jsonstream import JsonStream
 from .kineto import _key, is_kineto_head
 
@@ -91,7 +91,7 @@ def _sniff(path: Path, h: bytes) -> bool:
     ``ph``) that the Kineto reader does not claim."""
     if is_kineto_head(h):
         return False
-    if h.lstrip()[:1] == b"{":
+    if first_byte(h) == b"{":
         return bool(_OBJECT.match(h))
     first = h[:4096]  # the first events: each has a phase and a time or pid
     return bool(_ARRAY.match(h)) and bool(_PHASE.search(first)) and bool(_TIME.search(first))
@@ -122,54 +122,51 @@ def _parse(path: Path) -> tuple[_Columns, dict[str, Any]]:
     top: dict[str, Any] = {}
     col = _Columns()
     k, ev = -1, None
-    gc_was_on = gc.isenabled()
-    gc.disable()  # the events make no reference cycles
-    try:
-        for k, ev in enumerate(st.items(top, "traceEvents", "a Chrome trace", array_ok=True)):
-            ph = ev.get("ph")
-            if ph == "X":
-                th = _thread(col, ev)
-                col.x_ts.append(ev["ts"])
-                col.x_dur.append(ev["dur"])
-                col.x_th.append(th)
-                col.x_name.append(_code(col.names, _name(path, ev, k)))
-                col.x_cat.append(_code(col.cats, ev.get("cat")))
-            elif ph == "B" or ph == "E":
-                th = _thread(col, ev)
-                col.b_ts.append(ev["ts"])
-                col.b_th.append(th)
-                col.b_sign.append(1 if ph == "B" else -1)
-                col.b_name.append(_code(col.names, _name(path, ev, k)) if ph == "B" else -1)
-                col.b_cat.append(_code(col.cats, ev.get("cat")))
-            elif ph == "M":
-                _metadata(ev, col)
-            elif ph == "C":
-                _counter(ev, col)
-            else:
-                what = f"phase {ph!r}" if isinstance(ph, str) else "no phase"
-                col.skipped[what] = col.skipped.get(what, 0) + 1
-    except ProfileError:
-        raise
-    except AttributeError:
-        what = f"{type(ev).__name__} {str(ev)[:40]!r}"
-        raise ProfileError(
-            path, f"expected an event (an object), got {what}", f"traceEvents[{k}]"
-        ) from None
-    except KeyError as e:
-        raise ProfileError(
-            path, f"a {ev.get('ph')!r} event without {e.args[0]!r}", f"traceEvents[{k}]"
-        ) from None
-    except (TypeError, OverflowError, ValueError) as e:
-        raise ProfileError(
-            path,
-            f"an event needs numeric ts (and dur for 'X') and hashable pid, tid and cat "
-            f"({type(e).__name__}: {e})",
-            f"traceEvents[{k}]",
-        ) from None
-    finally:
-        st.close()
-        if gc_was_on:
-            gc.enable()
+    with gc_paused():
+        try:
+            for k, ev in enumerate(st.items(top, "traceEvents", "a Chrome trace", array_ok=True)):
+                ph = ev.get("ph")
+                if ph == "X":
+                    th = _thread(col, ev)
+                    col.x_ts.append(ev["ts"])
+                    col.x_dur.append(ev["dur"])
+                    col.x_th.append(th)
+                    col.x_name.append(_code(col.names, _name(path, ev, k)))
+                    col.x_cat.append(_code(col.cats, ev.get("cat")))
+                elif ph == "B" or ph == "E":
+                    th = _thread(col, ev)
+                    col.b_ts.append(ev["ts"])
+                    col.b_th.append(th)
+                    col.b_sign.append(1 if ph == "B" else -1)
+                    col.b_name.append(_code(col.names, _name(path, ev, k)) if ph == "B" else -1)
+                    col.b_cat.append(_code(col.cats, ev.get("cat")))
+                elif ph == "M":
+                    _metadata(ev, col)
+                elif ph == "C":
+                    _counter(ev, col)
+                else:
+                    what = f"phase {ph!r}" if isinstance(ph, str) else "no phase"
+                    col.skipped[what] = col.skipped.get(what, 0) + 1
+        except ProfileError:
+            raise
+        except AttributeError:
+            what = f"{type(ev).__name__} {str(ev)[:40]!r}"
+            raise ProfileError(
+                path, f"expected an event (an object), got {what}", f"traceEvents[{k}]"
+            ) from None
+        except KeyError as e:
+            raise ProfileError(
+                path, f"a {ev.get('ph')!r} event without {e.args[0]!r}", f"traceEvents[{k}]"
+            ) from None
+        except (TypeError, OverflowError, ValueError) as e:
+            raise ProfileError(
+                path,
+                f"an event needs numeric ts (and dur for 'X') and hashable pid, tid and cat "
+                f"({type(e).__name__}: {e})",
+                f"traceEvents[{k}]",
+            ) from None
+        finally:
+            st.close()
     return col, top
 
 

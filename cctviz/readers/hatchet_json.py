@@ -34,23 +34,21 @@ from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
 from ._graph import parse_graph
-from ._json import expect, expect_rows, load_json
+from ._json import expect, expect_rows, first_byte, load_json
 
 
 def _sniff_json_form(path: Path, h: bytes) -> bool:
     # Thicket's to_json and non-MPI timemory trees also hold a "graph": their
     # readers come first in DETECTION_ORDER, so what reaches here is Hatchet's
-    s = h.lstrip()
     return (
-        s[:1] == b"{"
+        first_byte(h) == b"{"
         and b'"graph"' in h
         and (b'"dataframe"' in h or b'"dataframe_indices"' in h or len(h) < 65536)
     )
 
 
 def _sniff_literal(path: Path, h: bytes) -> bool:
-    s = h.lstrip()
-    return s[:1] == b"[" and b'"frame"' in h
+    return first_byte(h) == b"[" and b'"frame"' in h
 
 
 @register("hatchet-json", _sniff_json_form, "Hatchet GraphFrame.to_json output (graph + dataframe)")

@@ -154,7 +154,6 @@ standard library's JSON decoding.
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 import warnings
@@ -172,6 +171,7 @@ from ..model.collectives import bus_factor, collective_kind, dtype_size, nccl_te
 from ..model.timeline import Timeline
 from ..model.tree import Tree
 from . import register, register_timeline
+from ._json import first_byte, gc_paused
 from ._jsonstream import CHUNK, JsonStream
 
 # ----------------------------------------------------------------- categories
@@ -350,7 +350,7 @@ def is_kineto_head(h: bytes) -> bool:
 
 
 def _sniff(path: Path, h: bytes) -> bool:
-    if h.lstrip()[:1] != b"{" or not is_kineto_head(h):
+    if first_byte(h) != b"{" or not is_kineto_head(h):
         return False
     # long metadata (a big pg_config) can push traceEvents past the head
     return bool(_EVENTS_KEY.search(h)) or bool(_KINETO_HEAD.match(h))
@@ -425,89 +425,88 @@ def _parse(
     k0 = 0  # index of the batch's first event in traceEvents
     batch: list = []
     ev: Any = None
-    gc_was_on = gc.isenabled()
-    gc.disable()  # the events make no reference cycles: collections would only cost time
-    try:
-        for batch in st.batches(top, "traceEvents", "a Kineto trace"):
-            for ev in batch:
-                ph = ev.get("ph")
-                if ph == "X":
-                    cat = ev.get("cat")
-                    cls = cats.get(cat)
-                    if cls is None:
-                        skipped[cat] = skipped.get(cat, 0) + 1
-                        continue
-                    args = ev.get("args") or empty
-                    nm = ev.get("name")
-                    nc = names.get(nm)
-                    if nc is None:
-                        if not isinstance(nm, str):
-                            raise ProfileError(
-                                path,
-                                f"event name {nm!r} is not a string",
-                                f"traceEvents[{_index(batch, ev, k0)}].name",
-                            )
-                        nc = names[nm] = len(names)
-                        if _COMM_NAME.match(nm):
-                            comm_codes.add(nc)
-                    corr = args.get("correlation")
-                    if cls >= 0:
-                        if cls == PYF:
-                            if not python_functions:
-                                continue
-                            py.append((ncpu, args.get("Python id"), args.get("Python parent id")))
-                        key = (ev.get("pid"), ev.get("tid"))
-                        th = threads.get(key)
-                        if th is None:
-                            th = threads[key] = len(threads)
-                        c_ts(ev["ts"])
-                        c_dur(ev["dur"])
-                        c_th(th)
-                        c_name(nc)
-                        c_cls(cls)
-                        c_corr(-1 if corr is None else corr)
-                        if nc in comm_codes:
-                            comm[ncpu] = args
-                        ncpu += 1
-                    else:
-                        g_ts(ev["ts"])
-                        g_dur(ev["dur"])
-                        g_name(nc)
-                        g_cls(cls)
-                        g_dev(ev.get("pid"))
-                        g_stream(ev.get("tid"))
-                        g_corr(-1 if corr is None else corr)
-                elif ph == "M":
-                    _metadata(ev, col)
-                elif ph == "i" and ev.get("name") == "[memory]":
-                    _memory_event(ev, col)
-            k0 += len(batch)
-    except ProfileError:
-        raise
-    except AttributeError:
-        what = "the event" if isinstance(ev, dict) else f"{type(ev).__name__} {str(ev)[:40]!r}"
-        raise ProfileError(
-            path,
-            f"expected an object with object 'args', got {what}",
-            f"traceEvents[{_index(batch, ev, k0)}]",
-        ) from None
-    except KeyError as e:
-        raise ProfileError(
-            path,
-            f"a complete ('X') event without {e.args[0]!r}",
-            f"traceEvents[{_index(batch, ev, k0)}]",
-        ) from None
-    except (TypeError, OverflowError, ValueError) as e:
-        raise ProfileError(
-            path,
-            f"an 'X' event needs numeric ts and dur, a hashable pid/tid/name/cat and an "
-            f"integer args.correlation ({type(e).__name__}: {e})",
-            f"traceEvents[{_index(batch, ev, k0)}]",
-        ) from None
-    finally:
-        st.close()
-        if gc_was_on:
-            gc.enable()
+    with gc_paused():
+        try:
+            for batch in st.batches(top, "traceEvents", "a Kineto trace"):
+                for ev in batch:
+                    ph = ev.get("ph")
+                    if ph == "X":
+                        cat = ev.get("cat")
+                        cls = cats.get(cat)
+                        if cls is None:
+                            skipped[cat] = skipped.get(cat, 0) + 1
+                            continue
+                        args = ev.get("args") or empty
+                        nm = ev.get("name")
+                        nc = names.get(nm)
+                        if nc is None:
+                            if not isinstance(nm, str):
+                                raise ProfileError(
+                                    path,
+                                    f"event name {nm!r} is not a string",
+                                    f"traceEvents[{_index(batch, ev, k0)}].name",
+                                )
+                            nc = names[nm] = len(names)
+                            if _COMM_NAME.match(nm):
+                                comm_codes.add(nc)
+                        corr = args.get("correlation")
+                        if cls >= 0:
+                            if cls == PYF:
+                                if not python_functions:
+                                    continue
+                                py.append(
+                                    (ncpu, args.get("Python id"), args.get("Python parent id"))
+                                )
+                            key = (ev.get("pid"), ev.get("tid"))
+                            th = threads.get(key)
+                            if th is None:
+                                th = threads[key] = len(threads)
+                            c_ts(ev["ts"])
+                            c_dur(ev["dur"])
+                            c_th(th)
+                            c_name(nc)
+                            c_cls(cls)
+                            c_corr(-1 if corr is None else corr)
+                            if nc in comm_codes:
+                                comm[ncpu] = args
+                            ncpu += 1
+                        else:
+                            g_ts(ev["ts"])
+                            g_dur(ev["dur"])
+                            g_name(nc)
+                            g_cls(cls)
+                            g_dev(ev.get("pid"))
+                            g_stream(ev.get("tid"))
+                            g_corr(-1 if corr is None else corr)
+                    elif ph == "M":
+                        _metadata(ev, col)
+                    elif ph == "i" and ev.get("name") == "[memory]":
+                        _memory_event(ev, col)
+                k0 += len(batch)
+        except ProfileError:
+            raise
+        except AttributeError:
+            what = "the event" if isinstance(ev, dict) else f"{type(ev).__name__} {str(ev)[:40]!r}"
+            raise ProfileError(
+                path,
+                f"expected an object with object 'args', got {what}",
+                f"traceEvents[{_index(batch, ev, k0)}]",
+            ) from None
+        except KeyError as e:
+            raise ProfileError(
+                path,
+                f"a complete ('X') event without {e.args[0]!r}",
+                f"traceEvents[{_index(batch, ev, k0)}]",
+            ) from None
+        except (TypeError, OverflowError, ValueError) as e:
+            raise ProfileError(
+                path,
+                f"an 'X' event needs numeric ts and dur, a hashable pid/tid/name/cat and an "
+                f"integer args.correlation ({type(e).__name__}: {e})",
+                f"traceEvents[{_index(batch, ev, k0)}]",
+            ) from None
+        finally:
+            st.close()
     return col, top
 
 

@@ -38,13 +38,13 @@ from ..errors import ProfileError
 from ..model.build import stacks_to_tree
 from ..model.tree import Tree
 from . import register
-from ._json import expect, load_json
+from ._json import expect, first_byte, load_json
 
 META_KEYS = ("start_time", "duration", "sample_count", "cpu_time", "min_interval", "max_interval")
 
 
 def _sniff(path: Path, h: bytes) -> bool:
-    if h.lstrip()[:1] != b"{":
+    if first_byte(h) != b"{":
         return False
     if b'"root_frame"' in h and b'"function"' in h and b'"file_path' in h:
         return True

@@ -63,7 +63,7 @@ from ..model.build import NO_FRAMES, NestingError, nest_enter_leave, stacks_to_t
 from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
-from ._json import expect, load_json
+from ._json import expect, first_byte, load_json
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 TIME_UNITS = {"nanoseconds": "ns", "microseconds": "us", "milliseconds": "ms", "seconds": "s"}
@@ -75,7 +75,7 @@ NO_FRAME = -1
 
 
 def _sniff(path: Path, h: bytes) -> bool:
-    if h.lstrip()[:1] != b"{":
+    if first_byte(h) != b"{":
         return False
     if b"speedscope.app/file-format-schema" in h:
         return True

@@ -42,7 +42,7 @@ from ..interop import thicket_ensemble
 from ..model.ensemble import Ensemble
 from . import register
 from ._graph import parse_graph
-from ._json import expect, load_json
+from ._json import expect, first_byte, load_json
 
 _PARENTS = re.compile(rb'"children"\s*:\s*\[[^\]]*\]\s*,\s*"parents"\s*:')
 
@@ -50,9 +50,8 @@ _PARENTS = re.compile(rb'"children"\s*:\s*\[[^\]]*\]\s*,\s*"parents"\s*:')
 def looks_like_thicket(h: bytes) -> bool:
     """Whether the first bytes of a JSON file look like ``Thicket.to_json`` output
     (also used by the ``hatchet-json`` sniffer to leave these files alone)."""
-    s = h.lstrip()
     return (
-        s[:1] == b"{"
+        first_byte(h) == b"{"
         and b'"graph"' in h
         and (b'"profile_mapping"' in h or bool(_PARENTS.search(h)))
     )

@@ -3,7 +3,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cctviz.model._algo import TrieBuilder, level_order, preorder_permutation, sorted_unique
+from cctviz.model._algo import (
+    TrieBuilder,
+    combine_rows,
+    level_order,
+    preorder_permutation,
+    sorted_unique,
+)
 from tests.strategies import parent_arrays
 
 
@@ -53,3 +59,52 @@ def test_sorted_unique_equals_numpy_unique(xs):
     nu, ninv = np.unique(a, return_inverse=True)
     assert u.tolist() == nu.tolist() and inv.tolist() == ninv.reshape(-1).tolist()
     assert sorted_unique(a).tolist() == nu.tolist()
+
+
+def _combine_one_by_one(values, target, n_out, rules):
+    """combine_rows' contract, one row at a time."""
+    out = [[0.0 if r == "sum" else np.nan for r in rules] for _ in range(n_out)]
+    seen: list[list[list[float]]] = [[[] for _ in rules] for _ in range(n_out)]
+    for row, t in zip(values, target):
+        if t < 0:
+            continue
+        for j, (v, r) in enumerate(zip(row, rules)):
+            seen[t][j].append(v)
+            if r == "sum":
+                out[t][j] += v
+            elif r in ("max", "min") and not np.isnan(v):
+                cur = out[t][j]
+                out[t][j] = v if np.isnan(cur) else (max if r == "max" else min)(cur, v)
+    for t in range(n_out):
+        for j, r in enumerate(rules):
+            if r == "none":
+                known = {v for v in seen[t][j] if not np.isnan(v)}
+                out[t][j] = known.pop() if len(known) == 1 else np.nan
+    return np.array(out).reshape(n_out, len(rules))
+
+
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n_out: st.tuples(
+            st.just(n_out),
+            st.lists(st.integers(-1, n_out - 1), max_size=12),
+            st.booleans(),
+            st.lists(st.sampled_from(["sum", "max", "min", "none"]), min_size=1, max_size=3),
+            st.randoms(use_true_random=False),
+        )
+    )
+)
+def test_combine_rows_equals_one_row_at_a_time(case):
+    """With and without repeated targets (the unique case takes a shortcut)."""
+    n_out, target, unique, rules, rnd = case
+    if unique:
+        target = [t for k, t in enumerate(target) if t < 0 or t not in target[:k]]
+    target = np.array(target, dtype=np.int64)
+    values = np.array(
+        [[rnd.choice([np.nan, 1.0, 2.0, -3.5]) for _ in rules] for _ in target]
+    ).reshape(len(target), len(rules))
+    got, conflicts = combine_rows(values, target, n_out, rules)
+    want = _combine_one_by_one(values, target, n_out, rules)
+    np.testing.assert_array_equal(got, want)
+    if unique:
+        assert conflicts == [0] * len(rules)

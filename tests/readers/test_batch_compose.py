@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import cctviz
 from cctviz import ProfileError
-from cctviz.readers import _batch
+from cctviz.readers import _batch, _caliper_batch
 
 from ..conftest import DATA, LULESH_SCALING, ROOT
 from ..hypothesis_profiles import examples
@@ -238,6 +238,83 @@ def test_varied_documents_equal_the_one_by_one_read(tmp_path, docs):
         f.write_text(json.dumps(d))
         files.append(f)
     assert_equal_reads(files)
+
+
+def _break(doc: dict, how: int) -> dict:
+    """A document with one thing the group parse must leave to the one-file parse."""
+    doc = json.loads(json.dumps(doc))
+    jp = doc["columns"].index("path")
+    if how == 1:
+        doc["nodes"][-1]["parent"] = None  # not an integer parent
+    elif how == 2:
+        doc["nodes"][-1]["label"] = ""  # an empty name
+    elif how == 3 and doc["data"]:
+        doc["data"][0][jp] = len(doc["nodes"]) + 5  # a record of no node
+    elif how == 4 and doc["data"]:
+        doc["data"][0][jp] = 0.5  # not a node number
+    elif how == 5 and doc["data"]:
+        doc["data"][-1] = doc["data"][-1][:-1]  # a short record: the whole group
+    elif how == 6 and "mpi.rank" in doc["columns"]:  # a rank without its root's record
+        inclusive = tuple(c for c in doc["columns"] if "inclusive#" in c)
+        doc = caliper_study.drop_columns(doc, inclusive)  # (else the reader's anyway)
+        jp, jr = doc["columns"].index("path"), doc["columns"].index("mpi.rank")
+        roots = {k for k, nd in enumerate(doc["nodes"]) if nd.get("parent", -1) == -1}
+        last = doc["data"][-1][jr] if doc["data"] else None
+        doc["data"] = [r for r in doc["data"] if not (r[jp] in roots and r[jr] == last)]
+    return doc
+
+
+def _same_arrays(a, b) -> None:
+    if a is None or b is None:
+        assert a is None and b is None
+        return
+    for f in ("parent", "names", "node", "prof", "values"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.shape == y.shape and x.dtype == y.dtype, f
+        np.testing.assert_array_equal(x, y, err_msg=f)
+    assert (a.kind, a.metrics, a.meta, a.is_tree, a.profiles) == (
+        b.kind,
+        b.metrics,
+        b.meta,
+        b.is_tree,
+        b.profiles,
+    )
+    assert [(k, j) for k, j, _ in a.checks] == [(k, j) for k, j, _ in b.checks]
+    for (_, _, x), (_, _, y) in zip(a.checks, b.checks):
+        np.testing.assert_array_equal(x, y)
+
+
+@settings(
+    max_examples=examples(40),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    docs=st.lists(variations(), min_size=1, max_size=3),
+    copies=st.integers(1, 3),
+    broken=st.lists(st.integers(0, 6), max_size=3),
+)
+def test_a_group_of_files_parses_as_each_file_alone(docs, copies, broken):
+    """parse_caliper_docs (the files that share their columns as one group) gives
+    what parse_caliper_doc gives each file, for files it covers and files it must
+    hand back (a broken node or record, a short record, a rank without a
+    parent's record); copies make groups."""
+    docs = [d for d in docs for _ in range(copies)]
+    docs += [_break(docs[k % len(docs)], how) for k, how in enumerate(broken)]
+    paths = [Path(f"/study/f{k}.json") for k in range(len(docs))]
+    got = _caliper_batch.parse_caliper_docs(paths, docs)
+    for p, d, fa in zip(paths, docs, got):
+        _same_arrays(fa, _caliper_batch.parse_caliper_doc(p, d))
+
+
+@pytest.mark.parametrize("how", range(7))
+def test_every_real_document_broken_parses_as_alone(how):
+    """Each real document with each break, in a group with its unbroken copies."""
+    docs = [d for src in _sources() for d in (src, _break(src, how), src)]
+    paths = [Path(f"/study/f{k}.json") for k in range(len(docs))]
+    got = _caliper_batch.parse_caliper_docs(paths, docs)
+    alone = [_caliper_batch.parse_caliper_doc(p, d) for p, d in zip(paths, docs)]
+    for fa, want in zip(got, alone):
+        _same_arrays(fa, want)
 
 
 @pytest.mark.slow  # dask: the main test environment (cctviz[scale])
