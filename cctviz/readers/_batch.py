@@ -135,9 +135,13 @@ def read_chunk_objects(
 
 @gc_paused()  # millions of decoded objects alive: collections cost, find nothing
 def read_chunk_arrays(
-    paths: Sequence[str | Path], format: str | None, reader_kw: Mapping[str, Any]
+    paths: Sequence[str | Path],
+    format: str | None,
+    reader_kw: Mapping[str, Any],
+    progress: bool | None = False,
 ) -> list[FileArrays]:
-    """The profiles of ``paths`` as arrays (a batch task: runs in a worker).
+    """The profiles of ``paths`` as arrays (a batch task: runs in a worker;
+    ``progress``: a bar over the files, for the serial read).
 
     A file of a format without a batch parser raises :class:`NotBatch`.
 
@@ -147,12 +151,12 @@ def read_chunk_arrays(
         >>> fas[0].n_profiles, fas[0].meta["format"]
         (8, 'caliper-json')
     """
-    from . import detect, detect_head, read
+    from . import detect, detect_head, progress_bar, read
 
     out: list[FileArrays | None] = []
     group: tuple[list[Path], list[dict[str, Any] | None]] = ([], [])
     failed: ProfileError | None = None
-    for s in paths:
+    for s in progress_bar(paths, progress, desc="reading profiles", unit="file"):
         p = s if isinstance(s, Path) else Path(s)
         got = _bytes(p)
         raw = None if got is None else got[0]
@@ -464,7 +468,10 @@ class ChunkArrays:
 
 
 def read_chunk_composed(
-    paths: Sequence[str | Path], format: str | None, reader_kw: Mapping[str, Any]
+    paths: Sequence[str | Path],
+    format: str | None,
+    reader_kw: Mapping[str, Any],
+    progress: bool | None = False,
 ) -> list[ChunkArrays]:
     """The files of ``paths`` parsed (:func:`read_chunk_arrays`) and composed into
     one :class:`ChunkArrays` (a batch task: runs in a worker).
@@ -475,7 +482,7 @@ def read_chunk_composed(
         >>> ch.n_files, len(ch.tree.parent), ch.metrics, int(ch.prof.max())
         (2, 45, ['time'], 15)
     """
-    return [chunk_of(read_chunk_arrays(paths, format, reader_kw))]
+    return [chunk_of(read_chunk_arrays(paths, format, reader_kw, progress))]
 
 
 def chunk_of(files: list[FileArrays]) -> ChunkArrays:
@@ -610,7 +617,7 @@ def read_batch(
             task=read_chunk_composed,
         )
     else:
-        chunks = read_chunk_composed(paths, format, reader_kw)
+        chunks = read_chunk_composed(paths, format, reader_kw, progress)
     files = [fa for ch in chunks for fa in ch.files]
     extras = [extra_of(k, p, fa) for k, (p, fa) in enumerate(zip(paths, files))]
     formats = {fa.meta.get("format") for fa in files}

@@ -358,7 +358,16 @@ class _Group:
     ``roff[f]:roff[f+1]``), and ``ok``: the files whose every check passed
     (what :func:`parse_caliper_doc` checks of one file, for all at once)."""
 
-    def __init__(self, paths, docs, ks, got, path_col: str, kind: str) -> None:
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        docs: Sequence[dict[str, Any] | None],
+        ks: list[int],
+        got: tuple[list[int], int | None, Any],
+        path_col: str,
+        kind: str,
+    ) -> None:
+        """The files ``ks`` of ``docs`` (their columns' :func:`_columns`: ``got``)."""
         self.value_cols, self.j_rank, self.shape = got
         self.paths = [paths[k] for k in ks]
         self.docs = [docs[k] for k in ks]
@@ -511,7 +520,17 @@ class _Group:
                 out.append((s.rule, names_k.index(s.name), None))
         return out
 
-    def _file(self, f, names_k, vals, tree_vals, extra, kept, checks) -> FileArrays:
+    def _file(
+        self,
+        f: int,
+        names_k: list[str],
+        vals: np.ndarray,
+        tree_vals: np.ndarray,
+        extra: dict[str, Any],
+        kept: list,
+        checks: list[tuple],
+    ) -> FileArrays:
+        """File ``f``'s arrays: its slices of the group's, its metadata."""
         doc, a, b = self.docs[f], self.roff[f], self.roff[f + 1]
         lo, hi = self.noff[f], self.noff[f + 1]
         ranks = self.ranks[self.poff[f] : self.poff[f + 1]]

@@ -144,8 +144,9 @@ def test_other_formats_take_the_one_by_one_path(tmp_path):
 
 def test_gaps_in_ranks_go_to_the_reader_big_files_too(tmp_path, monkeypatch, count_fallbacks):
     """Rank 3 of an 8-rank LULESH run without its record of an inner region: the
-    reader's Ensemble adds the row within the file; found by a dense (node, rank)
-    mask, or by sorted keys in files beyond DENSE_CELLS."""
+    reader's Ensemble adds the row within the file; found by the group parse's
+    sorted keys, and checked again by the one-file parser (a dense (node, rank)
+    mask, or sorted keys in files beyond DENSE_CELLS) before the reader reads it."""
     doc = caliper_study.drop_columns(
         caliper_study.lulesh_docs(8)[-1], ("inclusive#sum#time.duration",)
     )
@@ -158,6 +159,7 @@ def test_gaps_in_ranks_go_to_the_reader_big_files_too(tmp_path, monkeypatch, cou
     assert_equal_reads(files)
     assert count_fallbacks == [str(tmp_path / "gap.json")]
     monkeypatch.setattr(_batch, "DENSE_CELLS", 1)  # every file is big
+    monkeypatch.setattr(_caliper_batch, "DENSE_CELLS", 1)
     count_fallbacks.clear()
     assert_equal_reads(files)
     # the gap found by keys; the 1-rank file's inclusive check left to the reader
@@ -171,6 +173,15 @@ def test_gzipped_files_are_parsed_alike(tmp_path, count_fallbacks):
         files[-1].write_bytes(gzip.compress(f.read_bytes()))
     ens = assert_equal_reads([*files, LULESH_SCALING[3]])
     assert count_fallbacks == [] and ens.profiles["file"].tolist()[0] == str(files[0])
+
+
+def test_the_serial_batch_read_shows_its_progress(study, capfd):
+    """A bar over the files (tqdm, on stderr) where asked, none where not."""
+    cctviz.read_ensemble(study, progress=True)
+    err = capfd.readouterr().err
+    assert "reading profiles" in err and f"{len(study)}/{len(study)}" in err
+    cctviz.read_ensemble(study, progress=False)
+    assert "reading profiles" not in capfd.readouterr().err
 
 
 def test_two_processes_equal_the_serial_read(study):
