@@ -27,6 +27,7 @@ reader's own.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,6 +183,15 @@ def read_chunk_arrays(
     return out  # type: ignore[return-value]
 
 
+def _forest(files: list[FileArrays]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every file's nodes one after the other: the files' sizes, their offsets
+    (one more than files) and the parents as indexes into the whole (-1: a root)."""
+    sizes = np.fromiter((fa.parent.size for fa in files), dtype=np.int64, count=len(files))
+    offs = np.concatenate(([0], np.cumsum(sizes)))
+    par = np.concatenate([fa.parent for fa in files]) if files else np.empty(0, np.int64)
+    return sizes, offs, np.where(par >= 0, par + np.repeat(offs[:-1], sizes), -1)
+
+
 def verify(files: list[FileArrays], index: list[int]) -> set[int]:
     """Of ``files`` (their positions: ``index``), those the reader must read
     instead: a parent cycle (the reader names it), an inclusive column that its
@@ -190,11 +200,7 @@ def verify(files: list[FileArrays], index: list[int]) -> set[int]:
     the chunk: every file's (node, profile) cells in one forest."""
     if not files:
         return set()
-    sizes = np.array([fa.parent.size for fa in files], dtype=np.int64)
-    noff = np.concatenate(([0], np.cumsum(sizes)))
-    gpar = np.concatenate(
-        [np.where(fa.parent >= 0, fa.parent + o, -1) for fa, o in zip(files, noff[:-1])]
-    )
+    sizes, noff, gpar = _forest(files)
     try:
         depth, _ = _algo.level_order(gpar)
     except ValueError:
@@ -332,12 +338,8 @@ def unify(files: list[FileArrays]) -> tuple[Tree, list[np.ndarray]]:
     sibling being the n-th, siblings in order of first appearance, as
     ``unify_structures`` orders them) and, per file, the unified id of each of
     its nodes (in the file's order)."""
-    sizes = np.array([fa.parent.size for fa in files], dtype=np.int64)
-    offs = np.concatenate(([0], np.cumsum(sizes)))
+    sizes, offs, gpar = _forest(files)
     total = int(offs[-1])
-    gpar = np.concatenate(
-        [np.where(fa.parent >= 0, fa.parent + o, -1) for fa, o in zip(files, offs[:-1])]
-    )
     tree_of = np.repeat(np.arange(len(files)), sizes)
     # every file's nodes in its own pre-order, the files one after the other
     perm = _algo.preorder_permutation(gpar)
@@ -425,24 +427,31 @@ def _row_arrays(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`rows_table` as arrays (node, profile, values), rows in the files' order."""
     col = {m: j for j, m in enumerate(metrics)}
-    n_prof = np.array([fa.n_profiles for fa in files], dtype=np.int64)
-    poff = np.concatenate(([0], np.cumsum(n_prof)))
-    node = np.concatenate([nm[fa.node] for fa, nm in zip(files, node_of)])
-    prof = np.concatenate([fa.prof + poff[k] for k, fa in enumerate(files)])
-    nrows = np.array([fa.node.size for fa in files], dtype=np.int64)
-    roff = np.concatenate(([0], np.cumsum(nrows)))
-    vals = np.full((int(roff[-1]), len(metrics)), np.nan)
-    by_cols: dict[tuple[str, ...], list[int]] = {}
-    for k, fa in enumerate(files):
-        by_cols.setdefault(tuple(fa.metrics), []).append(k)
-    for names, ks in by_cols.items():
+    n = len(files)
+    n_prof = np.fromiter((fa.n_profiles for fa in files), dtype=np.int64, count=n)
+    nrows = np.fromiter((fa.node.size for fa in files), dtype=np.int64, count=n)
+    node_off = np.concatenate(([0], np.cumsum([nm.size for nm in node_of])))
+    final = np.concatenate(node_of) if n else np.empty(0, np.int64)
+    rnode = np.concatenate([fa.node for fa in files]) if n else np.empty(0, np.int64)
+    rprof = np.concatenate([fa.prof for fa in files]) if n else np.empty(0, np.int64)
+    node = final[np.repeat(node_off[:-1], nrows) + rnode]
+    prof = rprof + np.repeat(np.concatenate(([0], np.cumsum(n_prof)))[:-1], nrows)
+    vals = np.full((int(nrows.sum()), len(metrics)), np.nan)
+    kinds: dict[tuple[str, ...], int] = {}
+    kind = np.fromiter(
+        (kinds.setdefault(tuple(fa.metrics), len(kinds)) for fa in files), np.int64, count=n
+    )
+    row_kind = np.repeat(kind, nrows)
+    for names, g in kinds.items():
         if not names:
             continue
-        idx = np.concatenate([np.arange(roff[k], roff[k + 1]) for k in ks])
+        ks = np.flatnonzero(kind == g)
         block = np.concatenate([files[k].values for k in ks])
         js = [col[m] for m in names]
-        fac = np.repeat(scale[np.asarray(ks)][:, js], nrows[ks], axis=0)
-        vals[np.ix_(idx, js)] = block * fac
+        fac = scale[ks][:, js]
+        if not (fac == 1).all():
+            block = block * np.repeat(fac, nrows[ks], axis=0)
+        vals[np.ix_(np.flatnonzero(row_kind == g), js)] = block
     return node, prof, vals
 
 
@@ -510,17 +519,26 @@ def chunk_of(files: list[FileArrays]) -> ChunkArrays:
     return ChunkArrays(shape, [strip(fa) for fa in files], node, prof, row_file, vals, metrics)
 
 
+_EMPTY = np.empty(0, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=64)
+def _no_rows(n_metrics: int) -> np.ndarray:
+    """An empty values matrix (shared: nothing can be written into it)."""
+    return np.empty((0, n_metrics))
+
+
 def strip(fa: FileArrays) -> FileArrays:
     """A file's arrays without its nodes and rows: what its profiles' metadata,
     units and rules need."""
-    empty = np.empty(0, dtype=np.int64)
+    empty = _EMPTY
     return FileArrays(
         empty,
         empty,
         "",
         empty,
         empty,
-        np.empty((0, len(fa.metrics))),
+        _no_rows(len(fa.metrics)),
         list(fa.metrics),
         fa.meta,
         fa.is_tree,
