@@ -194,14 +194,23 @@ def test_jax_perfetto_trace(tmp_path):
 
 @pytest.mark.slow  # py-spy: the main test environment
 def test_pyspy_recording(tmp_path):
+    """py-spy exits 1 ("Failed to get process executable name") when the program
+    ends before it attaches: under a loaded CI a fib(27) of 0.3 s did. The program
+    runs for a second of wall time."""
     out = tmp_path / "fib.json"
-    code = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(27)\n"
+    code = (
+        "import time\n"
+        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "t0 = time.time()\n"
+        "while time.time() - t0 < 1.0:\n    fib(18)\n"
+    )
     spy = Path(sys.executable).parent / "py-spy"
-    subprocess.run(
+    res = subprocess.run(
         [str(spy), "record", "--format", "chrometrace", "-r", "500", "-o", str(out), "--",
          sys.executable, "-c", code],
-        check=True, timeout=300, capture_output=True,
+        timeout=300, capture_output=True, text=True,
     )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
     tree = cctviz.read(out)
     assert _calls_by_name(tree)["fib"] > 0
     _check_against_json(out, tree)
