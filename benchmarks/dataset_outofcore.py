@@ -42,21 +42,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 CHILD = r"""
-import json, resource, sys, time
-import numpy as np, pandas as pd
-import cctviz
 from cctviz.ops.sankey import module_graph
 folder, how, limit = sys.argv[1], sys.argv[2], sys.argv[3]
 times = {}
 t0 = time.perf_counter()
 if how == "memory":
-    ds = cctviz.open_dataset(folder)
-    files = sorted((ds.path / "rows").glob("part-*.parquet"))
-    rows = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    s = ds._store
-    ens = cctviz.Ensemble(cctviz.Tree(s.structure.nodes, None, s.structure.meta), rows,
-                          s.profiles, ds.meta)
-    del rows
+    ens = load_in_memory(folder)  # dataset_scale.PRELUDE
 else:
     ens = cctviz.open_dataset(folder, memory_limit=limit)
 times["load"] = time.perf_counter() - t0

@@ -32,20 +32,30 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
-CHILD = r"""
+#: what every child (this one, ``dataset_outofcore.py``'s) starts with: the imports and
+#: ``load_in_memory``, the dataset's parts read by pandas into an in-memory Ensemble (no
+#: DuckDB: the memory measured is the Ensemble's)
+PRELUDE = r"""
 import json, resource, sys, time
 import numpy as np, pandas as pd
 import cctviz
-folder, how, limit = sys.argv[1], sys.argv[2], sys.argv[3]
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t0 = time.perf_counter()
-if how == "memory":
+
+
+def load_in_memory(folder):
     ds = cctviz.open_dataset(folder)
     files = sorted((ds.path / "rows").glob("part-*.parquet"))
     rows = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
     s = ds._store
-    ens = cctviz.Ensemble(cctviz.Tree(s.structure.nodes, None, s.structure.meta), rows,
-                          s.profiles, ds.meta)
+    return cctviz.Ensemble(cctviz.Tree(s.structure.nodes, None, s.structure.meta), rows,
+                           s.profiles, ds.meta)
+"""
+
+CHILD = r"""
+folder, how, limit = sys.argv[1], sys.argv[2], sys.argv[3]
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+if how == "memory":
+    ens = load_in_memory(folder)
     t1 = time.perf_counter()
     st = ens.stats("time (inc)")
 else:
@@ -80,9 +90,10 @@ def make_ensemble(n_profiles: int, seed: int = 0):
 
 
 def run_child(folder: Path, how: str, limit: str, code: str = CHILD) -> dict:
-    """Run a child (``code``) on the dataset ``folder``; its last stdout line, as JSON."""
+    """Run a child (:data:`PRELUDE`, then ``code``) on the dataset ``folder``; its last
+    stdout line, as JSON."""
     out = subprocess.run(
-        [sys.executable, "-c", code, str(folder), how, limit],
+        [sys.executable, "-c", PRELUDE + code, str(folder), how, limit],
         check=True,
         capture_output=True,
         text=True,

@@ -4,12 +4,12 @@
 :func:`parse_caliper_json` parses one file. :func:`parse_caliper_docs` parses
 the decoded files of a chunk at once: the files that share their columns (a
 study's files do) are one group, whose records, nodes and checks are single
-numpy arrays, so the cost per file is little more than decoding it. A file the
-group parse does not cover (a record or node it would have to question, more
-than one record of a (node, rank), a rank missing a parent's record, inclusive
-values of several ranks) goes through :func:`parse_caliper_doc`, which covers
-it or leaves it to the reader (None): the result is the same either way
-(tests/readers/test_batch_compose.py).
+numpy arrays, so the cost per file is little more than decoding it (one file is
+a group of one). A file the parse does not cover (a record or node it would
+have to question, more than one record of a (node, rank), a rank missing a
+parent's record, inclusive values of several ranks) is left to the reader
+(None), whose result is the same (tests/readers/test_batch_compose.py); a group
+with something irregular is parsed a file at a time.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProfileError
-from ..interop import row_matrix, timer_units, with_metric_meta
+from ..interop import timer_units, with_metric_meta
 from ..model import _algo
 from ..model.units import dimension
 from ._caliper import (
@@ -34,7 +34,7 @@ from ._caliper import (
     specs_from_shape,
     timer_bases,
 )
-from ._filearrays import DENSE_CELLS, FileArrays
+from ._filearrays import FileArrays
 from ._json import file_bytes, loads
 
 _SECTIONS = ("data", "columns", "column_metadata", "nodes")
@@ -58,97 +58,9 @@ def parse_caliper_json(path: Path, raw: bytes | None = None) -> FileArrays | Non
 
 
 def parse_caliper_doc(path: Path, doc: dict[str, Any]) -> FileArrays | None:
-    """:func:`parse_caliper_json` of the file's decoded document (:func:`load_doc`)."""
-    cols, cmeta, nodes, data = (doc[s] for s in ("columns", "column_metadata", "nodes", "data"))
-    path_col, kind = path_column(cols)
-    if path_col is None:
-        return None
-    value_cols, j_rank, shape = _columns(cols, cmeta, path_col)
-    if value_cols is None:
-        return None
-    tree = _nodes(nodes, path_col)
-    if tree is None:
-        return None
-    parent, names = tree
-    n = parent.size
-    try:
-        mat = np.array(data, dtype=np.float64) if data else np.empty((0, len(cols)))
-    except (ValueError, TypeError):
-        return None
-    if mat.ndim != 2 or mat.shape[1] != len(cols):
-        return None
-    jp = cols.index(path_col)
-    keep = ~np.isnan(mat[:, jp])
-    pn = mat[keep, jp]
-    if pn.size and ((pn < 0).any() or (pn >= n).any() or (pn != np.floor(pn)).any()):
-        return None
-    rnode = pn.astype(np.int64)
-    if j_rank is not None:
-        r = mat[keep, j_rank]
-        ranks = np.where(np.isnan(r), 0.0, r).astype(np.int64)
-    else:
-        ranks = np.zeros(rnode.size, dtype=np.int64)
-    uniq, prof = _ranks(ranks)
-    key = np.sort(rnode * max(uniq.size, 1) + prof)
-    if key.size > 1 and (key[1:] == key[:-1]).any():
-        return None  # several records of one (node, rank): combined by the reader
-    specs = specs_from_shape(shape, [mat[keep, j] for j in value_cols])
-    kept = sorted(
-        (m for m in specs if m.kept),
-        key=lambda m: not (m.rule == "sum" and dimension(m.unit) == "time"),
-    )  # as interop.build_metrics orders them
-    is_tree = uniq.size <= 1
-    if not is_tree and any(m.inclusive and m.rule != "none" for m in kept):
-        return None  # inclusive values of several ranks: the reader's Ensemble path
-    if not is_tree and _gaps(parent, rnode, prof, uniq.size):
-        return None  # the reader's Ensemble adds the missing ancestors' rows
-    meta = {k: _coerce(v) for k, v in doc.items() if k not in _SECTIONS}
-    if uniq.size == 1 and j_rank is not None:
-        meta.setdefault("rank", int(uniq[0]))
-    meta = with_metric_meta(meta, kept)
-    meta.setdefault("format", "caliper-json")
-    meta.setdefault("source", str(path))
-    names_k = [m.name for m in kept]
-    if is_tree:
-        node = np.arange(n, dtype=np.int64)
-        values = np.empty((n, len(kept)))
-        for j, m in enumerate(kept):
-            col = np.zeros(n) if m.rule == "sum" else np.full(n, np.nan)
-            col[rnode] = (
-                np.where(np.isnan(m.values), 0.0, m.values) if m.rule == "sum" else m.values
-            )
-            if m.inclusive and m.rule == "sum":
-                col = _algo.own_from_inclusive(parent, col)
-            values[:, j] = col
-        row_prof = np.zeros(n, dtype=np.int64)
-        profiles = None
-    else:
-        node, row_prof = rnode, prof
-        values = row_matrix(kept, rnode.size)
-        profiles = [{"rank": int(r)} for r in uniq]
-    checks: list[tuple[str, int, np.ndarray | None]] = []
-    for m in specs:
-        if not m.kept and m.rule == "sum" and not np.isnan(m.values).all():
-            rec = m.values
-            if is_tree:
-                rec = np.full(n, np.nan)
-                rec[rnode] = m.values
-            checks.append(("dropped", names_k.index(m.name), rec))
-        elif m.kept and m.inclusive and m.rule in ("max", "min"):
-            checks.append((m.rule, names_k.index(m.name), None))
-    return FileArrays(
-        parent,
-        names,
-        kind,
-        node,
-        row_prof,
-        values,
-        names_k,
-        meta,
-        is_tree,
-        profiles,
-        checks=checks,
-    )
+    """:func:`parse_caliper_json` of the file's decoded document (:func:`load_doc`):
+    a group of one file."""
+    return parse_caliper_docs([path], [doc])[0]
 
 
 def path_column(cols: list[str]) -> tuple[str | None, str]:
@@ -235,64 +147,18 @@ def _value_columns(
     return out, j_rank
 
 
-def _nodes(nodes: list[Any], path_col: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Parents and names of the call-path nodes; None unless every node is one
-    with a valid parent and a non-empty label."""
-    n = len(nodes)
-    if not n:
-        return None
-    try:
-        if [nd["column"] for nd in nodes].count(path_col) != n:
-            return None
-        names = [str(nd["label"]) for nd in nodes]
-        par = [nd.get("parent", -1) for nd in nodes]
-    except (TypeError, KeyError, AttributeError):
-        return None
-    parent = np.array(par)
-    if parent.dtype.kind != "i" or "" in names or parent.min() < -1 or parent.max() >= n:
-        return None  # (a cycle is found for the whole chunk at once: verify)
-    return parent.astype(np.int64), np.array(names, dtype=object)
-
-
-def _gaps(parent: np.ndarray, node: np.ndarray, prof: np.ndarray, n_prof: int) -> bool:
-    """Whether some profile has a record of a node but none of its parent."""
-    up = parent[node]
-    has = up >= 0
-    if parent.size * n_prof > DENSE_CELLS:  # many nodes x many ranks: by sorted keys
-        keys = np.sort(node * n_prof + prof)
-        want = up[has] * n_prof + prof[has]
-        at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
-        return not (keys[at] == want).all()
-    present = np.zeros((parent.size, n_prof), dtype=bool)
-    present[node, prof] = True
-    return not present[up[has], prof[has]].all()
-
-
-def _ranks(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ranks, sorted, and each row's index among them (``np.unique``
-    with its inverse, cheaper for the few small ranks of one file)."""
-    if not ranks.size:
-        return ranks, ranks
-    lo, hi = int(ranks.min()), int(ranks.max())
-    if lo == hi:
-        return ranks[:1], np.zeros(ranks.size, dtype=np.int64)
-    if lo < 0 or hi > 4 * ranks.size:
-        uniq, inv = np.unique(ranks, return_inverse=True)
-        return uniq, inv.reshape(-1)
-    seen = np.bincount(ranks, minlength=hi + 1) > 0
-    return np.flatnonzero(seen), (np.cumsum(seen) - 1)[ranks]
-
-
 # ------------------------------------------------------------------ many files
 class _Irregular(Exception):
-    """A group holds what the group parse does not question: its files one by one."""
+    """A group holds what the group parse does not question: its files one by one
+    (a file alone that is irregular is the reader's)."""
 
 
 def parse_caliper_docs(
     paths: Sequence[Path], docs: Sequence[dict[str, Any] | None]
 ) -> list[FileArrays | None]:
-    """:func:`parse_caliper_doc` of each decoded file (:func:`load_doc`; None: not
-    decoded, the reader's), the files that share their columns parsed as one group.
+    """Each decoded file (:func:`load_doc`; None: not decoded) as arrays, or None
+    where the parser does not cover it (the reader's work), the files that share
+    their columns parsed as one group.
 
     Example:
         >>> p = Path("../shared/data/hatchet-tutorial/lulesh-scaling/"
@@ -313,13 +179,32 @@ def parse_caliper_docs(
         if got[0] is not None:  # (the same object for the same columns: cached)
             groups.setdefault(id(got), (got, path_col, kind, []))[3].append(k)
     for got, path_col, kind, ks in groups.values():
-        try:
-            done = _Group(paths, docs, ks, got, path_col, kind).files()
-        except _Irregular:
-            done = {}
+        done = _parse_group(paths, docs, ks, got, path_col, kind)
         for k in ks:
-            out[k] = done[k] if k in done else parse_caliper_doc(paths[k], docs[k])  # type: ignore[arg-type]
+            out[k] = done.get(k)
     return out
+
+
+def _parse_group(
+    paths: Sequence[Path],
+    docs: Sequence[dict[str, Any] | None],
+    ks: list[int],
+    got: tuple[list[int], int | None, Any],
+    path_col: str,
+    kind: str,
+) -> dict[int, FileArrays]:
+    """The files ``ks`` that the group parse covers; a group with something
+    irregular (a ragged record, a parent that is no integer) parsed a file at a
+    time, so only the irregular files are left to the reader."""
+    try:
+        return _Group(paths, docs, ks, got, path_col, kind).files()
+    except _Irregular:
+        if len(ks) == 1:
+            return {}
+        out: dict[int, FileArrays] = {}
+        for k in ks:
+            out.update(_parse_group(paths, docs, [k], got, path_col, kind))
+        return out
 
 
 def _matrix(rows: list[Any], width: int) -> np.ndarray:

@@ -145,8 +145,7 @@ def test_other_formats_take_the_one_by_one_path(tmp_path):
 def test_gaps_in_ranks_go_to_the_reader_big_files_too(tmp_path, monkeypatch, count_fallbacks):
     """Rank 3 of an 8-rank LULESH run without its record of an inner region: the
     reader's Ensemble adds the row within the file; found by the group parse's
-    sorted keys, and checked again by the one-file parser (a dense (node, rank)
-    mask, or sorted keys in files beyond DENSE_CELLS) before the reader reads it."""
+    sorted keys, with verify's dense checks or (beyond DENSE_CELLS) without them."""
     doc = caliper_study.drop_columns(
         caliper_study.lulesh_docs(8)[-1], ("inclusive#sum#time.duration",)
     )
@@ -159,7 +158,6 @@ def test_gaps_in_ranks_go_to_the_reader_big_files_too(tmp_path, monkeypatch, cou
     assert_equal_reads(files)
     assert count_fallbacks == [str(tmp_path / "gap.json")]
     monkeypatch.setattr(_batch, "DENSE_CELLS", 1)  # every file is big
-    monkeypatch.setattr(_caliper_batch, "DENSE_CELLS", 1)
     count_fallbacks.clear()
     assert_equal_reads(files)
     # the gap found by keys; the 1-rank file's inclusive check left to the reader
@@ -306,8 +304,8 @@ def _same_arrays(a, b) -> None:
 )
 def test_a_group_of_files_parses_as_each_file_alone(docs, copies, broken):
     """parse_caliper_docs (the files that share their columns as one group) gives
-    what parse_caliper_doc gives each file, for files it covers and files it must
-    hand back (a broken node or record, a short record, a rank without a
+    what parse_caliper_doc gives each file (a group of one), for files it covers
+    and files it must hand back (a broken node or record, a short record, a rank without a
     parent's record); copies make groups."""
     docs = [d for d in docs for _ in range(copies)]
     docs += [_break(docs[k % len(docs)], how) for k, how in enumerate(broken)]
