@@ -241,7 +241,7 @@ class _Group:
     ``f``'s nodes at ``noff[f]:noff[f+1]``), their records one matrix (the
     records with a call path: ``rf``, ``rnode``, ``prof``; file ``f``'s at
     ``roff[f]:roff[f+1]``), and ``ok``: the files whose every check passed
-    (what :func:`parse_caliper_doc` checks of one file, for all at once)."""
+    (the checks of one file, made for all at once)."""
 
     def __init__(
         self,
