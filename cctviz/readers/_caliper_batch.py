@@ -360,7 +360,7 @@ class _Group:
         kept = sorted(
             (s for s in specs if s.kept),
             key=lambda s: not (s.rule == "sum" and dimension(s.unit) == "time"),
-        )  # as parse_caliper_doc orders them
+        )  # as interop.build_metrics orders them
         several = any(s.inclusive and s.rule != "none" for s in kept)
         ok = self.ok[fs] & ~(~self.is_tree[fs] & (several | gaps[fs]))
         fs = fs[ok]
