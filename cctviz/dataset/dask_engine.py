@@ -13,8 +13,9 @@ Why one partition per part is enough: a part holds whole profiles (layout:
 :mod:`cctviz.dataset.layout`), so everything one (node, profile) value needs, the
 rows that a filter or prune maps onto one node, and the rows below a node that its
 inclusive value combines, is in one partition. Each partition turns its rows into
-the (node, profile, v) values of one metric with numpy (``combine_rows`` for both
-steps, so by each metric's rule as in memory); then
+the (node, profile, v) values of one metric with numpy (``combine_rows`` for the
+node map, the model's ``inclusive_rows`` for inclusive values: by each metric's
+rule, as in memory); then
 
 - the sums are partial per (node, absence group) and combined by a tree reduction;
 - ``squares`` is a per-node sum over the same values, kept in the workers'
@@ -24,7 +25,7 @@ steps, so by each metric's rule as in memory); then
   asked for come back.
 
 The small tables (the selected profiles' dataset ids, groups and live flags, the
-node map, the ancestors of every node) are scattered to every worker once per
+node map, every node's parent and depth) are scattered to every worker once per
 ensemble.
 """
 
@@ -36,9 +37,10 @@ import numpy as np
 import pandas as pd
 
 from ..model._algo import _expand, combine_rows, sorted_unique
+from ..model.ensemble import inclusive_rows
 from ..model.stats import NodeSums, summary_table
 from ..model.tree import base_metric
-from .engine import DatasetEnsemble, _ancestors, _means, _per_node
+from .engine import DatasetEnsemble, _means, _per_node
 
 _SUMS = {"node": "i8", "grp": "i8", "m": "i8", "total": "f8", "neg": "i8"}
 _SUMS.update({"vmax": "f8", "arg": "i8", "unk": "i8"})
@@ -68,16 +70,14 @@ class DaskEngine:
         structure = ds._structure
         ids = np.asarray(ds._ids, dtype=np.int64)
         order = np.argsort(ids, kind="stable")
-        anc = _ancestors(structure.parent).sort_values("node", kind="stable")
-        per_node = np.bincount(anc["node"].to_numpy(), minlength=len(structure))
         small = {
             "ids_sorted": ids[order],  # the dataset ids chosen, sorted ...
             "ids_order": order,  # ... and the profile each is here
             "n_prof": max(ids.size, 1),
             "node_map": ds._node_map,
             "rules": ds.aggregation,
-            "anc_start": np.concatenate(([0], np.cumsum(per_node))),
-            "anc_up": anc["up"].to_numpy(dtype=np.int64),
+            "parent": structure.parent,
+            "depth": structure.depth,
         }
         self._small = self._broadcast(small)
 
@@ -259,13 +259,11 @@ def _values_part(
     """One metric's (node, profile, v, grp) values of a partition's live profiles;
     inclusive: every row combined into each of its ancestors by the metric's rule."""
     node, prof, vals = _here(df, small, [base])
-    if inclusive:  # rows copied to each ancestor (itself included), then combined
-        start = small["anc_start"]
-        counts = start[node + 1] - start[node]
-        up = small["anc_up"][_expand(start[node], counts)]
-        rows = np.repeat(np.arange(node.size), counts)
-        node, prof, vals = _combined(
-            up, prof[rows], vals[rows], small["n_prof"], [small["rules"][base]]
+    if inclusive:  # by the model's own inclusive_rows, as in memory and on DuckDB
+        order = np.argsort(node * small["n_prof"] + prof)  # distinct (node, profile)
+        node, prof = node[order], prof[order]
+        vals = inclusive_rows(
+            small["parent"], small["depth"], node, prof, vals[order], [small["rules"][base]]
         )
     ok = keep["live"][prof]
     prof = prof[ok]

@@ -7,20 +7,27 @@ model's: inclusive values follow each metric's aggregation rule, statistics the
 absence rule, and the final assembly of a statistics table is the model's own
 (:func:`cctviz.model.stats.summary_table`), so both engines give one table.
 
-Inclusive values out of core: the tree is small, the rows are many. An
-``ancestors`` table holds, for every node, one row per ancestor (itself
-included): (node, up). Joining the rows to it on ``node`` and grouping by
-(up, profile) combines every row into each of its ancestors, by the rule
-(``sum``: a NaN anywhere below makes it NaN, as in memory; ``max``/``min``
-ignore NaN). Its size is the sum of the depths, independent of the profiles.
+Inclusive values out of core: every profile's rows lie in one part, so a
+metric's inclusive values are made a range of profiles at a time (a few million
+rows read into memory, combined up the tree by the model's own
+:func:`~cctviz.model.ensemble.inclusive_rows`, written into a temporary table
+that DuckDB spills past its memory limit): the rule (``sum``: a NaN anywhere
+below makes it NaN; ``max``/``min`` ignore NaN) and the order of the sums are the
+in-memory Ensemble's. Where only a few nodes' inclusive values are wanted (a
+Sankey's segment starts, the roots' totals) an ``ancestors`` table, one (node, up)
+row per node and each of its ancestors, is joined to the rows of those nodes'
+descendants instead. Statistics sort the counted values once by (node, value)
+for their quantiles; exclusive values are read from the parts as they are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +36,21 @@ import pandas as pd
 
 from ..errors import ProfileError
 from ..model._algo import combine_rows
-from ..model.ensemble import BaseEnsemble, Ensemble, profile_id, profile_ids, profile_tree
+from ..model.ensemble import (
+    BaseEnsemble,
+    Ensemble,
+    inclusive_rows,
+    profile_id,
+    profile_ids,
+    profile_tree,
+)
 from ..model.stats import NodeSums, summary_table
 from ..model.text import text_as_object
 from ..model.tree import Tree, base_metric
 from .layout import NODES, PROFILES, Part, parts_of, read_manifest, read_table
+
+#: rows read into memory at a time to make a metric's inclusive values
+INCLUSIVE_BATCH_ROWS = 4_000_000
 
 _SQL_RULE = {"sum": "CASE WHEN count(r.{m}) = count(*) THEN sum(r.{m}) END", "max": "max(r.{m})"}
 _SQL_RULE["min"] = "min(r.{m})"
@@ -266,14 +283,10 @@ class DatasetEnsemble(BaseEnsemble):
         """The views every query starts from: ``exc`` (these profiles' exclusive rows,
         numbered 0..n-1), ``prof`` (profile, group, live) and ``ancestors``."""
         files = self._files()
-        cols = ", ".join(f"NULLIF(r.{_q(m)}, 'nan'::DOUBLE) AS {_q(m)}" for m in self.exc_metrics)
-        cols = f", {cols}" if cols else ""
         sel = pd.DataFrame({"old": self._ids, "new": np.arange(self._ids.size, dtype=np.int64)})
         con.register("sel", sel)
         if files:
-            src = "read_parquet([" + ", ".join(_literal(f) for f in files) + "])"
-            raw = f"SELECT r.node, s.new AS profile{cols} FROM {src} r JOIN sel s ON r.profile = s.old"
-            con.execute(f"CREATE VIEW exc AS {self._remapped(con, raw)}")
+            con.execute(f"CREATE VIEW exc AS {self._exc_sql(con, files)}")
         else:  # no rows at all: an empty table of the right columns
             metric_cols = "".join(f", {_q(m)} DOUBLE" for m in self.exc_metrics)
             con.execute(f"CREATE TABLE exc (node BIGINT, profile BIGINT{metric_cols})")
@@ -291,6 +304,14 @@ class DatasetEnsemble(BaseEnsemble):
         )
         con.register("prof", prof)
         con.register("ancestors", _ancestors(self._structure.parent))
+
+    def _exc_sql(self, con: Any, files: list[str], where: str = "") -> str:
+        """The query of these profiles' exclusive rows in the Parquet ``files``
+        (``where``: a filter on the raw rows ``r``), numbered and remapped."""
+        cols = "".join(f", NULLIF(r.{_q(m)}, 'nan'::DOUBLE) AS {_q(m)}" for m in self.exc_metrics)
+        src = "read_parquet([" + ", ".join(_literal(f) for f in files) + "])"
+        raw = f"SELECT r.node, s.new AS profile{cols} FROM {src} r JOIN sel s ON r.profile = s.old"
+        return self._remapped(con, raw + where)
 
     def _remapped(self, con: Any, raw: str) -> str:
         """The rows of query ``raw`` (dataset node ids) over this ensemble's tree: each
@@ -325,24 +346,84 @@ class DatasetEnsemble(BaseEnsemble):
     def _sql(self, query: str) -> Any:
         return self._connection().execute(query)
 
-    def _values_sql(self, metric: str, at: str | None = None) -> str:
+    def _values_at(self, metric: str, at: str) -> str:
         """A query of (node, profile, v) rows: the metric's value per recorded
-        (node, profile), exclusive or inclusive (by the metric's rule); NULL = NaN.
-        ``at``: a registered table whose ``node`` column lists the only nodes
-        wanted (an inclusive value then joins only those ancestors)."""
+        (node, profile) at the nodes listed in the registered table ``at`` (its
+        ``node`` column), exclusive or inclusive (by the metric's rule; only those
+        nodes' descendants' rows are joined); NULL = NaN."""
         rule = self.rule(metric)
         base, inclusive = base_metric(metric)
         if not inclusive:
-            where = f" WHERE node IN (SELECT node FROM {at})" if at else ""
-            return f"SELECT node, profile, {_q(base)} AS v FROM exc{where}"
+            return f"SELECT node, profile, {_q(base)} AS v FROM exc WHERE node IN (SELECT node FROM {at})"
         agg = _SQL_RULE[rule].format(m=_q(base))
-        ups = (
-            f"(SELECT * FROM ancestors WHERE up IN (SELECT node FROM {at}))" if at else "ancestors"
-        )
+        ups = f"(SELECT * FROM ancestors WHERE up IN (SELECT node FROM {at}))"
         return (
             f"SELECT a.up AS node, r.profile, {agg} AS v "
             f"FROM exc r JOIN {ups} a ON r.node = a.node GROUP BY a.up, r.profile"
         )
+
+    @contextlib.contextmanager
+    def _values(self, metric: str) -> Iterator[str]:
+        """``vals``, a relation of (node, profile, v): the metric's value per
+        recorded (node, profile), NULL = NaN, for the duration of the block.
+        Exclusive: a view of the rows on disk. Inclusive: a table made a range of
+        profiles at a time (each profile's rows lie in one part): the rows read into
+        memory, combined up the tree by the model's own
+        :func:`~cctviz.model.ensemble.inclusive_rows` (so by the rule and in the
+        order the in-memory Ensemble uses), written back. Memory: one batch of
+        about :data:`INCLUSIVE_BATCH_ROWS` rows; the table spills past DuckDB's
+        limit, and is dropped after the block (at 1e9 values it is ~24 GB)."""
+        rule = self.rule(metric)
+        base, inclusive = base_metric(metric)
+        con = self._connection()
+        if not inclusive:
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW vals AS SELECT node, profile, {_q(base)} AS v FROM exc"
+            )
+        else:
+            con.execute("CREATE OR REPLACE TEMP TABLE vals (node BIGINT, profile BIGINT, v DOUBLE)")
+        try:
+            if inclusive:
+                self._fill_inclusive(con, base, rule)
+            yield "vals"
+        finally:
+            con.execute(f"DROP {'TABLE' if inclusive else 'VIEW'} IF EXISTS vals")
+
+    def _fill_inclusive(self, con: Any, base: str, rule: str) -> None:
+        """Insert the inclusive values of metric ``base`` into ``vals`` (:meth:`_values`)."""
+        s = self._structure
+        for query in self._batches(con, INCLUSIVE_BATCH_ROWS):
+            got = con.execute(
+                f"SELECT node, profile, coalesce({_q(base)}, 'nan'::DOUBLE) AS v FROM ({query})"
+            ).fetchnumpy()
+            node = np.asarray(got["node"], dtype=np.int64)
+            prof = np.asarray(got["profile"], dtype=np.int64)
+            v = np.asarray(got["v"], dtype=np.float64)
+            key = node * (int(prof.max(initial=0)) + 1) + prof
+            if (key[1:] < key[:-1]).any():  # the scan need not keep the file's order
+                order = np.argsort(key)  # distinct keys
+                node, prof, v = node[order], prof[order], v[order]
+            part = {"node": node, "profile": prof}
+            part["v"] = inclusive_rows(s.parent, s.depth, node, prof, v, rule)
+            con.register("inc_part", pd.DataFrame(part, copy=False))
+            con.execute(
+                "INSERT INTO vals SELECT node, profile, NULLIF(v, 'nan'::DOUBLE) FROM inc_part"
+            )
+            con.unregister("inc_part")
+
+    def _batches(self, con: Any, max_rows: int) -> Iterator[str]:
+        """Queries of these profiles' exclusive rows (as the ``exc`` view) a range of
+        profiles of one part at a time, about ``max_rows`` rows each."""
+        ids = np.unique(self._ids)  # a profile selected twice: its rows in one batch
+        for p in self._store.parts:
+            mine = ids[(ids >= p.lo) & (ids < p.hi)]
+            if not p.rows or not mine.size:
+                continue
+            step = max(max_rows * (p.hi - p.lo) // p.rows, 1)
+            for a in range(0, mine.size, step):
+                lo, hi = int(mine[a]), int(mine[min(a + step, mine.size) - 1])
+                where = f" WHERE r.profile BETWEEN {lo} AND {hi}"
+                yield self._exc_sql(con, [str(self._store.path / p.file)], where)
 
     # ------------------------------------------------------------- statistics
 
@@ -359,8 +440,7 @@ class DatasetEnsemble(BaseEnsemble):
             return self._dask().stats_table(metric, missing)
         con = self._connection()
         n = len(self._structure)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE vals AS {self._values_sql(metric)}")
-        try:
+        with self._values(metric):
             con.execute(
                 "CREATE OR REPLACE TEMP VIEW kept AS SELECT v.node, v.profile, v.v, p.grp "
                 "FROM vals v JOIN prof p USING (profile) WHERE p.live AND v.v IS NOT NULL"
@@ -376,10 +456,8 @@ class DatasetEnsemble(BaseEnsemble):
                 argmax=_per_node(per, "argmax", n, -1).astype(np.int64),
             )
             count = self._counted(metric, missing, sums.m)
-            return summary_table(sums, count, squares=self._squares, ranked=self._ranked)
-        finally:
-            con.execute("DROP VIEW IF EXISTS kept")
-            con.execute("DROP TABLE IF EXISTS vals")
+            ranked = lambda node, rank: self._ranked(node, rank, sums.m)  # noqa: E731
+            return summary_table(sums, count, squares=self._squares, ranked=ranked)
 
     def _counted(self, metric: str, missing: str, m: np.ndarray) -> np.ndarray:
         """Per node, how many profiles the statistics are over (the absence rule of
@@ -414,19 +492,23 @@ class DatasetEnsemble(BaseEnsemble):
         ).df()
         return _per_node(got, "ss", mean.size, 0.0)
 
-    def _ranked(self, node: np.ndarray, rank: np.ndarray) -> np.ndarray:
-        """The ``rank``-th smallest counted value of each ``node`` (ties by profile)."""
+    def _ranked(self, node: np.ndarray, rank: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """The ``rank``-th smallest counted value of each ``node``; ``m``: how many
+        values each node counts. The counted values are sorted once by (node, value)
+        into a table (a sort spills to disk past the memory limit; a window
+        partitioned by node was 2.4x slower), whose ``rowid`` is then the position:
+        node ``k``'s values start at the sum of ``m`` before it."""
         con = self._connection()
-        want = pd.DataFrame(
-            {"node": node.astype(np.int64), "rk": rank.astype(np.int64), "i": np.arange(node.size)}
-        )
+        start = np.cumsum(m) - m
+        want = pd.DataFrame({"pos": start[node] + rank, "i": np.arange(node.size)})
         con.register("want", want)
-        got = con.execute(
-            "WITH ranked AS (SELECT node, v, row_number() OVER "
-            "(PARTITION BY node ORDER BY v, profile) - 1 AS rk "
-            "FROM kept WHERE node IN (SELECT DISTINCT node FROM want)) "
-            "SELECT w.i, r.v FROM want w JOIN ranked r USING (node, rk)"
-        ).df()
+        try:
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE by_value AS SELECT node, v FROM kept ORDER BY node, v"
+            )
+            got = con.execute("SELECT w.i, b.v FROM by_value b JOIN want w ON b.rowid = w.pos").df()
+        finally:
+            con.execute("DROP TABLE IF EXISTS by_value")
         out = np.full(node.size, np.nan)
         out[got["i"].to_numpy(dtype=np.int64)] = got["v"].to_numpy(dtype=np.float64)
         return out
@@ -455,7 +537,8 @@ class DatasetEnsemble(BaseEnsemble):
         """Dense (nodes x profiles) matrix of one metric, as :meth:`Ensemble.values`
         (absent = 0 for a ``"sum"`` metric, NaN otherwise): it is in memory, so for
         small selections."""
-        got = self._sql(self._values_sql(metric)).df()
+        with self._values(metric) as vals:
+            got = self._sql(f"SELECT * FROM {vals}").df()
         fill = 0.0 if self.rule(metric) == "sum" else np.nan
         out = np.full((len(self._structure), self.n_profiles), fill)
         v = got["v"].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -469,7 +552,7 @@ class DatasetEnsemble(BaseEnsemble):
         self._connection().register("roots", pd.DataFrame({"node": roots}))
         got = self._sql(
             "SELECT profile, CASE WHEN count(v) = count(*) THEN sum(v) END AS t "
-            f"FROM ({self._values_sql(metric, at='roots')}) GROUP BY profile"
+            f"FROM ({self._values_at(metric, 'roots')}) GROUP BY profile"
         ).df()
         out = np.zeros(self.n_profiles)
         out[got["profile"].to_numpy(dtype=np.int64)] = got["t"].to_numpy(
@@ -483,7 +566,7 @@ class DatasetEnsemble(BaseEnsemble):
         self._connection().register("grp_of", pd.DataFrame({"node": at, "g": group[at]}))
         got = self._sql(
             "SELECT g.g, v.profile, sum(coalesce(v.v, 0)) AS t "
-            f"FROM ({self._values_sql(metric, at='grp_of')}) v "
+            f"FROM ({self._values_at(metric, 'grp_of')}) v "
             "JOIN grp_of g USING (node) GROUP BY g.g, v.profile"
         ).df()
         out = np.full((n_groups, self.n_profiles), np.nan)
@@ -493,10 +576,11 @@ class DatasetEnsemble(BaseEnsemble):
         return out
 
     def live_mean(self, metric: str) -> np.ndarray:
-        got = self._sql(
-            f"SELECT v.node, sum(coalesce(v.v, 0)) AS t FROM ({self._values_sql(metric)}) v "
-            "JOIN prof p USING (profile) WHERE p.live GROUP BY v.node"
-        ).df()
+        with self._values(metric) as vals:
+            got = self._sql(
+                f"SELECT v.node, sum(coalesce(v.v, 0)) AS t FROM {vals} v "
+                "JOIN prof p USING (profile) WHERE p.live GROUP BY v.node"
+            ).df()
         return _per_node(got, "t", len(self._structure), 0.0) / max(int(self.live.sum()), 1)
 
     # ------------------------------------------------------------- profiles

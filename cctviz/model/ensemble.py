@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..errors import ProfileError
 from . import units as _units
-from ._algo import accumulate_up, combine_rows, level_order, sorted_unique
+from ._algo import accumulate_up, combine_rows, sorted_unique
 from .stats import MISSING, node_stats
 from .text import text_as_object
 from .tree import Tree, base_metric, check_aggregation, inc_name
@@ -534,15 +534,14 @@ class Ensemble(BaseEnsemble):
     # ------------------------------------------------------------- inclusive
     def _inclusive_rows(self) -> np.ndarray:
         r = self._rows
-        n_prof = max(self.n_profiles, 1)
-        node = r["node"].to_numpy()
-        key = node * n_prof + r["profile"].to_numpy()  # sorted by construction
-        par = self._tree.parent[node]
-        pkey = np.where(par >= 0, par * n_prof + r["profile"].to_numpy(), -1)
-        prow = np.where(pkey >= 0, np.searchsorted(key, np.maximum(pkey, 0)), -1)
-        _, levels = level_order(prow)
-        vals = r[self.exc_metrics].to_numpy(dtype=np.float64)
-        return accumulate_up(vals, prow, levels, list(self.aggregation.values()))
+        return inclusive_rows(
+            self._tree.parent,
+            self._tree.depth,
+            r["node"].to_numpy(),
+            r["profile"].to_numpy(),
+            r[self.exc_metrics].to_numpy(dtype=np.float64),
+            list(self.aggregation.values()),
+        )
 
     def values(self, metric: str) -> np.ndarray:
         """Dense (nodes x profiles) matrix of one metric; absent = 0 for a
@@ -854,6 +853,42 @@ def _reconcile_rules(trees: Sequence[Tree], metrics: list[str]) -> dict[str, str
             )
         rules[m] = seen.pop() if seen else "sum"
     return rules
+
+
+def inclusive_rows(
+    parent: np.ndarray,
+    depth: np.ndarray,
+    node: np.ndarray,
+    profile: np.ndarray,
+    values: np.ndarray,
+    rules: str | Sequence[str] = "sum",
+) -> np.ndarray:
+    """The inclusive values of (node, profile) rows: each row combined, by each
+    metric's rule (:func:`~cctviz.model._algo.accumulate_up`), with the rows of the
+    same profile below it in the tree (``parent``, ``depth`` of each node). The rows are sorted by
+    (node, profile), one per pair, and closed under ancestors, as an
+    :class:`Ensemble` holds them; ``values`` is rows x metrics.
+
+    Example:
+        >>> inclusive_rows(np.array([-1, 0]), np.array([0, 1]), np.array([0, 0, 1]), np.array([0, 1, 1]),
+        ...                np.array([[1.0], [2.0], [3.0]])).ravel().tolist()
+        [1.0, 5.0, 3.0]
+    """
+    node = np.asarray(node, dtype=np.int64)
+    profile = np.asarray(profile, dtype=np.int64)
+    span = int(profile.max(initial=0)) + 1
+    key = node * span + profile
+    par = parent[node]
+    pkey = np.where(par >= 0, par * span + profile, -1)
+    prow = np.where(pkey >= 0, np.searchsorted(key, np.maximum(pkey, 0)), -1)
+    # a row's level is its node's depth (its parent row is its parent node's)
+    row_depth = depth[node]
+    if row_depth.size and row_depth.max() < 2**15:
+        row_depth = row_depth.astype(np.int16)  # sorted by radix
+    order = np.argsort(row_depth, kind="stable")
+    bounds = np.cumsum(np.bincount(row_depth))
+    levels = np.split(order, bounds[:-1]) if node.size else []
+    return accumulate_up(values, prow, levels, rules)
 
 
 def _node_means(

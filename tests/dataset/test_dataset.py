@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cctviz
-from cctviz.dataset import layout
+from cctviz.dataset import engine, layout
 from tests.conftest import LULESH_SCALING
 from tests.hypothesis_profiles import examples
 from tests.strategies import trees
@@ -161,9 +162,13 @@ def ensembles(draw):
 
 
 @settings(max_examples=examples(30), deadline=None)
-@given(ensembles(), st.integers(1, 12))
-def test_random_ensembles_equal_on_disk(ens, per_part):
-    with tempfile.TemporaryDirectory() as d:
+@given(ensembles(), st.integers(1, 12), st.integers(1, 20))
+def test_random_ensembles_equal_on_disk(ens, per_part, batch_rows):
+    # batch_rows: inclusive values made a few rows at a time, a part in several batches
+    with (
+        tempfile.TemporaryDirectory() as d,
+        mock.patch.object(engine, "INCLUSIVE_BATCH_ROWS", batch_rows),
+    ):
         ds = _write_open(ens, Path(d) / "e", per_part)
         assert_same_ensemble(ds.to_ensemble(), ens)
         for metric in ("time", "time (inc)", "peak", "peak (inc)", "size"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cctviz
+from cctviz.dataset import engine
 from tests.dataset.test_dataset import (
     _write_open,
     assert_same_ensemble,
@@ -65,10 +67,14 @@ def ensembles_and_choices(draw):
 
 
 @settings(max_examples=examples(10), deadline=None)
-@given(ensembles_and_choices(), st.integers(1, 9))
-def test_structural_operations_equal_on_disk(case, per_part):
+@given(ensembles_and_choices(), st.integers(1, 9), st.integers(1, 20))
+def test_structural_operations_equal_on_disk(case, per_part, batch_rows):
     ens, keep, node, top_k, fraction, pick = case
-    with tempfile.TemporaryDirectory() as d:
+    # batch_rows: inclusive values made a few rows at a time, a part in several batches
+    with (
+        tempfile.TemporaryDirectory() as d,
+        mock.patch.object(engine, "INCLUSIVE_BATCH_ROWS", batch_rows),
+    ):
         ds = _write_open(ens, Path(d) / "e", per_part)
         for label, op in [
             ("filter", lambda e: e.filter(keep)),
