@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..errors import ProfileError
 from . import units as _units
-from ._algo import accumulate_up, combine_rows, sorted_unique
+from ._algo import _expand, accumulate_up, combine_rows, sorted_unique
 from .stats import MISSING, node_stats
 from .text import text_as_object
 from .tree import Tree, base_metric, check_aggregation, inc_name
@@ -605,15 +605,24 @@ class Ensemble(BaseEnsemble):
     def select(self, which: Any) -> Ensemble:
         """A new ensemble of some profiles (ids, a boolean mask, or a callable on :attr:`profiles`).
 
-        The unified tree is kept whole, so node ids stay comparable.
+        The unified tree is kept whole, so node ids stay comparable. A profile
+        chosen twice is two profiles of the new ensemble, each with its rows.
+
+        Example:
+            >>> import cctviz
+            >>> a = cctviz.Tree.from_parents([-1], ["main"], {"time": [1.0]})
+            >>> b = cctviz.Tree.from_parents([-1], ["main"], {"time": [2.0]})
+            >>> cctviz.Ensemble.concat([a, b]).select([1, 0, 1]).values("time").tolist()
+            [[2.0, 1.0, 2.0]]
         """
         ids = profile_ids(which, self._profiles)
-        newid = np.full(self.n_profiles, -1, dtype=np.int64)
-        newid[ids] = np.arange(ids.size)
+        order = np.argsort(ids, kind="stable")
+        chosen = ids[order]
         r = self._rows
-        keep = newid[r["profile"].to_numpy()] >= 0
-        rows = r[keep].copy()
-        rows["profile"] = newid[rows["profile"].to_numpy()]
+        old = r["profile"].to_numpy()
+        lo, hi = np.searchsorted(chosen, old, "left"), np.searchsorted(chosen, old, "right")
+        rows = r.iloc[np.repeat(np.arange(old.size), hi - lo)].reset_index(drop=True)
+        rows["profile"] = order[_expand(lo, hi - lo)]  # one copy per time chosen
         prof = self._profiles.iloc[ids].reset_index(drop=True)
         structure = Tree(self._tree.nodes.copy(), None, self._tree.meta, _trusted=True)
         return Ensemble(structure, rows, prof, self._meta)

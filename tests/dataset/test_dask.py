@@ -109,15 +109,15 @@ def test_groupby_and_structural_operations_on_the_cluster(rajaperf, tmp_path, cl
 
 
 def test_a_profile_chosen_twice_counts_twice_as_on_duckdb(rajaperf, tmp_path, client):
-    """``select([3, 1, 3, 0])``: four profiles, the first and third the same one. The
-    in-memory Ensemble gives its rows to one of them only (see NOTES.md), so the
-    peer here is the DuckDB engine over the same folder."""
+    """``select([3, 1, 3, 0])``: four profiles, the first and third the same one,
+    each counted, on the cluster, on DuckDB and in memory."""
     ds = _open(rajaperf, tmp_path / "r", 5, client)
     duck = cctviz.open_dataset(tmp_path / "r")
     pick = [3, 1, 3, 0]
     for metric, missing in [("Total time (inc)", "auto"), ("Total time", "zero")]:
         got = ds.select(pick).stats(metric, missing=missing)
         assert_same_stats(got, duck.select(pick).stats(metric, missing=missing), metric)
+        assert_same_stats(got, rajaperf.select(pick).stats(metric, missing=missing), metric)
         assert (got["count"] == 4).any()
     duck.close()
 

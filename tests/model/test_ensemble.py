@@ -112,3 +112,20 @@ def test_recursion_is_not_merged_into_cycles():
     ens = Ensemble.from_trees([t, t])
     assert len(ens.tree) == 3
     assert ens.tree.depth.tolist() == [0, 1, 2]
+
+
+def test_a_profile_chosen_twice_is_two_profiles_each_with_its_rows():
+    """``select([3, 1, 3, 0])`` on the real RAJAPerf runs (kernels missing from some
+    runs): the new ensemble's profiles are the chosen ones in order, their values
+    the chosen columns, and a profile chosen twice counts twice in the statistics."""
+    import cctviz
+    from tests.conftest import DATA
+
+    ens = cctviz.read_ensemble(DATA / "thicket" / "rajaperf")
+    pick = [3, 1, 3, 0]
+    sel = ens.select(pick)
+    assert sel.profiles.equals(ens.profiles.iloc[pick].reset_index(drop=True))
+    for metric in ("Total time", "Total time (inc)"):
+        assert np.array_equal(sel.values(metric), ens.values(metric)[:, pick], equal_nan=True)
+    count = sel.stats("Total time", missing="zero")["count"]
+    assert count.max() == 4
