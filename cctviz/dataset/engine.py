@@ -47,6 +47,7 @@ from ..model.ensemble import (
 from ..model.stats import NodeSums, summary_table
 from ..model.text import text_as_object
 from ..model.tree import Tree, base_metric
+from ..readers import progress_bar
 from .layout import NODES, PROFILES, Part, parts_of, read_manifest, read_table
 
 #: rows read into memory at a time to make a metric's inclusive values
@@ -392,7 +393,9 @@ class DatasetEnsemble(BaseEnsemble):
     def _fill_inclusive(self, con: Any, base: str, rule: str) -> None:
         """Insert the inclusive values of metric ``base`` into ``vals`` (:meth:`_values`)."""
         s = self._structure
-        for query in self._batches(con, INCLUSIVE_BATCH_ROWS):
+        batches = list(self._batches(con, INCLUSIVE_BATCH_ROWS))
+        # a bar where it takes a while (readers.progress_bar: after a few seconds)
+        for query in progress_bar(batches, None, desc=f"{base} (inc)", unit="batch"):
             got = con.execute(
                 f"SELECT node, profile, coalesce({_q(base)}, 'nan'::DOUBLE) AS v FROM ({query})"
             ).fetchnumpy()
