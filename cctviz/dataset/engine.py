@@ -275,6 +275,7 @@ class DatasetEnsemble(BaseEnsemble):
             spill = tempfile.mkdtemp(prefix="cctviz-duckdb-")
             con.execute(f"SET temp_directory = {_literal(spill)}")
             con.execute("SET enable_progress_bar = false")  # it prints to stdout
+            con.execute("SET preserve_insertion_order = true")  # _ranked's sorted table
             self._spill = weakref.finalize(self, shutil.rmtree, spill, True)
             self._register(con)
             self._con = con
@@ -382,7 +383,10 @@ class DatasetEnsemble(BaseEnsemble):
                 f"CREATE OR REPLACE TEMP VIEW vals AS SELECT node, profile, {_q(base)} AS v FROM exc"
             )
         else:
-            con.execute("CREATE OR REPLACE TEMP TABLE vals (node BIGINT, profile BIGINT, v DOUBLE)")
+            # 4-byte ids: 16 bytes a row where it spills (1e9 values: ~15 GB, not ~23 GB)
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE vals (node INTEGER, profile INTEGER, v DOUBLE)"
+            )
         try:
             if inclusive:
                 self._fill_inclusive(con, base, rule)
@@ -507,7 +511,7 @@ class DatasetEnsemble(BaseEnsemble):
         con.register("want", want)
         try:
             con.execute(
-                "CREATE OR REPLACE TEMP TABLE by_value AS SELECT node, v FROM kept ORDER BY node, v"
+                "CREATE OR REPLACE TEMP TABLE by_value AS SELECT v FROM kept ORDER BY node, v"
             )
             got = con.execute("SELECT w.i, b.v FROM by_value b JOIN want w ON b.rowid = w.pos").df()
         finally:
