@@ -71,8 +71,10 @@ def open_dataset(
 
     The values stay on disk; statistics are computed by DuckDB (``memory_limit``
     such as ``"2GB"`` and ``threads`` are DuckDB's settings; beyond the limit it
-    spills to disk). A folder that is not a dataset, or a partial one (a write
-    that did not finish), is a :class:`~cctviz.ProfileError`.
+    spills into a temporary folder of its own, removed on :meth:`close`: give the
+    disk room for several times the dataset, about 4x the Parquet for the
+    statistics of an inclusive metric). A folder that is not a dataset, or a
+    partial one (a write that did not finish), is a :class:`~cctviz.ProfileError`.
 
     With ``client`` (a ``dask.distributed.Client``) the statistics (:meth:`stats`,
     every metric and ``missing`` mode), the mean :attr:`tree` and so those of
