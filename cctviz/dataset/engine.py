@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
-from ..model._algo import combine_rows
+from ..model._algo import accumulate_up, combine_rows
 from ..model.ensemble import (
     BaseEnsemble,
     Ensemble,
@@ -585,12 +585,29 @@ class DatasetEnsemble(BaseEnsemble):
         return out
 
     def live_mean(self, metric: str) -> np.ndarray:
+        base, inclusive = base_metric(metric)
+        if inclusive and self.rule(metric) == "sum" and not self._has_nan(base):
+            # a sum of sums: the exclusive means accumulated up the tree (no NaN
+            # below a node to make its inclusive value unknown), without the table
+            s = self._structure
+            return accumulate_up(self.live_mean(base), s.parent, s.levels)
         with self._values(metric) as vals:
             got = self._sql(
                 f"SELECT v.node, sum(coalesce(v.v, 0)) AS t FROM {vals} v "
                 "JOIN prof p USING (profile) WHERE p.live GROUP BY v.node"
             ).df()
         return _per_node(got, "t", len(self._structure), 0.0) / max(int(self.live.sum()), 1)
+
+    def _has_nan(self, metric: str) -> bool:
+        """Whether a live profile has an unknown (NaN) value of exclusive ``metric``."""
+        key = f"has_nan {metric}"
+        if key not in self._cache:
+            got = self._sql(
+                f"SELECT count(*) FROM (SELECT 1 FROM exc r JOIN prof p USING (profile) "
+                f"WHERE p.live AND r.{_q(metric)} IS NULL LIMIT 1)"
+            ).fetchone()
+            self._cache[key] = bool(got[0])
+        return self._cache[key]
 
     # ------------------------------------------------------------- profiles
     def select(self, which: Any) -> DatasetEnsemble:

@@ -177,6 +177,8 @@ def test_random_ensembles_equal_on_disk(ens, per_part, batch_rows):
                 assert_same_stats(got, ens.stats(metric, missing=missing), f"{metric} {missing}")
         a, b = ds.tree.metrics, ens.tree.metrics
         assert np.allclose(a.to_numpy(float), b.to_numpy(float), equal_nan=True)
+        for metric in ("time", "time (inc)", "peak (inc)"):  # with and without NaN
+            assert np.allclose(ds.live_mean(metric), ens.live_mean(metric)), metric
         ds.close()
 
 
