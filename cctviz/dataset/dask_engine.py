@@ -257,13 +257,11 @@ def _values_part(
     df: pd.DataFrame, small: dict[str, Any], keep: dict[str, Any], base: str, inclusive: bool
 ) -> pd.DataFrame:
     """One metric's (node, profile, v, grp) values of a partition's live profiles;
-    inclusive: every row combined into each of its ancestors by the metric's rule."""
+    inclusive: every row combined with the rows below it by the metric's rule."""
     node, prof, vals = _here(df, small, [base])
     if inclusive:  # by the model's own inclusive_rows, as in memory and on DuckDB
-        order = np.argsort(node * small["n_prof"] + prof)  # distinct (node, profile)
-        node, prof = node[order], prof[order]
         vals = inclusive_rows(
-            small["parent"], small["depth"], node, prof, vals[order], [small["rules"][base]]
+            small["parent"], small["depth"], node, prof, vals, [small["rules"][base]]
         )
     ok = keep["live"][prof]
     prof = prof[ok]

@@ -408,11 +408,7 @@ class DatasetEnsemble(BaseEnsemble):
             node = np.asarray(got["node"], dtype=np.int64)
             prof = np.asarray(got["profile"], dtype=np.int64)
             v = np.asarray(got["v"], dtype=np.float64)
-            key = node * (int(prof.max(initial=0)) + 1) + prof
-            if (key[1:] < key[:-1]).any():  # the scan need not keep the file's order
-                order = np.argsort(key)  # distinct keys
-                node, prof, v = node[order], prof[order], v[order]
-            part = {"node": node, "profile": prof}
+            part = {"node": node, "profile": prof}  # in the scan's order
             part["v"] = inclusive_rows(s.parent, s.depth, node, prof, v, rule)
             con.register("inc_part", pd.DataFrame(part, copy=False))
             con.execute(

@@ -874,9 +874,10 @@ def inclusive_rows(
 ) -> np.ndarray:
     """The inclusive values of (node, profile) rows: each row combined, by each
     metric's rule (:func:`~cctviz.model._algo.accumulate_up`), with the rows of the
-    same profile below it in the tree (``parent``, ``depth`` of each node). The rows are sorted by
-    (node, profile), one per pair, and closed under ancestors, as an
-    :class:`Ensemble` holds them; ``values`` is rows x metrics.
+    same profile below it in the tree (``parent``, ``depth`` of each node). The rows
+    are one per (node, profile) and closed under ancestors, as an :class:`Ensemble`
+    holds them, in any order (the result is in theirs); ``values`` is rows x
+    metrics.
 
     Example:
         >>> inclusive_rows(np.array([-1, 0]), np.array([0, 1]), np.array([0, 0, 1]), np.array([0, 1, 1]),
@@ -887,6 +888,13 @@ def inclusive_rows(
     profile = np.asarray(profile, dtype=np.int64)
     span = int(profile.max(initial=0)) + 1
     key = node * span + profile
+    if (key[1:] < key[:-1]).any():  # sorted first: the searches and sums run in order
+        order = np.argsort(key)
+        out = np.empty_like(np.asarray(values, dtype=np.float64))
+        out[order] = inclusive_rows(
+            parent, depth, node[order], profile[order], values[order], rules
+        )
+        return out
     par = parent[node]
     pkey = np.where(par >= 0, par * span + profile, -1)
     prow = np.where(pkey >= 0, np.searchsorted(key, np.maximum(pkey, 0)), -1)

@@ -129,3 +129,26 @@ def test_a_profile_chosen_twice_is_two_profiles_each_with_its_rows():
         assert np.array_equal(sel.values(metric), ens.values(metric)[:, pick], equal_nan=True)
     count = sel.stats("Total time", missing="zero")["count"]
     assert count.max() == 4
+
+
+def test_inclusive_rows_take_the_rows_in_any_order():
+    """The dataset engines hand ``inclusive_rows`` rows in a scan's order: shuffled
+    rows of the real RAJAPerf runs give each row the value it has sorted."""
+    import cctviz
+    from cctviz.model.ensemble import inclusive_rows
+    from tests.conftest import DATA
+
+    ens = cctviz.read_ensemble(DATA / "thicket" / "rajaperf")
+    r = ens.exclusive_rows
+    node, prof = r["node"].to_numpy(), r["profile"].to_numpy()
+    vals = r[ens.exc_metrics].to_numpy(dtype=np.float64)
+    rules = list(ens.aggregation.values())
+    t = ens.tree
+    want = inclusive_rows(t.parent, t.depth, node, prof, vals, rules)
+    shuffle = np.random.default_rng(3).permutation(node.size)
+    got = inclusive_rows(t.parent, t.depth, node[shuffle], prof[shuffle], vals[shuffle], rules)
+    # the same sums (children added in another order: the last bits may differ)
+    assert np.allclose(got, want[shuffle], rtol=1e-12, atol=0, equal_nan=True)
+    inc = ens.long_table[[f"{m} (inc)" for m, rule in ens.aggregation.items() if rule != "none"]]
+    kept = [j for j, rule in enumerate(rules) if rule != "none"]
+    assert np.allclose(want[:, kept], inc.to_numpy(dtype=np.float64), equal_nan=True)
