@@ -9,8 +9,9 @@ rule matched each call):
   ``record_param_comms`` of NCCL in PyTorch >= 2.4), calls with the same
   (group, point-to-point or not, seq) are one instance, whatever their context.
 - ``"order"``: otherwise the k-th call of a calling context (a ``comm`` node of
-  the unified tree) on one rank meets the k-th call of the same context on the
-  others (SPMD programs call their collectives in the same order on every rank),
+  the unified tree; the same call path on another thread of the process is the
+  same context, as a worker pool runs each call on any of its threads) on one
+  rank meets the k-th call of the same context on the others (SPMD programs call their collectives in the same order on every rank),
   where that is consistent: every rank that calls the context calls it as often,
   and the k-th calls move the same bytes on every rank (for the collectives whose
   size is the same on every rank, :data:`SAME_SIZE`: not all_to_all, gather,
@@ -54,6 +55,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..model._algo import merge_by_path
 from ..model.collectives import POINT_TO_POINT, collective_kind
 from ..model.timeline import Timeline, profile_ranks
 
@@ -121,7 +123,10 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
     kind = np.full(len(names), None, dtype=object)  # the collective kind, per called node
     called = np.unique(node)
     kind[called] = [collective_kind(str(k)) or str(k) for k in kinds[called]]
-    matched, seq, key = _match(e, node, prof, start, end, nbytes, kind)
+    ctx = _contexts(tree)[node]  # the calling context of each call, threads as one
+    ctx_kind = np.empty(int(ctx.max()) + 1, dtype=object)
+    ctx_kind[ctx] = kind[node]
+    matched, seq, key = _match(e, ctx, prof, start, end, nbytes, ctx_kind)
     inst_id, _ = pd.factorize(key)
     n_inst = int(inst_id.max()) + 1
     last = np.full(n_inst, np.iinfo(np.int64).min)
@@ -167,6 +172,19 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
     out = out.sort_values(["instance", "profile"], kind="stable").reset_index(drop=True)
     out.attrs["unit"] = "ns"
     return out
+
+
+def _contexts(tree) -> np.ndarray:
+    """Per node, its calling context for matching: nodes whose call paths are
+    equal once every thread is the same thread share one. Which of a process's
+    threads runs a call is no part of it: gloo runs each collective on whichever
+    of its worker threads is free, so the k-th call may be on ``thread 1`` on one
+    rank and on ``thread 2`` on another."""
+    names = tree.nodes["name"].to_numpy()
+    code = pd.factorize(names)[0].astype(np.int64)
+    code[tree.nodes["kind"].to_numpy() == "thread"] = -1
+    parent = np.asarray(tree.parent, dtype=np.int64)
+    return merge_by_path(parent, code, np.arange(parent.size))[0]
 
 
 def _match(

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from filelock import FileLock
 
@@ -265,6 +266,35 @@ def test_a_folder_of_rank_traces_is_one_timeline(traces):
     # a blocking all-reduce: the two ranks' calls overlap in time (one clock)
     span = gloo.groupby("instance").agg(a=("arrival", "max"), e=("end", "min"))
     assert (span["a"] < span["e"]).all()
+
+
+def test_a_call_on_another_gloo_thread_still_meets_its_peer(traces):
+    """gloo runs each all-reduce on whichever of its worker threads is free, so
+    the k-th call of one rank may sit under ``thread 1`` and the other's under
+    ``thread 2`` (a CI run of the DDP job did that). The real trace's calls are
+    moved to the other thread on rank 1 only: every call still meets its peer
+    by order, as in the trace as recorded."""
+    from cctviz.model.timeline import Timeline
+    from cctviz.ops.collectives import instances
+
+    tl = cctviz.read_timeline(traces["ddp rank 0"].parent)
+    names = tl.tree.names
+    gloo = np.flatnonzero(names == "gloo:all_reduce")
+    kind = tl.tree.nodes["kind"].to_numpy()
+    assert len(gloo) == 2 and (kind[tl.tree.parent[gloo]] == "thread").all()
+    ev = tl.events.copy()
+    node = ev["node"].to_numpy().copy()
+    on_rank1 = ev["profile"].to_numpy() == 1
+    a, b = on_rank1 & (node == gloo[0]), on_rank1 & (node == gloo[1])
+    assert a.any() or b.any()
+    node[a], node[b] = gloo[1], gloo[0]
+    ev["node"] = node
+    moved = Timeline(tl.tree, ev, tl.profiles, units=tl.units, meta=tl.meta)
+    cols = ["instance", "profile", "arrival", "end", "bytes", "ranks", "matched"]
+    got, want = (instances(t) for t in (moved, tl))
+    got, want = (x[x["collective"] == "gloo:all_reduce"][cols] for x in (got, want))
+    assert (got["ranks"] == 2).all() and set(got["matched"]) == {"order"}
+    pd.testing.assert_frame_equal(got, want)
 
 
 @pytest.fixture(scope="module")
