@@ -911,22 +911,36 @@ def inclusive_rows(
 def _node_means(
     rows: pd.DataFrame, metrics: list[str], n_nodes: int, live: np.ndarray, rules: dict[str, str]
 ) -> np.ndarray:
-    """Per node: the mean of the live profiles' own values (absent = 0 for sums)."""
-    out = np.zeros((n_nodes, len(metrics)))
+    """Per node: the mean of the live profiles' own values (absent = 0 for sums).
+    ``rows``: normalised (sorted by node), so each node's rows are one segment."""
+    sums = _sums(metrics, rules)
+    # a node without rows: 0 for sums (every live profile absent), else NaN
+    out = np.where(sums, 0.0, np.nan) * np.ones((n_nodes, 1))
     node = rows["node"].to_numpy()
-    ok = live[rows["profile"].to_numpy()] if live.size else np.ones(node.size, dtype=bool)
-    n_live = max(int(live.sum()), 1)
-    for j, m in enumerate(metrics):
+    if not node.size or not metrics:
+        return out
+    n_live = max(int(live.sum()), 1)  # a profile with rows is live (``live``)
+    starts = np.flatnonzero(np.r_[True, node[1:] != node[:-1]])
+    at = node[starts]
+    n_rows = np.diff(np.r_[starts, node.size])
+    for j, m in enumerate(metrics):  # a column at a time: each is contiguous
         v = rows[m].to_numpy(dtype=np.float64)
-        has = ok & ~np.isnan(v)  # a NaN was not measured: left out
-        total = np.bincount(node[has], weights=v[has], minlength=n_nodes)
-        if rules[m] == "sum":  # over the live profiles, absent = 0
-            count = n_live - np.bincount(node[ok & ~has], minlength=n_nodes)
-        else:  # over the profiles with a value
-            count = np.bincount(node[has], minlength=n_nodes)
+        has = ~np.isnan(v)  # a NaN was not measured: left out
+        if has.all():
+            total, n_has = np.add.reduceat(v, starts), n_rows
+        else:
+            total = np.add.reduceat(np.where(has, v, 0.0), starts)
+            n_has = np.add.reduceat(has, starts, dtype=np.int64)
+        # sums: over the live profiles, absent = 0; the others: the profiles with a value
+        count = n_live - (n_rows - n_has) if sums[j] else n_has
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[:, j] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+            out[at, j] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return out
+
+
+def _sums(metrics: list[str], rules: dict[str, str]) -> np.ndarray:
+    """Per metric: whether its rule is a sum."""
+    return np.array([rules[m] == "sum" for m in metrics], dtype=bool)
 
 
 def _absent(have: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -936,6 +950,23 @@ def _absent(have: np.ndarray, keys: np.ndarray) -> np.ndarray:
     at = np.minimum(np.searchsorted(have, keys), max(have.size - 1, 0))
     lacking = keys if not have.size else keys[have[at] != keys]
     return sorted_unique(lacking)
+
+
+def _sorted_columns(rows: pd.DataFrame, metrics: list[str], at: np.ndarray) -> np.ndarray:
+    """The metric columns of ``rows`` as one matrix (column-major, as pandas keeps
+    a frame's floats), row ``i`` moved to ``at[i]`` (a permutation)."""
+    n = at.size
+    order = np.empty(n, dtype=np.int64)
+    order[at] = np.arange(n)
+    moved = not (n < 2 or bool((np.diff(order) == 1).all()))
+    out = np.empty((n, len(metrics)), order="F")
+    for j, m in enumerate(metrics):
+        col = rows[m].to_numpy(dtype=np.float64)
+        if moved:
+            np.take(col, order, out=out[:, j])
+        else:
+            out[:, j] = col
+    return out
 
 
 def _normalise_rows(
@@ -965,12 +996,15 @@ def _normalise_rows(
     if len(keys) > 1:  # ancestors' rows added
         uniq, inv = sorted_unique(np.concatenate(keys), return_inverse=True)
     inv = inv.reshape(-1)
-    vals = np.empty((key.size, len(metrics)), order="F")  # column by column, as pandas keeps them
-    for j, m in enumerate(metrics):
-        vals[:, j] = rows[m].to_numpy(dtype=np.float64)
-    combined, conflicts = combine_rows(
-        vals, inv[: key.size], uniq.size, [rules.get(m, "sum") for m in metrics]
-    )
+    if uniq.size == key.size:  # a row per (node, profile): the rows sorted, nothing combined
+        combined, conflicts = _sorted_columns(rows, metrics, inv), [0] * len(metrics)
+    else:
+        vals = np.empty((key.size, len(metrics)), order="F")  # a column at a time, as pandas
+        for j, m in enumerate(metrics):
+            vals[:, j] = rows[m].to_numpy(dtype=np.float64)
+        combined, conflicts = combine_rows(
+            vals, inv[: key.size], uniq.size, [rules.get(m, "sum") for m in metrics]
+        )
     out = pd.DataFrame(combined, columns=metrics, copy=False)
     out.insert(0, "profile", uniq % P)
     out.insert(0, "node", uniq // P)
