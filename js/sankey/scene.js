@@ -338,6 +338,22 @@ function distPrims(d, k, box, m, measure, paint, st, selProfiles) {
   return [g, { x0, x1, lo, hi, y0: box.y0, y1: box.y1 }];
 }
 
+/** Room right of the last column for its nodes' outside labels: the widest of
+ *  name and cue, at least 96 and at most a quarter of the figure's width
+ *  (``limit``), so that long names (RAJAPerf's "Polybench_FLOYD_WARSHALL") stay
+ *  readable at the natural width and narrow figures keep their columns. */
+export function lastColumnRoom(d, last, measure, m, limit) {
+  const u = m.u;
+  let need = 0;
+  for (let k = 0; k < d.n; k++) {
+    if (d.column[k] !== last) continue;
+    const cue = nodeCue(d, k);
+    const w = measure.text(String(d.label[k]), m.font) + (cue ? measure.text(cue, m.small, 700) + 8 * u : 0);
+    need = Math.max(need, w + 14 * u);
+  }
+  return Math.max(96 * u, Math.min(need, limit / 4));
+}
+
 /** Legend items [prim, width, height]. */
 function legendItems(d, colors, m, measure, st, maxW) {
   const items = [];
@@ -465,7 +481,7 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
   let columns = Math.max(1, d.columns);
   for (let k = 0; k < d.n; k++) columns = Math.max(columns, d.column[k] + 1);
   for (let j = 0; j < d.nDummy; j++) columns = Math.max(columns, d.dummyColumn[j] + 1);
-  const rightPad = 96 * u; // outside labels of the last column
+  const rightPad = lastColumnRoom(d, columns - 1, measure, m, st.width || 1500 * u);
   let nodeW = m.nodeW;
   let gapX = m.gapX;
   // without an asked width: the natural one, but no wider than 1500 (a figure, not a mural)

@@ -96,3 +96,25 @@ def test_no_two_names_share_a_label(views, width, tmp_path):
             width,
             _clashes(shown),
         )
+
+
+def test_the_last_column_names_fit_at_the_natural_width(tmp_path):
+    """The Sankey's last column gets the room its names need: RAJAPerf's 18 runs
+    (names up to "Apps_NODAL_ACCUMULATION_3D" beside an imbalance cue) exported at
+    the natural width show every labelled kernel whole. (A fixed 96 pt room cut
+    them to "…3…".)"""
+    ens = cctviz.read_ensemble(DATA / "thicket" / "rajaperf")
+    view = cctviz.SankeyView(ens)
+    root = ET.fromstring(view.save(tmp_path / "fig.svg").read_text(encoding="utf-8"))
+    name_of = {
+        el.get("data-node"): el.get("aria-label").rsplit(", mean ", 1)[0]
+        for el in root.iter()
+        if el.get("data-node") is not None and ", mean " in (el.get("aria-label") or "")
+    }
+    outside = [el for el in root.iter() if "cctviz-outside" in (el.get("class") or "")]
+    last_x = max(float(el.get("x")) for el in outside)
+    last = [el for el in outside if float(el.get("x")) == last_x]
+    assert len(last) >= 20
+    for el in last:
+        shown = "".join(t.text or "" for t in el.iter() if "cctviz-label" in (t.get("class") or ""))
+        assert shown == name_of[el.get("data-node")], (shown, name_of[el.get("data-node")])
