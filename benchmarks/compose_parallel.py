@@ -4,6 +4,7 @@ and a Dask cluster, against the ``json.load`` floor, the one-by-one read and Thi
     python benchmarks/compose_parallel.py [--files 20000] [--workers 1 2] [--dask 2]
                                           [--thicket 200] [--old 200] [--out]
                                           [--profile 2000] [--seed 12345] [--reps 3]
+                                          [--stages]
 
 Writes ``--files`` Caliper json-split files into a temporary folder with
 ``benchmarks/caliper_study.py``: copies of the real LULESH runs (1 and 8 ranks;
@@ -26,6 +27,8 @@ process, one after the other:
   and Thicket (``Thicket.from_caliper``'s reader on ``node_ordering=False``: see
   ``benchmarks/compose.py``) on the first ``--old``/``--thicket`` files, their time
   scaled to all the files (per file);
+- with ``--stages``: the serial read's three stages timed one by one (parse to
+  arrays, ``chunk_of``, ``compose_chunks``), each against the floor;
 - with ``--profile N``: cProfile of the batch read of N files, the top functions.
 
 Prints each time, per file, and the ratios: against the floor per core (the
@@ -49,6 +52,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from caliper_study import write_study  # noqa: E402
@@ -71,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--old", type=int, default=200, help="files read one by one (0: none)")
     ap.add_argument("--out", action="store_true", help="also compose into a dataset folder")
     ap.add_argument("--profile", type=int, default=0, help="cProfile the batch read of N files")
+    ap.add_argument("--stages", action="store_true", help="time the serial read's stages")
     ap.add_argument("--seed", type=int, default=12345)
     ap.add_argument("--reps", type=int, default=3, help="floor/serial alternations (median)")
     a = ap.parse_args(argv)
@@ -116,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Thicket / cctviz serial: {per_file_thicket * len(files) / t_serial:.1f}x")
             best = min(t for name, t, _ in rows if name.startswith("cctviz"))
             print(f"Thicket / cctviz fastest: {per_file_thicket * len(files) / best:.1f}x")
+        if a.stages:
+            _stages(files, t_floor, serial)
         if a.profile:
             _profile(files[: a.profile])
     return 0
@@ -203,6 +211,33 @@ def _table(rows: list[tuple[str, float, int]], n: int, t_floor: float) -> None:
     print(f"{'':44s} {'time':>9s} {'per file':>10s} {'/ floor per core':>17s}")
     for name, t, procs in rows:
         print(f"{name:44s} {t:8.2f}s {1e3 * t / n:8.3f}ms {t / (t_floor / procs):16.2f}x")
+
+
+def _stages(files: list[Path], t_floor: float, serial: cctviz.Ensemble) -> None:
+    """The serial batch read in its three stages, each called as ``read_batch`` calls
+    it: the files parsed to arrays (reading, detection, decoding, the group parse,
+    ``verify``), composed into one chunk (``chunk_of``: unify, rows), and the chunk
+    into the Ensemble (``compose_chunks``: units, the profiles table, the
+    constructor; each profile's extra columns: its file only). The result's tree
+    and values are checked against the serial read."""
+    from cctviz.readers import _batch
+
+    t_arrays, arrays = timed(lambda: _batch.read_chunk_arrays(files, None, {}))
+    t_chunk, chunk = timed(lambda: _batch.chunk_of(arrays))
+    arrays.clear()  # the files' arrays, freed before the composition
+    extras = [{"file": str(f)} for f in files]
+    t_compose, ens = timed(lambda: _batch.compose_chunks([chunk], extras, {}))
+    assert ens.n_profiles == serial.n_profiles and list(ens.tree.names) == list(serial.tree.names)
+    assert ens.exc_metrics == serial.exc_metrics
+    for m in ens.exc_metrics:
+        assert np.array_equal(ens.values(m), serial.values(m), equal_nan=True), m
+    print(f"\nstages of the serial read (json.load floor {t_floor:.2f} s):")
+    for name, t in (
+        ("parse to arrays (read, detect, decode, group parse, verify)", t_arrays),
+        ("chunk_of (unify, rows)", t_chunk),
+        ("compose_chunks (units, profiles, the Ensemble)", t_compose),
+    ):
+        print(f"  {name:62s} {t:6.2f} s {t / t_floor:5.2f}x the floor")
 
 
 def _profile(files: list[Path]) -> None:
