@@ -926,10 +926,12 @@ def _node_means(
     for j, m in enumerate(metrics):  # a column at a time: each is contiguous
         v = rows[m].to_numpy(dtype=np.float64)
         has = ~np.isnan(v)  # a NaN was not measured: left out
+        # bincount sums each node's values in row order, as node_stats does: the
+        # same mean to the last bit (reduceat would sum pairwise)
         if has.all():
-            total, n_has = np.add.reduceat(v, starts), n_rows
+            total, n_has = np.bincount(node, weights=v, minlength=n_nodes)[at], n_rows
         else:
-            total = np.add.reduceat(np.where(has, v, 0.0), starts)
+            total = np.bincount(node, weights=np.where(has, v, 0.0), minlength=n_nodes)[at]
             n_has = np.add.reduceat(has, starts, dtype=np.int64)
         # sums: over the live profiles, absent = 0; the others: the profiles with a value
         count = n_live - (n_rows - n_has) if sums[j] else n_has
@@ -996,7 +998,7 @@ def _normalise_rows(
     if len(keys) > 1:  # ancestors' rows added
         uniq, inv = sorted_unique(np.concatenate(keys), return_inverse=True)
     inv = inv.reshape(-1)
-    if uniq.size == key.size:  # a row per (node, profile): the rows sorted, nothing combined
+    if len(keys) == 1 and uniq.size == key.size:  # a row per (node, profile), all given
         combined, conflicts = _sorted_columns(rows, metrics, inv), [0] * len(metrics)
     else:
         vals = np.empty((key.size, len(metrics)), order="F")  # a column at a time, as pandas

@@ -11,8 +11,9 @@ rule matched each call):
 - ``"order"``: otherwise the k-th call of a calling context (a ``comm`` node of
   the unified tree; the same call path on another thread of the process is the
   same context, as a worker pool runs each call on any of its threads) on one
-  rank meets the k-th call of the same context on the others (SPMD programs call their collectives in the same order on every rank),
-  where that is consistent: every rank that calls the context calls it as often,
+  rank meets the k-th call of the same context on the others (SPMD programs
+  call their collectives in the same order on every rank), where that is
+  consistent: every rank that calls the context calls it as often,
   and the k-th calls move the same bytes on every rank (for the collectives whose
   size is the same on every rank, :data:`SAME_SIZE`: not all_to_all, gather,
   scatter, whose per-rank sizes may differ).
@@ -55,9 +56,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model._algo import merge_by_path
+from ..model._algo import identity_codes, merge_by_path
 from ..model.collectives import POINT_TO_POINT, collective_kind
 from ..model.timeline import Timeline, profile_ranks
+from ..model.tree import Tree
 
 #: columns of :func:`instances`
 COLUMNS = (
@@ -174,16 +176,19 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
     return out
 
 
-def _contexts(tree) -> np.ndarray:
+def _contexts(tree: Tree) -> np.ndarray:
     """Per node, its calling context for matching: nodes whose call paths are
-    equal once every thread is the same thread share one. Which of a process's
-    threads runs a call is no part of it: gloo runs each collective on whichever
-    of its worker threads is free, so the k-th call may be on ``thread 1`` on one
-    rank and on ``thread 2`` on another."""
-    names = tree.nodes["name"].to_numpy()
-    code = pd.factorize(names)[0].astype(np.int64)
-    code[tree.nodes["kind"].to_numpy() == "thread"] = -1
+    equal once every thread is the same thread share one (same-named siblings stay
+    apart, as in the tree: the n-th is the n-th). Which of a process's threads runs
+    a call is no part of it: gloo runs each collective on whichever of its worker
+    threads is free, so the k-th call may be on ``thread 1`` on one rank and on
+    ``thread 2`` on another."""
+    thread = tree.nodes["kind"].to_numpy() == "thread"
     parent = np.asarray(tree.parent, dtype=np.int64)
+    if not thread.any():
+        return np.arange(parent.size)
+    code = identity_codes(tree.nodes["name"].to_numpy(), parent)[0]
+    code[thread] = code.max() + 1  # one code for every thread
     return merge_by_path(parent, code, np.arange(parent.size))[0]
 
 

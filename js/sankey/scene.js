@@ -338,11 +338,19 @@ function distPrims(d, k, box, m, measure, paint, st, selProfiles) {
   return [g, { x0, x1, lo, hi, y0: box.y0, y1: box.y1 }];
 }
 
+/** Whether a cue leaves too little of a name beside it (a cut name of fewer than
+ *  5 characters, its ellipsis counted): then the cue shrinks to its triangle (the
+ *  tooltip keeps the cost). */
+function squeezedBy(cue, label, name) {
+  return Boolean(cue) && label !== name && [...(label || "")].length < Math.min(5, [...String(name)].length);
+}
+
 /** Room right of the last column for its nodes' outside labels: the widest of
- *  name and cue, at least 96 and at most a quarter of the figure's width
- *  (``limit``), so that long names (RAJAPerf's "Polybench_FLOYD_WARSHALL") stay
- *  readable at the natural width and narrow figures keep their columns. */
-export function lastColumnRoom(d, last, measure, m, limit) {
+ *  name and cue, but no more than the ``spare`` width the columns leave at their
+ *  natural pitch, and never under 96 (what every figure had before), so that
+ *  long names (RAJAPerf's "Apps_NODAL_ACCUMULATION_3D") stay readable where there
+ *  is room and a crowded figure keeps its columns' labels. */
+export function lastColumnRoom(d, last, measure, m, spare) {
   const u = m.u;
   let need = 0;
   for (let k = 0; k < d.n; k++) {
@@ -351,7 +359,7 @@ export function lastColumnRoom(d, last, measure, m, limit) {
     const w = measure.text(String(d.label[k]), m.font) + (cue ? measure.text(cue, m.small, 700) + 8 * u : 0);
     need = Math.max(need, w + 14 * u);
   }
-  return Math.max(96 * u, Math.min(need, limit / 4));
+  return Math.max(96 * u, Math.min(need, spare));
 }
 
 /** Legend items [prim, width, height]. */
@@ -481,7 +489,9 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
   let columns = Math.max(1, d.columns);
   for (let k = 0; k < d.n; k++) columns = Math.max(columns, d.column[k] + 1);
   for (let j = 0; j < d.nDummy; j++) columns = Math.max(columns, d.dummyColumn[j] + 1);
-  const rightPad = lastColumnRoom(d, columns - 1, measure, m, st.width || 1500 * u);
+  // the columns at their natural pitch come first; the labels take what they leave
+  const spare = (st.width || 1500 * u) - columns * (m.nodeW + m.gapX) - 2 * m.margin;
+  const rightPad = lastColumnRoom(d, columns - 1, measure, m, spare);
   let nodeW = m.nodeW;
   let gapX = m.gapX;
   // without an asked width: the natural one, but no wider than 1500 (a figure, not a mural)
@@ -549,7 +559,7 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
       // room for it and for the box plot (the histogram may go); else, once the
       // cue would leave less than 4 letters of the name, the cue shrinks to its
       // triangle (the tooltip has the cost)
-      const squeezed = cue && label !== d.label[k] && [...label].length < Math.min(5, [...d.label[k]].length);
+      const squeezed = squeezedBy(cue, label, d.label[k]);
       if (cue && label !== d.label[k] && hgt >= 2 * m.row + m.box + 2 * u) {
         label = cutLabel(d.label[k], w - 8 * u) || "";
         cueY = m.row * 1.5;
@@ -625,10 +635,16 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
     if (list.some((yy) => Math.abs(yy - cy) < lh)) continue;
     list.push(cy);
     taken.set(c, list);
-    const cue = nodeCue(d, k);
+    let cue = nodeCue(d, k);
     const room = (c === columns - 1 ? rightPad : gapX) - 10 * u;
-    const cueW = cue ? measure.text(cue, m.small, 700) + 4 * u : 0;
-    const label = cutLabel(d.label[k], room - cueW);
+    let cueW = cue ? measure.text(cue, m.small, 700) + 4 * u : 0;
+    let label = cutLabel(d.label[k], room - cueW);
+    if (hasCue(d, k) && squeezedBy(cue, label, d.label[k])) {
+      // as inside a node: the name first, the cue shrinks to its triangle
+      cue = TRIANGLE;
+      cueW = measure.text(cue, m.small, 700) + 4 * u;
+      label = cutLabel(d.label[k], room - cueW);
+    }
     if (!label) continue;
     const x = L.x0[k] + widths[k] + 4 * u;
     const kids = [P("tspan", { class: "cctviz-label" }, label)];

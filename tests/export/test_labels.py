@@ -98,23 +98,47 @@ def test_no_two_names_share_a_label(views, width, tmp_path):
         )
 
 
-def test_the_last_column_names_fit_at_the_natural_width(tmp_path):
-    """The Sankey's last column gets the room its names need: RAJAPerf's 18 runs
-    (names up to "Apps_NODAL_ACCUMULATION_3D" beside an imbalance cue) exported at
-    the natural width show every labelled kernel whole. (A fixed 96 pt room cut
-    them to "…3…".)"""
-    ens = cctviz.read_ensemble(DATA / "thicket" / "rajaperf")
-    view = cctviz.SankeyView(ens)
-    root = ET.fromstring(view.save(tmp_path / "fig.svg").read_text(encoding="utf-8"))
+def _outside_labels(svg_text: str) -> list[tuple[float, str, str, str]]:
+    """The Sankey's labels beside their nodes: (x, name shown, cue shown, the
+    node's name)."""
+    root = ET.fromstring(svg_text)
     name_of = {
         el.get("data-node"): el.get("aria-label").rsplit(", mean ", 1)[0]
         for el in root.iter()
         if el.get("data-node") is not None and ", mean " in (el.get("aria-label") or "")
     }
-    outside = [el for el in root.iter() if "cctviz-outside" in (el.get("class") or "")]
-    last_x = max(float(el.get("x")) for el in outside)
-    last = [el for el in outside if float(el.get("x")) == last_x]
+    out = []
+    for el in root.iter():
+        if "cctviz-outside" in (el.get("class") or ""):
+            text = {
+                c: "".join(t.text or "" for t in el.iter() if c in (t.get("class") or ""))
+                for c in ("cctviz-label", "cctviz-cue")
+            }
+            node = el.get("data-node")
+            out.append((float(el.get("x")), *text.values(), name_of[node]))
+    return out
+
+
+def test_the_last_column_names_fit_at_the_natural_width(tmp_path):
+    """The Sankey's last column gets the room its names need: RAJAPerf's 18 runs
+    (names up to "Apps_NODAL_ACCUMULATION_3D" beside an imbalance cue) exported at
+    the natural width show every labelled kernel whole. (A fixed 96 pt room cut
+    them to "…3…".) At 3.5 in the names are cut, and a cue beside a name cut to
+    fewer than 5 characters is its bare triangle, as inside a node."""
+    ens = cctviz.read_ensemble(DATA / "thicket" / "rajaperf")
+    view = cctviz.SankeyView(ens)
+    labels = _outside_labels(view.save(tmp_path / "fig.svg").read_text(encoding="utf-8"))
+    last_x = max(x for x, *_ in labels)
+    last = [(shown, name) for x, shown, _, name in labels if x == last_x]
     assert len(last) >= 20
-    for el in last:
-        shown = "".join(t.text or "" for t in el.iter() if "cctviz-label" in (t.get("class") or ""))
-        assert shown == name_of[el.get("data-node")], (shown, name_of[el.get("data-node")])
+    assert all(shown == name for shown, name in last), last
+    narrow = view.save(tmp_path / "narrow.svg", width="3.5in").read_text(encoding="utf-8")
+    labels = _outside_labels(narrow)
+    assert len(labels) >= 20 and any(shown != name for _, shown, _, name in labels)
+    assert any(cue == "\u25b2" for _, _, cue, _ in labels)  # cues shrunk to their triangle
+    squeezed = [
+        (shown, cue)
+        for _, shown, cue, name in labels
+        if cue and len(shown) < min(5, len(name)) and cue != "\u25b2"
+    ]
+    assert not squeezed, squeezed

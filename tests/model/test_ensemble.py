@@ -152,3 +152,44 @@ def test_inclusive_rows_take_the_rows_in_any_order():
     inc = ens.long_table[[f"{m} (inc)" for m, rule in ens.aggregation.items() if rule != "none"]]
     kept = [j for j, rule in enumerate(rules) if rule != "none"]
     assert np.allclose(want[:, kept], inc.to_numpy(dtype=np.float64), equal_nan=True)
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(trees(max_size=12), st.data())
+def test_rows_combined_and_completed_in_any_order(t, data):
+    """The constructor's rows, one at a time by hand: duplicate (node, profile) rows
+    summed (a NaN stays NaN), every row's ancestors given a 0 row where absent, and
+    each node's mean over the live profiles (absent 0, NaN left out). Drawn rows
+    have duplicates, missing ancestors and NaN in any order and mix (a duplicate
+    beside an added ancestor once sent the fast path reading past its rows)."""
+    import pandas as pd
+
+    n = len(t)
+    P = data.draw(st.integers(1, 4))
+    k = data.draw(st.integers(0, 14))
+    node = data.draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k))
+    prof = data.draw(st.lists(st.integers(0, P - 1), min_size=k, max_size=k))
+    value = st.one_of(st.integers(-50, 50).map(float), st.just(np.nan))
+    vals = data.draw(st.lists(value, min_size=k, max_size=k))
+    rows = pd.DataFrame({"node": node, "profile": prof, "time": vals})
+    rows = rows.astype({"node": np.int64, "profile": np.int64, "time": np.float64})
+    ens = Ensemble(t, rows, pd.DataFrame(index=range(P)))
+    want: dict[tuple[int, int], float] = {}
+    for nd, p, v in zip(node, prof, vals):
+        want[(nd, p)] = want.get((nd, p), 0.0) + v
+        up = int(t.parent[nd])
+        while up >= 0:
+            want.setdefault((up, p), 0.0)
+            up = int(t.parent[up])
+    got = ens.exclusive_rows
+    assert list(zip(got["node"], got["profile"])) == sorted(want)
+    assert np.array_equal(got["time"], [want[key] for key in sorted(want)], equal_nan=True)
+    live = sorted({p for _, p in want})
+    mean = np.zeros(n)
+    for nd in range(n):
+        seen = [want.get((nd, p), 0.0) for p in live]
+        kept = [v for v in seen if not np.isnan(v)]
+        mean[nd] = sum(kept) / max(len(live) - (len(seen) - len(kept)), 1) if live else 0.0
+        if live and len(kept) < len(seen) and len(live) == len(seen) - len(kept):
+            mean[nd] = np.nan
+    assert np.allclose(ens.tree.metrics["time"], mean, equal_nan=True)

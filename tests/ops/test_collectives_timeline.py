@@ -127,3 +127,35 @@ def test_consistent_order_is_kept():
     inst = instances(tl)
     assert set(inst["matched"]) == {"order"} and (inst["ranks"] == 2).all()
     assert inst.groupby("instance")["bytes"].nunique().eq(1).all()
+
+
+def test_which_thread_ran_a_call_is_no_part_of_its_context():
+    """By construction: gloo's worker threads take the calls in turn, differently on
+    each rank; the calls still meet by order. Same-named siblings (two all-reduces
+    of one step) stay two contexts, and another process's thread is not this one's."""
+    tree = cctviz.Tree.from_parents(  # in pre-order: the ids stay
+        [-1, 0, 1, 2, 2, 0, 5, 0, 7, -1, 9, 10],
+        ["process", "main thread", "step", "all_reduce", "all_reduce", "thread 1",
+         "gloo:all_reduce", "thread 2", "gloo:all_reduce", "process 1", "thread 1",
+         "gloo:all_reduce"],
+        kind=["process", "thread", "function", "comm", "comm", "thread", "comm", "thread",
+              "comm", "process", "thread", "comm"],
+    )  # fmt: skip
+    assert tree.names[6] == tree.names[8] == tree.names[11] == "gloo:all_reduce"
+    calls = [  # (rank, node, start, bytes)
+        (0, 6, 0, 8), (1, 8, 5, 8), (0, 8, 100, 16), (1, 6, 105, 16),  # threads swapped
+        (0, 3, 200, 32), (0, 4, 300, 64), (1, 4, 205, 64), (1, 3, 305, 32),  # siblings
+        (0, 11, 50, 8), (1, 11, 150, 8),  # another process's thread
+    ]  # fmt: skip
+    ev = pd.DataFrame(calls, columns=["profile", "node", "start", "comm_bytes"])
+    ev["end"] = ev["start"] + 10
+    inst = instances(Timeline(tree, ev, meta={"event_metrics": {"comm_bytes": "B"}}))
+    met = {frozenset(zip(g["rank"], g["arrival"])) for _, g in inst.groupby("instance")}
+    assert met == {
+        frozenset({(0, 0), (1, 5)}),
+        frozenset({(0, 100), (1, 105)}),
+        frozenset({(0, 200), (1, 305)}),
+        frozenset({(0, 300), (1, 205)}),
+        frozenset({(0, 50), (1, 150)}),
+    }
+    assert set(inst["matched"]) == {"order"}
