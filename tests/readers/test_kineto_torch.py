@@ -273,7 +273,9 @@ def test_a_call_on_another_gloo_thread_still_meets_its_peer(traces):
     the k-th call of one rank may sit under ``thread 1`` and the other's under
     ``thread 2`` (a CI run of the DDP job did that). The real trace's calls are
     moved to the other thread on rank 1 only: every call still meets its peer
-    by order, as in the trace as recorded."""
+    by order, as in the trace as recorded. (Should gloo ever run every call on one
+    thread on both ranks, there is no other thread to move them to: then only the
+    trace as recorded is checked; tests/ops has the same by construction.)"""
     from cctviz.model.timeline import Timeline
     from cctviz.ops.collectives import instances
 
@@ -281,13 +283,14 @@ def test_a_call_on_another_gloo_thread_still_meets_its_peer(traces):
     names = tl.tree.names
     gloo = np.flatnonzero(names == "gloo:all_reduce")
     kind = tl.tree.nodes["kind"].to_numpy()
-    assert len(gloo) == 2 and (kind[tl.tree.parent[gloo]] == "thread").all()
+    assert len(gloo) in (1, 2) and (kind[tl.tree.parent[gloo]] == "thread").all()
     ev = tl.events.copy()
     node = ev["node"].to_numpy().copy()
-    on_rank1 = ev["profile"].to_numpy() == 1
-    a, b = on_rank1 & (node == gloo[0]), on_rank1 & (node == gloo[1])
-    assert a.any() or b.any()
-    node[a], node[b] = gloo[1], gloo[0]
+    if len(gloo) == 2:
+        on_rank1 = ev["profile"].to_numpy() == 1
+        a, b = on_rank1 & (node == gloo[0]), on_rank1 & (node == gloo[1])
+        assert a.any() or b.any()
+        node[a], node[b] = gloo[1], gloo[0]
     ev["node"] = node
     moved = Timeline(tl.tree, ev, tl.profiles, units=tl.units, meta=tl.meta)
     cols = ["instance", "profile", "arrival", "end", "bytes", "ranks", "matched"]
@@ -320,10 +323,13 @@ def test_gloo_all_gather_counts_its_whole_output(gloo_collectives):
     for p in gloo_collectives:
         t = cctviz.read(p)
         f = t.frame
-        heads = f[f["comm_bytes"] > 0].set_index("collective")
-        gather, reduce = heads.loc["all_gather"], heads.loc["all_reduce"]
-        # two all_gathers (a list of outputs, then into one tensor) share the annotation
-        assert gather["calls"] == 2 and gather["group_size"] == world
+        heads = f[f["comm_bytes"] > 0]
+        assert (heads["group_size"] == world).all()
+        # two all_gathers (a list of outputs, then into one tensor) share the annotation;
+        # gloo runs each on whichever worker thread is free, so they may be two nodes
+        per_kind = heads.groupby("collective")[["calls", "comm_bytes", "bus_bytes"]].sum()
+        gather, reduce = per_kind.loc["all_gather"], per_kind.loc["all_reduce"]
+        assert gather["calls"] == 2 and reduce["calls"] == 1
         assert gather["comm_bytes"] == 2 * world * floats
         assert gather["bus_bytes"] == gather["comm_bytes"] * bus_factor("all_gather", world)
         assert reduce["comm_bytes"] == floats
