@@ -179,10 +179,12 @@ def test_cctviz_run_sample_hz(tmp_path):
 def test_samples_are_counter_tracks_of_the_timeline(tmp_path):
     """A run traced (``timeline=True``) and sampled: ``read_timeline`` gives the
     samples as counter tracks on the trace's clock, a rate over the interval it
-    measures: CPU near a core inside the busy region, near none in the sleep."""
+    measures: CPU near a core inside the busy region, near none in the sleep. (The
+    busy region is 1 s: while a pure-Python loop holds the GIL the sampler's 20 Hz
+    can fall to 10 Hz here, each of its reads waiting for the GIL; NOTES.md.)"""
     with cctviz.profile(out=tmp_path, timeline=True, sample_hz=20):
         with cctviz.region("busy"):
-            direct = spin(0.5)
+            direct = spin(1.0)
         with cctviz.region("sleep"):
             time.sleep(0.5)
     tl = cctviz.read_timeline(tmp_path)
@@ -200,7 +202,10 @@ def test_samples_are_counter_tracks_of_the_timeline(tmp_path):
         for n, e in span.items()
     }  # samples whose interval lies in the region (20 Hz: 50 ms each)
     assert len(inside["busy"]) >= 5 and len(inside["sleep"]) >= 5
-    assert abs(inside["busy"].mean() - 100 * direct) < 10, direct
+    # the samples cover part of the region: where the machine is busy the loop's
+    # share of a core varies within it (a CI run: 37-99%, 75% over the region), so
+    # the band widens by what the loop did not get; on a quiet machine it is 10 points
+    assert abs(inside["busy"].mean() - 100 * direct) < 10 + 100 * (1 - direct), direct
     assert inside["sleep"].max() < 10
 
 
