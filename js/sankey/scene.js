@@ -350,7 +350,7 @@ function squeezedBy(cue, label, name) {
  *  natural pitch, and never under 96 (what every figure had before), so that
  *  long names (RAJAPerf's "Apps_NODAL_ACCUMULATION_3D") stay readable where there
  *  is room and a crowded figure keeps its columns' labels. */
-export function lastColumnRoom(d, last, measure, m, spare) {
+function lastColumnRoom(d, last, measure, m, spare) {
   const u = m.u;
   let need = 0;
   for (let k = 0; k < d.n; k++) {
@@ -556,9 +556,8 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
       let cueY = m.row / 2;
       let cueText_ = cue;
       // the name cut by the cue: the cue takes a second row where the node has
-      // room for it and for the box plot (the histogram may go); else, once the
-      // cue would leave less than 4 letters of the name, the cue shrinks to its
-      // triangle (the tooltip has the cost)
+      // room for it and for the box plot (the histogram may go); else, where it
+      // squeezes the name (squeezedBy), the cue shrinks to its triangle
       const squeezed = squeezedBy(cue, label, d.label[k]);
       if (cue && label !== d.label[k] && hgt >= 2 * m.row + m.box + 2 * u) {
         label = cutLabel(d.label[k], w - 8 * u) || "";
