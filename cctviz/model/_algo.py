@@ -24,6 +24,7 @@ __all__ = [
     "AGGREGATIONS",
     "TrieBuilder",
     "sorted_unique",
+    "pair_order",
 ]
 
 
@@ -319,10 +320,16 @@ def sorted_unique(a: np.ndarray, return_inverse: bool = False):
     """``np.unique`` for integer keys by one sort.
 
     numpy 2.4's ``np.unique`` takes a hash-based path that is about 100x slower on
-    millions of mostly distinct keys (7.3M keys: 6.4 s against 0.05 s).
+    millions of mostly distinct keys (7.3M keys: 6.4 s against 0.05 s). The sort
+    need not be stable (equal keys are one value): numpy's default sort is 2.5x
+    faster than its stable one on 2.6M random int64 keys, and as fast on sorted ones.
+
+    >>> u, inv = sorted_unique(np.array([5, 2, 5, 7]), return_inverse=True)
+    >>> u.tolist(), inv.tolist()
+    ([2, 5, 7], [1, 0, 1, 2])
     """
     a = np.asarray(a)
-    order = np.argsort(a, kind="stable")
+    order = np.argsort(a)
     s = a[order]
     first = np.ones(s.size, dtype=bool)
     first[1:] = s[1:] != s[:-1]
@@ -332,6 +339,26 @@ def sorted_unique(a: np.ndarray, return_inverse: bool = False):
     inv = np.empty(a.size, dtype=np.int64)
     inv[order] = np.cumsum(first) - 1
     return uniq, inv
+
+
+def pair_order(major: np.ndarray, minor: np.ndarray, n_minor: int) -> np.ndarray:
+    """The order that sorts the pairs (``major``, ``minor``) (integers, ``minor``
+    in ``0..n_minor-1``): a stable radix sort by ``major`` where that sorts each
+    major's minors too (rows that come in order of ``minor``: an ensemble's rows
+    file by file), else one sort of the combined key.
+
+    >>> pair_order(np.array([1, 0, 1, 0]), np.array([0, 0, 1, 1]), 2).tolist()
+    [1, 3, 0, 2]
+    >>> pair_order(np.array([0, 0]), np.array([1, 0]), 2).tolist()
+    [1, 0]
+    """
+    key = major.astype(np.int64) * max(n_minor, 1) + minor
+    if major.size and 0 <= major.min() and major.max() < 2**15:
+        order = np.argsort(major.astype(np.int16), kind="stable")  # numpy: a radix sort
+        s = key[order]
+        if not (s[1:] < s[:-1]).any():
+            return order
+    return np.argsort(key, kind="stable")
 
 
 def own_from_inclusive(parent: np.ndarray, inclusive: np.ndarray) -> np.ndarray:

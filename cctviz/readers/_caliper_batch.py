@@ -73,7 +73,9 @@ def path_column(cols: list[str]) -> tuple[str | None, str]:
 
 
 def load_doc(path: Path, raw: bytes | None = None) -> dict[str, Any] | None:
-    """The file's JSON object with its four sections as lists, else None."""
+    """The file's JSON object with its four sections as lists, else None; its
+    ``data`` records as a float matrix already where they are numbers
+    (:func:`_records_matrix`: the decoded numbers freed while they are fresh)."""
     try:
         doc = loads(file_bytes(path) if raw is None else raw)
     except (ValueError, UnicodeDecodeError, ProfileError, OSError, EOFError, zlib.error):
@@ -87,6 +89,10 @@ def load_doc(path: Path, raw: bytes | None = None) -> dict[str, Any] | None:
         isinstance(m, dict) and "is_value" in m for m in cmeta
     ):
         return None
+    try:
+        doc["data"] = _records_matrix(doc["data"], len(cols))
+    except _Irregular:
+        pass  # the group parse finds it irregular again: the file is the reader's
     return doc
 
 
@@ -154,11 +160,17 @@ class _Irregular(Exception):
 
 
 def parse_caliper_docs(
-    paths: Sequence[Path], docs: Sequence[dict[str, Any] | None]
+    paths: Sequence[Path],
+    docs: Sequence[dict[str, Any] | None],
+    structures: dict[Any, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> list[FileArrays | None]:
     """Each decoded file (:func:`load_doc`; None: not decoded) as arrays, or None
     where the parser does not cover it (the reader's work), the files that share
     their columns parsed as one group.
+
+    Files with equal nodes get the same ``parent`` and ``names`` arrays (so that
+    ``_batch.unify`` unifies each structure once); ``structures`` keeps them
+    across calls (a chunk's groups).
 
     Example:
         >>> p = Path("../shared/data/hatchet-tutorial/lulesh-scaling/"
@@ -178,8 +190,9 @@ def parse_caliper_docs(
         got = _columns(doc["columns"], doc["column_metadata"], path_col)
         if got[0] is not None:  # (the same object for the same columns: cached)
             groups.setdefault(id(got), (got, path_col, kind, []))[3].append(k)
+    shared = {} if structures is None else structures
     for got, path_col, kind, ks in groups.values():
-        done = _parse_group(paths, docs, ks, got, path_col, kind)
+        done = _parse_group(paths, docs, ks, got, path_col, kind, shared)
         for k in ks:
             out[k] = done.get(k)
     return out
@@ -192,38 +205,48 @@ def _parse_group(
     got: tuple[list[int], int | None, Any],
     path_col: str,
     kind: str,
+    shared: dict[Any, tuple[np.ndarray, np.ndarray]],
 ) -> dict[int, FileArrays]:
     """The files ``ks`` that the group parse covers; a group with something
     irregular (a ragged record, a parent that is no integer) parsed a file at a
     time, so only the irregular files are left to the reader."""
     try:
-        return _Group(paths, docs, ks, got, path_col, kind).files()
+        return _Group(paths, docs, ks, got, path_col, kind, shared).files()
     except _Irregular:
         if len(ks) == 1:
             return {}
         out: dict[int, FileArrays] = {}
         for k in ks:
-            out.update(_parse_group(paths, docs, [k], got, path_col, kind))
+            out.update(_parse_group(paths, docs, [k], got, path_col, kind, shared))
         return out
 
 
-def _matrix(rows: list[Any], width: int) -> np.ndarray:
-    """The records as a float matrix, as ``np.array(rows, dtype=float)`` makes it
-    (``None`` is NaN), by ``np.fromiter`` where every record is a list of
-    ``width`` numbers (1.6x faster)."""
+def _records_matrix(rows: list[Any] | np.ndarray, width: int) -> np.ndarray:
+    """A file's records as a float matrix (rows x ``width``), as
+    ``np.array(rows, dtype=float)`` makes it (``None`` is NaN), by ``np.fromiter``
+    where every record is a list of ``width`` numbers (1.6x faster); a matrix
+    already made is itself. Records that are not a matrix of numbers raise
+    :class:`_Irregular`."""
+    if isinstance(rows, np.ndarray):
+        return rows
     if not rows:
         return np.empty((0, width))
+    mat = None
     if set(map(type, rows)) == {list} and set(map(len, rows)) == {width}:
         try:
-            return np.fromiter(
+            mat = np.fromiter(
                 chain.from_iterable(rows), dtype=np.float64, count=len(rows) * width
             ).reshape(len(rows), width)
         except (TypeError, ValueError):  # None, text: as np.array reads them
             pass
-    try:
-        return np.array(rows, dtype=np.float64)
-    except (ValueError, TypeError):
-        raise _Irregular from None
+    if mat is None:
+        try:
+            mat = np.array(rows, dtype=np.float64)
+        except (ValueError, TypeError):
+            raise _Irregular from None
+    if mat.ndim != 2 or mat.shape[1] != width:
+        raise _Irregular
+    return mat
 
 
 def _any_per(which: np.ndarray, n: int) -> np.ndarray:
@@ -251,9 +274,12 @@ class _Group:
         got: tuple[list[int], int | None, Any],
         path_col: str,
         kind: str,
+        shared: dict[Any, tuple[np.ndarray, np.ndarray]],
     ) -> None:
-        """The files ``ks`` of ``docs`` (their columns' :func:`_columns`: ``got``)."""
+        """The files ``ks`` of ``docs`` (their columns' :func:`_columns`: ``got``;
+        ``shared``: the nodes of the structures seen so far, :meth:`_structure`)."""
         self.value_cols, self.j_rank, self.shape = got
+        self.shared = shared
         self.paths = [paths[k] for k in ks]
         self.docs = [docs[k] for k in ks]
         self.ks, self.kind, self.m = ks, kind, len(ks)
@@ -281,12 +307,9 @@ class _Group:
         self.ok = (self.n_f > 0) & ~_any_per(node_file[bad], self.m)
 
     def _records(self, cols: list[str], path_col: str) -> None:
-        lists = [d["data"] for d in self.docs]
-        r_f = np.fromiter(map(len, lists), dtype=np.int64, count=self.m)
-        rows = list(chain.from_iterable(lists))
-        mat = _matrix(rows, len(cols))
-        if mat.ndim != 2 or mat.shape[1] != len(cols):
-            raise _Irregular
+        mats = [_records_matrix(d["data"], len(cols)) for d in self.docs]
+        r_f = np.fromiter(map(len, mats), dtype=np.int64, count=self.m)
+        mat = np.concatenate(mats) if len(mats) > 1 else mats[0]
         jp = cols.index(path_col)
         keep = ~np.isnan(mat[:, jp])
         self.mat = mat[keep]
@@ -405,6 +428,13 @@ class _Group:
                 out.append((s.rule, names_k.index(s.name), None))
         return out
 
+    def _structure(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The parents and names of the nodes ``lo:hi``: the arrays of the first
+        file of the chunk with the same nodes (their kind, parents and names)."""
+        par, names = self.par[lo:hi], self.names[lo:hi]
+        key = (self.kind, par.tobytes(), tuple(names.tolist()))
+        return self.shared.setdefault(key, (par, names))
+
     def _file(
         self,
         f: int,
@@ -451,9 +481,10 @@ class _Group:
         else:
             node, prof, values = self.rnode[a:b], self.prof[a:b], vals[a:b]
             profiles = [{"rank": int(r)} for r in ranks]
+        parent, names = self._structure(lo, hi)
         return FileArrays(
-            self.par[lo:hi],
-            self.names[lo:hi],
+            parent,
+            names,
             self.kind,
             node,
             prof,

@@ -263,6 +263,12 @@ def _break(doc: dict, how: int) -> dict:
         doc["data"][0][jp] = 0.5  # not a node number
     elif how == 5 and doc["data"]:
         doc["data"][-1] = doc["data"][-1][:-1]  # a short record: the whole group
+    elif how == 7:  # a parent written as a float: equal in Python to its copies' 3
+        nd = next((nd for nd in doc["nodes"] if nd.get("parent", -1) >= 0), None)
+        if nd is not None:
+            nd["parent"] = float(nd["parent"])
+    elif how in (8, 9):  # labels that are numbers: 1 and 1.0 are equal in Python, not as names
+        doc["nodes"][-1]["label"] = 1 if how == 8 else 1.0
     elif how == 6 and "mpi.rank" in doc["columns"]:  # a rank without its root's record
         inclusive = tuple(c for c in doc["columns"] if "inclusive#" in c)
         doc = caliper_study.drop_columns(doc, inclusive)  # (else the reader's anyway)
@@ -300,7 +306,7 @@ def _same_arrays(a, b) -> None:
 @given(
     docs=st.lists(variations(), min_size=1, max_size=3),
     copies=st.integers(1, 3),
-    broken=st.lists(st.integers(0, 6), max_size=3),
+    broken=st.lists(st.integers(0, 9), max_size=3),
 )
 def test_a_group_of_files_parses_as_each_file_alone(docs, copies, broken):
     """parse_caliper_docs (the files that share their columns as one group) gives
@@ -315,10 +321,12 @@ def test_a_group_of_files_parses_as_each_file_alone(docs, copies, broken):
         _same_arrays(fa, _caliper_batch.parse_caliper_doc(p, d))
 
 
-@pytest.mark.parametrize("how", range(7))
+@pytest.mark.parametrize("how", range(10))
 def test_every_real_document_broken_parses_as_alone(how):
-    """Each real document with each break, in a group with its unbroken copies."""
+    """Each real document with each break, in a group with its unbroken copies (a
+    break that Python's equality does not see, 1.0 for 1, included)."""
     docs = [d for src in _sources() for d in (src, _break(src, how), src)]
+    docs += [_break(src, 8) for src in _sources()]  # the label 1 beside 1.0 (how 9)
     paths = [Path(f"/study/f{k}.json") for k in range(len(docs))]
     got = _caliper_batch.parse_caliper_docs(paths, docs)
     alone = [_caliper_batch.parse_caliper_doc(p, d) for p, d in zip(paths, docs)]
