@@ -63,7 +63,7 @@ _MODEL_META = ("model_spec", "params", "model", "bucket_bytes")
 
 
 def _sniff(path: Path, head: bytes) -> bool:
-    if not path.is_dir():
+    if head or not path.is_dir():  # bytes read from it: a file (no stat)
         return False
     return (path / RUN_FILE).is_file() or any(
         rank_of(p.name) is not None for p in path.glob(RANK_GLOB)

@@ -34,7 +34,7 @@ from ..model.ensemble import Ensemble
 from ..model.tree import Tree
 from . import register
 from ._graph import parse_graph
-from ._json import expect, expect_rows, first_byte, load_json
+from ._json import expect, expect_rows, first_byte, head_has, load_json
 
 
 def _sniff_json_form(path: Path, h: bytes) -> bool:
@@ -42,7 +42,7 @@ def _sniff_json_form(path: Path, h: bytes) -> bool:
     # readers come first in DETECTION_ORDER, so what reaches here is Hatchet's
     return (
         first_byte(h) == b"{"
-        and b'"graph"' in h
+        and head_has(h, b'"graph"')  # (one scan for all sniffers)
         and (b'"dataframe"' in h or b'"dataframe_indices"' in h or len(h) < 65536)
     )
 

@@ -42,7 +42,7 @@ from ..interop import thicket_ensemble
 from ..model.ensemble import Ensemble
 from . import register
 from ._graph import parse_graph
-from ._json import expect, first_byte, load_json
+from ._json import expect, first_byte, head_has, load_json
 
 _PARENTS = re.compile(rb'"children"\s*:\s*\[[^\]]*\]\s*,\s*"parents"\s*:')
 
@@ -52,7 +52,7 @@ def looks_like_thicket(h: bytes) -> bool:
     (also used by the ``hatchet-json`` sniffer to leave these files alone)."""
     return (
         first_byte(h) == b"{"
-        and b'"graph"' in h
+        and head_has(h, b'"graph"')  # (one scan for all sniffers)
         and (b'"profile_mapping"' in h or bool(_PARENTS.search(h)))
     )
 
