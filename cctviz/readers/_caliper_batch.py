@@ -14,6 +14,7 @@ with something irregular is parsed a file at a time.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Sequence
 from itertools import chain
@@ -249,6 +250,15 @@ def _records_matrix(rows: list[Any] | np.ndarray, width: int) -> np.ndarray:
     return mat
 
 
+@functools.lru_cache(maxsize=1024)
+def _tree_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a tree of ``n`` nodes: every node, profile 0 (read-only arrays,
+    shared by the files of that size)."""
+    node, prof = np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    node.flags.writeable = prof.flags.writeable = False
+    return node, prof
+
+
 def _any_per(which: np.ndarray, n: int) -> np.ndarray:
     """Per group ``0..n-1``: whether ``which`` (group numbers) names it."""
     return np.bincount(which, minlength=n) > 0
@@ -397,6 +407,7 @@ class _Group:
         names_k = [s.name for s in kept]
         extra = with_metric_meta({}, kept)
         checks = self._checks(specs, names_k, col_of)
+        self._offsets = (self.roff.tolist(), self.noff.tolist(), self.poff.tolist())
         return {
             self.ks[f]: self._file(f, names_k, vals, tree_vals, extra, kept, checks)
             for f in fs.tolist()
@@ -446,9 +457,9 @@ class _Group:
         checks: list[tuple],
     ) -> FileArrays:
         """File ``f``'s arrays: its slices of the group's, its metadata."""
-        doc, a, b = self.docs[f], self.roff[f], self.roff[f + 1]
-        lo, hi = self.noff[f], self.noff[f + 1]
-        ranks = self.ranks[self.poff[f] : self.poff[f + 1]]
+        roff, noff, poff = self._offsets  # (Python integers: cheaper to slice with)
+        doc, a, b, lo, hi = self.docs[f], roff[f], roff[f + 1], noff[f], noff[f + 1]
+        ranks = self.ranks[poff[f] : poff[f + 1]]
         meta = {k: _coerce(v) for k, v in doc.items() if k not in _SECTIONS}
         if ranks.size == 1 and self.j_rank is not None:
             meta.setdefault("rank", int(ranks[0]))
@@ -459,7 +470,7 @@ class _Group:
         meta.setdefault("format", "caliper-json")
         meta.setdefault("source", str(self.paths[f]))
         is_tree = bool(self.is_tree[f])
-        n = int(hi - lo)
+        n = hi - lo
         file_checks = []
         for kind, j, col in checks:
             rec = None
@@ -472,12 +483,7 @@ class _Group:
                     rec[self.rnode[a:b]] = rec_at
             file_checks.append((kind, j, rec))
         if is_tree:
-            node, prof, values, profiles = (
-                np.arange(n, dtype=np.int64),
-                np.zeros(n, dtype=np.int64),
-                tree_vals[lo:hi],
-                None,
-            )
+            (node, prof), values, profiles = _tree_rows(n), tree_vals[lo:hi], None
         else:
             node, prof, values = self.rnode[a:b], self.prof[a:b], vals[a:b]
             profiles = [{"rank": int(r)} for r in ranks]
