@@ -104,6 +104,10 @@ def test_metadata_and_runs_as_the_one_by_one_read(study):
     assert "study" in assert_equal_reads(study, metadata=table).profiles
     assert_equal_reads(study[:9], metadata=lambda p: {"name": p.stem})
     assert_equal_reads(study[:9], metadata={str(study[0]): {"tag": "first"}})
+    # a column of None beside files without it: None stays None (object), as in
+    # the one-by-one read's concatenation (a table of all the dicts made it NaN)
+    notes = {str(f): ({"note": None} if k % 2 else {"other": "x"}) for k, f in enumerate(study[:6])}
+    assert assert_equal_reads(study[:6], metadata=notes).profiles["note"].dtype == object
 
 
 @pytest.mark.parametrize("sample", CALIPER_SAMPLES, ids=lambda p: p.parent.name)
