@@ -38,6 +38,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -579,6 +580,18 @@ class WidgetPage:
         else:
             raise HarnessError(f"messages still flowing after {max_rounds} rounds (echo loop?)")
         self.check()
+
+    def sync_until(self, done: Any, timeout: float = 15.0) -> None:
+        """`sync()` until ``done()`` is true (a debounce or an image error fires
+        later than a fixed wait on a loaded machine); HarnessError after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.sync()
+            if done():
+                return
+            if time.monotonic() > deadline:
+                raise HarnessError(f"not done after {timeout} s: {done}")
+            self.page.wait_for_timeout(50)
 
     def wait_rendered(self, count: int = 1, widget: Any = None, timeout: float = 10_000) -> None:
         """Wait until the view's root `data-rendered` counter is >= count."""

@@ -149,13 +149,13 @@ def test_untrusted_text_is_not_html(widget_page):
 def test_dialog_makes_harness_raise(widget_page):
     w = Toy()
     wp = widget_page(w)
-    wp.eval(
-        """(id) => { document.querySelector(`[data-model-id="${id}"] .label`).innerHTML =
-                     "<img src=x onerror=alert(1)>"; }""",
-        w.model_id,
-    )
+    with wp.page.expect_event("dialog", timeout=30_000):  # once the image has failed
+        wp.eval(
+            """(id) => { document.querySelector(`[data-model-id="${id}"] .label`).innerHTML =
+                         "<img src=x onerror=alert(1)>"; }""",
+            w.model_id,
+        )
     with pytest.raises(HarnessError, match=r"dialog \(alert\)"):
-        wp.page.wait_for_timeout(200)  # the image fails to load, then onerror fires
         wp.check()
 
 

@@ -185,8 +185,7 @@ def test_wheel_zooms_around_the_pointer(widget_page, ping):
     x = lane["x"] + lane["width"] * 0.25
     wp.page.mouse.move(x, lane["y"] + lane["height"] / 2)
     wp.page.mouse.wheel(0, -400)  # one step in: the window scales by exp(-400 * 0.0015)
-    wp.page.wait_for_timeout(600)  # the view asks Python once the wheel rests (150 ms)
-    wp.sync()
+    wp.sync_until(lambda: view.window != view.whole_window)  # asked once the wheel rests
     w0, w1 = view.whole_window
     f = np.exp(-400 * 0.0015)
     at = w0 + 0.25 * (w1 - w0)  # the time under the pointer stays where it was
