@@ -312,6 +312,8 @@ class Ensemble(BaseEnsemble):
         rows: pd.DataFrame,
         profiles: pd.DataFrame | None = None,
         meta: Mapping[str, Any] | None = None,
+        *,
+        _own_rows: bool = False,
     ) -> None:
         """Wrap a unified tree structure and a long table.
 
@@ -319,7 +321,9 @@ class Ensemble(BaseEnsemble):
         exclusive metric. Rows of one (node, profile) are combined by each
         metric's aggregation rule (``tree.meta["aggregation"]`` or
         ``meta["aggregation"]``), completed with rows for missing ancestors
-        (0 for ``"sum"`` metrics, NaN otherwise), and sorted.
+        (0 for ``"sum"`` metrics, NaN otherwise), and sorted. (``_own_rows``:
+        the caller gives up ``rows``' arrays, which the ensemble may keep as
+        they are rather than copy: the batch read's.)
         """
         metrics = [c for c in rows.columns if c not in ("node", "profile")]
         n_prof = int(rows["profile"].max()) + 1 if len(rows) else 0
@@ -339,7 +343,7 @@ class Ensemble(BaseEnsemble):
         rules = check_aggregation({m: given.get(m, "sum") for m in metrics})
         if any(r != "sum" for r in rules.values()):
             self._meta["aggregation"] = {m: r for m, r in rules.items() if r != "sum"}
-        self._rows = _normalise_rows(tree, rows, metrics, len(profiles), rules)
+        self._rows = _normalise_rows(tree, rows, metrics, len(profiles), rules, _own_rows)
         mean = _node_means(self._rows, metrics, len(tree), self.live, rules)
         self._tree = Tree(
             tree.nodes.copy(),
@@ -952,13 +956,20 @@ def _absent(have: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return sorted_unique(lacking)
 
 
-def _sorted_columns(rows: pd.DataFrame, metrics: list[str], at: np.ndarray) -> np.ndarray:
+def _sorted_columns(
+    rows: pd.DataFrame, metrics: list[str], at: np.ndarray, own: bool = False
+) -> np.ndarray:
     """The metric columns of ``rows`` as one matrix (column-major, as pandas keeps
-    a frame's floats), row ``i`` moved to ``at[i]`` (a permutation)."""
+    a frame's floats), row ``i`` moved to ``at[i]`` (a permutation). ``own``:
+    rows already in place whose columns are one matrix are that matrix."""
     n = at.size
     order = np.empty(n, dtype=np.int64)
     order[at] = np.arange(n)
     moved = not (n < 2 or bool((np.diff(order) == 1).all()))
+    if own and not moved and metrics:
+        block = _matrix_of([rows[m].to_numpy(dtype=np.float64) for m in metrics])
+        if block is not None:
+            return block
     out = np.empty((n, len(metrics)), order="F")
     for j, m in enumerate(metrics):
         col = rows[m].to_numpy(dtype=np.float64)
@@ -969,11 +980,41 @@ def _sorted_columns(rows: pd.DataFrame, metrics: list[str], at: np.ndarray) -> n
     return out
 
 
+def _matrix_of(cols: list[np.ndarray]) -> np.ndarray | None:
+    """The column-major float matrix whose columns ``cols`` are, one after the
+    other, or None where they are not.
+
+    >>> m = np.zeros((4, 2), order="F")
+    >>> _matrix_of([m[:, 0], m[:, 1]]) is m, _matrix_of([m[:, 1], m[:, 0]])
+    (True, None)
+    """
+    base = cols[0]
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    n = cols[0].size
+    if not (
+        base.dtype == np.float64
+        and base.flags.f_contiguous
+        and base.shape == (n, len(cols))
+        and all(c.strides == (8,) or n < 2 for c in cols)
+    ):
+        return None
+    at = base.__array_interface__["data"][0]
+    ok = all(c.__array_interface__["data"][0] == at + 8 * n * j for j, c in enumerate(cols))
+    return base if ok else None
+
+
 def _normalise_rows(
-    tree: Tree, rows: pd.DataFrame, metrics: list[str], n_prof: int, rules: dict[str, str]
+    tree: Tree,
+    rows: pd.DataFrame,
+    metrics: list[str],
+    n_prof: int,
+    rules: dict[str, str],
+    own: bool = False,
 ) -> pd.DataFrame:
     """Combine duplicate (node, profile) rows by each metric's rule, add rows for
-    missing ancestors (0 for sums, NaN otherwise), sort."""
+    missing ancestors (0 for sums, NaN otherwise), sort (``own``: the rows'
+    arrays may be kept, :func:`_sorted_columns`)."""
     node = rows["node"].to_numpy(dtype=np.int64)
     prof = rows["profile"].to_numpy(dtype=np.int64)
     if node.size and (node.min() < 0 or node.max() >= len(tree)):
@@ -997,7 +1038,7 @@ def _normalise_rows(
         uniq, inv = sorted_unique(np.concatenate(keys), return_inverse=True)
     inv = inv.reshape(-1)
     if len(keys) == 1 and uniq.size == key.size:  # a row per (node, profile), all given
-        combined, conflicts = _sorted_columns(rows, metrics, inv), [0] * len(metrics)
+        combined, conflicts = _sorted_columns(rows, metrics, inv, own), [0] * len(metrics)
     else:
         vals = np.empty((key.size, len(metrics)), order="F")  # a column at a time, as pandas
         for j, m in enumerate(metrics):

@@ -616,7 +616,7 @@ def compose_chunks(
     columns.update((m, vals[:, j]) for j, m in enumerate(metrics))
     rows = pd.DataFrame(columns, copy=False)
     profiles = _profiles(files, extras)
-    return Ensemble(tree, rows, profiles, ensemble_meta(files, units, rules, meta))
+    return Ensemble(tree, rows, profiles, ensemble_meta(files, units, rules, meta), _own_rows=True)
 
 
 def _chunk_values(

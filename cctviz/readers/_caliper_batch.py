@@ -36,7 +36,7 @@ from ._caliper import (
     timer_bases,
 )
 from ._filearrays import FileArrays
-from ._json import file_bytes, loads
+from ._json import file_bytes, loads, value_key
 
 _SECTIONS = ("data", "columns", "column_metadata", "nodes")
 #: the call-path column (the first of these a file has) and the kind of its nodes
@@ -163,7 +163,7 @@ class _Irregular(Exception):
 def parse_caliper_docs(
     paths: Sequence[Path],
     docs: Sequence[dict[str, Any] | None],
-    structures: dict[Any, tuple[np.ndarray, np.ndarray]] | None = None,
+    structures: dict[Any, Any] | None = None,
 ) -> list[FileArrays | None]:
     """Each decoded file (:func:`load_doc`; None: not decoded) as arrays, or None
     where the parser does not cover it (the reader's work), the files that share
@@ -206,7 +206,7 @@ def _parse_group(
     got: tuple[list[int], int | None, Any],
     path_col: str,
     kind: str,
-    shared: dict[Any, tuple[np.ndarray, np.ndarray]],
+    shared: dict[Any, Any],
 ) -> dict[int, FileArrays]:
     """The files ``ks`` that the group parse covers; a group with something
     irregular (a ragged record, a parent that is no integer) parsed a file at a
@@ -250,6 +250,9 @@ def _records_matrix(rows: list[Any] | np.ndarray, width: int) -> np.ndarray:
     return mat
 
 
+_EMPTY_INT = np.empty(0, dtype=np.int64)
+
+
 @functools.lru_cache(maxsize=1024)
 def _tree_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
     """The rows of a tree of ``n`` nodes: every node, profile 0 (read-only arrays,
@@ -284,10 +287,10 @@ class _Group:
         got: tuple[list[int], int | None, Any],
         path_col: str,
         kind: str,
-        shared: dict[Any, tuple[np.ndarray, np.ndarray]],
+        shared: dict[Any, Any],
     ) -> None:
         """The files ``ks`` of ``docs`` (their columns' :func:`_columns`: ``got``;
-        ``shared``: the nodes of the structures seen so far, :meth:`_structure`)."""
+        ``shared``: the node lists parsed so far, :meth:`_node_list`)."""
         self.value_cols, self.j_rank, self.shape = got
         self.shared = shared
         self.paths = [paths[k] for k in ks]
@@ -298,23 +301,45 @@ class _Group:
         self._profiles()
 
     def _nodes(self, path_col: str) -> None:
-        lists = [d["nodes"] for d in self.docs]
-        self.n_f = np.fromiter(map(len, lists), dtype=np.int64, count=self.m)
-        nodes = list(chain.from_iterable(lists))
+        structures = [self._node_list(d["nodes"], path_col) for d in self.docs]
+        self.structures = structures  # per file: (parents, names, covered)
+        self.n_f = np.fromiter((s[0].size for s in structures), dtype=np.int64, count=self.m)
+        self.par = np.concatenate([s[0] for s in structures])
+        self.noff = _segments(self.n_f)
+        self.ok = np.fromiter((s[2] for s in structures), dtype=bool, count=self.m)
+
+    def _node_list(self, nodes: list[Any], path_col: str) -> tuple[np.ndarray, np.ndarray, bool]:
+        """:meth:`_parse_nodes` once per distinct list of nodes in the chunk (a
+        study's files have a few): the lists are told apart by their encoding,
+        which costs a fifth of their parse."""
+        key = value_key(nodes)
+        if key is None:
+            return self._parse_nodes(nodes, path_col)
+        full = (path_col, self.kind, key)
+        got = self.shared.get(full)
+        if got is None:
+            got = self.shared[full] = self._parse_nodes(nodes, path_col)
+        return got
+
+    def _parse_nodes(self, nodes: list[Any], path_col: str) -> tuple[np.ndarray, np.ndarray, bool]:
+        """A file's nodes: their parents and names (the arrays of the first file of
+        the chunk with the same parents and names) and whether the group parse
+        covers them (parents in the file, names, every node on ``path_col``)."""
         try:
             column = np.array([nd["column"] for nd in nodes], dtype=object)
-            self.names = np.array([str(nd["label"]) for nd in nodes], dtype=object)
+            names = np.array([str(nd["label"]) for nd in nodes], dtype=object)
             par = np.array([nd.get("parent", -1) for nd in nodes])
         except (TypeError, KeyError, AttributeError):
             raise _Irregular from None
-        if not nodes or par.dtype.kind != "i":
+        if not nodes:
+            return _EMPTY_INT, names, False
+        if par.dtype.kind != "i":
             raise _Irregular
-        self.par = par.astype(np.int64, copy=False)
-        self.noff = _segments(self.n_f)
-        node_file = np.repeat(np.arange(self.m), self.n_f)
-        bad = (self.par < -1) | (self.par >= self.n_f[node_file])
-        bad |= (self.names == "") | (column != path_col)
-        self.ok = (self.n_f > 0) & ~_any_per(node_file[bad], self.m)
+        par = par.astype(np.int64, copy=False)
+        bad = (par < -1) | (par >= par.size) | (names == "") | (column != path_col)
+        key = (self.kind, par.tobytes(), tuple(names.tolist()))
+        par, names = self.shared.setdefault(key, (par, names))
+        return par, names, not bad.any()
 
     def _records(self, cols: list[str], path_col: str) -> None:
         mats = [_records_matrix(d["data"], len(cols)) for d in self.docs]
@@ -439,13 +464,6 @@ class _Group:
                 out.append((s.rule, names_k.index(s.name), None))
         return out
 
-    def _structure(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """The parents and names of the nodes ``lo:hi``: the arrays of the first
-        file of the chunk with the same nodes (their kind, parents and names)."""
-        par, names = self.par[lo:hi], self.names[lo:hi]
-        key = (self.kind, par.tobytes(), tuple(names.tolist()))
-        return self.shared.setdefault(key, (par, names))
-
     def _file(
         self,
         f: int,
@@ -487,7 +505,7 @@ class _Group:
         else:
             node, prof, values = self.rnode[a:b], self.prof[a:b], vals[a:b]
             profiles = [{"rank": int(r)} for r in ranks]
-        parent, names = self._structure(lo, hi)
+        parent, names, _ = self.structures[f]
         return FileArrays(
             parent,
             names,

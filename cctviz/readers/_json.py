@@ -40,6 +40,27 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text)
 
 
+def value_key(value: Any) -> bytes | None:
+    """A key for a decoded JSON value: equal keys, equal values of the same types
+    (orjson's encoding: ``1``, ``1.0`` and ``true`` differ). None without orjson,
+    for what it does not encode, and where the encoding holds ``null``: orjson
+    writes NaN and the infinities (which the standard library's decoder gives)
+    as ``null`` too.
+
+    >>> value_key([{"a": 1}]) == value_key([{"a": 1}]) != value_key([{"a": 1.0}])
+    True
+    >>> value_key([float("nan")]), value_key([None])
+    (None, None)
+    """
+    if _orjson is None:  # pragma: no cover - orjson is a dependency
+        return None
+    try:
+        key = _orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits
+        return None
+    return None if b"null" in key else key
+
+
 _FIRST = re.compile(rb"\s*(\S)")
 
 

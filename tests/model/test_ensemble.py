@@ -154,6 +154,24 @@ def test_inclusive_rows_take_the_rows_in_any_order():
     assert np.allclose(want[:, kept], inc.to_numpy(dtype=np.float64), equal_nan=True)
 
 
+def test_the_rows_given_are_copied_unless_given_up():
+    """Sorted rows whose metrics are one column-major matrix (as the batch read
+    makes them): an Ensemble copies them, so that changing the caller's table later
+    changes nothing; with ``_own_rows`` it keeps the matrix."""
+    import pandas as pd
+
+    t = Tree.from_parents([-1, 0, 0], ["main", "a", "b"])
+    node, prof = np.repeat([0, 1, 2], 2), np.tile([0, 1], 3)
+    for own in (False, True):
+        vals = np.asfortranarray(np.arange(12.0).reshape(6, 2))
+        cols = {"node": node, "profile": prof, "x": vals[:, 0], "y": vals[:, 1]}
+        ens = Ensemble(t, pd.DataFrame(cols, copy=False), _own_rows=own)
+        want = vals.copy()
+        vals[:] = -1.0
+        kept = ens.exclusive_rows[["x", "y"]].to_numpy()
+        assert np.array_equal(kept, vals if own else want)
+
+
 @settings(max_examples=examples(80), deadline=None)
 @given(trees(max_size=12), st.data())
 def test_rows_combined_and_completed_in_any_order(t, data):
