@@ -7,7 +7,7 @@
 """
 
 from .dataset import DatasetEnsemble, open_dataset
-from .errors import CCTVizError, ProfileError, QueryError, UnknownFormatError
+from .errors import CCTVizError, ProfileError, QueryError, UnknownFormatError, WorkerError
 from .interop import from_hatchet, from_thicket
 from .model import Ensemble, NodeSet, Tree
 from .model.timeline import Timeline
@@ -79,5 +79,6 @@ __all__ = [
     "ProfileError",
     "QueryError",
     "UnknownFormatError",
+    "WorkerError",
     "CCTVizError",
 ]

@@ -86,6 +86,11 @@ class QueryError(CCTVizError, ValueError):
     """A call-path query is malformed; the message points at the offending part."""
 
 
+class WorkerError(CCTVizError, RuntimeError):
+    """A worker process of a parallel read stopped without an answer (killed, or
+    it could not start); the message says the usual causes."""
+
+
 class ExportError(CCTVizError):
     """A figure could not be exported: the drawing bundle is missing or failed,
     or the output cannot be written as asked."""

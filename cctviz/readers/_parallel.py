@@ -20,8 +20,11 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
+
+from ..errors import WorkerError
 
 #: chunks per worker: enough to balance files of different sizes
 CHUNKS_PER_WORKER = 4
@@ -74,10 +77,20 @@ def read_all(
         return [obj for part in done for obj in part]
     n = workers or 1
     parts = chunks(paths, n)
-    with ProcessPoolExecutor(max_workers=min(n, len(parts)), mp_context=_context()) as pool:
-        futures = [pool.submit(task, part, format, dict(reader_kw)) for part in parts]
-        order = {id(f): k for k, f in enumerate(futures)}
-        done = _collect(as_completed(futures), order, len(parts), progress, len(paths), by_id=True)
+    try:
+        with ProcessPoolExecutor(max_workers=min(n, len(parts)), mp_context=_context()) as pool:
+            futures = [pool.submit(task, part, format, dict(reader_kw)) for part in parts]
+            order = {id(f): k for k, f in enumerate(futures)}
+            done = _collect(
+                as_completed(futures), order, len(parts), progress, len(paths), by_id=True
+            )
+    except BrokenProcessPool as e:
+        raise WorkerError(
+            f"a worker process of read_ensemble(workers={n}) stopped before it answered: "
+            "it was killed (out of memory?), or it could not start because the script "
+            "calls read_ensemble when it is imported (each worker imports the main "
+            'script again: put the call under `if __name__ == "__main__":`)'
+        ) from e
     return [obj for part in done for obj in part]
 
 

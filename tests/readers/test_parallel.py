@@ -51,6 +51,24 @@ def test_a_broken_file_names_itself_from_a_worker(tmp_path, files):
     assert e.value.path == str(broken) and str(broken) in str(e.value)
 
 
+def test_a_script_without_a_main_guard_is_told_so(tmp_path):
+    """Workers import the main script again: a script that reads at import time
+    gets a WorkerError that says so (not only multiprocessing's traceback and a
+    BrokenProcessPool)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    files = [str(f) for f in LULESH_SCALING[:4]]
+    script.write_text(
+        f"import cctviz\ncctviz.read_ensemble({files!r}, workers=2, progress=False)\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "cctviz.errors.WorkerError" in run.stderr
+    assert 'if __name__ == "__main__":' in run.stderr
+
+
 def test_profile_errors_pickle_as_they_are():
     for e in (
         ProfileError("a.json", "bad", where="nodes[3]"),
