@@ -240,10 +240,12 @@ def _records_matrix(rows: list[Any] | np.ndarray, width: int) -> np.ndarray:
             ).reshape(len(rows), width)
         except (TypeError, ValueError):  # None, text: as np.array reads them
             pass
+        except OverflowError:  # an integer beyond a float: the reader names it
+            raise _Irregular from None
     if mat is None:
         try:
             mat = np.array(rows, dtype=np.float64)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError):
             raise _Irregular from None
     if mat.ndim != 2 or mat.shape[1] != width:
         raise _Irregular

@@ -25,7 +25,9 @@ node-valued column entry that is no node index is an error.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -145,7 +147,13 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
     for k, row in enumerate(data):
         if not isinstance(row, list) or len(row) != len(cols):
             raise ProfileError(path, f"expected a row of {len(cols)} values", where=f"data[{k}]")
-    df = pd.DataFrame(data, columns=cols)
+    try:
+        df = pd.DataFrame(data, columns=cols)
+    except OverflowError:  # an integer beyond a float's range
+        k, j = _beyond_float(data)
+        raise ProfileError(
+            path, "an integer beyond a float's range", where=f"data[{k}][{j}]"
+        ) from None
     df = df[df[path_col].notna()].reset_index(drop=True)
     pn = pd.to_numeric(df[path_col], errors="coerce")
     bad = pn.isna() | (pn < 0) | (pn >= n_all)
@@ -196,3 +204,13 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
         rnode,
         run_meta,
     )
+
+
+def _beyond_float(data: list[list[Any]]) -> tuple[int, int]:
+    """Where the first integer beyond a float's range is in the records (row,
+    column); only asked after the table refused one."""
+    for k, row in enumerate(data):
+        for j, v in enumerate(row):
+            if isinstance(v, int) and abs(v) > sys.float_info.max:
+                return k, j
+    raise AssertionError("no integer beyond a float's range")  # pragma: no cover

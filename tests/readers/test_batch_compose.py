@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -138,6 +139,22 @@ def test_a_broken_file_names_itself(tmp_path, study):
     (tmp_path / "cycle.json").write_text(json.dumps(cycle))
     (old, _), (new, _) = read_both([study[2], tmp_path / "cycle.json"])
     assert isinstance(new, ProfileError) and str(new) == str(old)
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_an_integer_beyond_a_float_names_its_file_and_place(tmp_path, batch):
+    """A record with an integer no float holds (json.loads gives it as an int):
+    a ProfileError naming the file and the record, in both reads (the batch
+    read had let numpy's OverflowError out; the reader called it its own bug)."""
+    good = shutil.copy(LULESH_SCALING[0], tmp_path / "good.json")
+    doc = json.loads(LULESH_SCALING[0].read_text())
+    doc["data"][3][0] = 10**400
+    bad = tmp_path / "big.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(ProfileError) as e:
+        cctviz.read_ensemble([good, bad], batch=batch, progress=False)
+    assert e.value.path == str(bad) and "data[3][0]" in str(e.value)
+    assert "beyond a float" in str(e.value)
 
 
 def test_other_formats_take_the_one_by_one_path(tmp_path):
@@ -273,6 +290,8 @@ def _break(doc: dict, how: int) -> dict:
             nd["parent"] = float(nd["parent"])
     elif how in (8, 9):  # labels that are numbers: 1 and 1.0 are equal in Python, not as names
         doc["nodes"][-1]["label"] = 1 if how == 8 else 1.0
+    elif how == 10 and doc["data"]:  # an integer beyond a float's range
+        doc["data"][-1][jp - 1 if jp else 1] = 10**400
     elif how == 6 and "mpi.rank" in doc["columns"]:  # a rank without its root's record
         inclusive = tuple(c for c in doc["columns"] if "inclusive#" in c)
         doc = caliper_study.drop_columns(doc, inclusive)  # (else the reader's anyway)
@@ -310,7 +329,7 @@ def _same_arrays(a, b) -> None:
 @given(
     docs=st.lists(variations(), min_size=1, max_size=3),
     copies=st.integers(1, 3),
-    broken=st.lists(st.integers(0, 9), max_size=3),
+    broken=st.lists(st.integers(0, 10), max_size=3),
 )
 def test_a_group_of_files_parses_as_each_file_alone(docs, copies, broken):
     """parse_caliper_docs (the files that share their columns as one group) gives
@@ -325,7 +344,7 @@ def test_a_group_of_files_parses_as_each_file_alone(docs, copies, broken):
         _same_arrays(fa, _caliper_batch.parse_caliper_doc(p, d))
 
 
-@pytest.mark.parametrize("how", range(10))
+@pytest.mark.parametrize("how", range(11))
 def test_every_real_document_broken_parses_as_alone(how):
     """Each real document with each break, in a group with its unbroken copies (a
     break that Python's equality does not see, 1.0 for 1, included)."""
