@@ -460,7 +460,7 @@ def _expand_paths(paths_or_glob: PathLike | Iterable[PathLike]) -> list[Path]:
                 raise ProfileError(s, "the pattern matches no file")
             return out
         return [Path(s)]
-    return [Path(x) for x in paths_or_glob]
+    return [x if isinstance(x, Path) else Path(x) for x in paths_or_glob]
 
 
 def _scalar_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
