@@ -149,7 +149,10 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
             raise ProfileError(path, f"expected a row of {len(cols)} values", where=f"data[{k}]")
     try:
         df = pd.DataFrame(data, columns=cols)
-    except OverflowError:  # an integer beyond a float's range
+        huge = any(_holds_huge(df.iloc[:, j]) for j, t in enumerate(df.dtypes) if t.kind == "O")
+    except OverflowError:  # pandas < 3 refuses the table; pandas 3 keeps objects
+        huge = True
+    if huge:
         k, j = _beyond_float(data)
         raise ProfileError(
             path, "an integer beyond a float's range", where=f"data[{k}][{j}]"
@@ -206,11 +209,22 @@ def read_caliper_json(path: Path) -> Tree | Ensemble:
     )
 
 
+def _is_huge(v: Any) -> bool:
+    """An integer (``json.loads`` gives any length) beyond a float's range."""
+    return type(v) is int and abs(v) > sys.float_info.max
+
+
+def _holds_huge(column: pd.Series) -> bool:
+    """Whether a column of objects holds an integer beyond a float's range."""
+    return any(map(_is_huge, column.to_numpy()))
+
+
 def _beyond_float(data: list[list[Any]]) -> tuple[int, int]:
     """Where the first integer beyond a float's range is in the records (row,
-    column); only asked after the table refused one."""
+    column), wherever the record is (one without a call path too, whatever
+    pandas' version); only asked where the table holds one."""
     for k, row in enumerate(data):
         for j, v in enumerate(row):
-            if isinstance(v, int) and abs(v) > sys.float_info.max:
+            if _is_huge(v):
                 return k, j
     raise AssertionError("no integer beyond a float's range")  # pragma: no cover

@@ -142,18 +142,24 @@ def test_a_broken_file_names_itself(tmp_path, study):
 
 
 @pytest.mark.parametrize("batch", [True, False])
-def test_an_integer_beyond_a_float_names_its_file_and_place(tmp_path, batch):
-    """A record with an integer no float holds (json.loads gives it as an int):
-    a ProfileError naming the file and the record, in both reads (the batch
-    read had let numpy's OverflowError out; the reader called it its own bug)."""
+@pytest.mark.parametrize("with_path", [True, False])
+def test_an_integer_beyond_a_float_names_its_file_and_place(tmp_path, batch, with_path):
+    """A record with an integer no float holds (json.loads gives it as an int),
+    one with a call path or one without (which the reader leaves out): a
+    ProfileError naming the file and the record, in both reads and on pandas 2
+    and 3 (the batch read had let numpy's OverflowError out; the reader called
+    it its own bug, on pandas 3 only where the record has a path)."""
     good = shutil.copy(LULESH_SCALING[0], tmp_path / "good.json")
     doc = json.loads(LULESH_SCALING[0].read_text())
-    doc["data"][3][0] = 10**400
+    jp = doc["columns"].index("path")
+    k = next(k for k, r in enumerate(doc["data"]) if (r[jp] is not None) == with_path)
+    j = 1 if jp == 0 else 0
+    doc["data"][k][j] = 10**400
     bad = tmp_path / "big.json"
     bad.write_text(json.dumps(doc))
     with pytest.raises(ProfileError) as e:
         cctviz.read_ensemble([good, bad], batch=batch, progress=False)
-    assert e.value.path == str(bad) and "data[3][0]" in str(e.value)
+    assert e.value.path == str(bad) and f"data[{k}][{j}]" in str(e.value)
     assert "beyond a float" in str(e.value)
 
 
