@@ -455,8 +455,9 @@ def rows_table(
     files: list[FileArrays], node_of: list[np.ndarray], metrics: list[str], scale: np.ndarray
 ) -> pd.DataFrame:
     """The rows of every file on the unified tree, profiles numbered across files,
-    values in the ensemble's units (NaN for a metric a file does not have)."""
-    node, prof, vals = _row_arrays(files, node_of, metrics, scale)
+    values in the ensemble's units (NaN for a metric a file does not have), in
+    the Ensemble's order (node, profile)."""
+    node, prof, vals, _ = _row_arrays(files, node_of, metrics, scale)
     out = pd.DataFrame({"node": node, "profile": prof})
     for j, m in enumerate(metrics):
         out[m] = vals[:, j]
@@ -465,8 +466,12 @@ def rows_table(
 
 def _row_arrays(
     files: list[FileArrays], node_of: list[np.ndarray], metrics: list[str], scale: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`rows_table` as arrays (node, profile, values), rows in the files' order."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`rows_table` as arrays (node, profile, values), and where each row
+    comes from in the files' rows (``order``). The values are column-major, as
+    the Ensemble keeps them: each file's rows are written straight into their
+    places (5x faster than filling a row-major matrix in the files' order, then
+    gathering it sorted into a column-major one)."""
     col = {m: j for j, m in enumerate(metrics)}
     n = len(files)
     n_prof = np.fromiter((fa.n_profiles for fa in files), dtype=np.int64, count=n)
@@ -477,7 +482,9 @@ def _row_arrays(
     rprof = np.concatenate([fa.prof for fa in files]) if n else np.empty(0, np.int64)
     node = final[np.repeat(node_off[:-1], nrows) + rnode]
     prof = rprof + np.repeat(np.concatenate(([0], np.cumsum(n_prof)))[:-1], nrows)
-    vals = np.full((int(nrows.sum()), len(metrics)), np.nan)
+    order = _algo.pair_order(node, prof, int(n_prof.sum()))
+    at = _places(order)
+    vals = np.full((int(nrows.sum()), len(metrics)), np.nan, order="F")
     kinds: dict[tuple[str, ...], int] = {}
     kind = np.fromiter(
         (kinds.setdefault(tuple(fa.metrics), len(kinds)) for fa in files), np.int64, count=n
@@ -492,8 +499,19 @@ def _row_arrays(
         fac = scale[ks][:, js]
         if not (fac == 1).all():
             block = block * np.repeat(fac, nrows[ks], axis=0)
-        vals[np.ix_(np.flatnonzero(row_kind == g), js)] = block
-    return node, prof, vals
+        vals[np.ix_(at[row_kind == g], js)] = block
+    return node[order], prof[order], vals, order
+
+
+def _places(order: np.ndarray) -> np.ndarray:
+    """Where each item goes when ``order`` (a permutation) sorts them.
+
+    >>> _places(np.array([2, 0, 1])).tolist()
+    [1, 2, 0]
+    """
+    at = np.empty_like(order)
+    at[order] = np.arange(order.size)
+    return at
 
 
 @dataclass
@@ -502,7 +520,8 @@ class ChunkArrays:
     :class:`FileArrays` without rows), every row on it (``node``, chunk-local
     ``prof`` and ``file``; ``values`` over ``metrics``, in the files' own units),
     and each file's metadata (its arrays without nodes and rows). The caller
-    unifies the chunks' trees, which are small, instead of every file's."""
+    unifies the chunks' trees, which are small, instead of every file's. The rows
+    are in the order (``node``, ``prof``), the values column-major."""
 
     tree: FileArrays
     files: list[FileArrays]
@@ -542,7 +561,9 @@ def chunk_of(files: list[FileArrays]) -> ChunkArrays:
     metrics: list[str] = []
     for fa in files:
         metrics += [m for m in fa.metrics if m not in metrics]
-    node, prof, vals = _row_arrays(files, node_of, metrics, np.ones((len(files), len(metrics))))
+    node, prof, vals, order = _row_arrays(
+        files, node_of, metrics, np.ones((len(files), len(metrics)))
+    )
     nodes = tree.nodes
     empty = np.empty(0, dtype=np.int64)
     shape = FileArrays(
@@ -557,7 +578,7 @@ def chunk_of(files: list[FileArrays]) -> ChunkArrays:
         True,
         columns={c: nodes[c].to_numpy() for c in nodes.columns if c not in STRUCT_COLUMNS},
     )
-    row_file = np.repeat(np.arange(len(files)), [fa.node.size for fa in files])
+    row_file = np.repeat(np.arange(len(files)), [fa.node.size for fa in files])[order]
     return ChunkArrays(shape, [strip(fa) for fa in files], node, prof, row_file, vals, metrics)
 
 
@@ -606,40 +627,56 @@ def compose_chunks(
     )
     row_node = np.concatenate([mp[ch.node] for mp, ch in zip(maps, chunks)])
     row_prof = np.concatenate([ch.prof + poff[c] for c, ch in enumerate(chunks)])
-    # the rows in the Ensemble's order (node, profile), the values a column after
-    # another as the constructor keeps them: one gather of whole rows here (faster
-    # than the constructor's gather of each metric's strided column)
-    order = _algo.pair_order(row_node, row_prof, int(poff[-1]))
-    vals = np.empty((order.size, len(metrics)), order="F")
-    np.take(_chunk_values(chunks, metrics, scale, foff), order, axis=0, out=vals)
-    columns = {"node": row_node[order], "profile": row_prof[order]}
+    # the rows in the Ensemble's order (node, profile), the values column-major as
+    # the constructor keeps them (a chunk's rows come in that order already)
+    key = row_node * max(int(poff[-1]), 1) + row_prof
+    order = (
+        None
+        if bool((key[1:] >= key[:-1]).all())
+        else _algo.pair_order(row_node, row_prof, int(poff[-1]))
+    )
+    vals = _ensemble_values(chunks, metrics, scale, foff, order)
+    if order is not None:
+        row_node, row_prof = row_node[order], row_prof[order]
+    columns = {"node": row_node, "profile": row_prof}
     columns.update((m, vals[:, j]) for j, m in enumerate(metrics))
     rows = pd.DataFrame(columns, copy=False)
     profiles = _profiles(files, extras)
     return Ensemble(tree, rows, profiles, ensemble_meta(files, units, rules, meta), _own_rows=True)
 
 
-def _chunk_values(
-    chunks: list[ChunkArrays], metrics: list[str], scale: np.ndarray, foff: np.ndarray
+def _ensemble_values(
+    chunks: list[ChunkArrays],
+    metrics: list[str],
+    scale: np.ndarray,
+    foff: np.ndarray,
+    order: np.ndarray | None,
 ) -> np.ndarray:
-    """The chunks' values one after the other (rows x ``metrics``, NaN where a
-    chunk lacks a metric), in the ensemble's units (``scale``: per file x metric;
-    ``foff``: the chunks' offsets into the files). One chunk that has every
-    metric, in the ensemble's units: its own array."""
+    """The chunks' values in the ensemble's rows (``order``: where each comes from
+    in the chunks' rows one after the other; None: in that order), column-major,
+    NaN where a chunk lacks a metric, in the ensemble's units (``scale``: per
+    file x metric; ``foff``: the chunks' offsets into the files). One chunk in
+    order that has every metric in the ensemble's units: its own matrix."""
     col = {m: j for j, m in enumerate(metrics)}
     parts = []
     for c, ch in enumerate(chunks):
         js = [col[m] for m in ch.metrics]
         fac = scale[foff[c] : foff[c + 1]][:, js]
         parts.append((js, ch.values if (fac == 1).all() else ch.values * fac[ch.file]))
-    if len(parts) == 1 and parts[0][0] == list(range(len(metrics))):
-        return parts[0][1]
-    nrows = np.array([ch.node.size for ch in chunks], dtype=np.int64)
-    roff = np.concatenate(([0], np.cumsum(nrows)))
-    vals = np.full((int(roff[-1]), len(metrics)), np.nan)
+    whole = parts[0][1] if len(parts) == 1 else None
+    if order is None and whole is not None and parts[0][0] == list(range(len(metrics))):
+        if whole.flags.f_contiguous:
+            return whole
+    roff = np.concatenate(([0], np.cumsum([ch.node.size for ch in chunks], dtype=np.int64)))
+    at = np.arange(roff[-1]) if order is None else _places(order)
+    vals = np.empty((int(roff[-1]), len(metrics)), order="F")
     for c, (js, part) in enumerate(parts):
+        rows = at[roff[c] : roff[c + 1]]
         if js:
-            vals[roff[c] : roff[c + 1], js] = part
+            vals[np.ix_(rows, js)] = part
+        lacks = [j for j in range(len(metrics)) if j not in js]
+        if lacks:
+            vals[np.ix_(rows, lacks)] = np.nan
     return vals
 
 

@@ -276,6 +276,52 @@ def test_varied_documents_equal_the_one_by_one_read(tmp_path, docs):
     assert_equal_reads(files)
 
 
+def _in_unit(doc: dict, unit: str) -> dict:
+    """The document with its time columns said to be in ``unit`` (the values kept)."""
+    meta = [
+        {**m, "attribute.unit": unit} if m.get("attribute.unit") == "s" else m
+        for m in doc["column_metadata"]
+    ]
+    return {**doc, "column_metadata": meta}
+
+
+@settings(
+    max_examples=examples(25),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    docs=st.lists(variations(), min_size=2, max_size=6),
+    units=st.lists(st.sampled_from(["s", "ms", "us"]), min_size=6, max_size=6),
+    cuts=st.sets(st.integers(1, 5), max_size=4),
+)
+def test_chunks_composed_apart_equal_one_chunk(tmp_path, docs, units, cuts):
+    """``compose_chunks`` of the files cut into chunks (as the workers of a
+    parallel read return them: chunks that lack a metric, whose trees map onto
+    the whole one out of order, whose files' units differ) equals one chunk of
+    all the files, which equals the one-by-one read."""
+    files = []
+    for k, d in enumerate(docs):
+        f = tmp_path / f"c{k}-{np.random.default_rng().integers(1 << 30)}.json"
+        f.write_text(json.dumps(_in_unit(d, units[k])))
+        files.append(f)
+    bounds = [0, *sorted(c for c in cuts if c < len(files)), len(files)]
+    parts = [files[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    extras = [{"run": k} for k in range(len(files))]
+    try:
+        whole = _batch.compose_chunks(_batch.read_chunk_composed(files, None, {}), extras, {})
+    except ProfileError as e:  # (units that cannot be reconciled: both fail alike)
+        with pytest.raises(ProfileError, match=str(e)[:40]):
+            chunks = [ch for part in parts for ch in _batch.read_chunk_composed(part, None, {})]
+            _batch.compose_chunks(chunks, extras, {})
+        return
+    chunks = [ch for part in parts for ch in _batch.read_chunk_composed(part, None, {})]
+    apart = _batch.compose_chunks(chunks, extras, {})
+    assert apart == whole
+    for m in whole.exc_metrics:
+        assert np.array_equal(apart.values(m), whole.values(m), equal_nan=True), m
+    assert_equal_reads(files)
+
+
 def _break(doc: dict, how: int) -> dict:
     """A document with one thing the group parse must leave to the one-file parse."""
     doc = json.loads(json.dumps(doc))
