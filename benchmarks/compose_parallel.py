@@ -33,9 +33,13 @@ process, one after the other:
 
 Prints each time, per file, and the ratios: against the floor per core (the
 floor's time divided by the processes used) and Thicket (and the one-by-one read)
-against cctviz serial. The floors and the serial read alternate ``--reps`` times
-(medians; each repetition's ratio printed too: this machine's speed drifts). Process start-up is part of the parallel times (a pool
-per call), as a user sees it.
+against cctviz serial. The floors, the serial read and each ``--workers`` read
+alternate ``--reps`` times (medians; each repetition's ratio printed too: this
+machine's speed drifts); the Dask read is repeated ``--reps`` times on one
+cluster (started outside the timing). Starting the worker processes is part of
+every parallel time (a pool per call, as a user sees it); the first call also
+starts multiprocessing's fork server (which imports the readers once per Python
+process), so its time is printed apart.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", type=int, default=0, help="cProfile the batch read of N files")
     ap.add_argument("--stages", action="store_true", help="time the serial read's stages")
     ap.add_argument("--seed", type=int, default=12345)
-    ap.add_argument("--reps", type=int, default=3, help="floor/serial alternations (median)")
+    ap.add_argument("--reps", type=int, default=3, help="floor/read alternations (median)")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         t_write, files = timed(lambda: write_study(a.files, Path(tmp) / "files", seed=a.seed))
@@ -92,20 +96,20 @@ def main(argv: list[str] | None = None) -> int:
                     json.load(fh)
 
         floor()  # the page cache warm for everyone
-        t_floor, t_orjson, t_serial, serial = _alternating(files, floor, a.reps)
+        reads = {"cctviz serial (batch path)": (1, {})}
+        reads.update((f"cctviz workers={n}", (n, {"workers": n})) for n in a.workers if n > 1)
+        t_floor, t_orjson, times, first, serial = _alternating(files, floor, reads, a.reps)
         rows.append(("json.load floor", t_floor, 1))
         if t_orjson is not None:
             rows.append(("orjson.loads floor", t_orjson, 1))
-        rows.append(("cctviz serial (batch path)", t_serial, 1))
+        for name, (n, _) in reads.items():
+            rows.append((name, times[name], n))
+            if n > 1:
+                rows.append(("  its first call (the fork server starts)", first[name], n))
+        t_serial = times["cctviz serial (batch path)"]
         print(f"  ensemble: {serial!r}"[:300])
-        for n in a.workers:
-            if n == 1:
-                continue
-            t, ens = timed(lambda n=n: cctviz.read_ensemble(files, workers=n, progress=False))
-            assert ens == serial, f"workers={n} differs from the serial read"
-            rows.append((f"cctviz workers={n}", t, n))
         if a.dask:
-            rows.append(_dask(files, serial, a.dask))
+            rows.append(_dask(files, serial, a.dask, a.reps))
         if a.out:
             folder = Path(tmp) / "dataset"
             t, ds = timed(lambda: cctviz.read_ensemble(files, out=folder, progress=False))
@@ -129,22 +133,36 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _alternating(files: list[Path], floor, reps: int) -> tuple[float, float | None, float, Any]:
-    """The floors and the serial read, one after the other ``reps`` times (this
-    machine's speed drifts: a ratio of two runs far apart says little); the
-    medians, and the ratios of each repetition printed."""
-    t_f, t_o, t_s = [], [], []
+def _alternating(
+    files: list[Path], floor, reads: dict[str, tuple[int, dict]], reps: int
+) -> tuple[float, float | None, dict[str, float], dict[str, float], Any]:
+    """The floors and each read (``reads``: name -> (processes, ``read_ensemble``
+    arguments)), one after the other ``reps`` times (this machine's speed drifts:
+    a ratio of two runs far apart says little); the medians, each read's first
+    time (a parallel read's first call starts multiprocessing's fork server, which
+    later calls in the process reuse), and the serial Ensemble. Each
+    repetition's ratios are printed; every read is checked equal to the serial one."""
+    t_f, t_o = [], []
+    t_r: dict[str, list[float]] = {name: [] for name in reads}
+    serial = None
     for _ in range(reps):
         t_f.append(timed(floor)[0])
         t_o.append(_orjson_floor(files))
-        t, serial = timed(lambda: cctviz.read_ensemble(files, progress=False))
-        t_s.append(t)
-        del serial
-    ratios = ", ".join(f"{s / f:.2f}x" for s, f in zip(t_s, t_f))
-    print(f"  serial / json.load floor, each repetition: {ratios}")
-    serial = cctviz.read_ensemble(files, progress=False)
+        for name, (_, kw) in reads.items():
+            t, ens = timed(lambda kw=kw: cctviz.read_ensemble(files, progress=False, **kw))
+            t_r[name].append(t)
+            if serial is None:
+                serial = ens
+            elif len(t_r[name]) == 1:
+                assert ens == serial, f"{name} differs from the serial read"
+            del ens
+    for name, (n, _) in reads.items():
+        ratios = ", ".join(f"{s / (f / n):.2f}x" for s, f in zip(t_r[name], t_f))
+        print(f"  {name} / json.load floor per core, each repetition: {ratios}")
     orj = None if t_o[0] is None else statistics.median(t_o)
-    return statistics.median(t_f), orj, statistics.median(t_s), serial
+    medians = {name: statistics.median(ts) for name, ts in t_r.items()}
+    firsts = {name: ts[0] for name, ts in t_r.items()}
+    return statistics.median(t_f), orj, medians, firsts, serial
 
 
 def _orjson_floor(files: list[Path]) -> float | None:
@@ -161,7 +179,7 @@ def _orjson_floor(files: list[Path]) -> float | None:
     return timed(floor)[0]
 
 
-def _dask(files: list[Path], serial: cctviz.Ensemble, n: int) -> tuple[str, float, int]:
+def _dask(files: list[Path], serial: cctviz.Ensemble, n: int, reps: int) -> tuple[str, float, int]:
     from dask.distributed import Client, LocalCluster
 
     with (
@@ -171,9 +189,14 @@ def _dask(files: list[Path], serial: cctviz.Ensemble, n: int) -> tuple[str, floa
         Client(cluster) as client,
     ):
         client.run(lambda: __import__("cctviz.readers"))  # imports not timed
-        t, ens = timed(lambda: cctviz.read_ensemble(files, client=client, progress=False))
-        assert ens == serial, "the Dask read differs from the serial read"
-    return (f"cctviz Dask LocalCluster({n})", t, n)
+        ts = []
+        for _ in range(reps):
+            t, ens = timed(lambda: cctviz.read_ensemble(files, client=client, progress=False))
+            assert ens == serial, "the Dask read differs from the serial read"
+            ts.append(t)
+            del ens
+    print(f"  Dask LocalCluster({n}), each repetition: " + ", ".join(f"{t:.2f} s" for t in ts))
+    return (f"cctviz Dask LocalCluster({n})", statistics.median(ts), n)
 
 
 def _old(files: list[Path], n: int, rows: list) -> float | None:
