@@ -615,7 +615,8 @@ def compose_chunks(
     chunks: list[ChunkArrays], extras: list[dict[str, Any]], meta: Mapping[str, Any]
 ) -> Ensemble:
     """One Ensemble of the chunks (each composed by :func:`read_chunk_composed`),
-    equal to :func:`compose` of all their files."""
+    equal to :func:`compose` of all their files. The chunks are given up: one
+    chunk's values matrix may become the Ensemble's own (not to be written after)."""
     files = [fa for ch in chunks for fa in ch.files]
     if not files:
         raise ValueError("an ensemble needs at least one profile")
@@ -656,13 +657,16 @@ def _ensemble_values(
     in the chunks' rows one after the other; None: in that order), column-major,
     NaN where a chunk lacks a metric, in the ensemble's units (``scale``: per
     file x metric; ``foff``: the chunks' offsets into the files). One chunk in
-    order that has every metric in the ensemble's units: its own matrix."""
+    order that has every metric: its own matrix (scaled where its units differ)."""
     col = {m: j for j, m in enumerate(metrics)}
     parts = []
     for c, ch in enumerate(chunks):
         js = [col[m] for m in ch.metrics]
         fac = scale[foff[c] : foff[c + 1]][:, js]
-        parts.append((js, ch.values if (fac == 1).all() else ch.values * fac[ch.file]))
+        same_units = (fac == 1).all()
+        parts.append(
+            (js, ch.values if same_units else np.multiply(ch.values, fac[ch.file], order="F"))
+        )
     whole = parts[0][1] if len(parts) == 1 else None
     if order is None and whole is not None and parts[0][0] == list(range(len(metrics))):
         if whole.flags.f_contiguous:
@@ -710,6 +714,8 @@ def profiles_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     Example:
         >>> profiles_table([{"a": 1}, {"a": 2, "b": "x"}, {"a": 3}]).to_dict("list")
         {'a': [1, 2, 3], 'b': [nan, 'x', nan]}
+        >>> profiles_table([{}, {"a": 1}]).to_dict("list"), profiles_table([{}, {}]).shape
+        ({'a': [nan, 1.0]}, (2, 0))
     """
     if not records:
         return pd.DataFrame()
@@ -718,6 +724,8 @@ def profiles_table(records: list[dict[str, Any]]) -> pd.DataFrame:
         same.setdefault(tuple(r), []).append(k)
     parts = [
         pd.DataFrame.from_records([tuple(records[k].values()) for k in ks], columns=list(keys))
+        if keys
+        else pd.DataFrame(index=range(len(ks)))  # (records without columns: rows all the same)
         for keys, ks in same.items()
     ]
     if len(parts) == 1:
