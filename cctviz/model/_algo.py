@@ -351,6 +351,17 @@ def sorted_unique(a: np.ndarray, return_inverse: bool = False):
     return uniq, inv
 
 
+def inverse_permutation(order: np.ndarray) -> np.ndarray:
+    """Where each item goes when ``order`` (a permutation) sorts them.
+
+    >>> inverse_permutation(np.array([2, 0, 1])).tolist()
+    [1, 2, 0]
+    """
+    at = np.empty_like(order)
+    at[order] = np.arange(order.size)
+    return at
+
+
 def _radix_sortable(a: np.ndarray) -> bool:
     """Whether integers ``a`` fit int16, which numpy sorts stably by radix."""
     return bool(a.size) and -(2**15) <= a.min() and a.max() < 2**15

@@ -30,7 +30,14 @@ import pandas as pd
 
 from ..errors import ProfileError
 from . import units as _units
-from ._algo import _expand, accumulate_up, combine_rows, sorted_unique, stable_order
+from ._algo import (
+    _expand,
+    accumulate_up,
+    combine_rows,
+    inverse_permutation,
+    sorted_unique,
+    stable_order,
+)
 from .stats import MISSING, node_stats
 from .text import text_as_object
 from .tree import Tree, base_metric, check_aggregation, inc_name
@@ -963,8 +970,7 @@ def _sorted_columns(
     a frame's floats), row ``i`` moved to ``at[i]`` (a permutation). ``own``:
     rows already in place whose columns are one matrix are that matrix."""
     n = at.size
-    order = np.empty(n, dtype=np.int64)
-    order[at] = np.arange(n)
+    order = inverse_permutation(at)
     moved = not (n < 2 or bool((np.diff(order) == 1).all()))
     if own and not moved and metrics:
         block = _matrix_of([rows[m].to_numpy(dtype=np.float64) for m in metrics])
