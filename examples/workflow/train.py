@@ -15,6 +15,7 @@ written with its wall time to ``STATS/train-{rank}.json``.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import time
 from contextlib import nullcontext
@@ -82,6 +83,10 @@ def main() -> None:
     a.stats.mkdir(parents=True, exist_ok=True)
     stats = {"waited_s": waited, "wall_s": wall, "start": start}
     (a.stats / f"train-{rank}.json").write_text(json.dumps(stats))
+    # nothing may hold the group when it goes: a DDP model that outlives
+    # destroy_process_group() sometimes aborts the process at exit (SIGABRT)
+    del model, opt
+    gc.collect()
     dist.destroy_process_group()
 
 
