@@ -428,15 +428,55 @@ def _reconcile(
     """The metrics in order of first appearance, their units and rules (the
     model's reconciliation, over the distinct kinds of file), and per file the
     factor that converts each metric to the ensemble's unit (files x metrics)."""
+    which, first, _ = kinds_of(files)
+    return _reconcile_kinds([files[k] for k in first], which)
+
+
+def kinds_of(files: list[FileArrays]) -> tuple[np.ndarray, list[int], list[tuple[Any, ...]]]:
+    """The kinds of file (equal :func:`signature`, so they reconcile alike): each
+    file's kind, the first file of each kind, and each kind's signature.
+
+    Example:
+        >>> import cctviz
+        >>> a = from_object(cctviz.Tree.from_parents([-1], ["main"], {"time": [1.0]}))
+        >>> b = from_object(cctviz.Tree.from_parents([-1], ["main"], {"bytes": [8.0]}))
+        >>> which, first, _ = kinds_of([a, b, a])
+        >>> which.tolist(), first
+        ([0, 1, 0], [0, 1])
+    """
     sig_of: dict[tuple[Any, ...], int] = {}
     which = np.empty(len(files), dtype=np.int64)
-    reps: list[FileArrays] = []
+    first: list[int] = []
     for k, fa in enumerate(files):
-        s = signature(fa)
-        i = sig_of.setdefault(s, len(reps))
-        if i == len(reps):
-            reps.append(fa)
+        i = sig_of.setdefault(signature(fa), len(first))
+        if i == len(first):
+            first.append(k)
         which[k] = i
+    return which, first, list(sig_of)
+
+
+def _chunks_kinds(chunks: list[ChunkArrays]) -> tuple[list[FileArrays], np.ndarray]:
+    """The kinds of file across ``chunks`` (each knows its own, :func:`kinds_of`):
+    the first file of each kind and each file's kind, as :func:`kinds_of` of all
+    their files would give them, without a signature per file."""
+    sig_of: dict[tuple[Any, ...], int] = {}
+    reps: list[FileArrays] = []
+    which = []
+    for ch in chunks:
+        glob = np.empty(len(ch.first), dtype=np.int64)
+        for i, (sig, k) in enumerate(zip(ch.signatures, ch.first)):
+            glob[i] = sig_of.setdefault(sig, len(reps))
+            if glob[i] == len(reps):
+                reps.append(ch.files[k])
+        which.append(glob[ch.kind])
+    return reps, np.concatenate(which) if which else np.empty(0, dtype=np.int64)
+
+
+def _reconcile_kinds(
+    reps: list[FileArrays], which: np.ndarray
+) -> tuple[list[str], dict[str, str], dict[str, str], np.ndarray]:
+    """:func:`_reconcile` of the files whose kinds are ``which`` (per file), each
+    kind's first file being ``reps``."""
     metrics: list[str] = []
     for fa in reps:
         metrics += [m for m in fa.metrics if m not in metrics]
@@ -537,9 +577,11 @@ class ChunkArrays:
     :class:`FileArrays` without rows), every row on it (``node``, chunk-local
     ``prof`` and ``file``, in the order (``node``, ``prof``); their values as
     blocks, :data:`Block`, over ``metrics``, in the files' own units), and each file's
-    metadata (its arrays without nodes and rows). The caller unifies the chunks'
-    trees, which are small, instead of every file's, and writes the blocks into
-    the ensemble's matrix: a worker sends only the values that exist."""
+    metadata (its arrays without nodes and rows), with their kinds
+    (:func:`kinds_of`: ``kind`` per file, ``first`` file and ``signatures`` per
+    kind). The caller unifies the chunks' trees, which are small, instead of every
+    file's, reconciles units and rules over the chunks' kinds, and writes the
+    blocks into the ensemble's matrix: a worker sends only the values that exist."""
 
     tree: FileArrays
     files: list[FileArrays]
@@ -548,6 +590,9 @@ class ChunkArrays:
     file: np.ndarray
     blocks: list[Block]
     metrics: list[str]
+    kind: np.ndarray
+    first: list[int]
+    signatures: list[tuple[Any, ...]]
 
     @property
     def n_files(self) -> int:
@@ -594,7 +639,8 @@ def chunk_of(files: list[FileArrays]) -> ChunkArrays:
         True,
         columns={c: nodes[c].to_numpy() for c in nodes.columns if c not in STRUCT_COLUMNS},
     )
-    return ChunkArrays(shape, [strip(fa) for fa in files], node, prof, row_file, blocks, metrics)
+    stripped = [strip(fa) for fa in files]
+    return ChunkArrays(shape, stripped, node, prof, row_file, blocks, metrics, *kinds_of(stripped))
 
 
 _EMPTY = np.empty(0, dtype=np.int64)
@@ -635,7 +681,7 @@ def compose_chunks(
     if not files:
         raise ValueError("an ensemble needs at least one profile")
     tree, maps = unify([ch.tree for ch in chunks])
-    metrics, units, rules, scale = _reconcile(files)
+    metrics, units, rules, scale = _reconcile_kinds(*_chunks_kinds(chunks))
     foff = np.concatenate(([0], np.cumsum([ch.n_files for ch in chunks])))
     poff = np.concatenate(
         ([0], np.cumsum([sum(fa.n_profiles for fa in ch.files) for ch in chunks]))

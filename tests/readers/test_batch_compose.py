@@ -323,6 +323,29 @@ def test_chunks_composed_apart_equal_one_chunk(tmp_path, docs, units, cuts):
     assert_equal_reads(files)
 
 
+def test_chunks_whose_kinds_come_in_another_order(tmp_path):
+    """Each chunk numbers its kinds of file (units, rules) in its own order; the
+    caller maps them onto the whole's: here the second chunk starts with the
+    kind the first ends with, so a chunk's own numbers would scale its files by
+    the other kind's factor."""
+    files = []
+    for k, unit in enumerate(["s", "ms", "ms", "s"]):
+        f = tmp_path / f"k{k}.json"
+        f.write_text(json.dumps(_in_unit(_sources()[2], unit)))  # (RAJAPerf: times in s)
+        files.append(f)
+    extras = [{"run": k} for k in range(len(files))]
+    whole = _batch.compose_chunks(_batch.read_chunk_composed(files, None, {}), extras, {})
+    chunks = [
+        ch for part in (files[:2], files[2:]) for ch in _batch.read_chunk_composed(part, None, {})
+    ]
+    assert chunks[0].signatures == chunks[1].signatures[::-1]
+    apart = _batch.compose_chunks(chunks, extras, {})
+    assert {whole.tree.unit(m) for m in whole.exc_metrics} >= {"ms"}
+    for m in whole.exc_metrics:
+        assert np.array_equal(apart.values(m), whole.values(m), equal_nan=True), m
+    assert_equal_reads(files)
+
+
 def _break(doc: dict, how: int) -> dict:
     """A document with one thing the group parse must leave to the one-file parse."""
     doc = json.loads(json.dumps(doc))
