@@ -939,9 +939,11 @@ def _node_means(
         # same mean to the last bit (reduceat would sum pairwise)
         if has.all():
             total, n_has = np.bincount(node, weights=v, minlength=n_nodes)[at], n_rows
-        else:
-            total = np.bincount(node, weights=np.where(has, v, 0.0), minlength=n_nodes)[at]
-            n_has = np.add.reduceat(has, starts, dtype=np.int64)
+        else:  # only the rows with a value (a sum that skips a NaN's 0.0 is the same sum)
+            idx = np.flatnonzero(has)
+            of = node[idx]
+            total = np.bincount(of, weights=v[idx], minlength=n_nodes)[at]
+            n_has = np.bincount(of, minlength=n_nodes)[at]
         # sums: over the live profiles, absent = 0; the others: the profiles with a value
         count = n_live - (n_rows - n_has) if sums[j] else n_has
         with np.errstate(invalid="ignore", divide="ignore"):
