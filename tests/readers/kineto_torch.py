@@ -34,7 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DDP_OPTIONS = {"with_stack": True, "record_shapes": True}
 #: seconds after which a rank of ``record_ddp``'s job prints its stacks and exits
-RANK_TIMEOUT = 120
+#: (the job's own process a tenth later): ``record_ddp`` sets it from its timeout
+RANK_TIMEOUT = float(os.environ.get("KINETO_TORCH_RANK_TIMEOUT", 120))
 
 
 def _model():
@@ -190,10 +191,14 @@ def record_ddp(folder: Path, timeout: float = 300, job: str = "ddp") -> list[Pat
 
 
 def _run_job(folder: Path, job: str, timeout: float) -> str | None:
-    """Run the job in its own session; None when it exits 0, else its stderr's tail."""
+    """Run the job in its own session; None when it exits 0, else its stderr's tail.
+    Its process and ranks print their stacks and exit a little before ``timeout``
+    (:data:`RANK_TIMEOUT`); whatever is left then, or when this is interrupted, is
+    killed."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "KINETO_TORCH_RANK_TIMEOUT": str(0.8 * timeout),
     }
     with subprocess.Popen(
         [sys.executable, "-m", "tests.readers.kineto_torch", str(folder), job],
@@ -207,10 +212,21 @@ def _run_job(folder: Path, job: str, timeout: float) -> str | None:
         try:
             _, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)  # the ranks too
-            _, err = p.communicate()
+            _kill_session(p)
+            _, err = p.communicate(timeout=30)
             return f"timed out after {timeout:.0f} s:\n{err[-6000:]}"
+        except BaseException:  # (interrupted: a session of its own is not)
+            _kill_session(p)
+            raise
     return f"exit {p.returncode}:\n{err[-6000:]}" if p.returncode else None
+
+
+def _kill_session(p: subprocess.Popen) -> None:
+    """Kill the job's process and its ranks (its session's process group)."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def record_collectives(folder: Path, timeout: float = 300) -> list[Path]:
@@ -227,6 +243,15 @@ if __name__ == "__main__":
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # stay on 127.0.0.1
     # forked ranks share the imports and skip the interpreter's shutdown
     fn = _collectives_rank if sys.argv[2:] == ["collectives"] else _rank
-    mp.start_processes(
-        fn, args=(2, _free_port(), sys.argv[1], DDP_OPTIONS), nprocs=2, start_method="fork"
+    ranks = mp.start_processes(
+        fn,
+        args=(2, _free_port(), sys.argv[1], DDP_OPTIONS),
+        nprocs=2,
+        start_method="fork",
+        join=False,
     )
+    # a hang in the join shows its stacks too; armed after the fork, never before:
+    # a rank forked with the watchdog's thread running deadlocks re-arming its own
+    faulthandler.dump_traceback_later(1.1 * RANK_TIMEOUT, exit=True)
+    while not ranks.join():
+        pass
