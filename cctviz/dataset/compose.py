@@ -172,8 +172,7 @@ class _State:
         self.trie = _Trie()
         self.n_files = 0
         self.records: list[dict[str, Any]] = []
-        self.reps: list[_batch.FileArrays] = []  # one file of each kind (metrics, units, rules)
-        self.sig_of: dict[tuple[Any, ...], int] = {}
+        self.kinds = _batch.KindsSeen()  # one file of each kind (metrics, units, rules)
         self.profile_rep: list[np.ndarray] = []
         self.said: dict[str, dict[str, Any]] = {"units_assumed": {}, "aggregation_notes": {}}
         self.formats: set[Any] = set()
@@ -186,19 +185,15 @@ class _State:
     ) -> None:
         """Compose one chunk and write its rows (values in the files' units)."""
         self.records += _batch.profile_records(files, extras)
-        reps = []
+        kind, first, signatures = _batch.kinds_of(files)
+        reps = self.kinds.add(signatures, [_batch.strip(files[k]) for k in first])[kind]
         for fa in files:
-            s = _batch.signature(fa)
-            i = self.sig_of.setdefault(s, len(self.reps))
-            if i == len(self.reps):
-                self.reps.append(_batch.strip(fa))
-            reps.append(i)
             m = fa.tree_meta or fa.meta
             for key, said in self.said.items():
                 said.update(m.get(key, {}))
             self.formats.add(fa.meta.get("format"))
         n_prof = np.array([fa.n_profiles for fa in files], dtype=np.int64)
-        self.profile_rep.append(np.repeat(np.asarray(reps, dtype=np.int64), n_prof))
+        self.profile_rep.append(np.repeat(reps, n_prof))
         tree, node_of = _batch.unify(files)
         metrics: list[str] = []
         for fa in files:
@@ -237,7 +232,7 @@ class _State:
     def finish(self, folder: Path, own: Mapping[str, Any] | None = None) -> Path:
         """Reconcile, rewrite the parts in pre-order ids and the ensemble's units,
         write the small tables and the manifest, and last the marker."""
-        metrics, units, rules, scale = _batch.reconcile(self.reps)
+        metrics, units, rules, scale = _batch.reconcile(self.kinds.reps)
         formats = self.formats
         common = (
             {"format": next(iter(formats))} if len(formats) == 1 and None not in formats else {}

@@ -299,14 +299,6 @@ def signature(fa: FileArrays) -> tuple[Any, ...]:
     return tuple((x, units.get(x), x in said, rules.get(x, "sum"), x in notes) for x in fa.metrics)
 
 
-def reconcile(
-    files: list[FileArrays],
-) -> tuple[list[str], dict[str, str], dict[str, str], np.ndarray]:
-    """:func:`_reconcile` (metrics, units, rules, per-file factors), for callers
-    that compose in parts (``read_ensemble(out=)``)."""
-    return _reconcile(files)
-
-
 def ensemble_meta(
     files: list[FileArrays], units: dict[str, str], rules: dict[str, str], meta: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -422,12 +414,14 @@ def _node_column(files: list[FileArrays], c: str) -> np.ndarray:
     )
 
 
-def _reconcile(
+def reconcile(
     files: list[FileArrays],
 ) -> tuple[list[str], dict[str, str], dict[str, str], np.ndarray]:
     """The metrics in order of first appearance, their units and rules (the
     model's reconciliation, over the distinct kinds of file), and per file the
-    factor that converts each metric to the ensemble's unit (files x metrics)."""
+    factor that converts each metric to the ensemble's unit (files x metrics).
+    (The batch read reconciles over its chunks' kinds, :func:`_chunks_kinds`;
+    ``read_ensemble(out=)`` over one file of each kind.)"""
     which, first, _ = kinds_of(files)
     return _reconcile_kinds([files[k] for k in first], which)
 
@@ -455,27 +449,54 @@ def kinds_of(files: list[FileArrays]) -> tuple[np.ndarray, list[int], list[tuple
     return which, first, list(sig_of)
 
 
+class KindsSeen:
+    """The kinds of file met so far over chunks of files (each chunk's kinds from
+    :func:`kinds_of`), numbered in order of first appearance, one file of each
+    kind kept (``reps``): what :func:`kinds_of` of all the files would give,
+    without a signature per file where the chunk knows its kinds.
+
+    Example:
+        >>> import cctviz
+        >>> a = from_object(cctviz.Tree.from_parents([-1], ["main"], {"time": [1.0]}))
+        >>> b = from_object(cctviz.Tree.from_parents([-1], ["main"], {"bytes": [8.0]}))
+        >>> seen = KindsSeen()
+        >>> seen.add([signature(a)], [a]).tolist()
+        [0]
+        >>> seen.add([signature(b), signature(a)], [b, a]).tolist()
+        [1, 0]
+        >>> len(seen.reps)
+        2
+    """
+
+    def __init__(self) -> None:
+        self.sig_of: dict[tuple[Any, ...], int] = {}
+        self.reps: list[FileArrays] = []
+
+    def add(self, signatures: list[tuple[Any, ...]], reps: list[FileArrays]) -> np.ndarray:
+        """The number of each of a chunk's kinds (``signatures``, a file of each: ``reps``)."""
+        out = np.empty(len(signatures), dtype=np.int64)
+        for i, (sig, fa) in enumerate(zip(signatures, reps)):
+            out[i] = self.sig_of.setdefault(sig, len(self.reps))
+            if out[i] == len(self.reps):
+                self.reps.append(fa)
+        return out
+
+
 def _chunks_kinds(chunks: list[ChunkArrays]) -> tuple[list[FileArrays], np.ndarray]:
-    """The kinds of file across ``chunks`` (each knows its own, :func:`kinds_of`):
-    the first file of each kind and each file's kind, as :func:`kinds_of` of all
-    their files would give them, without a signature per file."""
-    sig_of: dict[tuple[Any, ...], int] = {}
-    reps: list[FileArrays] = []
+    """The kinds of file over ``chunks`` (:class:`KindsSeen`): a file of each kind
+    and each file's kind."""
+    seen = KindsSeen()
     which = []
     for ch in chunks:
-        glob = np.empty(len(ch.first), dtype=np.int64)
-        for i, (sig, k) in enumerate(zip(ch.signatures, ch.first)):
-            glob[i] = sig_of.setdefault(sig, len(reps))
-            if glob[i] == len(reps):
-                reps.append(ch.files[k])
-        which.append(glob[ch.kind])
-    return reps, np.concatenate(which) if which else np.empty(0, dtype=np.int64)
+        first = np.unique(ch.kind, return_index=True)[1]
+        which.append(seen.add(ch.signatures, [ch.files[k] for k in first])[ch.kind])
+    return seen.reps, np.concatenate(which) if which else np.empty(0, dtype=np.int64)
 
 
 def _reconcile_kinds(
     reps: list[FileArrays], which: np.ndarray
 ) -> tuple[list[str], dict[str, str], dict[str, str], np.ndarray]:
-    """:func:`_reconcile` of the files whose kinds are ``which`` (per file), each
+    """:func:`reconcile` of the files whose kinds are ``which`` (per file), each
     kind's first file being ``reps``."""
     metrics: list[str] = []
     for fa in reps:
@@ -514,8 +535,9 @@ def _row_blocks(
     files: list[FileArrays], node_of: list[np.ndarray], metrics: list[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Block]]:
     """The files' rows on the unified tree in the Ensemble's order (node,
-    profile), each row's file (its index in ``files``), and their values as one :data:`Block` per kind of file (the files with the same
-    metrics), in the files' own units. A study's files are mostly of a few
+    profile), each row's file (its index in ``files``), and their values as one
+    :data:`Block` per kind of file (the files with the same metrics), in the
+    files' own units. A study's files are mostly of a few
     kinds with different metrics, so the blocks are far smaller than a matrix of
     every row x every metric (the 20,000-file study's: 9.1M values of 31M cells)."""
     col = {m: j for j, m in enumerate(metrics)}
@@ -576,12 +598,12 @@ class ChunkArrays:
     """A chunk of files composed in its worker: its unified tree (as a
     :class:`FileArrays` without rows), every row on it (``node``, chunk-local
     ``prof`` and ``file``, in the order (``node``, ``prof``); their values as
-    blocks, :data:`Block`, over ``metrics``, in the files' own units), and each file's
-    metadata (its arrays without nodes and rows), with their kinds
-    (:func:`kinds_of`: ``kind`` per file, ``first`` file and ``signatures`` per
-    kind). The caller unifies the chunks' trees, which are small, instead of every
-    file's, reconciles units and rules over the chunks' kinds, and writes the
-    blocks into the ensemble's matrix: a worker sends only the values that exist."""
+    blocks, :data:`Block`, over ``metrics``, in the files' own units), each file's
+    metadata (its arrays without nodes and rows) and their kinds (:func:`kinds_of`:
+    ``kind`` per file, ``signatures`` per kind). The caller unifies the chunks'
+    trees, which are small, instead of every file's, reconciles units and rules
+    over the chunks' kinds, and writes the blocks into the ensemble's matrix: a
+    worker sends only the values that exist."""
 
     tree: FileArrays
     files: list[FileArrays]
@@ -591,7 +613,6 @@ class ChunkArrays:
     blocks: list[Block]
     metrics: list[str]
     kind: np.ndarray
-    first: list[int]
     signatures: list[tuple[Any, ...]]
 
     @property
@@ -639,8 +660,9 @@ def chunk_of(files: list[FileArrays]) -> ChunkArrays:
         True,
         columns={c: nodes[c].to_numpy() for c in nodes.columns if c not in STRUCT_COLUMNS},
     )
+    kind, _, signatures = kinds_of(files)
     stripped = [strip(fa) for fa in files]
-    return ChunkArrays(shape, stripped, node, prof, row_file, blocks, metrics, *kinds_of(stripped))
+    return ChunkArrays(shape, stripped, node, prof, row_file, blocks, metrics, kind, signatures)
 
 
 _EMPTY = np.empty(0, dtype=np.int64)
