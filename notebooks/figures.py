@@ -1,9 +1,9 @@
 """Regenerate every figure the README shows (docs/figures/).
 
-From the real profiles in ../shared/data (deterministic: tests/test_figures.py
-runs this script and compares the bytes) and, with ``--demo OUT``, from the
-demo's run (``bash scripts/demo.sh`` writes ``out/``; its timings differ from
-run to run, so that figure is only regenerated when asked).
+From real profiles bundled with cctviz (``cctviz.examples``; deterministic:
+tests/test_figures.py runs this script and compares the bytes) and, with
+``--demo OUT``, from the demo's run (``bash scripts/demo.sh`` writes ``out/``;
+its timings differ from run to run, so that figure is only regenerated when asked).
 
     python notebooks/figures.py [--out docs/figures] [--demo out]
 """
@@ -16,28 +16,27 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
 
 
-#: (file, profile under ../shared/data, view, view arguments, title): the README's figures
+#: (file, bundled sample and the profile in it, view, view arguments, title): the README's figures
 FIGURES = [
     (
         "lulesh-tree.svg",
-        "hatchet-tutorial/lulesh-scaling/lulesh-annotation-profile-64cores.json",
+        ("lulesh-scaling", "lulesh-annotation-profile-64cores.json"),
         "CCTView",
         {"max_nodes": 80},
         "LULESH, 64 ranks (Caliper): mean time per rank",
     ),
     (
         "kripke-icicle.svg",
-        "hatchet-tutorial/hpctoolkit-kripke-database-2589696",
+        ("kripke-hpctoolkit", ""),
         "CCTView",
         {"chart": "icicle", "max_nodes": 60},
         "Kripke, 64 ranks (HPCToolkit): time and its spread over ranks",
     ),
     (
         "lulesh-sankey.svg",
-        "hatchet-tutorial/lulesh-scaling/lulesh-annotation-profile-64cores.json",
+        ("lulesh-scaling", "lulesh-annotation-profile-64cores.json"),
         "SankeyView",
         {},
         "LULESH, 64 ranks: where the time flows, and how it spreads over the ranks",
@@ -48,13 +47,14 @@ FIGURES = [
 def data_figures(out: Path) -> list[Path]:
     """The figures of real profiles, written to ``out``."""
     import cctviz
+    from cctviz import examples
 
     out.mkdir(parents=True, exist_ok=True)
     return [
-        getattr(cctviz, view)(cctviz.read(DATA / src), **kw).save(
+        getattr(cctviz, view)(cctviz.read(examples.path(sample) / rel), **kw).save(
             out / name, width="7in", font_size=8, title=title
         )
-        for name, src, view, kw, title in FIGURES
+        for name, (sample, rel), view, kw, title in FIGURES
     ]
 
 

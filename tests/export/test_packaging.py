@@ -2,11 +2,14 @@
 
 The sdist is built offline (``python -m build --sdist --no-isolation``, with
 hatchling and hatch-jupyter-builder from the test extra) from a copy of the
-checkout: the tracked files plus the built ``cctviz/static`` (git ignores it).
+checkout: the files git tracks or would (not ignored) plus the built
+``cctviz/static`` (git ignores it).
 Then pip builds and installs a wheel from that sdist, again offline and with no
 ``npm`` on PATH: the jupyter-builder hook must find every bundle and skip.
 A fresh virtualenv with all dependencies would need the network and minutes;
 ``--no-deps --target`` checks the same packaging question in seconds.
+The wheel carries the bundled sample profiles (``cctviz.examples``) with their
+licences, and the installed package reads them.
 """
 
 from __future__ import annotations
@@ -45,8 +48,11 @@ def test_the_build_hook_skips_only_when_every_bundle_exists():
 def _checkout_copy(dest: Path) -> Path:
     git = shutil.which("git", path=ORIGINAL_PATH)
     assert git, "git is needed to list the checkout's files"
-    files = subprocess.run(
-        [git, "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True
+    files = subprocess.run(  # tracked, and new files not yet committed (not ignored)
+        [git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
     ).stdout.split(b"\0")
     for rel in filter(None, (f.decode() for f in files)):
         src = ROOT / rel
@@ -113,3 +119,70 @@ def test_installing_the_sdist_needs_no_npm(sdist, tmp_path):
     for f in FONTS:
         assert (site / "cctviz" / "fonts" / f).is_file()
     assert (site / "cctviz" / "export" / "engine.py").is_file()
+
+
+def _examples_files() -> list[str]:
+    """Every file of cctviz/examples in the checkout, as a path in the package."""
+    root = ROOT / "cctviz" / "examples"
+    return sorted(
+        str(p.relative_to(ROOT))
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+
+
+def test_the_wheel_ships_the_examples_and_reads_them(sdist, tmp_path):
+    """Built from the sdist (as pip does), the wheel holds every sample and its
+    licence, and an install of it reads them with no checkout around."""
+    import zipfile
+
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
+    wheels = tmp_path / "wheels"
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index"]
+        + ["--no-build-isolation", "--wheel-dir", str(wheels), str(sdist)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (wheel,) = wheels.glob("cctviz-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    want = _examples_files()
+    assert "cctviz/examples/__init__.py" in want
+    assert any(n.endswith("/LICENSE") for n in want)
+    assert not [n for n in want if n not in names], "examples missing from the wheel"
+    with tarfile.open(sdist) as tar:
+        in_sdist = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert not [n for n in want if n not in in_sdist], "examples missing from the sdist"
+
+    site = tmp_path / "site"
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+        + ["--target", str(site), str(wheel)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    check = (
+        "import cctviz, cctviz.examples as e\n"
+        "assert cctviz.__file__.startswith(SITE), cctviz.__file__\n"
+        "for name in e.SAMPLES:\n"
+        "    assert e.licence(name).is_file(), name\n"
+        "    if not e.sample(name).needs:\n"
+        "        cctviz.read(e.path(name))\n"
+        "print(len(e.available()), 'samples')\n"
+    ).replace("SITE", repr(str(site)))
+    run = subprocess.run(
+        [sys.executable, "-c", check],
+        env={**env, "PYTHONPATH": str(site)},
+        cwd=tmp_path,  # no checkout around
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    from cctviz import examples
+
+    assert f"{len(examples.SAMPLES)} samples" in run.stdout
