@@ -14,7 +14,9 @@ split by context, from the sampler's per-context ``cpu_time`` and
 - **busy**: the rest (contexts without a sample count as busy: too short to tell).
 
 The three are shares of the wall time and sum to 1; a component's are the means
-over its live processes. Whom a component waits for is known where data moved
+over its live processes. Every table names what a row of several processes
+aggregates: ``_mean`` is the mean per process, ``_total`` the sum over them
+(``docs/architecture.md`` section 3), and states its units (``attrs["units"]``). Whom a component waits for is known where data moved
 between components: through files (the runtime's file log matches a path written
 by one component and read by another, :mod:`cctviz.runtime.files`). A component's
 waits in its regions are charged to the components it exchanges files with
@@ -26,7 +28,7 @@ Example (after ``cctviz run --workflow examples/workflow/sim_bound.toml --out
 runs/coupled``; ``tests/runtime/test_workflow_summary.py`` runs it)::
 
     s = cctviz.workflow.summary("runs/coupled")
-    s.table[["busy", "blocked", "idle"]], s.bottleneck, s.why
+    s.table[["busy", "blocked", "idle", "wall_mean", "bytes_out_total"]], s.bottleneck, s.why
 """
 
 from __future__ import annotations
@@ -40,10 +42,16 @@ import pandas as pd
 
 from .errors import ProfileError
 from .model.ensemble import Ensemble
+from .model.tables import UnitTable, with_units
 from .readers import read
 
 #: below this share of a core a context's sampled time counts as waiting
 LOW_CPU = 0.10
+#: the units of :attr:`WorkflowSummary.table`'s measured columns
+TABLE_UNITS = {
+    "wall_mean": "s", "cpu_util": "%", "bytes_in_total": "B", "bytes_in_mean": "B",
+    "bytes_out_total": "B", "bytes_out_mean": "B", "in_rate_mean": "B/s", "out_rate_mean": "B/s",
+}  # fmt: skip
 _WAITING_KINDS = ("region",)
 _COMM_KIND = "comm"
 
@@ -54,29 +62,39 @@ class WorkflowSummary:
 
     Attributes:
         table: one row per component (index: its name): ``processes``,
-            ``wall_s`` (mean over its processes), ``busy``, ``blocked``, ``idle``
-            (shares of the wall time, summing to 1), ``cpu_util`` (%, the mean
-            over the run), ``waits_for`` (the components its region waits are
-            charged to), ``bytes_in``, ``bytes_out`` (B: files read and written,
-            data moved with ``cctviz.moved``, collectives' bytes) and their rates
-            ``in_rate``, ``out_rate`` (B/s over the wall time).
+            ``wall_mean`` (s, the mean per process), ``busy``, ``blocked``,
+            ``idle`` (shares of the wall time, summing to 1; means over the
+            processes), ``cpu_util`` (%, the mean over the run and the
+            processes), ``waits_for`` (the components its region waits are
+            charged to), ``bytes_in_total``, ``bytes_out_total`` (B: files read
+            and written, data moved with ``cctviz.moved``, collectives' bytes,
+            summed over the component's processes), ``bytes_in_mean``,
+            ``bytes_out_mean`` (the same per process) and the rates per process
+            over its wall time ``in_rate_mean``, ``out_rate_mean`` (B/s).
         blocked: where each component was blocked: ``component``, ``context``
-            (call path), ``kind``, ``blocked_s`` (mean over its processes),
+            (call path), ``kind``, ``blocked_mean`` (s, the mean per process),
             ``share`` (of its wall time), ``waits_for``.
-        channels: bytes per (component, channel, direction) with ``rate`` (B/s).
-        waiting: seconds each component waited for each other (summed over its
-            processes): ``component``, ``waits_for``, ``seconds``.
+        channels: per (component, channel, direction): ``bytes_total``,
+            ``bytes_mean`` (B; per process) and ``rate_mean`` (B/s, per process).
+        waiting: how long each component waited for each other, summed over
+            its processes: ``component``, ``waits_for``, ``wait_total`` (s).
         bottleneck: the component the others wait for longest (None when no
             component waits for another).
         why: the evidence, in one sentence.
+        blocked_per_process: where each process was blocked, one row per
+            (process, context): ``rank``, ``component``, ``context``, ``kind``,
+            ``blocked`` (s). A region counts as blocked in a process where its
+            sampled CPU was low there, so the processes of one component may
+            differ; ``blocked`` holds the means of these rows per component.
     """
 
-    table: pd.DataFrame
-    blocked: pd.DataFrame
-    channels: pd.DataFrame
-    waiting: pd.DataFrame
+    table: UnitTable
+    blocked: UnitTable
+    channels: UnitTable
+    waiting: UnitTable
     bottleneck: str | None
     why: str
+    blocked_per_process: UnitTable | None = None
 
 
 def summary(run: str | os.PathLike | Ensemble, *, low_cpu: float = LOW_CPU) -> WorkflowSummary:
@@ -107,9 +125,10 @@ def summary(run: str | os.PathLike | Ensemble, *, low_cpu: float = LOW_CPU) -> W
     waiting = _waiting(ens, split, comp, live, coupled)
     table = _table(ens, split, comp, live, coupled)
     blocked = _blocked_contexts(ens, split, comp, live, coupled)
-    channels = _channels(ens, comp, live, table["wall_s"])
+    channels = _channels(ens, comp, live, table["wall_mean"])
     bottleneck, why = _bottleneck(table, blocked, waiting)
-    return WorkflowSummary(table, blocked, channels, waiting, bottleneck, why)
+    per_process = _blocked_per_process(ens, split, comp, live)
+    return WorkflowSummary(table, blocked, channels, waiting, bottleneck, why, per_process)
 
 
 def _split(ens: Ensemble, low_cpu: float) -> dict[str, np.ndarray]:
@@ -166,20 +185,23 @@ def _couplings(comp: np.ndarray, opens: list[list]) -> dict[str, list[str]]:
     return {c: sorted(v) for c, v in pairs.items()}
 
 
-def _per_component(values: np.ndarray, comp: np.ndarray, live: np.ndarray) -> pd.Series:
-    """The mean of per-profile values over each component's live profiles."""
+def _per_component(
+    values: np.ndarray, comp: np.ndarray, live: np.ndarray, how: str = "mean"
+) -> pd.Series:
+    """The mean (or ``how``: "sum") of per-profile values over each component's
+    live profiles."""
     frame = pd.DataFrame({"component": comp[live], "v": values[live]})
-    return frame.groupby("component", sort=False)["v"].mean()
+    return frame.groupby("component", sort=False)["v"].agg(how)
 
 
-def _table(ens, split, comp, live, coupled) -> pd.DataFrame:
+def _table(ens, split, comp, live, coupled) -> UnitTable:
     wall = split["wall"]
     shares = {
         k: _per_component(split[k].sum(axis=0) / np.where(wall > 0, wall, np.nan), comp, live)
         for k in ("busy", "blocked", "idle")
     }
     table = pd.DataFrame(shares)
-    table.insert(0, "wall_s", _per_component(wall / 1e9, comp, live))
+    table.insert(0, "wall_mean", _per_component(wall / 1e9, comp, live))
     table.insert(0, "processes", pd.Series(comp).value_counts().reindex(table.index))
     roots = np.asarray(ens.tree.parent) < 0
     cpu = ens.values("cpu_time (inc)")[roots].sum(axis=0)
@@ -189,14 +211,16 @@ def _table(ens, split, comp, live, coupled) -> pd.DataFrame:
     )
     table["waits_for"] = [", ".join(coupled.get(c, [])) for c in table.index]
     bytes_in, bytes_out = _bytes(ens)
-    table["bytes_in"] = _per_component(bytes_in, comp, live)
-    table["bytes_out"] = _per_component(bytes_out, comp, live)
-    table["in_rate"] = table["bytes_in"] / table["wall_s"]
-    table["out_rate"] = table["bytes_out"] / table["wall_s"]
+    for name, per in (("bytes_in", bytes_in), ("bytes_out", bytes_out)):
+        table[f"{name}_total"] = _per_component(per, comp, live, "sum")
+        table[f"{name}_mean"] = _per_component(per, comp, live)
+    # the rate of each process over its own wall time, then the mean over them
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wall_s = np.where(split["wall"] > 0, split["wall"] / 1e9, np.nan)
+        table["in_rate_mean"] = _per_component(bytes_in / wall_s, comp, live)
+        table["out_rate_mean"] = _per_component(bytes_out / wall_s, comp, live)
     table.index.name = "component"
-    table.attrs["units"] = {"wall_s": "s", "cpu_util": "%", "bytes_in": "B", "bytes_out": "B",
-                            "in_rate": "B/s", "out_rate": "B/s"}  # fmt: skip
-    return table
+    return with_units(table, TABLE_UNITS)
 
 
 def _bytes(ens: Ensemble) -> tuple[np.ndarray, np.ndarray]:
@@ -218,7 +242,7 @@ def _charged(kind_comm: bool, component: str, coupled: dict[str, list[str]]) -> 
     return coupled.get(component, [])
 
 
-def _waiting(ens, split, comp, live, coupled) -> pd.DataFrame:
+def _waiting(ens, split, comp, live, coupled) -> UnitTable:
     comm = split["comm"][:, 0]
     rows = []
     for c in dict.fromkeys(comp):  # a loop per component
@@ -226,14 +250,15 @@ def _waiting(ens, split, comp, live, coupled) -> pd.DataFrame:
         in_comm = split["blocked"][comm][:, mine].sum() / 1e9
         in_regions = split["blocked"][~comm][:, mine].sum() / 1e9
         if in_comm > 0:
-            rows.append({"component": c, "waits_for": c, "seconds": in_comm})
+            rows.append({"component": c, "waits_for": c, "wait_total": in_comm})
         others = coupled.get(c, [])
         for o in others:
-            rows.append({"component": c, "waits_for": o, "seconds": in_regions / len(others)})
-    return pd.DataFrame(rows, columns=["component", "waits_for", "seconds"])
+            rows.append({"component": c, "waits_for": o, "wait_total": in_regions / len(others)})
+    out = pd.DataFrame(rows, columns=["component", "waits_for", "wait_total"])
+    return with_units(out, {"wait_total": "s"})
 
 
-def _blocked_contexts(ens, split, comp, live, coupled) -> pd.DataFrame:
+def _blocked_contexts(ens, split, comp, live, coupled) -> UnitTable:
     paths = ens.tree.callpaths.to_numpy()
     kind = ens.tree.nodes["kind"].astype(str).to_numpy()
     rows = []
@@ -249,18 +274,36 @@ def _blocked_contexts(ens, split, comp, live, coupled) -> pd.DataFrame:
                     "component": c,
                     "context": paths[i],
                     "kind": kind[i],
-                    "blocked_s": mean[i] / 1e9,
+                    "blocked_mean": mean[i] / 1e9,
                     "share": mean[i] / wall if wall > 0 else np.nan,
                     "waits_for": ", ".join(_charged(kind[i] == _COMM_KIND, c, coupled)),
                 }
             )
     out = pd.DataFrame(
-        rows, columns=["component", "context", "kind", "blocked_s", "share", "waits_for"]
+        rows, columns=["component", "context", "kind", "blocked_mean", "share", "waits_for"]
     )
-    return out.sort_values(["component", "blocked_s"], ascending=[True, False], kind="stable")
+    out = out.sort_values(["component", "blocked_mean"], ascending=[True, False], kind="stable")
+    return with_units(out, {"blocked_mean": "s"})
 
 
-def _channels(ens, comp, live, wall_s: pd.Series) -> pd.DataFrame:
+def _blocked_per_process(ens, split, comp, live) -> UnitTable:
+    """One row per (live process, context) with blocked time (vectorised)."""
+    node, col = np.nonzero(split["blocked"] * live[None, :] > 0)
+    prof = ens.profiles
+    rank = prof["rank"].to_numpy() if "rank" in prof.columns else np.arange(len(prof))
+    out = pd.DataFrame(
+        {
+            "rank": rank[col],
+            "component": comp[col],
+            "context": ens.tree.callpaths.to_numpy()[node],
+            "kind": ens.tree.nodes["kind"].astype(str).to_numpy()[node],
+            "blocked": split["blocked"][node, col] / 1e9,
+        }
+    )
+    return with_units(out, {"blocked": "s"})
+
+
+def _channels(ens, comp, live, wall_s: pd.Series) -> UnitTable:
     """Bytes per (component, channel, direction): data contexts by name, collectives."""
     names = np.asarray(ens.tree.names, dtype=object)
     kind = ens.tree.nodes["kind"].astype(str).to_numpy()
@@ -273,30 +316,37 @@ def _channels(ens, comp, live, wall_s: pd.Series) -> pd.DataFrame:
             at = (names == name) & (kind == "data")
             per = np.nansum(v[at], axis=0)
             for c in dict.fromkeys(comp):
-                b = per[(comp == c) & live].mean() if ((comp == c) & live).any() else 0.0
-                if b > 0:
+                mine = per[(comp == c) & live]
+                if mine.size and mine.sum() > 0:
                     rows.append(
-                        {"component": c, "channel": str(name), "direction": direction, "bytes": b}
+                        {
+                            "component": c,
+                            "channel": str(name),
+                            "direction": direction,
+                            "bytes_total": mine.sum(),
+                            "bytes_mean": mine.mean(),
+                        }
                     )
-    out = pd.DataFrame(rows, columns=["component", "channel", "direction", "bytes"])
-    out["rate"] = out["bytes"] / wall_s.reindex(out["component"]).to_numpy()
-    out.attrs["units"] = {"bytes": "B", "rate": "B/s"}
+    cols = ["component", "channel", "direction", "bytes_total", "bytes_mean"]
+    out = pd.DataFrame(rows, columns=cols)
+    out["rate_mean"] = out["bytes_mean"] / wall_s.reindex(out["component"]).to_numpy()
+    out = with_units(out, {"bytes_total": "B", "bytes_mean": "B", "rate_mean": "B/s"})
     return out
 
 
 def _bottleneck(table, blocked, waiting) -> tuple[str | None, str]:
     across = waiting[waiting["component"] != waiting["waits_for"]]
-    if not len(across) or across["seconds"].max() <= 0:
+    if not len(across) or across["wait_total"].max() <= 0:
         return None, "no component waited for another (no data moved between them, or no waits)"
-    on = across.groupby("waits_for")["seconds"].sum().sort_values(ascending=False)
+    on = across.groupby("waits_for")["wait_total"].sum().sort_values(ascending=False)
     b = str(on.index[0])
-    who = across[across["waits_for"] == b].sort_values("seconds", ascending=False).iloc[0]
+    who = across[across["waits_for"] == b].sort_values("wait_total", ascending=False).iloc[0]
     w = str(who["component"])
     ctx = blocked[(blocked["component"] == w) & (blocked["waits_for"].str.contains(b, regex=False))]
     where = f" (mostly in {ctx.iloc[0]['context'].split('/')[-1]!r})" if len(ctx) else ""
     why = (
         f"{w} waits for {b}: blocked {table.loc[w, 'blocked']:.0%} of its wall time{where}, "
-        f"{who['seconds']:.1f} s over its processes, while {b} is blocked "
+        f"{who['wait_total']:.1f} s over its processes, while {b} is blocked "
         f"{table.loc[b, 'blocked']:.0%} and busy {table.loc[b, 'busy']:.0%} of its own"
     )
     return b, why

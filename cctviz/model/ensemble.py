@@ -39,9 +39,14 @@ from ._algo import (
     stable_order,
 )
 from .stats import MISSING, node_stats
+from .tables import UnitTable, shown_unit, with_units
 from .text import text_as_object
 from .tree import Tree, base_metric, check_aggregation, inc_name
 from .unify import unify_structures
+
+#: the columns of :meth:`BaseEnsemble.stats` in the metric's unit (the rest are
+#: counts, ratios and ids)
+IN_METRIC_UNIT = ("mean", "std", "min", "q25", "median", "q75", "max", "cost")
 
 
 class BaseEnsemble(ABC):
@@ -161,7 +166,7 @@ class BaseEnsemble(ABC):
 
     def stats(
         self, metric: str | None = None, *, missing: str = "auto", formatted: bool = False
-    ) -> pd.DataFrame:
+    ) -> UnitTable:
         """Per-node statistics of ``metric`` over profiles.
 
         Columns: mean, std (ddof=1), min, q25, median, q75, max,
@@ -185,9 +190,12 @@ class BaseEnsemble(ABC):
         - ``"zero"``: every live profile counts, absent = 0.
         - ``"skip"``: only profiles with a value for the node.
 
-        The values are in the metric's unit, ``table.attrs["unit"]``; with
-        ``formatted=True`` they come as text with their units ("75.3 ms"), the
-        imbalance as "1.23×": a table to read, not to compute with.
+        The values are in the metric's unit, ``table.attrs["unit"]``, stated per
+        column in ``attrs["units"]`` (:data:`IN_METRIC_UNIT`; the columns keep
+        their names whatever the unit): the table (a
+        :class:`~cctviz.model.tables.UnitTable`) shows them with it ("75.3 ms")
+        and computes with the numbers. With ``formatted=True`` they come as
+        text with their units, the imbalance as "1.23×": a table to read only.
 
         Args:
             metric: a metric column; default the tree's default metric.
@@ -216,11 +224,15 @@ class BaseEnsemble(ABC):
         if key not in cache:
             table = self._stats_table(metric, missing)
             table.insert(0, "name", tree.names)
-            table.attrs["unit"] = _units.canonical(tree.unit(base_metric(metric)[0]))
+            unit = _units.canonical(tree.unit(base_metric(metric)[0]))
+            table.attrs["unit"] = unit
+            shown = shown_unit(unit)
+            if shown or _units.looks_measured(base_metric(metric)[0]):
+                table = with_units(table, dict.fromkeys(IN_METRIC_UNIT, shown))
             cache[key] = table
         if formatted:
             return _formatted(cache[key])
-        return cache[key].copy()  # callers may edit theirs; the cache stays whole
+        return with_units(cache[key].copy(), {})  # callers may edit theirs; the cache stays whole
 
     def profile_totals(self, metric: str) -> np.ndarray:
         """Per profile, the sum of an additive inclusive metric over the roots
@@ -775,7 +787,7 @@ def _formatted(st: pd.DataFrame) -> pd.DataFrame:
     """A statistics table as text: values with units, imbalance as a ratio."""
     unit = st.attrs.get("unit")
     out = st.copy()
-    for col in ("mean", "std", "min", "q25", "median", "q75", "max", "cost"):
+    for col in IN_METRIC_UNIT:
         out[col] = [_units.format_value(v, unit) for v in st[col].to_numpy()]
     out["imbalance"] = [
         "n/a" if not np.isfinite(v) else f"{v:.3g}\u00d7" for v in st["imbalance"].to_numpy()

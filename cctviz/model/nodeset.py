@@ -6,7 +6,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+from .tables import UnitTable, metric_units, with_units
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tree import Tree
@@ -124,11 +125,12 @@ class NodeSet:
         """Call path (names from the root) of each node."""
         return [self.tree.path(i) for i in self.ids]
 
-    def to_frame(self) -> pd.DataFrame:
-        """Rows of the selected nodes: attributes, metrics and call path."""
+    def to_frame(self) -> UnitTable:
+        """Rows of the selected nodes: attributes, metrics (in their units,
+        ``attrs["units"]``) and call path."""
         df = self.tree.frame.iloc[self.ids].copy()
         df["callpath"] = self.tree.callpaths.iloc[self.ids].to_numpy()
-        return df
+        return with_units(df, metric_units(self.tree, df.columns))
 
     def to_query(self) -> str:
         """A string-dialect query that gives this set back with ``tree.query``.

@@ -691,7 +691,8 @@ class Tree:
         return diff(self, other, labels)
 
     def flat_profile(self, metric: str | None = None) -> pd.DataFrame:
-        """Metrics grouped by node name (recursion counted once inclusive)."""
+        """Metrics grouped by node name (recursion counted once inclusive), in
+        their units (:func:`cctviz.ops.flat.flat_profile`)."""
         from ..ops.flat import flat_profile
 
         return flat_profile(self, metric)

@@ -33,8 +33,28 @@ rule matched each call):
 Per (instance, rank): ``arrival`` (the rank's start), ``end``, ``wait`` (the last
 rank's arrival minus this rank's: time spent waiting for the others), ``transfer``
 (end minus the last arrival: the part every rank spends once all are there),
-``bytes``, the ``late`` rank (the last to arrive) and its ``late_by`` (last minus
-second-to-last arrival), and the ``step``. Times in ns.
+``bytes``, ``last_to_arrive`` and ``last_by`` (below), and the ``step``. Times in
+ns, bytes in B (``attrs["units"]``: the table shows them with their units).
+
+Whom the others wait for, named once each (``docs/architecture.md`` section 2);
+the words are never used for one another:
+
+- per call, **last_to_arrive**: the rank that arrived last, alone (-1 where the
+  call has one rank, or the last two arrived at the same time: nobody kept the
+  others waiting alone); **last_by**: its arrival minus the second-to-last's
+  (0 where there is no last_to_arrive). Here, :func:`instances`.
+- per rank, over calls: the calls it was last_to_arrive at, and the waiting
+  that cost the others (the others' ``wait`` at those calls, summed:
+  **caused wait**). :func:`stragglers`, and per context :func:`wait_causes`:
+- per context, **most_waited_for**: the rank whose last arrivals cost the
+  others the most waiting (caused wait, summed over the context's calls), and
+  **most_often_last**: the rank that was last_to_arrive at the most calls,
+  with its share of the calls. A rank late by a little at many calls is the
+  most often last; one late by a lot at a few, the most waited for.
+
+Every table and view takes these from here: ``cctviz.perfmodel.wait_transfer``
+of a Timeline, the tree's and the Sankey's cue ("waited for: rank 2",
+``js/kit/waits.js``) and the timeline's marks.
 
 Point-to-point calls (send, recv) are left out by default: a send pairs with
 the peer's receive, which needs the peer and tag the readers do not keep yet.
@@ -47,8 +67,14 @@ Example:
     >>> ev = pd.DataFrame({"profile": [0, 1, 0, 1], "node": [1, 1, 1, 1],
     ...                    "start": [10, 40, 100, 105], "end": [50, 50, 130, 130]})
     >>> inst = instances(Timeline(tree, ev))
-    >>> inst[["instance", "rank", "wait", "transfer", "late"]].values.tolist()
+    >>> inst[["instance", "rank", "wait", "transfer", "last_to_arrive"]].values.tolist()
     [[0, 0, 30, 10, 1], [0, 1, 0, 10, 1], [1, 0, 5, 25, 1], [1, 1, 0, 25, 1]]
+    >>> print(inst[["instance", "rank", "wait", "last_by"]])  # values with their units
+       instance  rank    wait last_by
+    0         0     0 30.0 ns 30.0 ns
+    1         0     1    0 ns 30.0 ns
+    2         1     0 5.00 ns 5.00 ns
+    3         1     1    0 ns 5.00 ns
 """
 
 from __future__ import annotations
@@ -58,21 +84,31 @@ import pandas as pd
 
 from ..model._algo import identity_codes, merge_by_path
 from ..model.collectives import POINT_TO_POINT, collective_kind
+from ..model.tables import UnitTable, with_units
 from ..model.timeline import Timeline, profile_ranks
 from ..model.tree import Tree
 
 #: columns of :func:`instances`
 COLUMNS = (
-    "instance", "node", "collective", "seq", "profile", "arrival", "end", "wait",
-    "transfer", "bytes", "late", "late_by", "ranks", "step", "group", "matched",
+    "instance", "node", "collective", "seq", "profile", "rank", "arrival", "end", "wait",
+    "transfer", "bytes", "last_to_arrive", "last_by", "ranks", "step", "group", "matched",
 )  # fmt: skip
+#: units of the measured columns of :func:`instances` (bytes: the events' own unit if stated)
+UNITS = {
+    "arrival": "ns",
+    "end": "ns",
+    "wait": "ns",
+    "transfer": "ns",
+    "bytes": "B",
+    "last_by": "ns",
+}
 #: collectives that move the same bytes on every rank of the group (nccl-tests sizes)
 SAME_SIZE = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "barrier")
 #: at most this many shifts are tried per (context, rank) when aligning sequences
 MAX_SHIFTS = 16
 
 
-def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
+def instances(timeline: Timeline, *, include_p2p: bool = False) -> UnitTable:
     """One row per (collective instance, rank) of ``timeline`` (module docstring).
 
     Args:
@@ -81,8 +117,8 @@ def instances(timeline: Timeline, *, include_p2p: bool = False) -> pd.DataFrame:
             like the others (not by message: see the module docstring).
 
     Returns:
-        a DataFrame with :data:`COLUMNS`; ``attrs["unit"]`` is ``"ns"``. A
-        trace cut by the runtime's cap (``timeline.meta["cut_ns"]``) is matched
+        a DataFrame with :data:`COLUMNS` (``attrs["units"]``: :data:`UNITS`;
+        ``attrs["unit"]``, the times', is ``"ns"``). A trace cut by the runtime's cap (``timeline.meta["cut_ns"]``) is matched
         before its earliest cut only, where every rank is complete. Matched once
         per timeline (``Timeline.memo``): every view and analysis of it shares
         the result (a shallow copy each: add columns freely).
@@ -134,18 +170,19 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
     last = np.full(n_inst, np.iinfo(np.int64).min)
     np.maximum.at(last, inst_id, start)
     ranks = np.bincount(inst_id, minlength=n_inst)
-    # the late rank and how late: the last and the second-to-last arrival
+    # the last to arrive and by how much: the last and the second-to-last arrival
     by_arrival = np.lexsort((start, inst_id))
     pos_last = np.r_[np.flatnonzero(np.diff(inst_id[by_arrival]) != 0), len(by_arrival) - 1]
-    late_row = by_arrival[pos_last]
-    late_inst = inst_id[late_row]
-    late_rank = np.full(n_inst, -1, dtype=np.int64)
-    late_rank[late_inst] = prof[late_row]
+    last_row = by_arrival[pos_last]
+    last_inst = inst_id[last_row]
     second = np.full(n_inst, np.iinfo(np.int64).min)
-    has_two = ranks[late_inst] > 1
-    second[late_inst[has_two]] = start[by_arrival[pos_last[has_two] - 1]]
-    late_by = np.where(ranks > 1, last - second, 0)
+    has_two = ranks[last_inst] > 1
+    second[last_inst[has_two]] = start[by_arrival[pos_last[has_two] - 1]]
+    last_by = np.where(ranks > 1, last - second, 0)
     rank_of = profile_ranks(timeline.profiles)
+    last_rank = np.full(n_inst, -1, dtype=np.int64)  # alone, or nobody (a tie, one rank)
+    last_rank[last_inst] = rank_of[prof[last_row]]
+    last_rank[last_by <= 0] = -1
     out = pd.DataFrame(
         {
             "instance": inst_id,
@@ -161,8 +198,8 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
             "bytes": e["comm_bytes"].to_numpy(dtype=np.float64)
             if "comm_bytes" in e.columns
             else np.nan,
-            "late": rank_of[late_rank[inst_id]],
-            "late_by": late_by[inst_id],
+            "last_to_arrive": last_rank[inst_id],
+            "last_by": last_by[inst_id],
             "ranks": ranks[inst_id],
             "step": e["step"].to_numpy() if "step" in e.columns else -1,
             "group": pd.Categorical(e["group"])
@@ -173,7 +210,13 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
     )
     out = out.sort_values(["instance", "profile"], kind="stable").reset_index(drop=True)
     out.attrs["unit"] = "ns"
-    return out
+    return with_units(out, _units(timeline), instants=("arrival", "end"))
+
+
+def _units(timeline: Timeline) -> dict[str, str]:
+    """:data:`UNITS`, with the bytes' unit the events state."""
+    stated = (timeline.meta.get("event_metrics") or {}).get("comm_bytes")
+    return {**UNITS, "bytes": stated or UNITS["bytes"]}
 
 
 def _contexts(tree: Tree) -> np.ndarray:
@@ -329,37 +372,81 @@ def _best_shift(
     return best_s
 
 
-def stragglers(inst: pd.DataFrame) -> pd.DataFrame:
-    """How often and by how much each rank is the last to arrive, over the
-    instances with at least two ranks (as HTA and TraceLens rank stragglers; a
-    call where the last two arrive together has no late rank):
-    ``last`` (instances it was last at), ``share`` of all instances,
-    ``late_by`` (total ns it made the second-to-last wait), ``caused_wait``
-    (total ns the others waited for it)."""
-    multi = inst[inst["ranks"] > 1]
-    per = multi.drop_duplicates("instance")
-    n = len(per)
-    per = per[per["late_by"] > 0]  # a tie has no late rank
-    caused = multi.groupby("late")["wait"].sum()
-    table = per.groupby("late").agg(last=("instance", "size"), late_by=("late_by", "sum"))
-    table["share"] = table["last"] / n if n else np.nan
-    table["caused_wait"] = caused.reindex(table.index).fillna(0)
+def stragglers(inst: pd.DataFrame) -> UnitTable:
+    """How often and at what cost each rank was the last to arrive, over the
+    calls with at least two ranks (as HTA and TraceLens rank stragglers), from
+    :func:`instances`: one row per rank that was ``last_to_arrive`` at some call
+    (index ``rank``), sorted by ``last_calls``:
+
+    - ``last_calls``: the calls it was last to arrive at; ``share``: of all the
+      calls with at least two ranks;
+    - ``last_by_total``: its ``last_by`` summed over those calls (ns);
+    - ``caused_wait_total``: the others' waits at those calls, summed (ns): what
+      its last arrivals cost them.
+
+    Example:
+        >>> import pandas as pd
+        >>> from cctviz.model.timeline import Timeline
+        >>> from cctviz.model.tree import Tree
+        >>> tree = Tree.from_parents([-1, 0], ["step", "all_reduce"], kind=["step", "comm"])
+        >>> ev = pd.DataFrame({"profile": [0, 1, 0, 1], "node": [1, 1, 1, 1],
+        ...                    "start": [10, 40, 100, 105], "end": [50, 50, 130, 130]})
+        >>> print(stragglers(instances(Timeline(tree, ev))))  # doctest: +NORMALIZE_WHITESPACE
+              last_calls  share last_by_total caused_wait_total
+        rank
+        1              2    1.0       35.0 ns           35.0 ns
+    """
+    multi = inst[inst["ranks"].to_numpy() > 1]
+    n = int(multi["instance"].nunique())
+    table = _last_arrivals(multi)
+    table["share"] = table["last_calls"] / n if n else np.nan
+    table = table[["last_calls", "share", "last_by_total", "caused_wait_total"]]
     table.index.name = "rank"
+    table = table.sort_values("last_calls", ascending=False, kind="stable")
     table.attrs["unit"] = "ns"
-    return table.sort_values("last", ascending=False)
+    return with_units(table, {"last_by_total": "ns", "caused_wait_total": "ns"})
 
 
-def message_sizes(timeline: Timeline, by: str = "collective") -> pd.DataFrame:
-    """How big the messages are: calls and bytes per power-of-two size bin, per
-    collective kind (``by="collective"``) or per calling context (``"context"``),
-    point-to-point calls included (many small messages are a finding in
-    themselves). Bins are ``[lo, hi)`` bytes; a call of 0 bytes has ``lo = hi = 0``.
+def _last_arrivals(multi: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+    """The one computation behind every "who was last" aggregate: over the rows
+    of :func:`instances` ``multi`` (calls with at least two ranks), per (``by``
+    if given, ``last_to_arrive`` rank): ``last_calls`` (calls it was last at),
+    ``last_by_total`` and ``caused_wait_total`` (the others' waits at those
+    calls, summed; its own wait there is 0)."""
+    last = multi["last_to_arrive"].to_numpy()
+    rows = multi[last >= 0]
+    keys = ([by] if by else []) + ["last_to_arrive"]
+    caused = rows.groupby(keys)["wait"].sum()
+    calls = rows.drop_duplicates("instance").groupby(keys)
+    out = pd.DataFrame(
+        {
+            "last_calls": calls.size(),
+            "last_by_total": calls["last_by"].sum(),
+            "caused_wait_total": caused,
+        }
+    )
+    out = out.fillna(0)
+    for c in out.columns:
+        out[c] = out[c].astype(np.int64)
+    return out
+
+
+def message_sizes(timeline: Timeline, by: str = "collective") -> UnitTable:
+    """How big the messages are: ``calls`` and ``bytes_total`` (their bytes,
+    summed) per power-of-two size bin, per collective kind (``by="collective"``)
+    or per calling context (``"context"``), point-to-point calls included (many
+    small messages are a finding in themselves). Bins are ``[lo, hi)`` bytes; a
+    call of 0 bytes has ``lo = hi = 0``.
 
     >>> import cctviz
     >>> tl = cctviz.read_timeline("../shared/data/pipit/ping-pong-otf2/traces.otf2")
     >>> sizes = message_sizes(tl)
     >>> sizes[["collective", "lo", "hi", "calls"]].head(2).values.tolist()
     [['recv', 16384, 32768, 2], ['recv', 32768, 65536, 2]]
+    >>> print(sizes.head(2))
+      collective      lo      hi  calls bytes_total
+    0       recv 16.4 kB 32.8 kB      2     32.8 kB
+    1       recv 32.8 kB 65.5 kB      2     65.5 kB
     """
     if by not in ("collective", "context"):
         raise ValueError(f"by: 'collective' or 'context', not {by!r}")
@@ -382,42 +469,60 @@ def message_sizes(timeline: Timeline, by: str = "collective") -> pd.DataFrame:
     table = (
         pd.DataFrame({by: group, "lo": lo, "hi": hi, "bytes": b})
         .groupby([by, "lo", "hi"], sort=True)
-        .agg(calls=("bytes", "size"), bytes=("bytes", "sum"))
+        .agg(calls=("bytes", "size"), bytes_total=("bytes", "sum"))
         .reset_index()
     )
     table.attrs["unit"] = "B"
-    return table
+    return with_units(table, {"lo": "B", "hi": "B", "bytes_total": "B"})
 
 
 #: columns of :func:`wait_causes`
 CAUSE_COLUMNS = (
-    "collective", "calls", "waited", "late", "late_calls", "caused", "late_ranks",
-    "before", "before_time", "late_window",
+    "collective", "calls", "wait_total", "most_waited_for", "most_waited_for_calls",
+    "most_waited_for_wait_total", "most_often_last", "most_often_last_calls",
+    "most_often_last_share", "ranks_ever_last", "before", "before_time_total",
+    "arrival_spread_total",
 )  # fmt: skip
+#: units of the measured columns of :func:`wait_causes`
+CAUSE_UNITS = {
+    "wait_total": "ns",
+    "most_waited_for_wait_total": "ns",
+    "before_time_total": "ns",
+    "arrival_spread_total": "ns",
+}
 
 
 def wait_causes(
     timeline: Timeline, inst: pd.DataFrame | None = None, groups: np.ndarray | None = None
-) -> pd.DataFrame:
+) -> UnitTable:
     """Who the waiting at each collective context waits for, and what that rank
     was doing: one row per ``comm`` node of the timeline's tree (index ``node``),
     or per group of nodes (``groups``: a group id per tree node, -1 for none;
     index ``group``: a Sankey's super nodes).
 
     Waiting is not working: the rank whose time in a collective stands out is the
-    one that waits, not the one that causes it. Per context, over its instances
-    with at least two ranks:
+    one that waits, not the one that causes it. Per context, over its calls
+    with at least two ranks (the words of the module docstring):
 
-    - ``calls``; ``waited``: the ranks' waits summed (ns);
-    - ``late``: the rank whose lateness cost the others most (``caused``: their
-      waits at the calls it was last at, ns; ``late_calls``: how many), and
-      ``late_ranks``: how many ranks were last at some call (ties do not count);
-    - ``before``: what the late ranks were doing while the others waited: the
-      node (tree id, -1 if none) with the most time on the late rank between the
-      first and the last arrival, among the intervals that ended by the late
-      arrival (so not the calls enclosing the collective), ``before_time`` (ns,
-      summed over the calls) out of ``late_window`` (the first-to-last arrival
-      spans summed, ns).
+    - ``calls``; ``wait_total``: the ranks' waits summed (ns);
+    - ``most_waited_for``: the rank whose last arrivals cost the others the most
+      waiting, summed over the calls (-1: no call had a last_to_arrive), with
+      ``most_waited_for_calls`` (the calls it was last_to_arrive at) and
+      ``most_waited_for_wait_total`` (the others' waits at those calls, ns);
+    - ``most_often_last``: the rank that was last_to_arrive at the most calls
+      (the lowest on a tie), ``most_often_last_calls`` and
+      ``most_often_last_share`` (of ``calls``); ``ranks_ever_last``: how many
+      ranks were last_to_arrive at some call;
+    - ``before``: what the last to arrive were doing while the others waited:
+      the node (tree id, -1 if none) with the most time on the last_to_arrive
+      rank between the first and the last arrival, among the intervals that
+      ended by the last arrival (so not the calls enclosing the collective),
+      ``before_time_total`` (ns, summed over the calls) out of
+      ``arrival_spread_total`` (the first-to-last arrival spans of the calls
+      with a last_to_arrive, summed, ns).
+
+    Per rank rather than per context: :func:`stragglers`; both count from the
+    same rows (``_last_arrivals``).
 
     Args:
         timeline: a :class:`~cctviz.model.timeline.Timeline`.
@@ -425,8 +530,9 @@ def wait_causes(
         groups: contexts to pool, a group id per tree node (None: each node).
 
     Returns:
-        a DataFrame indexed by node with :data:`CAUSE_COLUMNS`; ``attrs["unit"]``
-        is ``"ns"``. No row for a context without an instance of two ranks.
+        a DataFrame indexed by node with :data:`CAUSE_COLUMNS` (``attrs["units"]``:
+        :data:`CAUSE_UNITS`; ``attrs["unit"]`` is ``"ns"``). No row for a context
+        without a call of two ranks.
 
     Example:
         >>> import pandas as pd
@@ -438,8 +544,9 @@ def wait_causes(
         ...                    "node": [0, 2, 0, 1, 2],
         ...                    "start": [0, 10, 0, 0, 40], "end": [60, 50, 60, 40, 50]})
         >>> c = wait_causes(Timeline(tree, ev))
-        >>> c[["late", "caused", "before", "before_time", "late_window"]].values.tolist()
-        [[1, 30, 1, 30, 30]]
+        >>> c[["most_waited_for", "most_waited_for_wait_total", "most_often_last", "before",
+        ...    "before_time_total", "arrival_spread_total"]].values.tolist()
+        [[1, 30, 1, 1, 30, 30]]
     """
     inst = instances(timeline) if inst is None else inst
     name = "node" if groups is None else "group"
@@ -449,48 +556,47 @@ def wait_causes(
     multi = multi[ctx >= 0].assign(ctx=ctx[ctx >= 0])
     if not len(multi):
         return _empty_causes(name)
-    table = multi.groupby("ctx").agg(waited=("wait", "sum"))
+    table = multi.groupby("ctx").agg(wait_total=("wait", "sum"))
     calls = multi.drop_duplicates("instance")
     table["calls"] = calls.groupby("ctx").size()
     table["collective"] = calls.groupby("ctx")["collective"].first()
-    # the late rank per context: by the waits it caused at the calls it was last at
-    late = calls[calls["late_by"].to_numpy() > 0]
-    caused = multi[multi["late_by"].to_numpy() > 0].groupby(["ctx", "late"])["wait"].sum()
-    n_last = late.groupby(["ctx", "late"]).size()
-    by_rank = pd.DataFrame({"caused": caused, "late_calls": n_last}).reset_index()
-    by_rank = by_rank.sort_values(["ctx", "caused"], ascending=[True, False], kind="stable")
-    top = by_rank.drop_duplicates("ctx").set_index("ctx")
-    table["late"] = top["late"]
-    table["late_calls"] = top["late_calls"]
-    table["caused"] = top["caused"]
-    table["late_ranks"] = by_rank.groupby("ctx").size()
-    before = _before_arrival(timeline, multi)
-    table = table.join(before)
-    table = table.fillna({"late": -1, "late_calls": 0, "caused": 0, "late_ranks": 0})
-    table = table.fillna({"before": -1, "before_time": 0, "late_window": 0})
-    for c in ("calls", "waited", "late", "late_calls", "caused", "late_ranks", "before"):
-        table[c] = table[c].astype(np.int64)
-    for c in ("before_time", "late_window"):
-        table[c] = table[c].astype(np.int64)
+    by_rank = _last_arrivals(multi, by="ctx").reset_index()
+    # the most waited for: the most caused wait; the most often last: the most calls
+    # (each the lowest rank on a tie: by_rank is in (ctx, rank) order, sorts are stable)
+    for word, key in (("most_waited_for", "caused_wait_total"), ("most_often_last", "last_calls")):
+        top = by_rank.sort_values(["ctx", key], ascending=[True, False], kind="stable")
+        top = top.drop_duplicates("ctx").set_index("ctx")
+        table[word] = top["last_to_arrive"]
+        table[f"{word}_calls"] = top["last_calls"]
+        if word == "most_waited_for":
+            table[f"{word}_wait_total"] = top["caused_wait_total"]
+    table["ranks_ever_last"] = by_rank.groupby("ctx").size()
+    table = table.join(_before_arrival(timeline, multi))
+    table = table.fillna({"most_waited_for": -1, "most_often_last": -1, "before": -1}).fillna(0)
+    for c in table.columns:
+        if c != "collective":
+            table[c] = table[c].astype(np.int64)
+    table["most_often_last_share"] = table["most_often_last_calls"] / table["calls"]
     table = table[list(CAUSE_COLUMNS)]
     table.index.name = name
     table.attrs["unit"] = "ns"
-    return table
+    return with_units(table, CAUSE_UNITS)
 
 
 def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
-    """Per context: the node the late ranks spent most time in between the
-    first and the last arrival (intervals that ended by the late arrival),
+    """Per context: the node the last to arrive spent most time in between the
+    first and the last arrival (intervals that ended by the last arrival),
     that time, and the spans summed (see :func:`wait_causes`). Vectorised: the
     intervals ending in each span are a range of the (profile, end) order."""
     arrive = multi.groupby("instance").agg(first=("arrival", "min"), ctx=("ctx", "first"))
-    last = multi[multi["rank"].to_numpy() == multi["late"].to_numpy()]
+    last = multi[multi["rank"].to_numpy() == multi["last_to_arrive"].to_numpy()]
+    # one row per call that has a last to arrive (its latest, where profiles share a rank)
     last = last.sort_values("arrival", kind="stable").drop_duplicates("instance", keep="last")
-    last = last[last["late_by"].to_numpy() > 0].set_index("instance")
+    last = last.set_index("instance")
     w = arrive.join(last[["profile", "arrival"]], how="inner")
     out = pd.DataFrame(index=pd.Index([], name="ctx", dtype=np.int64))
     if not len(w):
-        return out.assign(before=[], before_time=[], late_window=[])
+        return out.assign(before=[], before_time_total=[], arrival_spread_total=[])
     ev = timeline.events
     timed = ev["timed"].to_numpy(dtype=bool) if "timed" in ev.columns else slice(None)
     prof = ev["profile"].to_numpy()[timed]
@@ -506,7 +612,7 @@ def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
     a0 = w["first"].to_numpy(dtype=np.int64)
     a1 = w["arrival"].to_numpy(dtype=np.int64)
     lo = np.searchsorted(key, wp + (a0 - t00), side="right")  # ended after the first arrival
-    hi = np.searchsorted(key, wp + (a1 - t00), side="right")  # and by the late arrival
+    hi = np.searchsorted(key, wp + (a1 - t00), side="right")  # and by the last arrival
     n = hi - lo
     which = np.repeat(np.arange(len(w)), n)
     pos = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
@@ -518,18 +624,20 @@ def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
     spent = spent.sort_values(["ctx", "t"], ascending=[True, False], kind="stable")
     best = spent.drop_duplicates("ctx").set_index("ctx")
     spans = pd.Series(a1 - a0, index=ctx).groupby(level=0).sum()
-    out = pd.DataFrame({"before": best["before"], "before_time": best["t"]})
+    out = pd.DataFrame({"before": best["before"], "before_time_total": best["t"]})
     out = out.reindex(spans.index)
-    out["late_window"] = spans
+    out["arrival_spread_total"] = spans
     out.index.name = "ctx"
     return out
 
 
-def _empty_causes(name: str = "node") -> pd.DataFrame:
+def _empty_causes(name: str = "node") -> UnitTable:
     out = pd.DataFrame({c: pd.Series(dtype=np.int64) for c in CAUSE_COLUMNS})
+    out["collective"] = out["collective"].astype(object)
+    out["most_often_last_share"] = out["most_often_last_share"].astype(np.float64)
     out.index.name = name
     out.attrs["unit"] = "ns"
-    return out
+    return with_units(out, CAUSE_UNITS)
 
 
 def _base_names(names: np.ndarray) -> np.ndarray:
@@ -538,15 +646,17 @@ def _base_names(names: np.ndarray) -> np.ndarray:
     return np.asarray([str(n).split(" (")[0] for n in names], dtype=object)
 
 
-def _empty() -> pd.DataFrame:
-    out = pd.DataFrame({c: pd.Series(dtype=object) for c in (*COLUMNS, "rank")})
+def _empty() -> UnitTable:
+    out = pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
     out.attrs["unit"] = "ns"
-    return out
+    return with_units(out, UNITS, instants=("arrival", "end"))
 
 
 __all__ = [
     "CAUSE_COLUMNS",
+    "CAUSE_UNITS",
     "COLUMNS",
+    "UNITS",
     "MAX_SHIFTS",
     "SAME_SIZE",
     "instances",

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..model import units as U
 from ..model.ensemble import BaseEnsemble, Ensemble
+from ..model.tables import UnitTable, with_units
 from ..model.tree import Tree
 
 
@@ -25,7 +26,7 @@ def bandwidth(
     inclusive: bool = True,
     *,
     units: Mapping[str, str] | None = None,
-) -> pd.DataFrame:
+) -> UnitTable:
     """``algbw`` and ``busbw`` in GB/s (1e9 bytes/s) per node.
 
     ``data`` is a Tree (or an Ensemble: its per-node means), whose
@@ -66,20 +67,24 @@ def bandwidth(
         b = frame[f"{col}{sfx}"].to_numpy(dtype=float) * U.factor(b_unit, "B")
         with np.errstate(divide="ignore", invalid="ignore"):
             out[name] = np.where(t > 0, b / t / 1e9, np.nan)
-    res = pd.DataFrame(out, index=frame.index)
-    res.attrs["units"] = {"algbw": "GB/s", "busbw": "GB/s"}
-    return res
+    return with_units(pd.DataFrame(out, index=frame.index), {"algbw": "GB/s", "busbw": "GB/s"})
 
 
-__all__ = ["bandwidth"]
+__all__ = ["BY_CONTEXT_UNITS", "bandwidth", "by_context"]
 
 
-def by_context(data: Tree | Ensemble) -> pd.DataFrame:
+#: the columns of :func:`by_context` and their units
+BY_CONTEXT_UNITS = {"MB_mean": "MB", "ms_mean": "ms", "algbw GB/s": "GB/s", "busbw GB/s": "GB/s"}
+
+
+def by_context(data: Tree | Ensemble) -> UnitTable:
     """Communication by code context: one row per communication leaf (``kind``
     "comm": a collective or a point-to-point call) of any profile that has them
     (the runtime's, Kineto traces, OTF2 traces), with the context that issued it
-    (its call path above the leaf), the operation, calls, MB (1e6 bytes) and ms,
-    and the bandwidths; for an Ensemble, means over its profiles.
+    (its call path above the leaf), the operation, and per profile (the mean
+    over an Ensemble's profiles; a Tree is one profile): ``calls_mean``,
+    ``MB_mean`` (1e6 bytes), ``ms_mean`` and the bandwidths (``algbw GB/s``,
+    ``busbw GB/s``: of those means).
 
     >>> import cctviz
     >>> t = cctviz.Tree.from_parents([-1, 0, 1], ["main", "solve", "send"],
@@ -87,13 +92,13 @@ def by_context(data: Tree | Ensemble) -> pd.DataFrame:
     ...      "comm_time": [0, 0, 2e6]},
     ...     meta={"units": {"comm_bytes": "B", "bus_bytes": "B", "comm_time": "ns"}})
     >>> t.nodes["kind"] = ["function", "function", "comm"]
-    >>> by_context(t)[["context", "operation", "calls", "MB", "ms"]].to_dict("records")
-    [{'context': 'main/solve', 'operation': 'send', 'calls': 4.0, 'MB': 4.0, 'ms': 2.0}]
+    >>> by_context(t)[["context", "operation", "calls_mean", "MB_mean", "ms_mean"]].to_dict("records")
+    [{'context': 'main/solve', 'operation': 'send', 'calls_mean': 4.0, 'MB_mean': 4.0, 'ms_mean': 2.0}]
     """
     tree = data.tree if isinstance(data, BaseEnsemble) else data
-    cols = ["context", "operation", "calls", "MB", "ms", "algbw GB/s", "busbw GB/s"]
+    cols = ["context", "operation", "calls_mean", "MB_mean", "ms_mean", "algbw GB/s", "busbw GB/s"]
     if "kind" not in tree.nodes.columns or "comm_bytes" not in tree.metrics.columns:
-        return pd.DataFrame(columns=cols)
+        return with_units(pd.DataFrame(columns=cols), BY_CONTEXT_UNITS)
     ids = np.flatnonzero(tree.nodes["kind"].astype(str).to_numpy() == "comm")
     units = tree.units
     m = tree.metrics
@@ -105,9 +110,9 @@ def by_context(data: Tree | Ensemble) -> pd.DataFrame:
         {
             "context": [p.rsplit("/", 1)[0] for p in paths[ids]],
             "operation": np.asarray(tree.names, dtype=object)[ids],
-            "calls": m["calls"].to_numpy(dtype=float)[ids] if "calls" in m.columns else np.nan,
-            "MB": m["comm_bytes"].to_numpy(dtype=float)[ids] * to_mb,
-            "ms": (
+            "calls_mean": m["calls"].to_numpy(dtype=float)[ids] if "calls" in m.columns else np.nan,
+            "MB_mean": m["comm_bytes"].to_numpy(dtype=float)[ids] * to_mb,
+            "ms_mean": (
                 m["comm_time"].to_numpy(dtype=float)[ids] * U.factor(units["comm_time"], "ms")
                 if has_time
                 else np.nan
@@ -117,4 +122,4 @@ def by_context(data: Tree | Ensemble) -> pd.DataFrame:
         },
         index=pd.Index(ids, name="node"),
     )
-    return out[cols]
+    return with_units(out[cols], BY_CONTEXT_UNITS)

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..model.tables import UnitTable, shown_unit, with_units
 from ..model.tree import Tree, base_metric, inc_name
 from ..model.unify import unify_structures
+from ..model.units import looks_measured
 
 
 def run_label(tree: Tree, default: str) -> str:
@@ -131,12 +133,12 @@ def _units_factor(metric: str, ua: dict, ub: dict) -> float:
 
 def diff_table(
     a: Tree, b: Tree, metric: str | None = None, labels: Sequence[str] | None = None
-) -> pd.DataFrame:
+) -> UnitTable:
     """Two runs side by side, one row per call path, columns named after the runs.
 
     Columns: ``name``, ``callpath``, ``<metric> [<a>]``, ``<metric> [<b>]``,
     ``<metric> [<a> - <b>]`` and ``<metric> [<a> / <b>]``, sorted by the absolute
-    difference; values in ``a``'s unit (``b``'s converted). A path on one side
+    difference; values in ``a``'s unit (``b``'s converted; ``attrs["units"]``). A path on one side
     only is NaN on the other for metrics that are not ``"sum"``, 0 for sums.
 
     >>> a = Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 5.0]})
@@ -169,5 +171,7 @@ def diff_table(
             f"{col} [{la} / {lb}]": ratio,
         }
     )
-    out.attrs["units"] = {c: a.unit(col) for c in out.columns[2:5] if a.unit(col)}
+    unit = shown_unit(a.unit(col))
+    measured = unit or looks_measured(base_metric(col)[0])
+    out = with_units(out, {c: unit for c in out.columns[2:5]} if measured else {})
     return out.iloc[np.argsort(-np.abs(va - vb), kind="stable")]

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..model._algo import TrieBuilder, combine_rows
+from ..model.tables import UnitTable, metric_units, with_units
 from ..model.tree import Tree, inc_name
 from .transform import trie_nodes
 
@@ -43,9 +44,9 @@ def _group(frame: pd.DataFrame, by: np.ndarray, rules: dict[str, str]) -> pd.Dat
     return pd.DataFrame(out)
 
 
-def flat_profile(tree: Tree, metric: str | None = None) -> pd.DataFrame:
+def flat_profile(tree: Tree, metric: str | None = None) -> UnitTable:
     """Metrics combined per node name by their aggregation rules, sorted by
-    the chosen metric.
+    the chosen metric; each in its unit (``attrs["units"]``).
 
     Exclusive values combine over every node of the name; inclusive sums only
     over outermost occurrences, so a recursive function is not counted twice
@@ -69,7 +70,7 @@ def flat_profile(tree: Tree, metric: str | None = None) -> pd.DataFrame:
     out = out[order + ["nodes"]]
     if tree.exc_metrics:
         out = out.sort_values(metric or tree.exc_metrics[0], ascending=False)
-    return out
+    return with_units(out, metric_units(tree, out.columns))
 
 
 def bottom_up(tree: Tree) -> Tree:
@@ -115,4 +116,4 @@ def bottom_up(tree: Tree) -> Tree:
     return Tree(nodes, pd.DataFrame(out, columns=tree.exc_metrics), meta, _trusted=True)
 
 
-__all__ = ["flat_profile", "bottom_up", "outermost"]
+__all__ = ["bottom_up", "flat_profile", "outermost"]

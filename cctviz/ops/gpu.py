@@ -17,6 +17,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..model.tables import UnitTable, with_units
 from ..model.timeline import Timeline
 
 #: the GPU work of a Kineto trace (tree kinds)
@@ -52,9 +53,9 @@ def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray])
     return int((np.diff(t)[both]).sum())
 
 
-def gpu_breakdown(timeline: Timeline) -> pd.DataFrame:
-    """Per profile: ``kernel_time``, ``idle``, ``compute``, ``non_compute`` (ns),
-    their shares of ``kernel_time``, and ``overlap`` (the share of communication
+def gpu_breakdown(timeline: Timeline) -> UnitTable:
+    """Per profile: ``kernel_time``, ``idle``, ``compute``, ``non_compute``, ``comm``
+    (ns; ``attrs["units"]``), their shares of ``kernel_time``, and ``overlap`` (the share of communication
     kernel time that runs beside computation kernels), as HTA defines them
     (module docstring). Profiles without GPU work are left out.
 
@@ -101,7 +102,9 @@ def gpu_breakdown(timeline: Timeline) -> pd.DataFrame:
         if "rank" in timeline.profiles.columns:
             out.insert(1, "rank", timeline.profiles["rank"].to_numpy()[out["profile"].to_numpy()])
     out.attrs["unit"] = "ns"
-    return out
+    return with_units(
+        out, {c: "ns" for c in ("kernel_time", "idle", "compute", "non_compute", "comm")}
+    )
 
 
 __all__ = ["GPU_KINDS", "gpu_breakdown"]

@@ -28,11 +28,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..model.tables import UnitTable, with_units
 from ..model.timeline import Timeline, profile_ranks
 from .gpu import GPU_KINDS, _length, _union
 
 
-def idle_time(timeline: Timeline, *, gpu: bool = False) -> pd.DataFrame:
+def idle_time(timeline: Timeline, *, gpu: bool = False) -> UnitTable:
     """Per rank: ``span``, ``busy`` (union of its intervals below the roots, all
     its threads), ``idle`` (ns) and ``idle_share`` (module docstring).
 
@@ -44,7 +45,7 @@ def idle_time(timeline: Timeline, *, gpu: bool = False) -> pd.DataFrame:
 
     Returns:
         a DataFrame with ``rank``, ``profiles``, ``span``, ``busy``, ``idle``,
-        ``idle_share``; ``attrs["unit"]`` is ``"ns"``. Ranks without an interval
+        ``idle_share``; ``attrs["unit"]`` is ``"ns"`` (per column: ``attrs["units"]``). Ranks without an interval
         below the roots are left out.
     """
     if not isinstance(timeline, Timeline):
@@ -80,7 +81,7 @@ def idle_time(timeline: Timeline, *, gpu: bool = False) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=["rank", "profiles", "span", "busy", "idle"])
     out["idle_share"] = out["idle"] / out["span"].where(out["span"] > 0)
     out.attrs["unit"] = "ns"
-    return out
+    return with_units(out, {"span": "ns", "busy": "ns", "idle": "ns"})
 
 
 __all__ = ["idle_time"]

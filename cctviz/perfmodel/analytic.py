@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.collectives import bus_factor
+from ..model.tables import UnitTable, with_units
 
 __all__ = [
     "DDP_BUCKET_BYTES",
@@ -396,6 +397,7 @@ class ParallelSpec:
 # ------------------------------------------------------------ communication
 _PHASE_ORDER = {"forward": 0, "backward": 1, "optimizer": 2}
 _COLUMNS = ["context", "kind", "calls", "bytes", "bus_bytes", "ranks", "what"]
+_COMM_UNITS = {"bytes": "B", "bus_bytes": "B"}
 
 
 def _row(context: str, kind: str, calls: int, nbytes: int, n: int, what: str) -> dict[str, Any]:
@@ -635,7 +637,7 @@ def _dims(model: ModelSpec, what: str) -> tuple[int, int, int, int]:
     return model.layers, model.micro_batch, model.seq, model.hidden  # type: ignore[return-value]
 
 
-def communication(model: ModelSpec, par: ParallelSpec) -> pd.DataFrame:
+def communication(model: ModelSpec, par: ParallelSpec) -> UnitTable:
     """Collectives per rank per (steady-state) step, by context and kind.
 
     Columns: ``context`` (the phase below the step, then module paths as the
@@ -646,7 +648,7 @@ def communication(model: ModelSpec, par: ParallelSpec) -> pd.DataFrame:
     them: the tensor for an all-reduce, the whole output of an all-gather,
     the whole input of a reduce-scatter), ``bus_bytes`` (``bytes x
     bus_factor(kind, ranks)``: nccl-tests), ``ranks`` (the group size),
-    ``what``.
+    ``what``; bytes in B (``attrs["units"]``).
 
     With ``m`` the gradient bytes, bytes on the wire (bus bytes) per step are
     ``2m(n-1)/n`` for DDP's all-reduce (Li et al. 2020) and ZeRO-1/2's
@@ -661,7 +663,7 @@ def communication(model: ModelSpec, par: ParallelSpec) -> pd.DataFrame:
     2.25
     """
     if par.strategy == "none" and par.tp == 1 and par.pp == 1:
-        return pd.DataFrame(columns=_COLUMNS)
+        return with_units(pd.DataFrame(columns=_COLUMNS), _COMM_UNITS)
     if par.strategy in ("zero3", "fsdp", "fsdp1") and par.dp > 1 and par.tp * par.pp == 1:
         rows = _sharded_comm(model, par)
     else:
@@ -672,7 +674,7 @@ def communication(model: ModelSpec, par: ParallelSpec) -> pd.DataFrame:
         df = df.groupby(["context", "kind", "ranks", "what"], sort=False, as_index=False).sum()
         order = df["context"].str.split("/").str[0].map(_PHASE_ORDER).fillna(9)
         df = df.assign(_o=order).sort_values("_o", kind="stable")[_COLUMNS]
-    return df.reset_index(drop=True)
+    return with_units(df.reset_index(drop=True), _COMM_UNITS)
 
 
 # ---------------------------------------------------------------------- time
@@ -854,7 +856,7 @@ class MemoryEstimate:
             self.params + self.grads + self.optimizer + self.activations + sum(self.extra.values())
         )
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self) -> UnitTable:
         """One row per part and a ``total`` row, in bytes and GB (1e9)."""
         parts = {
             "params": self.params,
@@ -866,7 +868,7 @@ class MemoryEstimate:
         }
         df = pd.DataFrame({"bytes": pd.Series(parts, dtype=float)})
         df["GB"] = df["bytes"] / 1e9
-        return df
+        return with_units(df, {"bytes": "B", "GB": "GB"})
 
 
 def model_state_memory(

@@ -11,13 +11,18 @@ that took part in a collective context:
   last), or a model's prediction (an alpha-beta time) when one is given and
   smaller;
 - **wait** = a rank's time there minus the transfer;
-- **late** = how much later than the earliest rank this rank arrived,
-  estimated as the slowest rank's time minus its own; the rank with the
-  largest ``late`` is the one that made the others wait.
+- **below_slowest** = the slowest rank's time there minus this rank's (the
+  metric ``comm_below_slowest``): of one call, how much later than the earliest
+  rank this rank arrived; the rank with the most, ``waited_least`` (the rank
+  with the least time there), is the best guess from sums at whom the others
+  waited for.
 
 The runtime sums a context's collectives over its calls, so this is per
-context, not per call: a rank late at some calls and early at others shows its
-net lateness.
+context, not per call: a rank last at some calls and early at others shows its
+net. Given a Timeline, :func:`wait_transfer` works per call instead and names
+whom the others waited for with the words of :mod:`cctviz.ops.collectives`
+(``last_to_arrive`` per call; ``most_waited_for`` and ``most_often_last`` per
+context), taken from there.
 
 Example:
     >>> import cctviz, numpy as np
@@ -28,9 +33,9 @@ Example:
     ...     return t
     >>> ens = cctviz.Ensemble.from_trees([rank(9.0), rank(9.5), rank(1.0)], profiles={"rank": [0, 1, 2]})
     >>> wt = wait_transfer(ens)
-    >>> wt.table[["context", "transfer [unit unknown]", "wait_mean [unit unknown]", "late_rank"]].to_dict("records")
-    [{'context': 'step/all_reduce', 'transfer [unit unknown]': 1.0, 'wait_mean [unit unknown]': 5.5, 'late_rank': 'rank 2'}]
-    >>> wt.ensemble.values("comm_wait")[1].tolist(), wt.ensemble.values("comm_late")[1].tolist()
+    >>> wt.table[["context", "transfer [unit unknown]", "wait_mean [unit unknown]", "waited_least"]].to_dict("records")
+    [{'context': 'step/all_reduce', 'transfer [unit unknown]': 1.0, 'wait_mean [unit unknown]': 5.5, 'waited_least': 'rank 2'}]
+    >>> wt.ensemble.values("comm_wait")[1].tolist(), wt.ensemble.values("comm_below_slowest")[1].tolist()
     ([8.0, 8.5, 0.0], [0.5, 0.0, 8.5])
 """
 
@@ -44,11 +49,16 @@ import pandas as pd
 
 from ..model import units as _units
 from ..model.ensemble import Ensemble
+from ..model.tables import UnitTable, with_units
 from ..model.timeline import Timeline, profile_ranks
 from ..model.tree import Tree
 
-#: the metrics :func:`wait_transfer` adds (exclusive, per rank, the unit of the time metric)
-WAIT, TRANSFER, LATE = "comm_wait", "comm_transfer", "comm_late"
+#: the metrics :func:`wait_transfer` adds (exclusive, per rank, the unit of the time
+#: metric): both paths add the wait and the transfer; an Ensemble's split adds
+#: ``comm_below_slowest`` (the slowest rank's time minus this rank's), a Timeline's
+#: ``comm_last_by`` (per rank, its ``last_by`` summed over the calls it was last to arrive at)
+WAIT, TRANSFER = "comm_wait", "comm_transfer"
+BELOW_SLOWEST, LAST_BY = "comm_below_slowest", "comm_last_by"
 #: the metrics :func:`annotate` adds (exclusive, per rank, summed over the profiled steps)
 BYTES_PRED, TIME_PRED, CALLS_PRED = "comm_bytes_pred", "comm_time_pred", "calls_pred"
 #: predicted memory per rank (model states, and activations when known), on the step
@@ -58,23 +68,24 @@ MEM_PRED = "mem_pred"
 STEP = "step"
 
 
-def in_seconds(table: pd.DataFrame, columns: tuple[str, ...], unit: Any) -> pd.DataFrame:
+def in_seconds(table: pd.DataFrame, columns: tuple[str, ...], unit: Any) -> UnitTable:
     """``table`` with time ``columns`` (in ``unit``) converted to seconds and named
     ``"col [s]"``, the one time unit of the perfmodel tables; ``"col [unit unknown]"``
-    where no one stated the unit. ``table.attrs["units"]`` maps each to its unit.
+    where no one stated the unit. ``table.attrs["units"]`` maps each to its unit
+    (a :class:`~cctviz.model.tables.UnitTable`: shown with it).
 
     Example:
         >>> in_seconds(pd.DataFrame({"wait": [2e9]}), ("wait",), "ns").to_dict("records")
         [{'wait [s]': 2.0}]
     """
-    out = table.copy()
+    out = pd.DataFrame(table).copy()
     known = _units.dimension(unit) == "time"
     names = {c: f"{c} [s]" if known else f"{c} [unit unknown]" for c in columns}
     if known:
         out[list(columns)] = out[list(columns)].astype(np.float64) * _units.factor(unit, "s")
     out = out.rename(columns=names)
-    out.attrs["units"] = {n: ("s" if known else None) for n in names.values()}
-    return out
+    out.attrs = {}
+    return with_units(out, {n: ("s" if known else None) for n in names.values()})
 
 
 @dataclass(frozen=True)
@@ -84,8 +95,10 @@ class Annotated:
     the collective contexts of the profiled steps, in the units of
     ``comm_bytes`` and ``comm_time``, and ``mem_pred``, the predicted memory
     per rank, on the step context: beside the runtime's ``mem_peak`` on CUDA), ``table`` (one row per context and
-    collective kind: measured and predicted calls, ``bytes [B]`` and ``time [s]`` per
-    step, the relative error of the bytes: units in the column names), ``memory`` (predicted memory per rank:
+    collective kind: per rank and step, the measured ``calls_mean``,
+    ``bytes_mean [B]`` and ``time_mean [s]`` (means over the live ranks) beside the
+    predicted ``calls_pred``, ``bytes_pred [B]`` and ``time_pred [s]``, and
+    ``bytes_error``, the relative error of the bytes: units in the column names), ``memory`` (predicted memory per rank:
     parameters, gradients, optimizer states, activations when the model's
     dimensions are known) and the ``model`` and ``parallel`` descriptions used."""
 
@@ -100,9 +113,11 @@ class Annotated:
 class WaitTransfer:
     """What :func:`wait_transfer` finds: ``table`` (one row per run and
     collective context; times in seconds, ``"wait_mean [s]"`` and so on, as in
-    :class:`Annotated`'s table) and ``ensemble`` (the input with the exclusive metrics
-    ``comm_wait``, ``comm_transfer`` and ``comm_late`` on the collective
-    contexts, so views colour by them and ``stats`` names the late rank)."""
+    :class:`Annotated`'s table; its columns: :func:`wait_transfer`) and
+    ``ensemble`` (the input with the exclusive metrics ``comm_wait``,
+    ``comm_transfer`` and ``comm_below_slowest`` (of an Ensemble) or
+    ``comm_last_by`` (of a Timeline) on the collective contexts, so views colour
+    by them and ``stats(...)["argmax"]`` names the rank)."""
 
     table: pd.DataFrame
     ensemble: Ensemble
@@ -126,11 +141,24 @@ def wait_transfer(
     """Split the measured time of every collective context into transfer and
     wait, per rank, run by run (see the module docstring).
 
+    Of an Ensemble (times summed per context), the table's columns: ``run``,
+    ``node``, ``context``, ``kind``, ``ranks``, ``time_mean``, ``transfer``,
+    ``wait_mean``, ``wait_max`` (per rank, ``[s]``), ``wait_share`` (of the
+    ranks' time there), ``waited_least`` (the rank with the least time there:
+    net, the one the others waited for) and ``time_spread`` (the slowest rank's
+    time minus the fastest's, ``[s]``).
+
     Given a :class:`~cctviz.model.timeline.Timeline`, the split is made per call
-    (:func:`cctviz.ops.collectives.instances`): each call's late rank and each
-    rank's wait for it, then summed per context; the table says how the late rank
-    is spread over the calls (``late_share``: the share of calls its most frequent
-    late rank was last at), which a per-context aggregate cannot.
+    (:func:`cctviz.ops.collectives.instances`): each rank's wait for the call's
+    last to arrive, summed per context; whom the others waited for comes from
+    :func:`cctviz.ops.collectives.wait_causes`, with its words: the table's
+    columns are ``node``, ``context``, ``kind``, ``calls`` (with at least two
+    ranks), ``ranks``, ``wait_mean`` and ``wait_max`` (per rank and call, ``[s]``),
+    ``most_waited_for``, ``most_waited_for_calls``,
+    ``most_waited_for_wait_total [s]``, ``most_often_last``,
+    ``most_often_last_share`` and ``ranks_ever_last`` (ranks as ``"rank 2"``;
+    None where no call had a last to arrive). How whom they waited for is
+    spread over the calls is what a per-context aggregate cannot tell.
 
     Args:
         ens: an Ensemble of the ranks of one or more runs (``ens.run_ids``
@@ -178,7 +206,7 @@ def wait_transfer(
     runs = np.asarray(ens.run_ids)
     wait = np.zeros_like(t)
     xfer = np.zeros_like(t)
-    late = np.zeros_like(t)
+    below = np.zeros_like(t)
     labels = _labels(ens)
     run_name = ens.profiles["run"] if "run" in ens.profiles.columns else None
     paths = tree.callpaths.to_numpy()
@@ -196,13 +224,17 @@ def wait_transfer(
         slowest = np.nanmax(sub, axis=1)
         tr = fastest if pred is None else np.fmin(fastest, np.maximum(pred[nodes], 0))
         w = sub - tr[:, None]
-        lt = slowest[:, None] - sub
+        bs = slowest[:, None] - sub
         inside = ~np.isnan(sub)
-        for block, vals in ((wait, w), (xfer, np.broadcast_to(tr[:, None], sub.shape)), (late, lt)):
+        for block, vals in (
+            (wait, w),
+            (xfer, np.broadcast_to(tr[:, None], sub.shape)),
+            (below, bs),
+        ):
             blk = block[nodes][:, cols]
             blk[inside] = vals[inside]
             block[np.ix_(nodes, cols)] = blk
-        latest = cols[np.nanargmax(np.where(inside, lt, -np.inf), axis=1)]
+        least = cols[np.nanargmax(np.where(inside, bs, -np.inf), axis=1)]
         total = np.nansum(sub, axis=1)
         rows.append(
             pd.DataFrame(
@@ -219,8 +251,8 @@ def wait_transfer(
                     "wait_share": np.divide(
                         np.nansum(w, axis=1), total, out=np.zeros(nodes.size), where=total > 0
                     ),
-                    "late_rank": [labels[p] for p in latest],
-                    "late_by": np.nanmax(lt, axis=1),
+                    "waited_least": [labels[p] for p in least],
+                    "time_spread": slowest - fastest,
                 }
             )
         )
@@ -239,13 +271,15 @@ def wait_transfer(
                 "wait_mean",
                 "wait_max",
                 "wait_share",
-                "late_rank",
-                "late_by",
+                "waited_least",
+                "time_spread",
             ]
         )
     )
     table = in_seconds(
-        table, ("time_mean", "transfer", "wait_mean", "wait_max", "late_by"), ens.tree.unit(metric)
+        table,
+        ("time_mean", "transfer", "wait_mean", "wait_max", "time_spread"),
+        ens.tree.unit(metric),
     )
     return WaitTransfer(
         table=table,
@@ -253,7 +287,7 @@ def wait_transfer(
             ens,
             {
                 m: (v, ens.tree.unit(metric), "sum")
-                for m, v in ((WAIT, wait), (TRANSFER, xfer), (LATE, late))
+                for m, v in ((WAIT, wait), (TRANSFER, xfer), (BELOW_SLOWEST, below))
             },
         ),
     )
@@ -263,8 +297,8 @@ def _per_call(tl: Timeline) -> WaitTransfer:
     """:func:`wait_transfer` of a Timeline: call by call (ns summed per context).
 
     Per call and rank: ``wait`` = the last rank's arrival minus this rank's, at most
-    the rank's time in the call; ``transfer`` = the rest of that time; ``late`` =
-    how much later than the second-to-last the late rank came (on the late rank).
+    the rank's time in the call; ``transfer`` = the rest of that time;
+    ``comm_last_by`` = the call's ``last_by`` on its last to arrive (0 elsewhere).
     """
     from ..ops.collectives import instances
 
@@ -273,58 +307,72 @@ def _per_call(tl: Timeline) -> WaitTransfer:
     n_nodes, n_prof = len(ens.tree), ens.n_profiles
     wait = np.zeros((n_nodes, n_prof))
     xfer = np.zeros((n_nodes, n_prof))
-    late = np.zeros((n_nodes, n_prof))
+    last_by = np.zeros((n_nodes, n_prof))
     if len(inst):
         node = inst["node"].to_numpy(dtype=np.int64)
         prof = inst["profile"].to_numpy(dtype=np.int64)
         took = (inst["end"] - inst["arrival"]).to_numpy(dtype=np.float64)
         w = np.minimum(inst["wait"].to_numpy(dtype=np.float64), took)
-        is_late = (inst["rank"] == inst["late"]).to_numpy() & (inst["ranks"] > 1).to_numpy()
+        is_last = (inst["rank"] == inst["last_to_arrive"]).to_numpy()
         np.add.at(wait, (node, prof), w)
         np.add.at(xfer, (node, prof), took - w)
-        np.add.at(late, (node, prof), np.where(is_late, inst["late_by"].to_numpy(np.float64), 0))
-    table = _per_call_table(ens, inst)
+        np.add.at(last_by, (node, prof), np.where(is_last, inst["last_by"].to_numpy(np.float64), 0))
+    table = _per_call_table(ens, tl, inst)
     unit = "ns"
     return WaitTransfer(
         table=table,
         ensemble=_with_metrics(
-            ens, {m: (v, unit, "sum") for m, v in ((WAIT, wait), (TRANSFER, xfer), (LATE, late))}
+            ens,
+            {m: (v, unit, "sum") for m, v in ((WAIT, wait), (TRANSFER, xfer), (LAST_BY, last_by))},
         ),
     )
 
 
-def _per_call_table(ens: Ensemble, inst: pd.DataFrame) -> pd.DataFrame:
-    """One row per collective context: calls, ranks, wait mean/max per rank and
-    call, the most frequent late rank and the share of calls it was last at."""
-    cols = ["node", "context", "kind", "calls", "ranks", "wait_mean", "wait_max", "late_rank", "late_share", "late_ranks", "late_by"]  # fmt: skip
-    if not len(inst):
-        return pd.DataFrame(columns=cols)
+#: the columns of a Timeline's :func:`wait_transfer` table (before the times' units)
+PER_CALL_COLUMNS = (
+    "node", "context", "kind", "calls", "ranks", "wait_mean", "wait_max", "most_waited_for",
+    "most_waited_for_calls", "most_waited_for_wait_total", "most_often_last",
+    "most_often_last_share", "ranks_ever_last",
+)  # fmt: skip
+
+
+def _per_call_table(ens: Ensemble, tl: Timeline, inst: pd.DataFrame) -> UnitTable:
+    """One row per collective context with a call of two ranks or more: the
+    waits per rank and call, and whom the others waited for, as
+    :func:`cctviz.ops.collectives.wait_causes` names them (the same numbers)."""
+    from ..ops.collectives import wait_causes
+
+    times = ("wait_mean", "wait_max", "most_waited_for_wait_total")
+    causes = wait_causes(tl, inst)
+    if not len(causes):
+        return in_seconds(pd.DataFrame(columns=list(PER_CALL_COLUMNS)), times, "ns")
+    multi = inst[inst["ranks"].to_numpy() > 1]
+    g = multi.groupby("node")
+    nodes = causes.index.to_numpy(dtype=np.int64)
     labels = _labels(ens)
-    paths = ens.tree.callpaths.to_numpy()
-    names = np.asarray(ens.tree.names, dtype=object)
-    per_call = inst.drop_duplicates("instance")
-    g = inst.groupby("node")
-    gc = per_call.groupby("node")
-    top = gc["late"].agg(lambda x: x.value_counts().idxmax())
-    share = gc["late"].agg(lambda x: x.value_counts(normalize=True).max())
     rank_label = {int(r): labels[i] for i, r in enumerate(profile_ranks(ens.profiles))}
+
+    def named(ranks: pd.Series) -> list[str | None]:
+        return [rank_label.get(r, f"rank {r}") if r >= 0 else None for r in ranks.tolist()]
+
     out = pd.DataFrame(
         {
-            "calls": gc.size(),
-            "ranks": g["profile"].nunique(),
-            "wait_mean": g["wait"].mean(),
-            "wait_max": g["wait"].max(),
-            "late_rank": [rank_label.get(int(r), f"rank {int(r)}") for r in top],
-            "late_share": share,
-            "late_ranks": gc["late"].nunique(),
-            "late_by": gc["late_by"].mean(),
+            "node": nodes,
+            "context": ens.tree.callpaths.to_numpy()[nodes],
+            "kind": np.asarray(ens.tree.names, dtype=object)[nodes],
+            "calls": causes["calls"].to_numpy(),
+            "ranks": g["profile"].nunique().reindex(nodes).to_numpy(),
+            "wait_mean": g["wait"].mean().reindex(nodes).to_numpy(),
+            "wait_max": g["wait"].max().reindex(nodes).to_numpy(),
+            "most_waited_for": named(causes["most_waited_for"]),
+            "most_waited_for_calls": causes["most_waited_for_calls"].to_numpy(),
+            "most_waited_for_wait_total": causes["most_waited_for_wait_total"].to_numpy(),
+            "most_often_last": named(causes["most_often_last"]),
+            "most_often_last_share": causes["most_often_last_share"].to_numpy(),
+            "ranks_ever_last": causes["ranks_ever_last"].to_numpy(),
         }
     )
-    out.index.name = "node"
-    out = out.reset_index()
-    out.insert(1, "context", paths[out["node"].to_numpy()])
-    out.insert(2, "kind", names[out["node"].to_numpy()])
-    return in_seconds(out[cols], ("wait_mean", "wait_max", "late_by"), "ns")
+    return in_seconds(out[list(PER_CALL_COLUMNS)], times, "ns")
 
 
 def _with_metrics(ens: Ensemble, new: dict[str, tuple[np.ndarray, str | None, str]]) -> Ensemble:
@@ -473,31 +521,30 @@ def annotate(
             {
                 "context": key[0],
                 "kind": key[1],
-                "calls": per_rank_step("calls", ids) if ids else 0.0,
+                "calls_mean": per_rank_step("calls", ids) if ids else 0.0,
                 "calls_pred": float(p["calls"]) if p is not None else 0.0,
-                "bytes": mb,
+                "bytes_mean": mb,
                 "bytes_pred": pb,
                 "bytes_error": (mb - pb) / pb
                 if pb
                 else (float("nan") if mb == 0 else float("inf")),
-                "time": per_rank_step("comm_time", ids) / to_unit if ids else 0.0,
+                "time_mean": per_rank_step("comm_time", ids) / to_unit if ids else 0.0,
                 "time_pred": float(p["time"]) if p is not None else 0.0,
             }
         )
-    table = pd.DataFrame(rows).rename(
-        columns={
-            "bytes": "bytes [B]",
-            "bytes_pred": "bytes_pred [B]",
-            "time": "time [s]",
-            "time_pred": "time_pred [s]",
-        }
-    )
-    table.attrs["units"] = {
-        "bytes [B]": "B",
-        "bytes_pred [B]": "B",
-        "time [s]": "s",
-        "time_pred [s]": "s",
+    columns = {
+        "bytes_mean": "bytes_mean [B]",
+        "bytes_pred": "bytes_pred [B]",
+        "time_mean": "time_mean [s]",
+        "time_pred": "time_pred [s]",
     }
+    table = pd.DataFrame(rows, columns=["context", "kind", "calls_mean", "calls_pred",
+                                        "bytes_mean", "bytes_pred", "bytes_error",
+                                        "time_mean", "time_pred"]).rename(columns=columns)  # fmt: skip
+    table = with_units(
+        table,
+        {"bytes_mean [B]": "B", "bytes_pred [B]": "B", "time_mean [s]": "s", "time_pred [s]": "s"},
+    )
     return Annotated(annotated, table, mem.frame(), model, parallel)
 
 

@@ -74,7 +74,9 @@ import numpy as np
 import pandas as pd
 
 from ..model.ensemble import Ensemble
+from ..model.tables import UnitTable, shown_unit, with_units
 from ..model.tree import Tree
+from ..model.units import looks_measured
 
 #: Extra-P's default single-parameter building blocks ``(i, j)`` for
 #: ``p^i * log2(p)^j``, in Extra-P's order (``SingleParameterModeler.
@@ -381,10 +383,11 @@ class ScalingModels:
         out[self.choice == UNFITTED] = np.nan
         return out
 
-    def table(self, at: float | Iterable[float] = ()) -> pd.DataFrame:
-        """One row per node: ``name`` (for an ensemble), ``model``, ``smape``,
-        ``r2``, ``rss``, ``n_points``, ``terms`` and ``predicted@<p>`` per
-        scale in ``at``."""
+    def table(self, at: float | Iterable[float] = ()) -> UnitTable:
+        """One row per node: ``name`` (for an ensemble), ``model``, ``smape``
+        (%), ``r2``, ``rss`` (in the metric's unit squared), ``n_points``,
+        ``terms`` and ``predicted@<p>`` (in the metric's unit) per scale in
+        ``at``; ``attrs["units"]`` says which."""
         df = pd.DataFrame(index=self.index)
         if self.tree is not None:
             df["name"] = self.tree.names
@@ -399,7 +402,12 @@ class ScalingModels:
             pred = self.predict(ats)
             for k, a in enumerate(ats):
                 df[f"predicted@{_fmt_point(a)}"] = pred[:, k]
-        return df
+        unit = shown_unit(self.unit)
+        units: dict[str, str | None] = {"smape": "%"}
+        if unit or looks_measured(str(self.metric)):
+            units["rss"] = f"{unit}^2" if unit else None
+            units.update({c: unit for c in df.columns if str(c).startswith("predicted@")})
+        return with_units(df, units)
 
     def annotate(self, at: float | Iterable[float], tree: Tree | None = None) -> Tree:
         """A tree with the models as per-node metrics: ``"<metric> model@<p>"``
@@ -440,9 +448,9 @@ def scaling_table(
     parameter: str = "cores",
     metric: str = "time (inc)",
     aggregate: str | Callable[[np.ndarray], np.ndarray] = "mean",
-) -> pd.DataFrame:
-    """(nodes x scales) table of an ensemble of runs: per run, ``aggregate``
-    over its ranks (``"mean"``, ``"max"``, ``"min"``, ``"median"``, ``"sum"``);
+) -> UnitTable:
+    """(nodes x scales) table of an ensemble of runs, in the metric's unit
+    (``attrs["units"]``): per run, ``aggregate`` over its ranks (``"mean"``, ``"max"``, ``"min"``, ``"median"``, ``"sum"``);
     runs at the same scale are averaged (Extra-P's default measure, the mean
     of repetitions).
 
@@ -492,7 +500,8 @@ def scaling_table(
         data = {p: np.nanmean(np.vstack(per_run[p]), axis=0) for p in points}
     df = pd.DataFrame(data, index=pd.RangeIndex(len(ens.tree), name="node"))
     df.columns.name = param
-    return df
+    unit = shown_unit(ens.tree.unit(metric))
+    return with_units(df, dict.fromkeys(points, unit) if unit or looks_measured(metric) else {})
 
 
 class _quiet:

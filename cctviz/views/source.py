@@ -41,6 +41,7 @@ import pandas as pd
 
 from ..model import units as _units
 from ..model.ensemble import BaseEnsemble, Ensemble
+from ..model.tables import UnitTable, shown_unit, with_units
 from ..model.timeline import Timeline
 from ..model.tree import INC, Tree, base_metric
 from .base import f32, i32
@@ -246,14 +247,23 @@ class MetricSource:
             out[str(int(i))] = " ".join(parts) if parts else f"profile {int(i)}"
         return out
 
-    def frame(self, ids: np.ndarray, metrics: list[str]) -> pd.DataFrame:
-        """Node attributes, call path and the given metric columns for ``ids``."""
+    def frame(self, ids: np.ndarray, metrics: list[str]) -> UnitTable:
+        """Node attributes, call path and the given metric columns for ``ids``,
+        each metric's unit in ``attrs["units"]`` (:meth:`unit`)."""
         ids = np.asarray(ids, dtype=np.int64)
         df = self.tree.nodes.iloc[ids].copy()
         df["callpath"] = self.tree.callpaths.iloc[ids].to_numpy()
         for m in dict.fromkeys(metrics):
             df[m] = self.column(m)[ids]
-        return df
+        return with_units(df, {m: shown_unit(self.unit(m)) for m in metrics if self.measured(m)})
+
+    def measured(self, name: str) -> bool:
+        """Whether a column is a measured quantity: it has a unit, or its name
+        says it is a time or a size (then its unit is unknown)."""
+        base, stat = split_metric(name)
+        if stat in RATIOS:
+            return False
+        return bool(shown_unit(self.unit(name))) or _units.looks_measured(base_metric(base)[0])
 
 
 def _fmt(v: Any) -> str:
@@ -269,17 +279,33 @@ def waits_payload(
     :func:`~cctviz.ops.collectives.wait_causes` whose ``rows`` (the view's row
     or super node per table row) are >= 0, as columns; ``before`` named from
     ``names`` (the tree's node names); ``pure`` per table row: the view's mark
-    is only collectives (default), so the late rank is its cue, else the waits
-    are those of the collectives inside it (told, not cued)."""
+    is only collectives (default), so the most waited for rank is its cue, else
+    the waits are those of the collectives inside it (told, not cued). The
+    columns keep wait_causes' names."""
     keep = rows >= 0
     pure = np.ones(len(waits), dtype=bool) if pure is None else np.asarray(pure, dtype=bool)
     w = waits[keep]
     before = w["before"].to_numpy(dtype=np.int64)
     names = np.asarray(names, dtype=object)
-    ints = {c: i32(w[c].to_numpy()) for c in ("calls", "late", "late_calls", "late_ranks")}
+    ints = {
+        c: i32(w[c].to_numpy())
+        for c in (
+            "calls",
+            "most_waited_for",
+            "most_waited_for_calls",
+            "most_often_last",
+            "most_often_last_calls",
+            "ranks_ever_last",
+        )
+    }
     floats = {
         c: f32(w[c].to_numpy(dtype=np.float64))
-        for c in ("waited", "caused", "before_time", "late_window")
+        for c in (
+            "wait_total",
+            "most_waited_for_wait_total",
+            "before_time_total",
+            "arrival_spread_total",
+        )
     }
     return {
         "row": i32(rows[keep]),

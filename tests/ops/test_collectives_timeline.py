@@ -31,15 +31,17 @@ def test_instances_by_construction():
     tl = _two_rank_timeline([(0, 30), (100, 90), (200, 200)], [50, 120, 230])
     inst = instances(tl)
     calls = inst.drop_duplicates("instance")
-    assert calls["late"].tolist()[:2] == [1, 0]  # the third is a tie: nobody is late by
-    assert calls["late_by"].tolist() == [30, 10, 0]
+    # the third is a tie: nobody arrived last alone
+    assert calls["last_to_arrive"].tolist() == [1, 0, -1]
+    assert calls["last_by"].tolist() == [30, 10, 0]
     assert (inst[inst["instance"] == 2]["wait"] == 0).all()
     first = inst[inst["instance"] == 0].set_index("rank")
     assert first.loc[0, "wait"] == 30 and first.loc[1, "wait"] == 0
     assert (first["transfer"] == 20).all()
     assert inst["bytes"].tolist() == [100, 100, 200, 200, 300, 300]
     table = stragglers(inst)
-    assert table.loc[1, "last"] == 1 and table.loc[1, "caused_wait"] == 30
+    assert table.loc[1, "last_calls"] == 1 and table.loc[1, "caused_wait_total"] == 30
+    assert table["share"].tolist() == [1 / 3, 1 / 3]  # of the 3 calls, a tie included
 
 
 def test_point_to_point_is_left_out_unless_asked():
@@ -59,10 +61,10 @@ def test_message_sizes_add_up_to_the_aggregate():
         mine = sizes[sizes["collective"] == kind]
         nodes = comm & np.asarray([str(n).split(" (")[0] == kind for n in names])
         assert mine["calls"].sum() == ref.values("calls")[nodes].sum()
-        assert mine["bytes"].sum() == ref.values("comm_bytes")[nodes].sum()
+        assert mine["bytes_total"].sum() == ref.values("comm_bytes")[nodes].sum()
         assert (
-            (mine["lo"] <= mine["bytes"] / mine["calls"])
-            & (mine["bytes"] / mine["calls"] < mine["hi"])
+            (mine["lo"] <= mine["bytes_total"] / mine["calls"])
+            & (mine["bytes_total"] / mine["calls"] < mine["hi"])
         ).all()
     by_context = message_sizes(tl, by="context")
     assert by_context["calls"].sum() == sizes["calls"].sum()
@@ -100,7 +102,8 @@ def test_windows_that_start_at_different_calls_are_aligned(sizes):
     assert ranks.tolist() == [1, 2, 3, 3, 3, 3, 3, 3, 3]  # who traced each call
     assert set(inst["matched"]) == {"aligned"}
     both = inst[inst["ranks"] == 3]
-    assert (both["late"] == 2).all() and (both.groupby("instance")["wait"].max() == 2).all()
+    assert (both["last_to_arrive"] == 2).all()
+    assert (both.groupby("instance")["wait"].max() == 2).all()
 
 
 def test_recorded_sequence_numbers_match_calls_across_contexts():

@@ -39,7 +39,7 @@ def test_sub_groups_runs_and_a_predicted_transfer():
     )
     wt = wait_transfer(ens)
     t = wt.table.set_index(["run", "context"])
-    assert t.loc[("a", "step/all_reduce"), "late_rank"] == "rank 2"
+    assert t.loc[("a", "step/all_reduce"), "waited_least"] == "rank 2"
     assert t.loc[("a", "step/all_reduce"), "transfer [s]"] == pytest.approx(
         2e-3
     )  # 2 ms, in seconds
@@ -47,12 +47,12 @@ def test_sub_groups_runs_and_a_predicted_transfer():
     assert t.loc[("a", "step/pair"), "ranks"] == 2 and t.loc[
         ("a", "step/pair"), "transfer [s]"
     ] == pytest.approx(3e-3)
-    assert t.loc[("a", "step/pair"), "late_rank"] == "rank 1"
+    assert t.loc[("a", "step/pair"), "waited_least"] == "rank 1"
     pair = int(t.loc[("a", "step/pair"), "node"])
     assert wt.ensemble.values("comm_wait")[pair].tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
     # each run on its own: run b's fastest is its own rank 0
     assert t.loc[("b", "step/all_reduce"), "transfer [s]"] == pytest.approx(5e-3)
-    assert t.loc[("b", "step/all_reduce"), "late_rank"] == "rank 0"
+    assert t.loc[("b", "step/all_reduce"), "waited_least"] == "rank 0"
     # a model that says 1.5 ms: the fastest rank waited 0.5 ms too
     node = int(t.loc[("a", "step/all_reduce"), "node"])
     pred = np.zeros(len(ens.tree))

@@ -276,7 +276,7 @@ def test_communication_by_context_of_the_score_p_trace():
     assert t.loc["send", "context"].endswith("/MPI_Send") and t.loc["recv", "context"].endswith(
         "/MPI_Recv"
     )
-    assert (t["calls"] == 8).all() and np.allclose(t["MB"], 4.17792)
+    assert (t["calls_mean"] == 8).all() and np.allclose(t["MB_mean"], 4.17792)
 
 
 def _archive(path: Path, name: str = "traces", meter: bool = False, messenger: bool = False):

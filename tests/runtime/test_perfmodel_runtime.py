@@ -10,6 +10,8 @@ import pytest
 
 import cctviz
 from cctviz.perfmodel.analytic import ModelSpec, ParallelSpec, communication
+from cctviz.perfmodel.compare import wait_transfer
+from tests.table_units import assert_units
 
 from .conftest import EXAMPLE, example_run
 
@@ -119,9 +121,14 @@ def test_annotate_a_run_folder_with_no_extra_input(fixture, request):
     out, _ = request.getfixturevalue(fixture)
     a = annotate(out)
     t = a.table
-    assert len(t) and (t["bytes_error"] == 0).all() and (t["calls"] == t["calls_pred"]).all()
-    # units in the column names, times in seconds (as wait_transfer's table)
-    assert {"bytes [B]", "bytes_pred [B]", "time [s]", "time_pred [s]"} <= set(t.columns)
+    assert len(t) and (t["bytes_error"] == 0).all()
+    assert (t["calls_mean"] == t["calls_pred"]).all()
+    # units in the column names, times in seconds (as wait_transfer's table); the
+    # measured values are means over the ranks (the rule of tables: tests/table_units.py)
+    assert {"bytes_mean [B]", "bytes_pred [B]", "time_mean [s]", "time_pred [s]"} <= set(t.columns)
+    assert_units(t, "annotate().table")
+    assert_units(a.memory, "annotate().memory")
+    assert_units(wait_transfer(cctviz.read(out)).table, "wait_transfer(run).table")
     kinds = set(t["kind"])
     ddp = fixture.startswith("ddp")
     assert kinds == ({"all_reduce"} if ddp else {"all_gather", "reduce_scatter"})

@@ -14,6 +14,7 @@ import pytest
 import cctviz
 from cctviz.demo import example_script
 from cctviz.errors import ProfileError
+from tests.table_units import assert_units
 
 from .conftest import CCTVIZ, ROOT, run_job
 
@@ -57,10 +58,18 @@ def test_the_example_names_its_bottleneck_and_the_waiting_share(example):
     waits = s.blocked[s.blocked["component"] == waiter]
     assert waits.iloc[0]["kind"] == "region" and waits.iloc[0]["waits_for"] == bottleneck
     # data moved: the snapshots, written by the simulation and read by the training
-    ch = s.channels.set_index(["component", "channel", "direction"])["bytes"]
+    ch = s.channels.set_index(["component", "channel", "direction"])["bytes_mean"]
     assert ch[("train", "files", "in")] >= 24 * 96 * 192 * 8  # 24 snapshots of a rank's band
     assert ch[("sim", "files", "out")] >= 24 * 96 * 192 * 8
     assert (t["cpu_util"] > 0).all() and t.attrs["units"]["cpu_util"] == "%"
+    # every table states its units, and a component of several processes says what
+    # its row aggregates: the total it wrote, and the mean per process
+    for name in ("table", "blocked", "channels", "waiting"):
+        assert_units(getattr(s, name), f"workflow.summary().{name}")
+    n = t["processes"]
+    assert np.allclose(t["bytes_out_total"], t["bytes_out_mean"] * n)
+    assert np.allclose(t["bytes_in_total"], t["bytes_in_mean"] * n)
+    assert (t["wall_mean"] > 0).all() and t.attrs["units"]["wall_mean"] == "s"
 
 
 def test_a_workflow_that_only_uses_regions_and_files(tmp_path):
