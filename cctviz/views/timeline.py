@@ -6,9 +6,29 @@ level of detail: the visible ``window`` is cut into ``bins`` pixel-wide bins and
 per (lane, level), each bin shows the context that covers most of it; adjacent
 bins of one context merge into one rectangle. So the browser receives at most
 ``bins`` rectangles per (lane, level), however many events the window holds
-(:func:`lod_rects`, vectorised: no loop per event). Rectangles are coloured by
-the node's ``kind``. Collective calls in the window put a marker on the lane of
-the rank that arrived last (:func:`cctviz.ops.collectives.instances`).
+(:func:`lod_rects`, vectorised: no loop per event).
+
+The figure says what ran:
+
+- rectangles are coloured by context (:func:`context_colors`): a phase
+  (forward, backward, optimizer, data: fixed colours) or the first level of the
+  program's own contexts, lighter shades inside it; frames, steps and the time
+  outside the steps take neutral colours; the legend names the contexts, the
+  front end names the rectangles where the names fit (cut in the middle as the
+  trees' labels are);
+- the time outside the steps (the start-up, the end) is drawn apart: where it
+  is long, in a segment of the time axis of its own, compressed, after (or
+  before) a break (:func:`step_segments`);
+- communication calls (kind ``comm``) are sent apart, merged where their pixels
+  overlap (:func:`collective_runs`), with the part of their time spent waiting
+  (from the matched calls, :func:`cctviz.ops.collectives.instances`): the front
+  end draws them at least a few pixels wide, the wait hatched, then the transfer;
+- a collective call among two ranks or more marks the lane of its
+  ``last_to_arrive`` (none for one rank or one stream), saying whose ranks it
+  orders ("last of train's 2 ranks to arrive");
+- a workflow's timeline states its :func:`cctviz.workflow.summary` (the
+  bottleneck and why) and hatches the contexts where it counts a component
+  blocked; counter tracks are folded per component (``counter_bands``).
 
 Brushing (a drag along the time axis) sets ``brush``; Python changes ``window``
 only when the user zooms (the wheel, or "Zoom to brush"). A TimelineView linked
@@ -34,6 +54,8 @@ Example:
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,8 +69,8 @@ from .base import View, f32, i32, ids_json, profile_ids, register_view, share_sp
 
 #: the events' times (ns) per second
 PER_S = 1e9
-#: at most this many collective markers go to the browser (the latest arrivals
-#: by how late they were: ``late_by``)
+#: at most this many collective markers go to the browser (the calls whose
+#: last_to_arrive kept the others waiting longest: ``last_by``)
 MAX_MARKERS = 2000
 #: profile columns that group the lanes, outermost first (those with more than
 #: one value; a lane's label names its groups: "sim · rank 0")
@@ -62,6 +84,26 @@ MARKS_AFTER = 2_000_000
 #: at most this many (cell, node) sums are kept in one dense table by
 #: :func:`lod_rects` (8 bytes each); beyond it the sums are sorted instead
 DENSE_CELLS = 1 << 22
+
+#: node kinds drawn as frames in neutral colours (the roots, threads, processes)
+FRAME_KINDS = ("root", "thread", "process")
+#: the kind of a training step's node ("step", "(warm-up)", "(outside steps)")
+STEP_KIND = "step"
+#: the node of the time outside any step: the start-up (and the teardown)
+STARTUP = "(outside steps)"
+#: the kind of communication calls (collectives, send, recv): drawn as wait + transfer
+COMM_KIND = "comm"
+#: what a node is drawn as (``_data["node_role"]``)
+ROLE_CONTEXT, ROLE_FRAME, ROLE_STEP, ROLE_STARTUP, ROLE_COMM = range(5)
+#: phases of a runtime run and their fixed colour slots (``GROUP_COLORS`` in
+#: js/timeline/scene.js): forward and backward always differ
+PHASE_SLOTS = {"forward": 0, "backward": 1, "optimizer": 2, "data": 3, "other": -1}
+#: colour slots of the front end's palette (slot -1: grey)
+N_SLOTS = 11
+#: the time outside the steps (the start-up before the first, the end after the
+#: last) is drawn at most this many times as wide as the steps: a longer part is
+#: compressed into a segment of its own, after (or before) a break in the time axis
+OUTSIDE_SHARE = 0.15
 
 
 def _covering(row, node, ps, pe, bins, cells):
@@ -348,6 +390,66 @@ def counter_peaks(
     return out
 
 
+def per_profile(values: np.ndarray, profile: np.ndarray, n: int, how: str) -> np.ndarray:
+    """The ``"max"`` or ``"min"`` of ``values`` per profile id in ``[0, n)``
+    (-inf/inf where a profile has none): by ``reduceat`` over the runs of one
+    profile where the ids are sorted (events are, by profile), else a groupby.
+    (``np.maximum.at`` takes half a second at 10^7 events.)
+
+    Example:
+        >>> per_profile(np.array([3.0, 5.0, 1.0]), np.array([0, 0, 2]), 3, "max").tolist()
+        [5.0, -inf, 1.0]
+        >>> per_profile(np.array([3.0, 5.0, 1.0]), np.array([2, 0, 2]), 3, "min").tolist()
+        [5.0, inf, 1.0]
+    """
+    out = np.full(n, -np.inf if how == "max" else np.inf)
+    profile = np.asarray(profile, dtype=np.int64)
+    if not profile.size:
+        return out
+    if (profile[1:] >= profile[:-1]).all():
+        starts = np.flatnonzero(np.r_[True, profile[1:] != profile[:-1]])
+        op = np.maximum if how == "max" else np.minimum
+        out[profile[starts]] = op.reduceat(np.asarray(values, dtype=np.float64), starts)
+    else:
+        g = pd.Series(np.asarray(values, dtype=np.float64)).groupby(profile).agg(how)
+        out[g.index.to_numpy()] = g.to_numpy()
+    return out
+
+
+def step_segments(
+    a: float, b: float, first: float, last: float, bins: int, share: float = OUTSIDE_SHARE
+) -> list[tuple[float, float, int]]:
+    """The window ``[a, b)`` as segments ``(t0, t1, bins)`` of uniform bins: the
+    steps (``[first, last)``) at their scale, the time before them (the
+    start-up) and after them (the end) each compressed into a segment of its own
+    where it is longer than ``share`` times the steps' time in the window (it is
+    then drawn that wide). One segment when nothing needs compressing.
+
+    Example:
+        >>> step_segments(0, 100, 80, 99, 100)  # a long start-up, a short end
+        [(0, 80, 12), (80, 100, 88)]
+        >>> step_segments(0, 100, 10, 20, 100)  # both long
+        [(0, 10, 12), (10, 20, 76), (20, 100, 12)]
+        >>> step_segments(0, 100, 5, 99, 100), step_segments(0, 100, float("inf"), -1.0, 100)
+        ([(0, 100, 100)], [(0, 100, 100)])
+    """
+    lo, hi = max(a, first), min(b, last)
+    if bins < 20 or not hi > lo:
+        return [(a, b, bins)]
+    cap = share * (hi - lo)
+    before, after = lo - a > cap, b - hi > cap
+    if not (before or after):
+        return [(a, b, bins)]
+    t0 = lo if before else a
+    t1 = hi if after else b
+    weights = [cap] * before + [t1 - t0] + [cap] * after
+    n = [max(1, round(bins * w / sum(weights))) for w in weights]
+    mid = int(before)
+    n[mid] = bins - (sum(n) - n[mid])
+    edges = [a] * before + [t0, t1] + [b] * after
+    return [(edges[k], edges[k + 1], n[k]) for k in range(len(n))]
+
+
 def _window_value(value: Any) -> tuple[float, float]:
     try:
         t0, t1 = (float(v) for v in value)
@@ -360,11 +462,210 @@ def _window_value(value: Any) -> tuple[float, float]:
     return (t0, t1)
 
 
+def context_colors(
+    tree: Any, weight: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], list[int]]:
+    """What each node of ``tree`` is drawn as, and its colour by context.
+
+    Frames (roots with children, threads, processes), steps and the start-up
+    (``(outside steps)``) take neutral colours; communication calls (kind
+    ``comm``) are drawn as wait and transfer. Every other node takes the colour
+    of its *group*: the name of its outermost ancestor that is none of those
+    (itself, at the top): in a runtime run the phase (``forward``,
+    ``backward``, ``optimizer``, ``data``; fixed colours), elsewhere the first
+    level of the program's own contexts. Inside a group, a node's shade
+    alternates with its place among its siblings (the group's top node takes
+    the full colour), so neighbours on a level differ.
+
+    Args:
+        tree: a :class:`~cctviz.Tree` (ids in pre-order).
+        weight: per node, the time it holds (orders the groups that are not
+            phases: the longest take the first colours); None: tree order.
+
+    Returns:
+        ``(role, group, tint, groups, slots)``: per node its role
+        (``ROLE_*``), its group (index into ``groups``, -1 for none) and its
+        shade (0 full, 1 or 2 lighter); per group, its colour slot (-1: grey).
+        A name keeps its colour in every window of the timeline.
+
+    Example:
+        >>> import cctviz
+        >>> t = cctviz.Tree.from_parents(
+        ...     [-1, 0, 0, 2, 3, 3, 2, 6], ["train.py", "(outside steps)", "step", "forward",
+        ...     "wte", "h.0", "backward", "all_reduce"],
+        ...     kind=["root", "step", "step", "phase", "module", "module", "phase", "comm"])
+        >>> role, group, tint, groups, slots = context_colors(t)
+        >>> role.tolist(), group.tolist(), tint.tolist()
+        ([1, 3, 2, 0, 0, 0, 0, 4], [-1, -1, -1, 0, 0, 0, 1, 1], [0, 0, 0, 0, 1, 2, 0, 1])
+        >>> groups, slots
+        (['forward', 'backward'], [0, 1])
+    """
+    n = len(tree)
+    names = tree.nodes["name"].astype(str).to_numpy()
+    kinds = tree.nodes["kind"]
+    kind = kinds.astype(object).where(kinds.notna(), "").astype(str).to_numpy()
+    parent = np.asarray(tree.parent, dtype=np.int64)
+    depth = np.asarray(tree.depth, dtype=np.int64)
+    has_kids = np.zeros(n, dtype=bool)
+    has_kids[parent[parent >= 0]] = True
+    role = np.full(n, ROLE_CONTEXT, dtype=np.int64)
+    role[kind == COMM_KIND] = ROLE_COMM
+    role[np.isin(kind, FRAME_KINDS) | ((depth == 0) & has_kids)] = ROLE_FRAME
+    role[kind == STEP_KIND] = ROLE_STEP
+    role[names == STARTUP] = ROLE_STARTUP
+    # communication calls are drawn as wait and transfer: no group of their own
+    neutral = np.isin(role, (ROLE_FRAME, ROLE_STEP, ROLE_STARTUP, ROLE_COMM))
+    top = np.full(n, -1, dtype=np.int64)
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+    for d in range(bounds.size - 1):  # a level at a time: parents before children
+        idx = by_depth[bounds[d] : bounds[d + 1]]
+        p = parent[idx]
+        above = np.where(p >= 0, top[np.maximum(p, 0)], -1)
+        top[idx] = np.where(above >= 0, above, np.where(neutral[idx], -1, idx))
+    # shades: the top node full; below it, alternating with the place among siblings
+    order = np.argsort(parent, kind="stable")
+    ps = parent[order]
+    first = np.r_[0, np.flatnonzero(ps[1:] != ps[:-1]) + 1]
+    sibling = np.empty(n, dtype=np.int64)
+    sibling[order] = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+    tint = np.where(top == np.arange(n), 0, 1 + sibling % 2)
+    tint[top < 0] = 0
+    # groups: the names of the top nodes; phases first, then the heaviest
+    has = top >= 0
+    top_names = names[top[has]]
+    tops = np.unique(top[has])
+    w = np.zeros(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    frame = pd.DataFrame({"name": names[tops], "w": w[tops], "first": tops})
+    agg = frame.groupby("name", sort=False).agg(w=("w", "sum"), first=("first", "min"))
+    agg["later"] = [str(x) not in PHASE_SLOTS for x in agg.index]
+    agg["phase_order"] = [list(PHASE_SLOTS).index(x) if x in PHASE_SLOTS else 0 for x in agg.index]
+    agg = agg.sort_values(
+        ["later", "phase_order", "w", "first"], ascending=[True, True, False, True]
+    )
+    groups = [str(x) for x in agg.index]
+    reserved = {PHASE_SLOTS[g] for g in groups if g in PHASE_SLOTS}
+    free = iter([s for s in range(N_SLOTS) if s not in reserved])
+    slots = [PHASE_SLOTS[g] if g in PHASE_SLOTS else next(free, -1) for g in groups]
+    code = pd.Index(groups).get_indexer(top_names)
+    group = np.full(n, -1, dtype=np.int64)
+    group[has] = code
+    return role, group, tint, groups, slots
+
+
+def collective_runs(
+    lane: np.ndarray,
+    level: np.ndarray,
+    node: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    wait: np.ndarray,
+    t0: float,
+    t1: float,
+    bins: int,
+    n_levels: int,
+) -> pd.DataFrame:
+    """Communication calls in the window ``[t0, t1)`` as runs of pixel bins per
+    (lane, level): calls whose bins overlap merge into one run, which keeps how
+    many calls it holds, their time in the window and the part of it spent
+    waiting (a call waits from its start for ``wait``; NaN: not known). At
+    most one run per bin, however many calls; the front end widens each run to
+    a few pixels. Vectorised: one sort, ``reduceat``.
+
+    Returns:
+        rows ``lane``, ``level``, ``node`` (the longest call's), ``b0``, ``b1``,
+        ``calls``, ``time`` and ``waited`` (in the unit of the times; ``waited``
+        NaN when a call of the run has no known wait), ordered by lane, level, b0.
+
+    Example:
+        >>> r = collective_runs(np.array([0, 0, 0]), np.array([1, 1, 1]), np.array([7, 7, 8]),
+        ...                     np.array([10.0, 12.0, 60.0]), np.array([14.0, 15.0, 70.0]),
+        ...                     np.array([3.0, 1.0, np.nan]), 0, 100, 20, 2)
+        >>> r[["node", "b0", "b1", "calls", "time", "waited"]].values.tolist()
+        [[7.0, 2.0, 3.0, 2.0, 7.0, 4.0], [8.0, 12.0, 14.0, 1.0, 10.0, nan]]
+    """
+    lane = np.asarray(lane, dtype=np.int64)
+    level = np.asarray(level, dtype=np.int64)
+    s = np.asarray(start, dtype=np.float64)
+    e = np.asarray(end, dtype=np.float64)
+    keep = (e > t0) & (s < t1) & (e >= s)
+    lane, level, s, e = lane[keep], level[keep], s[keep], e[keep]
+    node = np.asarray(node, dtype=np.int64)[keep]
+    wait = np.asarray(wait, dtype=np.float64)[keep]
+    cols = ("lane", "level", "node", "b0", "b1", "calls", "time", "waited")
+    if not lane.size:
+        return pd.DataFrame(
+            {c: np.empty(0, dtype=np.int64 if c != "time" else float) for c in cols}
+        )
+    a, b = np.maximum(s, t0), np.minimum(e, t1)
+    took = b - a
+    waited = np.clip(np.minimum(s + wait, b) - a, 0.0, None)  # NaN stays NaN
+    per_bin = bins / (t1 - t0)
+    b0 = np.minimum(np.floor((a - t0) * per_bin).astype(np.int64), bins - 1)
+    b1 = np.maximum(np.ceil((b - t0) * per_bin).astype(np.int64), b0 + 1)
+    np.minimum(b1, bins, out=b1)
+    row = lane * n_levels + level
+    order = np.lexsort((b0, row))
+    row, b0, b1 = row[order], b0[order], b1[order]
+    k0 = row * (bins + 1) + b0
+    k1 = row * (bins + 1) + b1
+    reach = np.maximum.accumulate(k1)
+    starts = np.flatnonzero(np.r_[True, k0[1:] >= reach[:-1]])
+    run = np.cumsum(np.r_[True, k0[1:] >= reach[:-1]]) - 1
+    longest = np.lexsort((-took[order], run))
+    longest = longest[np.r_[True, run[longest][1:] != run[longest][:-1]]]
+    r = row[starts]
+    return pd.DataFrame(
+        {
+            "lane": r // n_levels,
+            "level": r % n_levels,
+            "node": node[order][longest],
+            "b0": b0[starts],
+            "b1": np.maximum.reduceat(k1, starts) - r * (bins + 1),
+            "calls": np.diff(np.r_[starts, row.size]),
+            "time": np.add.reduceat(took[order], starts),
+            "waited": np.add.reduceat(waited[order], starts),
+        }
+    )
+
+
+def _by_lane_level(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Rectangles of the window's segments (each ordered by lane, level, b0) as
+    one table so ordered."""
+    if len(parts) == 1:
+        return parts[0]
+    r = pd.concat(parts, ignore_index=True)
+    order = np.lexsort((r["b0"].to_numpy(), r["level"].to_numpy(), r["lane"].to_numpy()))
+    return r.iloc[order].reset_index(drop=True)
+
+
+def _workflow_summary(timeline: Timeline) -> Any:
+    """The workflow summary of the run ``timeline`` was read from, when it is the
+    timeline of a ``cctviz run --workflow --timeline`` run folder (its
+    ``timeline/`` archive beside the rank files) with several components; else None."""
+    prof = timeline.profiles
+    if "component" not in prof.columns or prof["component"].nunique() < 2:
+        return None
+    path = timeline.meta.get("path")
+    if not isinstance(path, (str, os.PathLike)):
+        return None
+    trace = Path(path)
+    if trace.parent.name != "timeline":
+        return None
+    from ..errors import ProfileError
+    from ..workflow import summary
+
+    try:
+        return summary(trace.parent.parent)
+    except (ProfileError, OSError, ValueError, KeyError):
+        return None
+
+
 @register_view("timeline")
 class TimelineView(View):
     """A timeline of a :class:`~cctviz.Timeline`: one lane per profile, the
-    calling-context levels ``0..depth`` stacked in each lane, coloured by the
-    node's ``kind`` (module docstring).
+    calling-context levels ``0..depth`` stacked in each lane, coloured by
+    context and named where the names fit (module docstring).
 
     Args:
         timeline: the :class:`~cctviz.Timeline` (``cctviz.read_timeline``).
@@ -372,8 +673,15 @@ class TimelineView(View):
         depth: the deepest level drawn (0 = the roots).
         bins: pixel bins across the window: the level-of-detail budget, the most
             rectangles per (lane, level).
+        summary: the :func:`cctviz.workflow.summary` of the same run: the figure
+            states its bottleneck and hatches the contexts where it counts a
+            component blocked. None (the default): the summary of the workflow
+            run folder the timeline was read from, if it is one; False: none.
         **traits: ``selected_profiles`` (the lanes; ``[]`` = all), ``selection``
-            (node ids, a NodeSet or a query string: outlined), ``brush``.
+            (node ids, a NodeSet or a query string: outlined), ``brush``,
+            ``counter_bands`` (``"component"``: one band per track and lane
+            group, the highest of its lanes per pixel; ``"lane"``: one per lane;
+            ``"none"``).
     """
 
     window = traitlets.Tuple(traitlets.Float(), traitlets.Float()).tag(sync=True)
@@ -382,11 +690,12 @@ class TimelineView(View):
     selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
     selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
     brush = traitlets.List(traitlets.Float()).tag(sync=True)
+    counter_bands = traitlets.Enum(("component", "lane", "none"), "component").tag(sync=True)
     _data = traitlets.Dict().tag(sync=True)
     _marks_wanted = traitlets.Int(-1).tag(sync=True)
 
     #: traits that make up a view's state (see :attr:`state`)
-    STATE = ("window", "depth", "bins", "selected_profiles", "selection", "brush")
+    STATE = ("window", "depth", "bins", "selected_profiles", "selection", "brush", "counter_bands")
 
     def __init__(
         self,
@@ -394,6 +703,7 @@ class TimelineView(View):
         window: tuple[float, float] | None = None,
         depth: int = 3,
         bins: int = 1000,
+        summary: Any = None,
         **traits: Any,
     ) -> None:
         if not isinstance(timeline, Timeline):
@@ -410,13 +720,35 @@ class TimelineView(View):
         # ns from the start: exact in int64, and float64 keeps ns for any run
         self._start = ev["start"].to_numpy() - self._t00
         self._end = ev["end"].to_numpy() - self._t00
-        self._level = np.asarray(timeline.tree.depth, dtype=np.int64)[self._node]
+        tree = timeline.tree
+        self._level = np.asarray(tree.depth, dtype=np.int64)[self._node]
         self._max_level = int(self._level.max()) if self._level.size else 0
+        weight = np.bincount(
+            self._node, weights=np.asarray(self._end - self._start, dtype=np.float64),
+            minlength=len(tree),
+        )  # fmt: skip
+        self._role, self._group, self._tint, self._groups, self._slots = context_colors(
+            tree, weight
+        )
+        n_prof = max(timeline.n_profiles, 1)
+        # where each profile's steps start and end: the time outside is drawn apart
+        steps = np.flatnonzero(self._role[self._node] == ROLE_STEP)
+        self._first_step = per_profile(
+            self._start[steps].astype(np.float64), self._prof[steps], n_prof, "min"
+        )
+        self._last_step = per_profile(
+            self._end[steps].astype(np.float64), self._prof[steps], n_prof, "max"
+        )
+        self._comm = np.flatnonzero(self._role[self._node] == ROLE_COMM)
+        self._ev_wait: np.ndarray | None = None  # per event of self._comm: its wait (ns)
         self._init_counters(timeline)
         self._inst: pd.DataFrame | None = None
-        self._lod: tuple[tuple, pd.DataFrame, int] | None = None  # see _rects_of
+        self._calls: pd.DataFrame | None = None  # see _last_arrivals
+        self._lod: tuple | None = None  # see _rects_of
         self._version = 0  # of _data: the front end asks for markers by it
         self._lane_order = self._order_lanes()
+        self._summary = _workflow_summary(timeline) if summary is None else (summary or None)
+        self._init_blocked()
         self._ready = False
         super().__init__(
             window=self._whole if window is None else window,
@@ -448,6 +780,11 @@ class TimelineView(View):
         return self._tl
 
     @property
+    def summary(self) -> Any:
+        """The workflow summary the figure agrees with (None: none)."""
+        return self._summary
+
+    @property
     def whole_window(self) -> tuple[float, float]:
         """The whole timeline as a window: ``(0, duration)`` seconds."""
         return self._whole
@@ -469,6 +806,20 @@ class TimelineView(View):
         return self._tl.window(*self.window_ns())
 
     @property
+    def selected(self) -> pd.DataFrame:
+        """The selected nodes (``selection``), as :attr:`CCTView.selected
+        <cctviz.CCTView.selected>`: their attributes, call path and every plain
+        metric of the brushed window (:attr:`brushed_window`; the whole run
+        when nothing is brushed), the mean over the shown profiles."""
+        from .source import MetricSource, split_metric
+
+        whole = np.allclose(self.brushed_window, self._whole, rtol=0, atol=1e-12)
+        tl = self._tl if whole else self.brushed_timeline()
+        src = MetricSource(tl, profiles=self.selected_profiles or None)
+        plain = [m for m in src.metrics if split_metric(m)[1] is None]
+        return src.frame(self.selection.ids, plain)
+
+    @property
     def lanes(self) -> np.ndarray:
         """The profile ids drawn, top to bottom: grouped by the profiles'
         :data:`LANE_GROUPS` columns that differ, then by rank."""
@@ -479,8 +830,24 @@ class TimelineView(View):
     @property
     def rects(self) -> pd.DataFrame:
         """The rectangles sent: lane (index), profile, level, node, name, kind,
-        bins ``[b0, b1)`` and their times ``t0``/``t1`` (s from the start)."""
+        ``group`` (the context whose colour it wears, "" for frames and steps),
+        ``blocked`` (a context the workflow summary counts as blocked), bins
+        ``[b0, b1)`` and their times ``t0``/``t1`` (s from the start)."""
         return self._rects.copy()
+
+    @property
+    def bin_edges(self) -> np.ndarray:
+        """The ``bins + 1`` edges of the bins sent, in seconds from the start:
+        uniform within each segment of the window (the time outside the steps
+        may be compressed into segments of its own: :func:`step_segments`)."""
+        return self._edges.copy()
+
+    @property
+    def collectives(self) -> pd.DataFrame:
+        """The communication calls sent (:func:`collective_runs`): lane, profile,
+        level, node, name, bins ``[b0, b1)``, ``t0``/``t1`` (s from the start),
+        ``calls``, ``time`` and ``waited`` (s; NaN where a call's wait is not known)."""
+        return self._colls.copy()
 
     def zoom(self, t0: float, t1: float) -> None:
         """Show ``[t0, t1]`` seconds from the start (sets ``window``)."""
@@ -538,12 +905,12 @@ class TimelineView(View):
         return NodeSet(t, ids)
 
     # ------------------------------------------------------------ data
-    @traitlets.observe("window", "depth", "bins", "selected_profiles")
+    @traitlets.observe("window", "depth", "bins", "selected_profiles", "counter_bands")
     def _on_state(self, change: dict) -> None:
         if self._ready:
             self._refresh()
 
-    def _groups(self) -> list[str]:
+    def _groups_of_lanes(self) -> list[str]:
         """The :data:`LANE_GROUPS` columns of the profiles that hold more than one value."""
         p = self._tl.profiles
         return [c for c in LANE_GROUPS if c in p.columns and p[c].nunique(dropna=False) > 1]
@@ -551,12 +918,21 @@ class TimelineView(View):
     def _order_lanes(self) -> np.ndarray:
         """Profile ids by group (component, host, run: those that differ), then rank."""
         p = self._tl.profiles
-        keys = [p[c].astype(str).to_numpy() for c in self._groups()]
+        keys = [p[c].astype(str).to_numpy() for c in self._groups_of_lanes()]
         rank = pd.to_numeric(p["rank"], errors="coerce") if "rank" in p.columns else None
         if rank is not None:
             keys.append(rank.fillna(np.inf).to_numpy())
         ids = np.arange(len(p), dtype=np.int64)
         return ids[np.lexsort([ids, *keys[::-1]])] if keys else ids
+
+    def _group_labels(self, ids: np.ndarray) -> list[str]:
+        """Per profile of ``ids``: its lane group ("sim", "node-a · sim"), "" without groups."""
+        p = self._tl.profiles
+        groups = self._groups_of_lanes()
+        if not groups:
+            return ["" for _ in ids]
+        cols = [p[c].astype(str).to_numpy() for c in groups]
+        return [" \u00b7 ".join(c[i] for c in cols) for i in ids]
 
     def _labels(self, ids: np.ndarray) -> list[str]:
         p = self._tl.profiles
@@ -565,11 +941,57 @@ class TimelineView(View):
             names = [f"rank {int(r[i])}" if np.isfinite(r[i]) else f"profile {int(i)}" for i in ids]
         else:
             names = [f"profile {int(i)}" for i in ids]
-        groups = self._groups()
-        if not groups:
-            return names
-        cols = [p[c].astype(str).to_numpy() for c in groups]
-        return [" \u00b7 ".join([*(c[i] for c in cols), nm]) for i, nm in zip(ids, names)]
+        return [f"{g} \u00b7 {nm}" if g else nm for g, nm in zip(self._group_labels(ids), names)]
+
+    def _components(self) -> np.ndarray:
+        """Per profile, its ``component`` ("" without the column)."""
+        p = self._tl.profiles
+        if "component" not in p.columns:
+            return np.full(len(p), "", dtype=object)
+        return p["component"].astype(str).to_numpy(dtype=object)
+
+    def _init_blocked(self) -> None:
+        """The (profile, node) pairs the workflow summary counts as blocked in
+        the program's own regions, process by process (its communication calls
+        are drawn as wait and transfer), as sorted keys ``profile * nodes + node``:
+        a region blocked in one process of a component and not in the other is
+        hatched on the one lane only."""
+        self._blocked_keys = np.empty(0, dtype=np.int64)
+        comp = self._components()
+        names, code = np.unique(comp.astype(str), return_inverse=True)
+        self._comp_code = np.asarray(code, dtype=np.int64).reshape(-1)
+        where = getattr(self._summary, "blocked_per_process", None)
+        if where is None or not len(where):
+            return
+        regions = where[where["kind"].astype(str) != COMM_KIND]
+        node = pd.Index(self.tree.callpaths.astype(str)).get_indexer(regions["context"].astype(str))
+        prof = self.timeline.profiles
+        ranks = prof["rank"].to_numpy() if "rank" in prof.columns else np.arange(len(prof))
+        p = pd.Index(ranks).get_indexer(regions["rank"].to_numpy())
+        # a region with sub-contexts is blocked for its own time only (the summary
+        # counts exclusive time), which its interval on the figure does not show
+        # apart: only regions without sub-contexts are hatched
+        ok = (node >= 0) & (p >= 0) & self.tree.is_leaf[np.maximum(node, 0)]
+        self._blocked_keys = np.unique(p[ok] * len(self.tree) + node[ok])
+
+    def _summary_lines(self) -> tuple[str, str]:
+        """The summary's verdict (one sentence) and the legend's text of the
+        blocked hatching ("" where there is no summary)."""
+        s = self._summary
+        if s is None:
+            return "", ""
+        why = str(getattr(s, "why", "") or "").strip().rstrip(".")
+        neck = getattr(s, "bottleneck", None)
+        line = f"Workflow summary: the bottleneck is {neck}" if neck else "Workflow summary"
+        line = f"{line} ({why})." if why else f"{line}."
+        blocked = getattr(s, "blocked", None)
+        label = ""
+        if self._blocked_keys.size and blocked is not None:
+            regions = blocked[blocked["kind"].astype(str) != COMM_KIND]
+            pairs = regions.drop_duplicates(["component", "waits_for"])
+            who = [f"{c} for {w}" for c, w in zip(pairs["component"], pairs["waits_for"]) if w]
+            label = "blocked, as the summary counts it" + (f" ({', '.join(who)})" if who else "")
+        return line, label
 
     def _init_counters(self, timeline: Timeline) -> None:
         """The counters as arrays: profile, track code (into ``self._tracks``),
@@ -590,20 +1012,38 @@ class TimelineView(View):
         # whatever the window (bands do not come and go as one zooms)
         self._c_pairs = np.unique(self._c_prof * max(len(tracks), 1) + self._c_track)
         # where each profile ends (its last event or sample): its counters stop there
-        self._p_end = np.full(timeline.n_profiles, -np.inf)
-        np.maximum.at(self._p_end, self._prof, self._end)
-        np.maximum.at(self._p_end, self._c_prof, self._c_ts)
+        self._p_end = np.fmax(
+            per_profile(self._end.astype(np.float64), self._prof, timeline.n_profiles, "max"),
+            per_profile(self._c_ts.astype(np.float64), self._c_prof, timeline.n_profiles, "max"),
+        )
 
-    def _counters(self, lane_of: np.ndarray, a: float, b: float) -> dict[str, Any]:
+    def _counters(
+        self, lane_of: np.ndarray, segs: list[tuple[float, float, int]]
+    ) -> dict[str, Any]:
         """The counter bands of the shown lanes: per (lane, track) its peak per
-        bin in ``[a, b)`` ns from the start (:func:`counter_peaks`)."""
+        bin of each segment (:func:`counter_peaks`), folded per track and lane
+        group by ``counter_bands`` (the highest of the group's lanes per bin)."""
         nt = max(len(self._tracks), 1)
         prof, track = self._c_pairs // nt, self._c_pairs % nt
         shown = lane_of[prof] >= 0 if prof.size else np.zeros(0, dtype=bool)
+        if self.counter_bands == "none":
+            shown[:] = False
         lane = lane_of[prof[shown]]
         track = track[shown]
-        order = np.lexsort((lane, track))  # grouped by track, lanes in order
-        lane, track = lane[order], track[order]
+        lanes = self.lanes
+        fold_names = self._group_labels(lanes) if self.counter_bands == "component" else None
+        if fold_names is not None:
+            _, fold_of_lane = np.unique(np.asarray(fold_names, dtype=object), return_inverse=True)
+            fold_of_lane = np.asarray(fold_of_lane, dtype=np.int64).reshape(-1)
+            # the groups in the order their first lane is drawn
+            first = np.full(int(fold_of_lane.max(initial=-1)) + 1, lanes.size)
+            np.minimum.at(first, fold_of_lane, np.arange(lanes.size))
+            rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")
+            fold = rank[fold_of_lane[lane]] if lane.size else lane
+        else:
+            fold = lane
+        order = np.lexsort((lane, fold, track))  # by track, then group, lanes in order
+        lane, track, fold = lane[order], track[order], fold[order]
         until = self._p_end[prof[shown][order]]
         keys = lane * nt + track  # in display order
         by_key = np.argsort(keys)
@@ -614,15 +1054,37 @@ class TimelineView(View):
             pos = np.minimum(np.searchsorted(keys[by_key], sample_key), keys.size - 1)
             ok = (lane_of[self._c_prof] >= 0) & (keys[by_key][pos] == sample_key)
             series = by_key[pos]
-        peaks = counter_peaks(
-            series[ok], self._c_ts[ok], self._c_val[ok], a, b, self.bins, int(keys.size), until
+        peaks = np.concatenate(
+            [
+                counter_peaks(
+                    series[ok], self._c_ts[ok], self._c_val[ok], a, b, nb, int(keys.size), until
+                )
+                for a, b, nb in segs
+            ],
+            axis=1,
         )
+        starts = np.flatnonzero(np.r_[True, (fold[1:] != fold[:-1]) | (track[1:] != track[:-1])])
+        count = np.diff(np.r_[starts, keys.size]) if keys.size else np.empty(0, dtype=np.int64)
+        if keys.size and starts.size < keys.size:
+            with np.errstate(invalid="ignore"):
+                peaks = np.fmax.reduceat(peaks, starts, axis=0)
+        band_lane = lane[starts] if keys.size else lane
+        labels = self._labels(lanes)
+        if fold_names is not None:
+            group_of = [fold_names[int(x)] for x in band_lane]
+            names = [
+                labels[int(la)] if n == 1 else f"{g or 'all lanes'} (highest of {int(n)})"
+                for la, g, n in zip(band_lane, group_of, count)
+            ]
+        else:
+            names = [labels[int(la)] for la in band_lane]
         return {
-            "k": int(keys.size),
+            "k": int(band_lane.size),
             "tracks": self._tracks,
             "track_units": self._track_units,
-            "counter_lane": i32(lane),
-            "counter_track": i32(track),
+            "counter_lane": i32(band_lane),
+            "counter_track": i32(track[starts] if keys.size else track),
+            "counter_label": names,
             "counter_peak": f32(peaks.reshape(-1)),
         }
 
@@ -630,23 +1092,81 @@ class TimelineView(View):
         if self._inst is None:
             from ..ops.collectives import instances
 
-            self._inst = instances(self._tl)
+            inst = instances(self._tl)
+            # a call among one rank (one process, one stream) has nobody to wait for
+            pairs = inst.drop_duplicates(["instance", "rank"])
+            n_ranks = pairs.groupby("instance").size()
+            shared = n_ranks.reindex(inst["instance"]).to_numpy() >= 2
+            self._inst = inst[shared].reset_index(drop=True)
         return self._inst
 
-    def _markers(self, lane_of: np.ndarray, a: int, b: int) -> pd.DataFrame:
-        """Per collective instance whose last arrival is in ``[a, b)`` ns: the
-        late rank's profile, its arrival, the node, ``late_by``."""
+    def _event_waits(self) -> np.ndarray:
+        """Per communication event (``self._comm``) its wait (ns) from the matched
+        calls (:func:`cctviz.ops.collectives.instances`), NaN where unmatched."""
+        if self._ev_wait is None:
+            wait = np.full(self._comm.size, np.nan)
+            inst = self._instances()
+            if len(inst) and self._comm.size:
+                ev = self._tl.events
+                mine = pd.DataFrame(
+                    {
+                        "profile": self._prof[self._comm],
+                        "node": self._node[self._comm],
+                        "arrival": ev["start"].to_numpy()[self._comm],
+                        "i": np.arange(self._comm.size),
+                    }
+                )
+                got = inst[["profile", "node", "arrival", "wait"]].drop_duplicates(
+                    ["profile", "node", "arrival"]
+                )
+                m = mine.merge(got, on=["profile", "node", "arrival"], how="inner")
+                wait[m["i"].to_numpy()] = m["wait"].to_numpy(dtype=np.float64)
+            self._ev_wait = wait
+        return self._ev_wait
+
+    def _last_arrivals(self) -> pd.DataFrame:
+        """Per collective call (among two ranks or more) that kept someone
+        waiting, once per timeline: the profile of its ``last_to_arrive``, its
+        arrival, the node, ``last_by``, the longest wait of the others
+        (``waited``), the ranks in the call and the component they share ("")."""
+        if self._calls is not None:
+            return self._calls
         inst = self._instances()
+        cols = ("profile", "arrival", "node", "last_by", "waited", "ranks", "of")
         if not len(inst):
-            return pd.DataFrame({"profile": [], "arrival": [], "node": [], "late_by": []})
-        late = inst[inst["rank"].to_numpy() == inst["late"].to_numpy()]
+            self._calls = pd.DataFrame({c: [] for c in cols})
+            return self._calls
+        ids = inst["instance"].to_numpy()
+        waited = pd.Series(inst["wait"].to_numpy(dtype=np.float64)).groupby(ids).max()
+        comp = self._comp_code[inst["profile"].to_numpy(dtype=np.int64)]
+        span = pd.Series(comp).groupby(ids).agg(["min", "max"])
+        # the row of the rank that arrived last, alone (-1: a tie or one rank)
+        late = inst[inst["rank"].to_numpy() == inst["last_to_arrive"].to_numpy()]
+        late = late[late["last_by"].to_numpy() > 0]
         late = late.sort_values("arrival", kind="stable").drop_duplicates("instance", keep="last")
-        t = late["arrival"].to_numpy(dtype=np.int64)
-        prof = late["profile"].to_numpy(dtype=np.int64)
-        ok = (t >= a) & (t < b) & (lane_of[prof] >= 0)
-        out = late[ok][["profile", "arrival", "node", "late_by", "ranks"]]
+        out = pd.DataFrame(
+            {c: late[c].to_numpy() for c in ("profile", "arrival", "node", "last_by", "ranks")}
+        )
+        calls = late["instance"].to_numpy()
+        lo, hi = span["min"].reindex(calls).to_numpy(), span["max"].reindex(calls).to_numpy()
+        names = np.unique(self._components().astype(str))
+        one = lo == hi
+        of = names[np.where(one, lo, 0).astype(np.int64)] if names.size else np.full(len(out), "")
+        self._calls = out.assign(
+            waited=waited.reindex(calls).to_numpy(dtype=np.float64),
+            of=np.where(one, of, ""),
+        )
+        return self._calls
+
+    def _markers(self, lane_of: np.ndarray, a: int, b: int) -> pd.DataFrame:
+        """The calls of :meth:`_last_arrivals` whose last arrival is in ``[a, b)``
+        ns on a shown lane (at most :data:`MAX_MARKERS`: those last by the most)."""
+        calls = self._last_arrivals()
+        t = calls["arrival"].to_numpy(dtype=np.int64)
+        prof = calls["profile"].to_numpy(dtype=np.int64)
+        out = calls[(t >= a) & (t < b) & (lane_of[prof] >= 0)] if len(calls) else calls
         if len(out) > MAX_MARKERS:
-            out = out.nlargest(MAX_MARKERS, "late_by").sort_values("arrival", kind="stable")
+            out = out.nlargest(MAX_MARKERS, "last_by").sort_values("arrival", kind="stable")
         return out
 
     def _in_view(self, lane_of: np.ndarray, a: float, b: float) -> np.ndarray | slice:
@@ -674,28 +1194,67 @@ class TimelineView(View):
         if self._data.get("marks_pending"):
             self._refresh(marks=True)
 
-    def _rects_of(self, lane_of: np.ndarray, a: float, b: float) -> tuple[pd.DataFrame, int]:
-        """The level of detail of the window (and the events it holds), kept for
-        a refresh of the same window, lanes, depth and bins (markers arriving)."""
-        key = (a, b, self.depth, self.bins, lane_of.tobytes())
+    def _segments(self, lanes: np.ndarray, a: float, b: float) -> list[tuple[float, float, int]]:
+        """The window ``[a, b)`` (ns from the start) as segments ``(t0, t1,
+        bins)``: the time outside the shown lanes' steps drawn apart
+        (:func:`step_segments`)."""
+        if not lanes.size:
+            return [(a, b, self.bins)]
+        first = float(self._first_step[lanes].min())
+        last = float(self._last_step[lanes].max())
+        return step_segments(a, b, first, last, self.bins)
+
+    def _rects_of(
+        self, lane_of: np.ndarray, segs: list[tuple[float, float, int]]
+    ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+        """The level of detail of the window's segments (rectangles, communication
+        runs, the events the window holds). The rectangles are kept for a refresh
+        of the same window, lanes, depth and bins (markers arriving); the
+        communication runs are made again once the calls' waits are known."""
+        key = (tuple(segs), self.depth, lane_of.tobytes())
+        waits = self._inst is not None
         if self._lod is not None and self._lod[0] == key:
-            return self._lod[1], self._lod[2]
+            _, r, n_events, colls = self._lod
+            if waits in colls:
+                return r, colls[waits], n_events
+        else:
+            r, colls, n_events = None, {}, 0
         lanes = self.lanes
-        k = self._in_view(lane_of, a, b)
+        k = self._in_view(lane_of, segs[0][0], segs[-1][1])
         identity = lanes.size == lane_of.size and bool((lanes == lane_of).all())
-        r = lod_rects(
-            self._prof[k] if identity else lane_of[self._prof[k]],
-            self._level[k],
-            self._node[k],
-            self._start[k],
-            self._end[k],
-            a,
-            b,
-            self.bins,
-            self.depth + 1,
-        )
-        self._lod = (key, r, int(len(self._node[k])))
-        return r, self._lod[2]
+        lane = self._prof[k] if identity else lane_of[self._prof[k]]
+        level, node, start, end = self._level[k], self._node[k], self._start[k], self._end[k]
+        if r is None:
+            parts, offset = [], 0
+            for sa, sb, nb in segs:
+                part = lod_rects(lane, level, node, start, end, sa, sb, nb, self.depth + 1)
+                part["b0"] += offset
+                part["b1"] += offset
+                parts.append(part)
+                offset += nb
+            r = _by_lane_level(parts)
+            n_events = int(node.size)
+        # communication calls of the view, with their waits where known
+        in_comm = np.zeros(self._node.size, dtype=bool)
+        in_comm[self._comm] = True
+        ck = np.flatnonzero(in_comm[k])
+        wait = np.full(ck.size, np.nan)
+        if waits and ck.size:
+            events = np.asarray(k)[ck] if isinstance(k, np.ndarray) else ck
+            wait = self._event_waits()[np.searchsorted(self._comm, events)]
+        parts, offset = [], 0
+        for sa, sb, nb in segs:
+            part = collective_runs(
+                lane[ck], level[ck], node[ck], start[ck], end[ck], wait, sa, sb, nb, self.depth + 1
+            )
+            part["b0"] += offset
+            part["b1"] += offset
+            parts.append(part)
+            offset += nb
+        c = _by_lane_level(parts)
+        colls[waits] = c
+        self._lod = (key, r, n_events, colls)
+        return r, c, n_events
 
     def _refresh(self, marks: bool = False) -> None:
         tl, tree = self._tl, self._tl.tree
@@ -705,33 +1264,74 @@ class TimelineView(View):
         lane_of = np.full(max(tl.n_profiles, 1), -1, dtype=np.int64)
         lane_of[lanes] = np.arange(lanes.size)
         n_levels = self.depth + 1
-        r, n_events = self._rects_of(lane_of, a, b)
         t00 = self._t00
         pending = not marks and self._inst is None and len(tl) > MARKS_AFTER
+        if not pending:
+            self._instances()  # the calls' waits, before the communication runs are made
+        segs = self._segments(lanes, a, b)
+        r, colls, n_events = self._rects_of(lane_of, segs)
         if pending:
-            marks = pd.DataFrame({c: [] for c in ("profile", "arrival", "node", "late_by")})
+            marks = pd.DataFrame(
+                {c: [] for c in ("profile", "arrival", "node", "last_by", "waited", "ranks", "of")}
+            )
         else:
             marks = self._markers(lane_of, t00 + math.floor(a), t00 + math.ceil(b))
-        used = np.unique(np.r_[r["node"].to_numpy(), marks["node"].to_numpy(dtype=np.int64)])
-        used = used.astype(np.int64)
+        used = np.unique(
+            np.r_[
+                r["node"].to_numpy(),
+                colls["node"].to_numpy(dtype=np.int64),
+                marks["node"].to_numpy(dtype=np.int64),
+            ]
+        ).astype(np.int64)
         index = np.searchsorted(used, r["node"].to_numpy())
         kinds_all = tree.nodes["kind"].astype(object).where(tree.nodes["kind"].notna(), "")
         kinds_used = kinds_all.to_numpy()[used].astype(str)
-        # the kinds of the whole tree: a kind keeps its colour in every window
+        # the kinds of the whole tree: a kind keeps its name's index in every window
         kinds = np.unique(kinds_all.to_numpy().astype(str))
         kind_code = np.searchsorted(kinds, kinds_used)
         names = [str(x) for x in np.asarray(tree.names, dtype=object)[used]]
-        width = (w1 - w0) / self.bins
+        # bin edges in seconds from the start, segment by segment
+        edges = (
+            np.concatenate(
+                [
+                    np.linspace(sa, sb, nb + 1)[(1 if j else 0) :]
+                    for j, (sa, sb, nb) in enumerate(segs)
+                ]
+            )
+            / PER_S
+        )
+        lane_idx = r["lane"].to_numpy()
+        prof = lanes[lane_idx] if len(r) else np.empty(0, dtype=np.int64)
+        blocked = np.zeros(len(r), dtype=bool)
+        if self._blocked_keys.size and len(r):
+            blocked = np.isin(prof * len(tree) + r["node"].to_numpy(), self._blocked_keys)
+        group_names = np.asarray([*self._groups, ""], dtype=object)
         rects = r.assign(
-            profile=lanes[r["lane"].to_numpy()] if len(r) else np.empty(0, dtype=np.int64),
+            profile=prof,
             name=[names[i] for i in index],
             kind=kinds_used[index] if len(r) else np.empty(0, dtype=object),
-            t0=w0 + r["b0"].to_numpy() * width,
-            t1=w0 + r["b1"].to_numpy() * width,
+            group=group_names[self._group[r["node"].to_numpy()]]
+            if len(r)
+            else np.empty(0, dtype=object),
+            blocked=blocked,
+            t0=edges[r["b0"].to_numpy()],
+            t1=edges[r["b1"].to_numpy()],
         )
         self._rects = rects
+        self._edges = edges
+        c_index = np.searchsorted(used, colls["node"].to_numpy(dtype=np.int64))
+        c_lane = colls["lane"].to_numpy(dtype=np.int64)
+        self._colls = colls.assign(
+            profile=lanes[c_lane] if len(colls) else np.empty(0, dtype=np.int64),
+            name=[names[i] for i in c_index],
+            t0=edges[colls["b0"].to_numpy(dtype=np.int64)],
+            t1=edges[colls["b1"].to_numpy(dtype=np.int64)],
+            time=colls["time"].to_numpy(dtype=np.float64) / PER_S,
+            waited=colls["waited"].to_numpy(dtype=np.float64) / PER_S,
+        )
         m_node = np.searchsorted(used, marks["node"].to_numpy(dtype=np.int64))
         m_prof = marks["profile"].to_numpy(dtype=np.int64)
+        summary_line, blocked_label = self._summary_lines()
         self._version += 1
         self._data = {
             "n": int(len(r)),
@@ -739,31 +1339,54 @@ class TimelineView(View):
             "levels": int(n_levels),
             "window": [float(w0), float(w1)],
             "whole": list(self._whole),
+            "segments": [[sa / PER_S, sb / PER_S, int(nb)] for sa, sb, nb in segs]
+            if len(segs) > 1
+            else [],
             "events": n_events,
             "events_total": int(len(tl)),
             "lanes": self._labels(lanes),
             "lane_profile": i32(lanes),
-            "lane": i32(r["lane"].to_numpy()),
+            "lane": i32(lane_idx),
             "level": i32(r["level"].to_numpy()),
             "b0": i32(r["b0"].to_numpy()),
             "b1": i32(r["b1"].to_numpy()),
             "node": i32(index),
             "cover": f32(r["cover"].to_numpy()),
+            "blocked": i32(blocked) if blocked.any() else [],
             "node_id": i32(used),
             "names": names,
             "node_kind": i32(kind_code),
             "kinds": [k or "(none)" for k in kinds.tolist()],
+            "node_role": i32(self._role[used]),
+            "node_group": i32(self._group[used]),
+            "node_tint": i32(self._tint[used]),
+            "groups": list(self._groups),
+            "group_slot": [int(s) for s in self._slots],
+            "c": int(len(colls)),
+            "coll_lane": i32(c_lane),
+            "coll_level": i32(colls["level"].to_numpy(dtype=np.int64)),
+            "coll_b0": i32(colls["b0"].to_numpy(dtype=np.int64)),
+            "coll_b1": i32(colls["b1"].to_numpy(dtype=np.int64)),
+            "coll_node": i32(c_index),
+            "coll_calls": i32(colls["calls"].to_numpy(dtype=np.int64)),
+            "coll_time": f32(self._colls["time"].to_numpy()),
+            "coll_waited": f32(self._colls["waited"].to_numpy()),
             "m": int(len(marks)),
             "mark_x": f32((marks["arrival"].to_numpy(dtype=np.int64) - t00 - a) / PER_S),
             "mark_lane": i32(lane_of[m_prof]),
             "mark_rank": i32(profile_ranks(self._tl.profiles)[m_prof]),
             "mark_node": i32(m_node),
-            "mark_late_by": f32(marks["late_by"].to_numpy(dtype=np.float64) / PER_S),
+            "mark_last_by": f32(marks["last_by"].to_numpy(dtype=np.float64) / PER_S),
+            "mark_waited": f32(marks["waited"].to_numpy(dtype=np.float64) / PER_S),
+            "mark_ranks": i32(marks["ranks"].to_numpy(dtype=np.int64)),
+            "mark_of": [str(x) for x in marks["of"].tolist()],
+            "summary": summary_line,
+            "blocked_label": blocked_label,
             "unit": "s",
             "marks_pending": pending,
             "version": self._version,
-            **self._counters(lane_of, a, b),
+            **self._counters(lane_of, segs),
         }
 
 
-__all__ = ["TimelineView", "counter_peaks", "lod_rects"]
+__all__ = ["TimelineView", "collective_runs", "context_colors", "counter_peaks", "lod_rects"]

@@ -6,13 +6,59 @@
 
 import { plainModel } from "../kit/model.js";
 import { formatValue } from "../format.js";
-import { decodeTimeline } from "./data.js";
+import { binTime, decodeTimeline } from "./data.js";
 import { clampWindow, renderTimeline } from "./view.js";
+
+/** The share of the steps' time the time outside them is drawn at most (Python's `OUTSIDE_SHARE`). */
+export const OUTSIDE_SHARE = 0.15;
+
+/**
+ * The window `[a, b)` as segments of uniform bins, as Python's `step_segments`:
+ * the steps (`[first, last)`) at their scale, the time before and after them each
+ * compressed into a segment of its own where longer than `share` of the steps' time.
+ *
+ * @returns {{t0: number, t1: number, b0: number, b1: number}[]}
+ */
+export function stepSegments(a, b, first, last, bins, share = OUTSIDE_SHARE) {
+  const whole = [{ t0: a, t1: b, b0: 0, b1: bins }];
+  const lo = Math.max(a, first);
+  const hi = Math.min(b, last);
+  if (bins < 20 || !(hi > lo)) return whole;
+  const cap = share * (hi - lo);
+  const before = lo - a > cap;
+  const after = b - hi > cap;
+  if (!before && !after) return whole;
+  const t0 = before ? lo : a;
+  const t1 = after ? hi : b;
+  const weights = [...(before ? [cap] : []), t1 - t0, ...(after ? [cap] : [])];
+  const sum = weights.reduce((x, y) => x + y, 0);
+  const n = weights.map((x) => Math.max(1, Math.round((bins * x) / sum)));
+  const mid = before ? 1 : 0;
+  n[mid] = bins - (n.reduce((x, y) => x + y, 0) - n[mid]);
+  const edges = [...(before ? [a] : []), t0, t1, ...(after ? [b] : [])];
+  const out = [];
+  let at = 0;
+  for (let k = 0; k < n.length; k++) {
+    out.push({ t0: edges[k], t1: edges[k + 1], b0: at, b1: at + n[k] });
+    at += n[k];
+  }
+  return out;
+}
+
+/** The steps' time `[first, last)` of an export whose window has segments: its densest segment. */
+function stepsOf(d) {
+  if (d.segments.length < 2) return null;
+  const density = (g) => (g.b1 - g.b0) / (g.t1 - g.t0);
+  const g = d.segments.reduce((x, y) => (density(y) > density(x) ? y : x));
+  return [g.t0, g.t1];
+}
 
 /**
  * The exported data `d` (decoded) seen through window `w` (inside `d.window`),
- * as a plain `_data`: each rectangle and counter bin moved to the bins of `w`
- * (a counter bin takes the highest peak that falls in it); markers kept when inside.
+ * as a plain `_data`: each rectangle, communication run and counter bin moved to
+ * the bins of `w` (a counter bin takes the highest peak that falls in it);
+ * markers kept when inside. The time outside the steps stays compressed as
+ * Python would draw it ({@link stepSegments}).
  *
  * @param {import("./data.js").TimelineData} d
  * @param {[number, number]} w
@@ -21,33 +67,44 @@ import { clampWindow, renderTimeline } from "./view.js";
 export function rebin(d, w) {
   const [e0, e1] = d.window;
   const bins = d.bins;
-  const old = (e1 - e0) / bins;
-  const width = (w[1] - w[0]) / bins;
-  const to = (t) => (t - w[0]) / width;
-  const lane = [];
-  const level = [];
-  const b0 = [];
-  const b1 = [];
-  const node = [];
-  const cover = [];
+  const steps = stepsOf(d);
+  const segs = steps ? stepSegments(w[0], w[1], steps[0], steps[1], bins) : [{ t0: w[0], t1: w[1], b0: 0, b1: bins }];
+  const to = (t) => {
+    const g = segs.find((x) => t < x.t1) || segs[segs.length - 1];
+    return g.b0 + ((t - g.t0) / (g.t1 - g.t0)) * (g.b1 - g.b0);
+  };
+  const binsOf = (b0, b1) => [Math.max(0, Math.floor(to(binTime(d, b0)) + 1e-9)), Math.min(bins, Math.ceil(to(binTime(d, b1)) - 1e-9))];
+  const rects = { lane: [], level: [], b0: [], b1: [], node: [], cover: [], blocked: [] };
   for (let i = 0; i < d.n; i++) {
-    const a = Math.max(0, Math.floor(to(e0 + d.b0[i] * old) + 1e-9));
-    const b = Math.min(bins, Math.ceil(to(e0 + d.b1[i] * old) - 1e-9));
+    const [a, b] = binsOf(d.b0[i], d.b1[i]);
     if (b <= a) continue;
-    lane.push(d.lane[i]);
-    level.push(d.level[i]);
-    b0.push(a);
-    b1.push(b);
-    node.push(d.node[i]);
-    cover.push(d.cover[i]);
+    rects.lane.push(d.lane[i]);
+    rects.level.push(d.level[i]);
+    rects.b0.push(a);
+    rects.b1.push(b);
+    rects.node.push(d.node[i]);
+    rects.cover.push(d.cover[i]);
+    rects.blocked.push(d.blocked[i]);
+  }
+  const colls = { lane: [], level: [], b0: [], b1: [], node: [], calls: [], time: [], waited: [] };
+  for (let j = 0; j < d.c; j++) {
+    const [a, b] = binsOf(d.collB0[j], d.collB1[j]);
+    if (b <= a && !(binTime(d, d.collB1[j]) > w[0] && binTime(d, d.collB0[j]) < w[1])) continue;
+    colls.lane.push(d.collLane[j]);
+    colls.level.push(d.collLevel[j]);
+    colls.b0.push(Math.min(a, bins - 1));
+    colls.b1.push(Math.max(b, Math.min(a, bins - 1) + 1));
+    colls.node.push(d.collNode[j]);
+    colls.calls.push(d.collCalls[j]);
+    colls.time.push(d.collTime[j]);
+    colls.waited.push(Number.isFinite(d.collWaited[j]) ? d.collWaited[j] : null);
   }
   const peak = new Array(d.k * bins).fill(null);
   for (let c = 0; c < d.k; c++) {
     for (let j = 0; j < bins; j++) {
       const v = d.counterPeak[c * bins + j];
       if (!Number.isFinite(v)) continue;
-      const a = Math.max(0, Math.floor(to(e0 + j * old) + 1e-9));
-      const b = Math.min(bins, Math.ceil(to(e0 + (j + 1) * old) - 1e-9));
+      const [a, b] = binsOf(j, j + 1);
       for (let k = a; k < b; k++) if (peak[c * bins + k] === null || v > peak[c * bins + k]) peak[c * bins + k] = v;
     }
   }
@@ -56,36 +113,52 @@ export function rebin(d, w) {
     const t = e0 + d.markX[j];
     if (t >= w[0] && t < w[1]) marks.push(j);
   }
-  const pick = (col) => marks.map((j) => col[j]);
+  const pick = (col) => marks.map((j) => (Number.isFinite(col[j]) ? col[j] : null));
   return {
-    n: lane.length,
+    n: rects.lane.length,
     bins,
     levels: d.levels,
     window: [w[0], w[1]],
     whole: [e0, e1],
+    segments: segs.length > 1 ? segs.map((g) => [g.t0, g.t1, g.b1 - g.b0]) : [],
     lanes: d.lanes,
     lane_profile: Array.from(d.laneProfile),
-    lane,
-    level,
-    b0,
-    b1,
-    node,
-    cover,
+    ...rects,
     node_id: Array.from(d.nodeId),
     names: d.names,
     node_kind: Array.from(d.nodeKind),
     kinds: d.kinds,
+    node_role: Array.from(d.nodeRole),
+    node_group: Array.from(d.nodeGroup),
+    node_tint: Array.from(d.nodeTint),
+    groups: d.groups,
+    group_slot: d.groupSlot,
+    c: colls.lane.length,
+    coll_lane: colls.lane,
+    coll_level: colls.level,
+    coll_b0: colls.b0,
+    coll_b1: colls.b1,
+    coll_node: colls.node,
+    coll_calls: colls.calls,
+    coll_time: colls.time,
+    coll_waited: colls.waited,
     m: marks.length,
     mark_x: marks.map((j) => e0 + d.markX[j] - w[0]),
     mark_lane: pick(d.markLane),
     mark_rank: pick(d.markRank),
     mark_node: pick(d.markNode),
-    mark_late_by: pick(d.markLateBy),
+    mark_last_by: pick(d.markLastBy),
+    mark_waited: pick(d.markWaited),
+    mark_ranks: pick(d.markRanks),
+    mark_of: marks.map((j) => d.markOf[j] ?? ""),
+    summary: d.summary,
+    blocked_label: d.blockedLabel,
     k: d.k,
     tracks: d.tracks,
     track_units: d.trackUnits,
     counter_lane: Array.from(d.counterLane),
     counter_track: Array.from(d.counterTrack),
+    counter_label: d.counterLabel,
     counter_peak: peak,
     note: `the exported detail (${formatValue(e0, "s")} \u2013 ${formatValue(e1, "s")}, ${d.bins} bins) re-binned in this page: no Python to ask for more`,
   };

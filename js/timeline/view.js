@@ -8,6 +8,7 @@ import { attachBrush } from "../chrome/brush.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { asLiveCanvas, givenHeight, watchResize } from "../chrome/size.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
+import { DOWNLOAD_OPTIONS } from "../paper.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { buildPrim, h } from "../dom.js";
 import { formatValue } from "../format.js";
@@ -16,7 +17,7 @@ import { THEME_PALETTE } from "../kit/style.js";
 import { decodeTimeline } from "./data.js";
 import { drawTimeline } from "./draw.js";
 import { timelineSVG } from "./figure.js";
-import { counterLines, markLines, rectLines, timelineScene } from "./scene.js";
+import { collLines, counterLines, markLines, rectLines, timelineScene } from "./scene.js";
 import { timelineCSS } from "./style.js";
 
 /** Label size on screen, px. */
@@ -38,8 +39,13 @@ export function stateOf(model) {
     selected_profiles: list("selected_profiles"),
     selection: list("selection"),
     brush: list("brush"),
+    counter_bands: String(model.get("counter_bands") ?? "component"),
   };
 }
+
+/** The `counter_bands` modes and their names in the menu. */
+const BAND_MODES = ["component", "lane", "none"];
+const BAND_LABELS = { component: "per component", lane: "per lane", none: "none" };
 
 /** Keys: a pan moves the window by this share of its span (shift: {@link PAN_BIG}). */
 export const PAN = 0.1;
@@ -63,18 +69,20 @@ export function clampWindow([a, b], [lo, hi]) {
 
 /**
  * The window after key `key` (ArrowLeft/ArrowRight pan, "+"/"=" and "-"/"_" zoom
- * around the middle), kept inside `whole`; null for any other key.
+ * around the middle, or around time `at`: the plot's middle where the time axis
+ * has segments), kept inside `whole`; null for any other key.
  *
  * @param {string} key
  * @param {[number, number]} w the window, seconds
  * @param {[number, number]} whole
  * @param {boolean} [big] shift held: a larger pan
+ * @param {number|null} [at] the time zoomed around (default: the window's middle)
  * @returns {[number, number]|null}
  */
-export function keyWindow(key, w, whole, big = false) {
+export function keyWindow(key, w, whole, big = false, at = null) {
   const span = w[1] - w[0];
   const step = span * (big ? PAN_BIG : PAN);
-  const mid = (w[0] + w[1]) / 2;
+  const mid = Number.isFinite(at) && at >= w[0] && at <= w[1] ? at : (w[0] + w[1]) / 2;
   if (key === "ArrowLeft") return clampWindow([w[0] - step, w[1] - step], whole);
   if (key === "ArrowRight") return clampWindow([w[0] + step, w[1] + step], whole);
   if (key === "+" || key === "=") return clampWindow(zoomWindow(w, mid, ZOOM_STEP), whole);
@@ -111,6 +119,8 @@ export function renderTimeline({ model, el }, options = {}) {
   root.appendChild(tb.element);
   const depthSel = tb.select("Depth", { class: "cctviz-depth", "aria-label": "Deepest level drawn" });
   if (options.local) depthSel.parentElement.style.display = "none"; // the depth needs Python
+  const bandSel = tb.select("Counters", { class: "cctviz-counter-bands", "aria-label": "Counter bands: per component, per lane, or none" });
+  if (options.local) bandSel.parentElement.style.display = "none"; // folding needs Python
   const zoomBtn = tb.button("Zoom to brush", { class: "cctviz-btn cctviz-zoom-brush", title: "Show the brushed window (drag along the lanes to brush)" });
   const wholeBtn = tb.button("Whole", { class: "cctviz-btn cctviz-whole", title: "Show the whole timeline" });
   const saveBtn = tb.button("SVG", { class: "cctviz-btn cctviz-download", title: "Download the figure as SVG (the same file as view.save)" });
@@ -133,20 +143,22 @@ export function renderTimeline({ model, el }, options = {}) {
   // ---- pointer: tooltips, clicks select a node, wheel zooms ----------------------
   const spanOf = (t) => (t && t.closest ? t.closest(".cctviz-span") : null);
   const markOf = (t) => (t && t.closest ? t.closest(".cctviz-late") : null);
+  const collOf = (t) => (t && t.closest ? t.closest(".cctviz-coll") : null);
   const bandOf = (t) => (t && t.closest ? t.closest(".cctviz-counter") : null);
   /** The bin under the pointer (figure x from the event), or -1. */
   function binAt(ev) {
     const sc = state.scene;
     const box = state.svg.getBoundingClientRect();
     const x = ((ev.clientX - box.left) / Math.max(box.width, 1)) * sc.width;
-    const i = Math.floor(((x - sc.plot.x) / sc.plot.w) * state.data.bins);
-    return i >= 0 && i < state.data.bins ? i : -1;
+    return sc.time.binAt(x);
   }
   function onMove(ev) {
     if (ev.buttons) return tooltip.hide();
     const s = spanOf(ev.target);
     const m = markOf(ev.target);
-    if (s) tooltip.show(rectLines(state.data, Number(s.getAttribute("data-i"))), `r${s.getAttribute("data-i")}`, ev);
+    const c = collOf(ev.target);
+    if (c) tooltip.show(collLines(state.data, state.scene.colls[Number(c.getAttribute("data-j"))]), `k${c.getAttribute("data-j")}`, ev);
+    else if (s) tooltip.show(rectLines(state.data, Number(s.getAttribute("data-i"))), `r${s.getAttribute("data-i")}`, ev);
     else if (m) tooltip.show(markLines(state.data, Number(m.getAttribute("data-j"))), `m${m.getAttribute("data-j")}`, ev);
     else {
       const b = bandOf(ev.target);
@@ -157,7 +169,7 @@ export function renderTimeline({ model, el }, options = {}) {
   }
   function onClick(ev) {
     if (state.brush && state.brush.moved()) return;
-    const s = spanOf(ev.target);
+    const s = spanOf(ev.target) || collOf(ev.target);
     if (!s) return;
     const id = Number(s.getAttribute("data-node"));
     const sel = list("selection");
@@ -194,7 +206,9 @@ export function renderTimeline({ model, el }, options = {}) {
       else if (key === "0") commit({ window: state.data.whole, brush: [] });
       else {
         const w = list("window");
-        const next = keyWindow(key, w.length === 2 ? w : state.data.window, state.data.whole, ev.shiftKey);
+        const sc = state.scene;
+        const at = sc && sc.time.segments.length > 1 ? sc.time.toT(sc.plot.x + sc.plot.w / 2) : null;
+        const next = keyWindow(key, w.length === 2 ? w : state.data.window, state.data.whole, ev.shiftKey, at);
         if (!next) return false;
         if (next[0] !== w[0] || next[1] !== w[1]) commit({ window: next });
       }
@@ -208,24 +222,28 @@ export function renderTimeline({ model, el }, options = {}) {
     const depth = Number(model.get("depth") ?? 3);
     const opts = Array.from({ length: Math.max(depth + 3, 8) }, (_, i) => String(i));
     fillSelect(depthSel, opts, String(depth), undefined, (v) => (v === "0" ? "0 (roots)" : null));
+    const bands = String(model.get("counter_bands") ?? "component");
+    fillSelect(bandSel, BAND_MODES, bands, undefined, (v) => BAND_LABELS[v] ?? null);
+    if (!options.local) bandSel.parentElement.style.display = d.tracks.length ? "" : "none";
     const brush = list("brush");
     zoomBtn.disabled = brush.length !== 2;
     const [t0, t1] = d.window;
     status.textContent = `${d.lanes.length} lanes \u00b7 ${formatValue(t0, "s")} \u2013 ${formatValue(t1, "s")} \u00b7 ${d.n} rectangles${brush.length === 2 ? ` \u00b7 brushed ${formatValue(brush[1] - brush[0], "s")}` : ""}`;
   }
   depthSel.addEventListener("change", () => commit({ depth: Number(depthSel.value) }));
+  bandSel.addEventListener("change", () => commit({ counter_bands: bandSel.value }));
   zoomBtn.addEventListener("click", () => {
     const b = list("brush");
     if (b.length === 2) commit({ window: b, brush: [] });
   });
   wholeBtn.addEventListener("click", () => commit({ window: state.data.whole }));
-  saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-timeline.svg", timelineSVG(model.get("_data"), stateOf(model), {})));
+  saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-timeline.svg", timelineSVG(model.get("_data"), stateOf(model), DOWNLOAD_OPTIONS)));
 
   // ---- selection and brush (no re-layout) -------------------------------------------
   function applySelection() {
     if (!state.svg) return;
     const sel = new Set(list("selection"));
-    for (const r of state.svg.querySelectorAll(".cctviz-span")) r.classList.toggle("selected", sel.has(Number(r.getAttribute("data-node"))));
+    for (const r of state.svg.querySelectorAll(".cctviz-span, .cctviz-coll")) r.classList.toggle("selected", sel.has(Number(r.getAttribute("data-node"))));
   }
   function applyBrush() {
     if (!state.svg) return;
@@ -282,6 +300,7 @@ export function renderTimeline({ model, el }, options = {}) {
     ["change:selection", () => applySelection()],
     ["change:brush", () => applyBrush()],
     ["change:depth", () => updateMenus()],
+    ["change:counter_bands", () => updateMenus()],
   ]);
   life.defer(() => state.brush && state.brush.destroy());
   life.own(

@@ -1,16 +1,18 @@
-// TimelineView figure: the pure scene (lanes, rectangles, axis units, markers,
-// legend, brush), draw on the minimal DOM, the exporter's entry, untrusted names.
+// TimelineView figure: the pure scene (lanes, rectangles coloured by context and
+// named where they fit, communication as wait and transfer, a start-up drawn
+// apart, axis units, markers, legend, brush), draw on the minimal DOM, the
+// exporter's entry, untrusted names, the export's text at the size asked for.
 
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { renderSVG } from "../../js/export.js";
-import { decodeTimeline } from "../../js/timeline/data.js";
+import { binTime, decodeTimeline } from "../../js/timeline/data.js";
 import { drawTimeline } from "../../js/timeline/draw.js";
 import { timelineSVG } from "../../js/timeline/figure.js";
-import { counterLines, kindColor, markLines, rectLines, timelineScene } from "../../js/timeline/scene.js";
+import { GREY, GROUP_COLORS, collLines, collectiveRuns, counterLines, groupColor, markLines, mixWhite, nodeFill, rectLines, timeScale, timelineScene } from "../../js/timeline/scene.js";
 import { clampWindow, keyWindow, zoomWindow } from "../../js/timeline/view.js";
-import { localTimelineModel, rebin } from "../../js/timeline/local.js";
+import { localTimelineModel, rebin, stepSegments } from "../../js/timeline/local.js";
 import { shimContainer } from "../../js/shim.js";
 
 const EVIL = "<img src=x onerror=alert(1)>";
@@ -35,12 +37,20 @@ const DATA = {
   names: ["main", "solve", EVIL],
   node_kind: [0, 0, 1],
   kinds: ["function", "comm"],
+  node_role: [1, 0, 0],
+  node_group: [-1, 0, 1],
+  node_tint: [0, 0, 1],
+  groups: ["solve", EVIL],
+  group_slot: [1, -1],
   m: 1,
   mark_x: [0.0015],
   mark_lane: [1],
   mark_rank: [1],
   mark_node: [2],
-  mark_late_by: [0.0002],
+  mark_last_by: [0.0002],
+  mark_waited: [0.0003],
+  mark_ranks: [2],
+  mark_of: ["train"],
 };
 
 describe("timeline scene", () => {
@@ -57,15 +67,17 @@ describe("timeline scene", () => {
     assert.equal(b.y, a.y + sc.rowH); // level 1 under level 0
     assert.ok(c.y > b.y); // lane 1 under lane 0
     assert.equal(e["fill-opacity"], 0.68); // half covered
-    assert.equal(a.fill, kindColor(0));
-    assert.equal(e.fill, kindColor(1));
+    assert.equal(a.fill, null); // a frame: coloured by its class
+    assert.ok(a.class.includes("cctviz-role-frame"));
+    assert.equal(b.fill, GROUP_COLORS[1]); // its context's slot
+    assert.equal(e.fill, mixWhite(GREY, 0.42)); // slot -1, a lighter shade
     assert.equal(e["data-node"], "7");
   });
 
   it("outlines the selected nodes", () => {
     assert.deepEqual(
       sc.spans.map((p) => p.attrs.class),
-      ["cctviz-span", "cctviz-span selected", "cctviz-span", "cctviz-span"],
+      ["cctviz-span cctviz-role-frame", "cctviz-span selected", "cctviz-span cctviz-role-frame", "cctviz-span"],
     );
   });
 
@@ -86,16 +98,29 @@ describe("timeline scene", () => {
     assert.ok(Math.abs(sc.brush.attrs.width - (sc.time.toX(0.001) - sc.time.toX(0.0005))) < 0.02);
   });
 
-  it("has a legend of the kinds used", () => {
-    const texts = sc.legend.children.filter((p) => p.tag === "text").map((p) => p.text);
-    assert.deepEqual(texts, ["kind", "function", "comm"]);
+  it("has a legend naming the contexts shown and what the marks are", () => {
+    const texts = sc.legend.children.map((g) => g.children.find((p) => p.tag === "text").text);
+    assert.deepEqual(texts, ["solve", EVIL, "last of train's ranks to arrive at a collective (1)"]);
+  });
+
+  it("names the rectangles where the names fit, cut in the middle where names share a start", () => {
+    const texts = sc.labels.map((p) => p.text);
+    assert.ok(texts.includes("main") && texts.includes("solve"), texts.join("|"));
+    const wide = timelineScene(decodeTimeline({ ...DATA, names: ["main", "CalcMonotonicQGradientsForElems", "CalcMonotonicQRegionForElems"] }), { width: 300 });
+    const cut = wide.labels.map((p) => p.text).filter((t) => t.startsWith("Calc"));
+    assert.ok(cut.length >= 1 && cut.every((t) => t.includes("\u2026") && /Gra|Reg/.test(t)), cut.join("|"));
+    // ink that contrasts with the fill (vermillion: dark)
+    assert.ok(sc.labels.find((p) => p.text === "solve").attrs.class.includes("cctviz-ink-dark"));
+    // nothing is named where not even a few letters fit
+    for (const p of sc.labels) assert.ok([...p.text.replaceAll("\u2026", "")].length >= 3);
   });
 
   it("is deterministic and tooltips keep names as text", () => {
     const svg = (x) => timelineSVG(x, { selection: [3] }, { width: 400 });
     assert.equal(svg(DATA), svg(JSON.parse(JSON.stringify(DATA))));
     assert.equal(rectLines(d, 3)[0].text, EVIL);
-    assert.equal(markLines(d, 0)[1].text, "last to arrive: rank 1");
+    assert.equal(markLines(d, 0)[1].text, "rank 1: last of train's 2 ranks to arrive");
+    assert.equal(markLines(d, 0)[2].text, "the others waited up to 300 us; last by 200 us at 1.50 ms");
   });
 
   it("an empty payload draws an empty note", () => {
@@ -223,5 +248,158 @@ describe("timeline keys and the standalone page", () => {
     assert.equal(fired, 1);
     assert.deepEqual(m.get("window"), [0, 0.001]);
     assert.deepEqual(m.get("_data").window, [0, 0.001]);
+  });
+});
+
+// a run: root (frame), a start-up (outside steps) to 0.8 s, then steps with
+// forward and backward (contexts) and an all-reduce (communication) whose wait is
+// known in one call and not in the other; the start-up drawn apart in 12 of 100 bins
+const RUN = {
+  n: 6,
+  bins: 100,
+  levels: 3,
+  window: [0, 1],
+  whole: [0, 1],
+  segments: [
+    [0, 0.8, 12],
+    [0.8, 1, 88],
+  ],
+  events: 9,
+  events_total: 9,
+  lanes: ["rank 0"],
+  lane_profile: [0],
+  lane: [0, 0, 0, 0, 0, 0],
+  level: [0, 1, 1, 2, 2, 2],
+  b0: [0, 0, 12, 12, 50, 80],
+  b1: [100, 12, 100, 50, 80, 81],
+  node: [0, 1, 2, 3, 4, 5],
+  cover: [1, 1, 1, 1, 1, 1],
+  node_id: [0, 1, 2, 3, 4, 5],
+  names: ["train.py", "(outside steps)", "step", "forward", "backward", "all_reduce"],
+  node_kind: [0, 0, 0, 0, 0, 0],
+  kinds: ["x"],
+  node_role: [1, 3, 2, 0, 0, 4],
+  node_group: [-1, -1, -1, 0, 1, 1],
+  node_tint: [0, 0, 0, 0, 0, 1],
+  groups: ["forward", "backward"],
+  group_slot: [0, 1],
+  c: 3,
+  coll_lane: [0, 0, 0],
+  coll_level: [2, 2, 2],
+  coll_b0: [80, 81, 95],
+  coll_b1: [81, 82, 96],
+  coll_node: [5, 5, 5],
+  coll_calls: [1, 1, 1],
+  coll_time: [0.001, 0.001, 0.002],
+  coll_waited: [0.0005, 0.0, null],
+};
+
+describe("timeline of a run: contexts, start-up apart, communication", () => {
+  const d = decodeTimeline(RUN);
+  const sc = timelineScene(d, { width: 600 });
+
+  it("puts the start-up in its own segment before a break, bins uniform in each", () => {
+    const [a, b] = sc.time.segments;
+    assert.equal(a.b1, 12);
+    assert.ok(b.x0 > a.x1); // the break
+    assert.ok(Math.abs((a.x1 - a.x0) / (b.x1 - b.x0) - 12 / 88) < 1e-9);
+    assert.ok(Math.abs(sc.time.endX(12) - a.x1) < 1e-9); // a rectangle ending at the split ends before the break
+    assert.equal(sc.time.startX(12), b.x0); // one starting there starts after it
+    assert.ok(Math.abs(sc.time.toX(0.4) - (a.x0 + a.x1) / 2) < 1e-9);
+    assert.ok(Math.abs(sc.time.toT(sc.time.toX(0.9)) - 0.9) < 1e-12);
+    assert.equal(sc.time.binAt((a.x1 + b.x0) / 2), -1);
+    assert.equal(binTime(d, 12), 0.8);
+    assert.ok(Math.abs(binTime(d, 56) - 0.9) < 1e-12);
+    const ticks = sc.axis.ticks.map((t) => t.text);
+    assert.ok(ticks.includes("0") && ticks.includes("0.90"), ticks.join("|"));
+  });
+
+  it("takes three segments (start-up, steps, end) and bad segments as the window whole", () => {
+    const three = decodeTimeline({ ...RUN, segments: [[0, 0.5, 10], [0.5, 0.9, 80], [0.9, 1, 10]] });
+    const ts = timeScale(three, 100, 500, 10);
+    assert.equal(ts.segments.length, 3);
+    assert.ok(Math.abs(ts.segments[2].x1 - 600) < 1e-9 && Math.abs(ts.segments[1].x0 - ts.segments[0].x1 - 10) < 1e-9);
+    assert.ok(Math.abs(ts.endX(90) - ts.segments[1].x1) < 1e-9 && Math.abs(ts.startX(90) - ts.segments[2].x0) < 1e-9);
+    assert.equal(binTime(three, 90), 0.9);
+    assert.ok(Math.abs(ts.toT(ts.toX(0.95)) - 0.95) < 1e-12);
+    for (const bad of [[[0, 0.5, 10], [0.6, 1, 90]], [[0, 0.5, 10], [0.5, 1, 80]], "x"]) {
+      assert.equal(decodeTimeline({ ...RUN, segments: bad }).segments.length, 1);
+    }
+  });
+
+  it("colours forward and backward apart and names them", () => {
+    const fill = (name) => sc.spans[d.names.indexOf(name)].attrs.fill;
+    assert.equal(fill("forward"), groupColor(d, 0));
+    assert.equal(fill("backward"), groupColor(d, 1));
+    assert.notEqual(fill("forward"), fill("backward"));
+    assert.equal(nodeFill(d, 1), null); // the start-up: its class
+    assert.ok(sc.spans[1].attrs.class.includes("cctviz-role-startup"));
+    const labels = sc.labels.map((p) => p.text);
+    for (const n of ["forward", "backward", "step", "train.py"]) assert.ok(labels.includes(n), labels.join("|"));
+    const legend = sc.legend.children.map((g) => g.children.find((p) => p.tag === "text").text);
+    assert.deepEqual(legend.slice(0, 3), ["forward", "backward", "outside steps: start-up, end (time axis compressed)"]);
+    assert.ok(legend.includes("waiting in a collective") && legend.includes("transfer") && legend.includes("communication, wait not known"));
+  });
+
+  it("draws communication at least a few units wide, merged where widened calls overlap, wait then transfer", () => {
+    const narrow = timelineScene(d, { width: 200 }); // a bin is about a unit wide
+    const runs = collectiveRuns(d, narrow.time, 3, narrow.plot);
+    assert.deepEqual(runs, narrow.colls);
+    assert.equal(runs.length, 2); // calls in bins 80 and 81 overlap once widened
+    assert.equal(runs[0].calls, 2);
+    assert.ok(Math.abs(runs[0].waited - 0.0005) < 1e-9 && Math.abs(runs[0].time - 0.002) < 1e-9);
+    for (const r of runs) assert.ok(r.x1 - r.x0 >= 3 - 1e-9);
+    assert.ok(Number.isNaN(runs[1].waited));
+    assert.equal(collectiveRuns(d, sc.time, 3, sc.plot).length, 3); // wider: they keep apart
+    const kinds = narrow.collPrims.map((g) => g.children.filter((p) => p.tag === "rect").map((p) => p.attrs.class).join(","));
+    assert.deepEqual(kinds, ["cctviz-coll-wait,cctviz-hatch,cctviz-coll-transfer", "cctviz-coll-call"]);
+    const wait = narrow.collPrims[0].children[0].attrs.width;
+    const transfer = narrow.collPrims[0].children[2].attrs.width;
+    assert.ok(Math.abs(wait / (wait + transfer) - 0.25) < 0.02);
+    assert.deepEqual(collLines(d, narrow.colls[0]).map((l) => l.text).slice(0, 1), ["all_reduce (2 calls)"]);
+    assert.ok(collLines(d, narrow.colls[1])[2].text.includes("not known"));
+  });
+
+  it("in an export, every text is at least the font size asked for", () => {
+    for (const [width, fontSize] of [[252, 7], [504, 8]]) {
+      const svg = timelineSVG(RUN, {}, { width, fontSize });
+      const sizes = [...svg.matchAll(/<text[^>]*font-size="([\d.]+)"/g)].map((m) => Number(m[1]));
+      assert.ok(sizes.length > 5);
+      assert.ok(Math.min(...sizes) >= fontSize, `${Math.min(...sizes)} < ${fontSize}`);
+      assert.ok(svg.includes(`width="${width}pt"`) && svg.includes(`viewBox="0 0 ${width} `));
+      assert.ok(!svg.includes("data-folded"));
+    }
+  });
+
+  it("an export too short for its counter bands folds them and says so", () => {
+    const withBands = { ...RUN, k: 2, tracks: ["cpu"], track_units: ["%"], counter_lane: [0, 0], counter_track: [0, 0], counter_label: ["sim (highest of 2)", "train (highest of 2)"], counter_peak: Array(200).fill(50) };
+    const tall = timelineSVG(withBands, {}, { width: 504, fontSize: 8 });
+    assert.ok(tall.includes("sim (highest of 2) \u00b7 cpu [%]"));
+    const short = timelineScene(decodeTimeline(withBands), { width: 504, height: 120, fontSize: 8, fit: true });
+    assert.equal(short.counters.length, 0);
+    assert.ok(short.notes[0].startsWith("2 counter bands"), short.notes.join("|"));
+    const svg = timelineSVG(withBands, {}, { width: 504, height: 120, fontSize: 8 });
+    assert.ok(/data-folded="2 counter bands/.test(svg));
+    assert.ok(svg.includes("Not drawn at this size"));
+  });
+
+  it("re-bins an export with segments, the start-up kept compressed as Python would", () => {
+    assert.deepEqual(stepSegments(0, 100, 80, 99, 100).map((g) => [g.t0, g.t1, g.b1 - g.b0]), [[0, 80, 12], [80, 100, 88]]);
+    assert.deepEqual(stepSegments(0, 100, 10, 20, 100).map((g) => [g.t0, g.t1, g.b1 - g.b0]), [[0, 10, 12], [10, 20, 76], [20, 100, 12]]);
+    assert.equal(stepSegments(0, 100, 5, 99, 100).length, 1);
+    // the steps of the export are 0.8-1 s: the whole window keeps the start-up compressed
+    const same = rebin(d, [0, 1]);
+    assert.deepEqual(same.segments, [[0, 0.8, 13], [0.8, 1, 87]]);
+    const f = same.node.indexOf(3); // forward from 0.8 s: the steps' first bin
+    assert.equal(same.b0[f], 13);
+    assert.equal(same.c, 3);
+    assert.equal(timelineScene(decodeTimeline(same), { width: 600 }).time.segments.length, 2);
+    // inside the steps: one uniform segment
+    const r = rebin(d, [0.8, 1]);
+    assert.deepEqual(r.segments, []);
+    const i = r.node.indexOf(3); // forward: bins 12-50 of the export: 0.8 s + (0..38/88) x 0.2 s
+    assert.deepEqual([r.b0[i], r.b1[i]], [0, Math.ceil((38 / 88) * 100 - 1e-9)]);
+    const back = timelineScene(decodeTimeline(r), { width: 600 });
+    assert.equal(back.time.segments.length, 1);
   });
 });

@@ -266,3 +266,39 @@ def test_markers_of_a_large_timeline_follow_its_first_view(widget_page, monkeypa
     assert other._data["marks_pending"]
     svg = other.save(tmp_path / "t.svg").read_text()
     assert svg.count('class="cctviz-late') == other._data["m"] > 0
+
+
+def test_slices_named_and_communication_explained(widget_page):
+    """A runtime run's shape: phases named on their slices (a name from the
+    profile set as text: no dialog fires), the all-reduce at least a few pixels
+    wide with a tooltip that splits wait and transfer, and a click on it selects
+    its node."""
+    from tests.views.test_timeline_view import runtime_like
+
+    evil = "<img src=x onerror=alert(1)>"
+    tl = runtime_like(steps=1, end_ms=300)
+    t = tl.tree
+    names = [evil if n == "GPT" else n for n in t.nodes["name"]]
+    tree = cctviz.Tree.from_parents(t.parent, names, kind=t.nodes["kind"].tolist())
+    view = TimelineView(cctviz.Timeline(tree, tl.events, tl.profiles))
+    wp = widget_page(view)
+    root = wp.view(view)
+    labels = root.locator("text.cctviz-span-label").all_text_contents()
+    assert {"forward", "backward", "optimizer"} <= set(labels)
+    assert any(x.startswith("<img") for x in labels)  # the name, as text
+    assert root.locator("img").count() == 0
+    colls = root.locator("g.cctviz-coll")
+    assert colls.count() == view._data["c"] > 0
+    widths = colls.evaluate_all("gs => gs.map(g => g.getBBox().width)")
+    assert min(widths) >= 2.9  # px: at least a few
+    ar = int(view.collectives.loc[view.collectives["name"] == "all_reduce", "node"].iloc[0])
+    target = root.locator(f'g.cctviz-coll[data-node="{ar}"]').first
+    target.hover(force=True)
+    tip = root.locator(".cctviz-tooltip")
+    tip.wait_for(state="visible")
+    text = tip.text_content()
+    assert "all_reduce" in text and ("waiting" in text and "transfer" in text)
+    target.click(force=True)
+    wp.sync()
+    assert view.selection.names.tolist() == ["all_reduce"]
+    assert root.locator("g.cctviz-coll.selected").count() >= 1

@@ -386,3 +386,274 @@ def test_html_page_is_offline_and_deterministic(ping, tmp_path):
     c = (tmp_path / "c.html").read_text()
     assert '"kind":"timeline"' in c and "rank 1" in c
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", c)
+
+
+# ---------------------------------------------------------------- what ran (issue 35)
+MS = 1_000_000  # ns
+
+
+def runtime_like(
+    ranks: int = 2, steps: int = 3, startup_ms: int = 2000, end_ms: int = 10, rank_of=None
+):
+    """A runtime run's shape: ``train.py`` > ``(outside steps)`` (a start-up of
+    ``startup_ms`` with a broadcast, an end of ``end_ms``) and ``step`` > forward
+    (GPT > h.0, h.1), backward (an all_reduce at its end: rank ``step % ranks``
+    arrives 5 ms late) and optimizer; steps of 100 ms."""
+    tree = cctviz.Tree.from_parents(
+        [-1, 0, 1, 0, 3, 4, 5, 5, 3, 8, 3],
+        ["train.py", "(outside steps)", "broadcast", "step", "forward", "GPT", "h.0", "h.1",
+         "backward", "all_reduce", "optimizer"],
+        kind=["root", "step", "comm", "step", "phase", "module", "module", "module", "phase",
+              "comm", "phase"],
+    )  # fmt: skip
+    rows = []
+    t0 = startup_ms * MS
+    end = t0 + steps * 100 * MS
+    for p in range(ranks):
+        rows += [(p, 0, 0, end + end_ms * MS), (p, 1, 0, t0), (p, 2, t0 - 20 * MS, t0 - 10 * MS)]
+        for k in range(steps):
+            s = t0 + k * 100 * MS
+            late = 5 * MS if k % ranks == p else 0
+            rows += [
+                (p, 3, s, s + 100 * MS),
+                (p, 4, s, s + 30 * MS),
+                (p, 5, s + 1 * MS, s + 29 * MS),
+                (p, 6, s + 2 * MS, s + 14 * MS),
+                (p, 7, s + 15 * MS, s + 28 * MS),
+                (p, 8, s + 30 * MS, s + 80 * MS),
+                (p, 9, s + 70 * MS + late, s + 80 * MS),
+                (p, 10, s + 80 * MS, s + 98 * MS),
+            ]
+        rows.append((p, 1, end, end + end_ms * MS))
+    ev = pd.DataFrame(rows, columns=["profile", "node", "start", "end"])
+    ev["step"] = -1
+    prof = pd.DataFrame({"rank": rank_of if rank_of is not None else list(range(ranks))})
+    return cctviz.Timeline(tree, ev, prof)
+
+
+def svg_texts(svg: str, cls: str) -> list[str]:
+    from tests.export.checks import SVG_NS, svg_root
+
+    root = svg_root(svg)
+    return [
+        "".join(t.itertext())
+        for t in root.iter(f"{SVG_NS}text")
+        if cls in (t.get("class") or "").split()
+    ]
+
+
+def test_colour_by_context_forward_and_backward_differ():
+    from cctviz.views.timeline import ROLE_COMM, ROLE_FRAME, ROLE_STARTUP, ROLE_STEP, context_colors
+
+    tl = runtime_like()
+    role, group, tint, groups, slots = context_colors(tl.tree)
+    names = tl.tree.nodes["name"].tolist()
+    at = {n: i for i, n in enumerate(names)}
+    assert role[at["train.py"]] == ROLE_FRAME and role[at["step"]] == ROLE_STEP
+    assert role[at["(outside steps)"]] == ROLE_STARTUP and role[at["all_reduce"]] == ROLE_COMM
+    assert groups[:3] == ["forward", "backward", "optimizer"]
+    slot = dict(zip(groups, slots))
+    assert slot["forward"] != slot["backward"]
+    # the modules take their phase's colour, neighbours a different shade
+    assert {groups[group[at[n]]] for n in ("GPT", "h.0", "h.1")} == {"forward"}
+    assert tint[at["forward"]] == 0 and tint[at["h.0"]] != tint[at["h.1"]]
+    view = TimelineView(tl)
+    r = view.rects
+    assert set(r.loc[r["name"] == "GPT", "group"]) == {"forward"}
+    assert set(r.loc[r["name"] == "step", "group"]) == {""}
+
+
+@pytest.mark.parametrize(("width", "size"), [("3.5in", 7), ("7in", 8)])
+def test_runtime_like_export_names_slices_at_the_asked_size(tmp_path, width, size):
+    """The phases are named on their slices, the start-up sits apart (its own
+    segment after a break), and no text on the page is below the size asked for."""
+    from tests.export.checks import page_font_sizes
+
+    view = TimelineView(runtime_like(steps=1, end_ms=300))
+    assert len(view._data["segments"]) == 3  # start-up | steps | end
+    svg = view.save(tmp_path / "t.svg", width=width, font_size=size).read_text()
+    names = set(svg_texts(svg, "cctviz-span-label"))
+    want = {"forward", "backward", "optimizer"} if width == "7in" else {"forward", "backward"}
+    assert want <= names, names  # at 3.5 in: "optim…"
+    sizes = page_font_sizes(svg)
+    assert min(s for s, _ in sizes) >= size - 1e-9, sorted(sizes)[:3]
+    assert "data-folded" not in svg
+    assert "outside steps: start-up, end (time axis compressed)" in svg_texts(
+        svg, "cctviz-legend-text"
+    )
+
+
+def test_time_outside_the_steps_is_drawn_apart_and_times_stay_true():
+    view = TimelineView(runtime_like(end_ms=500), bins=500)
+    segs = view._data["segments"]
+    assert segs[0][1] == pytest.approx(2.0) and segs[2][0] == pytest.approx(2.3)
+    assert segs[0][2] == segs[2][2] and segs[0][2] / segs[1][2] == pytest.approx(0.15, abs=0.01)
+    assert sum(s[2] for s in segs) == 500
+    # a short end stays with the steps
+    assert len(TimelineView(runtime_like(end_ms=10))._data["segments"]) == 2
+    r = view.rects
+    fwd = r[(r["name"] == "forward") & (r["lane"] == 0)].sort_values("t0")
+    assert fwd["t0"].iloc[0] == pytest.approx(2.0, abs=1e-3)  # seconds, not bins
+    assert (fwd["t1"] - fwd["t0"]).to_numpy() == pytest.approx(0.03, abs=2e-3)
+    # inside the steps no segment: a window of the steps alone is one
+    view.window = (2.0, 2.3)
+    assert view._data["segments"] == []
+
+
+def test_collectives_are_wait_then_transfer_from_the_matched_calls():
+    from cctviz.ops.collectives import instances
+
+    tl = runtime_like(steps=4)
+    view = TimelineView(tl, bins=2000, window=(1.9, 2.45))
+    c = view.collectives
+    ar = c[c["name"] == "all_reduce"].sort_values(["lane", "t0"])
+    assert len(ar) == 8 and (ar["calls"] == 1).all()
+    inst = instances(tl)
+    inst = inst[inst["collective"] == "all_reduce"].sort_values(["profile", "arrival"])
+    assert ar["waited"].to_numpy() == pytest.approx(inst["wait"].to_numpy(dtype=float) / 1e9)
+    assert (ar["waited"] > 0).sum() == 4  # the rank that was not late waited 5 ms
+    # the broadcast in the start-up: one call each, no peer late: waited 0, not NaN
+    bc = c[c["name"] == "broadcast"]
+    assert len(bc) == 2 and (bc["waited"] == 0).all()
+    # coarse: calls whose pixels overlap merge, with their sums
+    coarse = TimelineView(tl, bins=20).collectives
+    assert coarse["calls"].sum() == len(c) and coarse["time"].sum() == pytest.approx(
+        c["time"].sum()
+    )
+
+
+def test_marks_say_who_arrived_last_and_none_for_one_rank():
+    tl = runtime_like(steps=4)
+    view = TimelineView(tl)
+    d = view._data
+    assert d["m"] == 4
+    lanes = np.frombuffer(d["mark_lane"], "<i4").tolist()
+    assert lanes == [0, 1, 0, 1]  # rank step % 2 was late
+    assert np.frombuffer(d["mark_last_by"], "<f4") == pytest.approx(0.005)
+    assert d["mark_of"] == [""] * 4 and np.frombuffer(d["mark_ranks"], "<i4").tolist() == [2] * 4
+    # one rank, or two streams of one rank: nobody waits for anybody
+    one = TimelineView(runtime_like(ranks=1))
+    assert one._data["m"] == 0
+    streams = TimelineView(runtime_like(ranks=2, rank_of=[0, 0]))
+    assert streams._data["m"] == 0
+    assert np.isnan(streams.collectives["waited"]).all()
+
+
+def test_no_last_to_arrive_marks_on_a_one_rank_nsight_timeline():
+    tl = cctviz.read_timeline(DATA / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite")
+    assert tl.n_profiles == 1
+    view = TimelineView(tl)
+    assert view._data["m"] == 0
+    c = view.collectives
+    assert {"MPI_Init", "MPI_Send", "MPI_Recv"} <= set(c["name"]) and np.isnan(c["waited"]).all()
+
+
+def test_counter_bands_fold_per_component_by_default():
+    tl = runtime_like(ranks=4)
+    prof = tl.profiles.assign(component=["sim", "sim", "train", "train"])
+    ts = np.arange(0, 2_300, 100) * MS
+    counters = pd.concat(
+        [
+            pd.DataFrame({"profile": p, "track": t, "ts": ts, "value": float(10 * p + k)})
+            for p in range(4)
+            for k, t in enumerate(("cpu_util", "rss"))
+        ],
+        ignore_index=True,
+    )
+    tl = cctviz.Timeline(
+        tl.tree, tl.events, prof, counters=counters, units={"cpu_util": "%", "rss": "B"}
+    )
+    view = TimelineView(tl, bins=100)
+    d = view._data
+    assert d["k"] == 4  # 2 tracks x 2 components, not 8 bands
+    assert d["counter_label"] == ["sim (highest of 2)", "train (highest of 2)"] * 2
+    peak = np.frombuffer(d["counter_peak"], "<f4").reshape(4, -1)
+    assert np.nanmax(peak, axis=1).tolist() == [10.0, 30.0, 11.0, 31.0]  # the highest lane's
+    view.counter_bands = "lane"
+    assert view._data["k"] == 8
+    view.counter_bands = "none"
+    assert view._data["k"] == 0
+    with pytest.raises(traitlets.TraitError):
+        view.counter_bands = "rank"
+
+
+def test_selected_is_a_table_of_the_selected_nodes():
+    tl = runtime_like()
+    view = TimelineView(tl, selection='MATCH (".", a) WHERE a."name" = "forward"')
+    sel = view.selected
+    assert sel["name"].tolist() == ["forward"] and sel["callpath"].tolist() == [
+        "train.py/step/forward"
+    ]
+    whole = sel["time (inc)"].iloc[0]
+    assert whole == pytest.approx(3 * 30 * MS)  # the mean over the ranks
+    view.brush = [2.0, 2.1]  # one step
+    assert view.selected["time (inc)"].iloc[0] == pytest.approx(30 * MS)
+    view.selection = []
+    assert view.selected.empty
+
+
+def test_a_workflow_summary_is_stated_and_its_blocked_contexts_hatched():
+    from cctviz.workflow import WorkflowSummary
+
+    tl = runtime_like(ranks=4)
+    prof = tl.profiles.assign(component=["sim", "sim", "train", "train"])
+    tl = cctviz.Timeline(tl.tree, tl.events, prof)
+    blocked = pd.DataFrame(
+        {
+            "component": ["train", "train"],
+            "context": ["train.py/step/optimizer", "train.py/step/backward/all_reduce"],
+            "kind": ["phase", "comm"],
+            "blocked_mean": [0.05, 0.01],
+            "share": [0.1, 0.02],
+            "waits_for": ["sim", "train"],
+        }
+    )
+    # process by process: the optimizer counted as blocked on both train ranks
+    per_process = pd.DataFrame(
+        {
+            "rank": [2, 3, 2],
+            "component": ["train", "train", "train"],
+            "context": ["train.py/step/optimizer"] * 2 + ["train.py/step/backward/all_reduce"],
+            "kind": ["phase", "phase", "comm"],
+            "blocked": [0.05, 0.05, 0.01],
+        }
+    )
+    s = WorkflowSummary(
+        pd.DataFrame(),
+        blocked,
+        pd.DataFrame(),
+        pd.DataFrame(),
+        "sim",
+        "train waits for sim",
+        per_process,
+    )
+    view = TimelineView(tl, summary=s)
+    d = view._data
+    assert d["summary"] == "Workflow summary: the bottleneck is sim (train waits for sim)."
+    assert d["blocked_label"] == "blocked, as the summary counts it (train for sim)"
+    r = view.rects
+    hatched = r[r["blocked"]]
+    # the train lanes' optimizer only (communication is drawn as wait and transfer)
+    assert set(hatched["name"]) == {"optimizer"} and set(hatched["profile"]) == {2, 3}
+    # blocked on one process only: hatched on that lane only
+    one = WorkflowSummary(
+        pd.DataFrame(), blocked, pd.DataFrame(), pd.DataFrame(), "sim", "", per_process.iloc[[0]]
+    )
+    r1 = TimelineView(tl, summary=one).rects
+    assert set(r1.loc[r1["blocked"], "profile"]) == {2}
+    assert set(d["mark_of"]) == {""}  # the all-reduce spans both components here
+    assert TimelineView(tl)._data["summary"] == ""  # none read: not from a run folder
+    assert TimelineView(tl, summary=False).summary is None
+
+
+def test_too_narrow_an_export_grows_says_so_and_keeps_its_text(tmp_path):
+    from cctviz.errors import FigureFitWarning
+    from tests.export.checks import page_font_sizes, svg_root
+
+    view = TimelineView(runtime_like())
+    with pytest.warns(FigureFitWarning, match="wide, not 60 pt"):
+        svg = view.save(tmp_path / "t.svg", width=60, font_size=8).read_text()
+    root = svg_root(svg)
+    assert float(root.get("width").removesuffix("pt")) > 60
+    assert "wide, not 60 pt" in root.get("data-folded")
+    assert min(s for s, _ in page_font_sizes(svg)) >= 8
