@@ -7,7 +7,14 @@
 """
 
 from .dataset import DatasetEnsemble, open_dataset
-from .errors import CCTVizError, ProfileError, QueryError, UnknownFormatError, WorkerError
+from .errors import (
+    CCTVizError,
+    FigureFitWarning,
+    ProfileError,
+    QueryError,
+    UnknownFormatError,
+    WorkerError,
+)
 from .interop import from_hatchet, from_thicket
 from .model import Ensemble, NodeSet, Tree
 from .model.timeline import Timeline
@@ -40,7 +47,7 @@ def __getattr__(name: str):
         from .views.timeline import TimelineView
 
         return TimelineView
-    if name in ("perfmodel", "workflow"):  # submodules: import_module (`from .` asks here)
+    if name in ("perfmodel", "workflow", "examples"):  # submodules (`from .` asks here)
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -76,6 +83,7 @@ __all__ = [
     "diff_table",
     "from_hatchet",
     "from_thicket",
+    "FigureFitWarning",
     "ProfileError",
     "QueryError",
     "UnknownFormatError",

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -512,6 +513,28 @@ def _cmd_run(rest: Sequence[str]) -> int:
         return 2
 
 
+@contextlib.contextmanager
+def _figure_notes() -> Iterator[None]:
+    """What a figure could not hold at its font size (FigureFitWarning) as a note
+    on stderr ("cctviz: note: ..."), not as a Python warning with a file and line."""
+    import warnings
+
+    from .errors import FigureFitWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+            if issubclass(category, FigureFitWarning):
+                print(f"cctviz: note: {message}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", FigureFitWarning)
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":  # torchrun's options are not ours to parse
@@ -606,7 +629,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--width",
         metavar="LENGTH",
         help="figure width: points or a length with a unit, e.g. 3.5in, 89mm, 8cm, 252pt,"
-        " 600px (default: the natural width)",
+        " 600px (default: 7in, a journal's two columns); the text keeps --font-size and"
+        " what does not fit is folded, said under the figure and on stderr",
     )
     g.add_argument("--height", metavar="LENGTH", help="figure height (default: follows the width)")
     g.add_argument(
@@ -654,7 +678,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     v.set_defaults(fn=_cmd_view)
     a = p.parse_args(argv)
     try:
-        return a.fn(a)
+        with _figure_notes():
+            return a.fn(a)
     except BrokenPipeError:  # `cctviz tree FILE | head`: the reader has what it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from . import examples
 from .model import units
 from .model.ensemble import Ensemble
 from .ops.comm import by_context
@@ -63,8 +63,9 @@ def comm_by_module(ens: Ensemble) -> pd.DataFrame:
     """Communication per step of each (context, collective), mean over ranks.
 
     Columns: context (the path above the collective, below ``step``), kind,
-    calls, MB (1e6 bytes), ms, "algbw GB/s" and "busbw GB/s" per step, converted from
-    the units the tree states.
+    ``calls_mean``, ``MB_mean`` (1e6 bytes), ``ms_mean``, ``algbw GB/s`` and
+    ``busbw GB/s`` per rank and step (:func:`cctviz.ops.comm.by_context` divided
+    by the steps), converted from the units the tree states.
     """
     tree = ens.tree
     steps = float(ens.profiles["steps"].fillna(0).mean()) or 1.0
@@ -73,7 +74,8 @@ def comm_by_module(ens: Ensemble) -> pd.DataFrame:
     keep = [p[1] == "step" for p in paths]
     t = t[keep].rename(columns={"operation": "kind"})
     t["context"] = ["/".join(p[2:-1]) for p, k in zip(paths, keep) if k]
-    t[["calls", "MB", "ms"]] = t[["calls", "MB", "ms"]] / steps
+    per_step = ["calls_mean", "MB_mean", "ms_mean"]
+    t[per_step] = t[per_step].to_numpy(dtype=np.float64) / steps
     return t.reset_index(drop=True)
 
 
@@ -182,7 +184,7 @@ def write_figures(ens: Ensemble, step: Ensemble, out: Path) -> dict[str, Path]:
     from .views.cct import CCTView
 
     tree = CCTView(step, max_nodes=60)
-    comm = CCTView(step, color=("time (inc)", "comm_time (inc)"), size="time (inc)", max_nodes=60)
+    comm = CCTView(step, color=("time", "comm_time"), size="time (inc)", max_nodes=60)
     title = "GPT example, DDP on CPU processes: the step context"
     return {
         "figure_svg": tree.save(out / "tree-ddp.svg", width="7in", font_size=8, title=title),
@@ -210,9 +212,8 @@ def write_sankeys(both: Ensemble, out: Path) -> dict[str, Path]:
 
 
 def example_files() -> list[Path]:
-    """Paths of the bundled example profiles."""
-    root = resources.files("cctviz") / "examples" / "lulesh-scaling"
-    return sorted(Path(str(p)) for p in root.iterdir() if str(p).endswith(".json"))
+    """Paths of the bundled LULESH scaling runs (``cctviz.examples.files("lulesh-scaling")``)."""
+    return examples.files("lulesh-scaling")
 
 
 def cores_of(path: Path) -> int:

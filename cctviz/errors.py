@@ -111,3 +111,9 @@ class ExportOptionError(ExportError, ValueError):
 
 class MissingDependencyError(ExportError, ImportError):
     """An optional package needed for an output format is not installed."""
+
+
+class FigureFitWarning(UserWarning):
+    """An exported figure could not hold everything at the font size asked for:
+    it folded levels or nodes, or grew wider or taller than asked. The figure's
+    caption says the same; the text on the page keeps the size asked for."""

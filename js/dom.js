@@ -100,6 +100,7 @@ export function drawFlat(parent, scene, parts) {
   const { width, height, viewBox } = scene.frame;
   const attrs = { class: "cctviz-fig", width, height, viewBox, "font-family": scene.fontFamily, "font-size": scene.fontSize };
   const svg = buildPrim(parent.ownerDocument, { tag: "svg", attrs, children: [...head, ...parts] });
+  markFolded(svg, scene);
   parent.appendChild(svg);
   return svg;
 }
@@ -142,6 +143,18 @@ export function drawFigure(parent, scene, layers) {
     svg.appendChild(legends);
   }
   if (scene.empty) svg.appendChild(buildPrim(doc, scene.empty));
+  markFolded(svg, scene);
   parent.appendChild(svg);
   return svg;
+}
+
+/**
+ * The caption of what an export could not hold at its font size (a scene's
+ * `caption` prim and `notes`), drawn under the figure and kept in the root's
+ * `data-folded` attribute, which the exporter turns into a warning.
+ */
+export function markFolded(svg, scene) {
+  const doc = svg.ownerDocument;
+  if (scene.caption) svg.appendChild(buildPrim(doc, scene.caption));
+  if (scene.notes && scene.notes.length) svg.setAttribute("data-folded", scene.notes.join("; "));
 }

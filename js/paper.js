@@ -15,7 +15,13 @@ export const EXPORT_DEFAULTS = Object.freeze({
   highlight: true,
   background: "white", // "white" (the scheme's page colour) or "transparent"
   scheme: "light", // "light" or "dark"
+  notes: [], // what the exporter folded to fit (its caption's first sentences)
 });
+
+/** The options of a figure a live view's "SVG" button downloads: those `save()`
+ *  takes by default (cctviz/export/payload.py DEFAULTS: 7 in wide, 10 pt), so the
+ *  button and `view.save("x.svg")` give the same file. */
+export const DOWNLOAD_OPTIONS = Object.freeze({ width: 504, fontSize: 10 });
 
 /**
  * Scene settings from paper options: sizes, legends, highlight, title, the
@@ -40,6 +46,7 @@ export function paperSettings(options = {}, css = figureCSS) {
     background: o.background === "transparent" ? null : PALETTES[scheme].bg,
     style: css(PALETTES[scheme], `.cctviz-export-${scheme}`),
     scheme,
+    notes: Array.isArray(o.notes) ? o.notes.map(String) : [],
   };
 }
 

@@ -84,9 +84,9 @@ export function flowLegends(items, width, m) {
  *   legendsWidth: number, flowW: number, scale: number}}
  */
 export function frameTop(st, m, measure, naturalW, items) {
-  // export: shrink to the asked width (the legends flow at the figure's own width)
-  let scale = 1;
-  if (st.fit && st.width && naturalW > st.width) scale = st.width / naturalW;
+  // an export is never scaled: the font size asked for is the size on the page
+  // (a view lays its content out at the asked width, folding what does not fit)
+  const scale = 1;
   const flowW = legendFlowWidth(st, m, naturalW);
   const legends = st.legends ? flowLegends(items, flowW, m) : { prims: [], height: 0, width: 0 };
   let top = 0;
@@ -101,23 +101,19 @@ export function frameTop(st, m, measure, naturalW, items) {
 
 /**
  * The figure's size under the frame's top and a body of `bodyHeight`: the
- * content's offset, the width and height in figure units, the scale that fits
- * an export into `st.width`/`st.height`, and the svg's `frame` (pt and viewBox).
+ * content's offset, the width and height in figure units, the scale (always 1:
+ * text is drawn at the size asked for) and the svg's `frame` (pt and viewBox).
+ * An export takes the asked width and height; content that does not fit them
+ * makes the figure wider or taller than asked (never smaller text), which
+ * {@link fitNotes} says.
  */
-export function frameSize(st, m, top, naturalW, bodyHeight) {
+export function frameSize(st, m, top, naturalW, bodyHeight, caption = null) {
   const content = { x: m.margin, y: top.titleHeight + top.band + m.margin };
   const width = Math.max(top.flowW, top.legendsWidth, naturalW);
-  const height = content.y + bodyHeight + m.margin;
-  let scale = top.scale;
-  if (st.fit && st.height && height * scale > st.height) scale = st.height / height;
-  const outW = st.fit && st.width ? st.width : width * scale;
-  const outH = st.fit && st.height ? st.height : height * scale;
-  const frame = {
-    width: `${r2(outW)}pt`,
-    height: `${r2(outH)}pt`,
-    viewBox: `0 0 ${r2(outW / scale)} ${r2(outH / scale)}`,
-  };
-  return { content, width, height, scale, frame };
+  const capH = caption ? caption.height : 0;
+  const height = content.y + bodyHeight + m.margin + capH;
+  const { frame } = flatFrame(st, width, height);
+  return { content, width, height, scale: 1, frame, captionY: content.y + bodyHeight + m.margin };
 }
 
 /**
@@ -148,17 +144,123 @@ export function typesetter(rules) {
 }
 
 /**
- * The scale and svg frame of a flat figure (no zoomable viewport) of `width` x
- * `height` figure units: an export (`st.fit`) is shrunk to the asked width (and
- * height), never enlarged, so its fonts are never scaled up.
+ * The svg frame of a flat figure (no zoomable viewport) of `width` x `height`
+ * figure units, one unit a point: an export (`st.fit`) takes the asked width and
+ * height, or the content's where it is larger; nothing is ever scaled, so the
+ * text on the page is the size asked for.
  *
  * @returns {{scale: number, frame: {width: string, height: string, viewBox: string}}}
  */
 export function flatFrame(st, width, height) {
-  let scale = 1;
-  if (st.fit && st.width && width > st.width) scale = st.width / width;
-  if (st.fit && st.height && height * scale > st.height) scale = st.height / height;
-  const outW = st.fit && st.width ? st.width : width * scale;
-  const outH = st.fit && st.height ? st.height : height * scale;
-  return { scale, frame: { width: `${r2(outW)}pt`, height: `${r2(outH)}pt`, viewBox: `0 0 ${r2(outW / scale)} ${r2(outH / scale)}` } };
+  const outW = st.fit && st.width ? Math.max(st.width, width) : width;
+  const outH = st.fit && st.height ? Math.max(st.height, height) : height;
+  return { scale: 1, frame: { width: `${r2(outW)}pt`, height: `${r2(outH)}pt`, viewBox: `0 0 ${r2(outW)} ${r2(outH)}` } };
+}
+
+/**
+ * Text sizes of a figure from its font size: the labels at `font`, legends and
+ * values at `small`, axis ranges and outlier names at `tiny`. On screen the
+ * smaller sizes are 11/12 and 9/12 of the font (9 px at the default 12); in an
+ * export (`fit`) the font size asked for is the smallest text on the page, so
+ * they equal it.
+ *
+ * @returns {{font: number, small: number, tiny: number}}
+ */
+export function textSizes(fontSize, fit = false) {
+  if (fit) return { font: fontSize, small: fontSize, tiny: fontSize };
+  return { font: fontSize, small: r2(fontSize * (11 / 12)), tiny: r2(fontSize * (9 / 12)) };
+}
+
+/** Break `text` into lines no wider than `width` at `size` (words kept whole where
+ *  they fit; a word wider than the line is cut). */
+export function wrapText(text, width, size, measure, weight = 400) {
+  const lines = [];
+  let line = "";
+  for (const word of String(text).split(/\s+/).filter(Boolean)) {
+    const next = line ? `${line} ${word}` : word;
+    if (measure.text(next, size, weight) <= width) line = next;
+    else {
+      if (line) lines.push(line);
+      line = measure.text(word, size, weight) <= width ? word : measure.truncate(word, width, size, weight) || ELLIPSIS;
+    }
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
+/**
+ * What an export of `width` x `height` could not hold at its font size, in words
+ * (one sentence per item): what the view folded (`folded`: its own sentences),
+ * and where the content makes the figure wider or taller than asked.
+ *
+ * @param {object} st the scene settings (`fit`, `width`, `height`, `fontSize`)
+ * @param {string[]} folded the view's sentences ("3 deeper levels not drawn")
+ * @param {number} contentW the content's width in points (margins included)
+ * @param {number} contentH the whole figure's height in points
+ * @returns {string[]}
+ */
+export function fitNotes(st, folded, contentW, contentH) {
+  if (!st.fit) return []; // a live view says what it folded in its legend band (foldedLegend)
+  const out = [...(st.notes || []), ...folded];
+  const pt = (v) => `${Math.round(v)} pt`;
+  if (st.width && contentW > st.width + 0.5) out.push(`drawn ${pt(contentW)} wide, not ${pt(st.width)}: the content does not fit at ${st.fontSize} pt`);
+  if (st.height && contentH > st.height + 0.5) out.push(`drawn ${pt(contentH)} tall, not ${pt(st.height)}: the content does not fit at ${st.fontSize} pt`);
+  return out;
+}
+
+/**
+ * The caption line(s) under a figure that say what it folded ({@link fitNotes}),
+ * wrapped to `width`, at the small size, or null when nothing was folded. The
+ * prims are placed from y = 0 (the figure moves them under its body).
+ *
+ * @returns {{prims: object[], height: number, text: string}|null}
+ */
+export function captionOf(notes, width, m, measure) {
+  if (!notes.length) return null;
+  const text = `Not drawn at this size: ${notes.join("; ")}.`;
+  const size = m.small;
+  const lh = size * 1.25;
+  const lines = wrapText(text, Math.max(size * 4, width - 2 * m.margin), size, measure);
+  const prims = lines.map((t, k) => P("text", { class: "cctviz-caption", x: r2(m.margin), y: r2(k * lh), dy: "0.8em", "font-size": size }, t));
+  return { prims, height: lines.length * lh + m.margin / 2, text };
+}
+
+/**
+ * The frame of a figure with its caption: {@link frameSize} with the notes of
+ * what did not fit ({@link fitNotes}: the view's `folded` sentences, a figure
+ * wider or taller than asked) drawn under the body. Returns frameSize's fields
+ * plus `caption` (a prim placed under the body, or null) and `notes`.
+ */
+export function captionedFrame(st, m, measure, top, naturalW, bodyHeight, folded = []) {
+  const width = Math.max(top.flowW, top.legendsWidth, naturalW);
+  let notes = fitNotes(st, folded, width, 0);
+  let caption = captionOf(notes, st.fit && st.width ? Math.max(st.width, width) : width, m, measure);
+  let size = frameSize(st, m, top, naturalW, bodyHeight, caption);
+  // taller than asked: said with the height the caption itself makes (twice: the
+  // note's own line may add to it)
+  const base = notes;
+  for (let k = 0; k < 2 && st.fit && st.height; k++) {
+    const taller = fitNotes({ ...st, notes: [], width: null }, [], 0, size.height);
+    if (!taller.length) break;
+    notes = [...base, ...taller];
+    caption = captionOf(notes, st.width ? Math.max(st.width, width) : width, m, measure);
+    size = frameSize(st, m, top, naturalW, bodyHeight, caption);
+  }
+  const prim = caption ? P("g", { class: "cctviz-caption-band", transform: `translate(0,${r2(size.captionY)})` }, null, caption.prims) : null;
+  return { ...size, caption: prim, notes };
+}
+
+/**
+ * A live view's note of what it folded to fit its box (its legend band is not
+ * scaled or panned, unlike its body): a legend item [prim, width, height] of the
+ * sentences wrapped to `maxW`, or null.
+ */
+export function foldedLegend(folded, m, measure, maxW) {
+  if (!folded.length) return null;
+  const size = m.small;
+  const lh = size * 1.25;
+  const lines = wrapText(`Not drawn at this size: ${folded.join("; ")}.`, Math.max(size * 4, maxW), size, measure);
+  const kids = lines.map((t, k) => P("text", { class: "cctviz-legend-text cctviz-caption", x: 0, y: r2(k * lh), dy: "0.8em" }, t));
+  const w = Math.max(...lines.map((t) => measure.text(t, size)));
+  return [P("g", { class: "cctviz-legend cctviz-folded-note" }, null, kids), w, lines.length * lh];
 }

@@ -158,7 +158,7 @@ def test_demo_profiles_the_example_training(tmp_path):
     ddp = pd.read_csv(tmp_path / "comm-ddp.csv")
     params = cctviz.read(tmp_path / "run-ddp").meta["params"]
     assert ddp["kind"].tolist() == ["all_reduce"]
-    assert ddp["MB"].iloc[0] == pytest.approx(params * 4 / 1e6, rel=1e-9)  # fp32 gradients
+    assert ddp["MB_mean"].iloc[0] == pytest.approx(params * 4 / 1e6, rel=1e-9)  # fp32 gradients
     assert (tmp_path / "tree-ddp.txt").read_text().count("blocks.") >= 4
     # the figures: vector, with the tree's names as text, 7 in wide
     svg = ET.parse(tmp_path / "tree-ddp.svg").getroot()
@@ -166,9 +166,12 @@ def test_demo_profiles_the_example_training(tmp_path):
     assert "step" in texts and "forward" in texts and svg.get("width") == "504pt"
     assert (tmp_path / "tree-ddp.pdf").read_bytes().startswith(b"%PDF-")
     comm_svg = (tmp_path / "comm-ddp.svg").read_text()
-    assert "comm_time (inc)" in comm_svg
-    # most nodes move nothing: the bivariate scale still has a break above zero
-    assert re.search(r"\u2191 0 ns \| [1-9][0-9.]* (ns|us|ms|s)<", comm_svg), "comm_time collapsed"
+    assert "time \u00d7 comm_time" in comm_svg
+    # most nodes move nothing: the zeros are the low class and the nodes that
+    # communicate the high one ("0 | > 0", not "0 ns | 0 ns"), so the all_reduce,
+    # the one node that communicates, takes the legend's strongest colour
+    assert re.search(r"\u2191 0 \| (&gt;|>) 0<", comm_svg), "comm_time collapsed"
+    assert strongest_fill(comm_svg, "all_reduce") == "strongest"
     # the ensemble Sankeys of the step: modules by nn.Module path, and FSDP2 against DDP
     sankey = (tmp_path / "sankey-ddp.svg").read_text()
     assert 'aria-label="GPT.blocks.0' in sankey and "mean over 2 profiles" in sankey
@@ -185,7 +188,7 @@ def test_demo_profiles_the_example_training(tmp_path):
         assert not re.search(r"\d{6,}", out.replace(str(tmp_path), ""))
         assert re.search(r"\d (s|ms|us) ", out)
     # the communication table converts the run's ns to ms and GB/s
-    alg = ddp["MB"].iloc[0] * 1e6 / (ddp["ms"].iloc[0] * 1e-3) / 1e9
+    alg = ddp["MB_mean"].iloc[0] * 1e6 / (ddp["ms_mean"].iloc[0] * 1e-3) / 1e9
     assert ddp["algbw GB/s"].iloc[0] == pytest.approx(alg, rel=1e-9)
 
 
@@ -200,3 +203,24 @@ def test_lulesh_demo_writes_outputs(tmp_path):
     ens = cctviz.read(tmp_path / "lulesh-scaling.cctviz")
     assert ens.n_profiles == 1 + 8 + 27 + 64
     assert (tmp_path / "scaling.csv").read_text().startswith("cores,")
+
+
+def strongest_fill(svg_text: str, name: str) -> str:
+    """ "strongest" where the node ``name``'s mark has the fill of the bivariate
+    legend's strongest cell (high on both metrics: the grid's top right), else
+    the fill it has."""
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(svg_text)
+    legend = next(
+        g
+        for g in root.iter(f"{ns}g")
+        if "cctviz-legend" in (g.get("class") or "").split()
+        and any("tercile" in (t.text or "") for t in g.iter(f"{ns}text"))
+    )
+    cells = [r for r in legend.findall(f"{ns}rect") if r.get("fill", "").startswith("#")]
+    top_right = max(cells, key=lambda r: (float(r.get("x")), -float(r.get("y"))))
+    node = next(
+        g for g in root.iter(f"{ns}g") if (g.get("aria-label") or "").startswith(f"{name},")
+    )
+    fill = node.find(f"{ns}circle").get("fill")
+    return "strongest" if fill == top_right.get("fill") else fill

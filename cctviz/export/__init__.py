@@ -28,13 +28,14 @@ from .engine import Engine, get_engine, render_svg
 from .fonts import font_files
 from .html import page, to_html
 from .payload import ViewLike, drawing_options, parse_length, payload
-from .svg import svg_size, to_svg
+from .svg import folded_note, svg_size, to_svg
 
 __all__ = [
     "FORMATS",
     "Engine",
     "drawing_options",
     "export_bytes",
+    "folded_note",
     "font_files",
     "get_engine",
     "page",
@@ -144,8 +145,13 @@ def save(
 
     - ``width``, ``height``: the figure's size, a number of points or a string
       with a unit (``"3.5in"``, ``"89mm"``, ``"8cm"``, ``"252pt"``, ``"600px"``);
-      default the natural size (height follows the width);
-    - ``font_size`` (pt, default 10), ``title``, ``legends``, ``highlight``
+      default a width of 7 in (a journal's two columns; ``None``: the content's
+      natural width) and the height the content needs at that width;
+    - ``font_size`` (pt, default 10): the size of the smallest text on the page.
+      Nothing is scaled: a figure that cannot hold its content at that size
+      folds what does not fit (deeper levels, small nodes), says so in a caption
+      line under it and warns (:class:`~cctviz.errors.FigureFitWarning`);
+    - ``title``, ``legends``, ``highlight``
       (the selection), ``background`` (``"white"``/``"transparent"``),
       ``scheme`` (``"light"``/``"dark"``);
     - PNG only: ``scale`` (default 2: 192 pixels per inch) or ``dpi``.

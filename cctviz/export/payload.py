@@ -26,9 +26,11 @@ from ..errors import ExportOptionError
 
 #: points per unit of the lengths an option accepts (``px``: CSS pixels, 96 per inch)
 LENGTH_UNITS = {"pt": 1.0, "in": 72.0, "mm": 72.0 / 25.4, "cm": 72.0 / 2.54, "px": 0.75}
-#: drawing options and their defaults (``None`` width/height: the natural size)
+#: drawing options and their defaults (``None`` width/height: the content's natural size)
+#: the default width of a figure: a journal's two-column width (7 in), in points
+DEFAULT_WIDTH = 504.0
 DEFAULTS: dict[str, Any] = {
-    "width": None,
+    "width": DEFAULT_WIDTH,
     "height": None,
     "font_size": 10.0,
     "title": None,
@@ -115,8 +117,9 @@ def _flag(value: Any, option: str) -> bool:
 def drawing_options(**options: Any) -> dict[str, Any]:
     """The ``options`` object of the payload from keyword options (checked).
 
-    Accepted: ``width``, ``height`` (lengths, see :func:`parse_length`; None:
-    the natural size), ``font_size`` (label size in pt, or a length),
+    Accepted: ``width``, ``height`` (lengths, see :func:`parse_length`; default
+    width 7 in, height None: what the content needs; None: the natural size),
+    ``font_size`` (the smallest text's size on the page, in pt, or a length),
     ``title`` (str or None), ``legends``, ``highlight`` (bool), ``background``
     (``"white"`` or ``"transparent"``), ``scheme`` (``"light"`` or ``"dark"``).
     Anything else raises :class:`~cctviz.errors.ExportOptionError`.
@@ -190,11 +193,13 @@ def view_state(view: ViewLike) -> dict[str, Any]:
     return st
 
 
-def payload(view: ViewLike, **options: Any) -> dict[str, Any]:
+def payload(view: ViewLike, *, notes: list[str] | None = None, **options: Any) -> dict[str, Any]:
     """The JSON payload that draws ``view`` as it is now (see the module doc).
 
     Works for a view that was never displayed: its ``_data`` is computed in
-    Python. ``options`` are the drawing options of :func:`drawing_options`.
+    Python. ``options`` are the drawing options of :func:`drawing_options`;
+    ``notes``, what the exporter folded to fit (sentences the figure's caption
+    adds to its own).
 
     Example:
         >>> import json, cctviz
@@ -207,6 +212,8 @@ def payload(view: ViewLike, **options: Any) -> dict[str, Any]:
         >>> _ = json.dumps(p, allow_nan=False)
     """
     opts = drawing_options(**options)
+    if notes:
+        opts["notes"] = [str(n) for n in notes]
     complete = getattr(view, "complete_data", None)
     if complete is not None:  # what a view sends after its first paint
         complete()

@@ -7,13 +7,15 @@ writers take the page size from there.
 
 from __future__ import annotations
 
+import html
+import pathlib
 import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from ..errors import ExportError
+from ..errors import ExportError, FigureFitWarning
 from .engine import render_svg
-from .payload import LENGTH_UNITS, ViewLike, payload
+from .payload import DEFAULTS, LENGTH_UNITS, ViewLike, payload
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(pt|px|in|mm|cm)?\s*$")
 #: the root start tag (attribute values may hold ">")
@@ -50,10 +52,41 @@ def svg_size(svg: str) -> tuple[float, float]:
     return out[0], out[1]
 
 
+#: the root attribute where a figure says what it could not hold at its font size
+FOLDED_ATTR = "data-folded"
+
+
+def folded_note(svg: str) -> str:
+    """What an exported figure could not hold at its font size (its caption, in
+    the root's ``data-folded``: folded levels or nodes, a figure wider or taller
+    than asked), or "" when it holds everything.
+
+    Example:
+        >>> folded_note('<svg xmlns="http://www.w3.org/2000/svg" data-folded="2 deeper levels"/>')
+        '2 deeper levels'
+        >>> folded_note('<svg xmlns="http://www.w3.org/2000/svg"/>')
+        ''
+    """
+    m = ROOT_TAG.search(svg)
+    if not m:
+        return ""
+    found = re.search(rf'\s{FOLDED_ATTR}="([^"]*)"', m.group(0))
+    return html.unescape(found.group(1)) if found else ""
+
+
+#: the words of a figure's note that say it is taller than asked
+TALLER = "tall, not"
+
+
 def to_svg(view: ViewLike, **options: Any) -> str:
     """The SVG document of ``view`` as it is now.
 
     ``options``: the drawing options (:func:`cctviz.export.payload.drawing_options`).
+    Given a ``height`` its content does not fit at the font size, a view with a
+    node budget (``FIGURE_BUDGET``: the CCT view's ``max_nodes``) is drawn with the
+    largest budget that fits (small siblings folded into ``(other)`` by the
+    view's level of detail, every metric by its rule), the caption says so;
+    where none fits, the figure is taller than asked and says that.
 
     Example:
         >>> import cctviz
@@ -62,4 +95,62 @@ def to_svg(view: ViewLike, **options: Any) -> str:
         >>> svg_size(svg)[0]
         252.0
     """
-    return render_svg(payload(view, **options))
+    svg = render_svg(payload(view, **options))
+    budget = getattr(view, "FIGURE_BUDGET", None)
+    if options.get("height") is not None and budget and TALLER in folded_note(svg):
+        svg = _fit_height(view, budget, options) or svg
+    _warn_folded(view, svg, options)
+    return svg
+
+
+def _fit_height(view: ViewLike, budget: str, options: dict[str, Any]) -> str | None:
+    """The SVG of ``view`` with the largest node budget (the trait ``budget``)
+    whose figure fits the asked height, or None where even the least does not
+    (bisection; the view's trait is put back, its front end sent nothing new)."""
+    was = int(getattr(view, budget))
+    best = None
+    lo, hi = 1, was - 1  # budgets that may fit
+    with view.hold_sync():
+        try:
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                setattr(view, budget, mid)
+                svg = render_svg(payload(view, **options, notes=[_folded_to(mid, was)]))
+                if TALLER in folded_note(svg):
+                    hi = mid - 1
+                else:
+                    best, lo = svg, mid + 1
+        finally:
+            setattr(view, budget, was)
+    return best
+
+
+def _warn_folded(view: ViewLike, svg: str, options: dict[str, Any]) -> None:
+    """Warn (:class:`~cctviz.errors.FigureFitWarning`) where the figure could not
+    hold everything at its font size; the figure's caption says the same."""
+    note = folded_note(svg)
+    if note:
+        import warnings
+
+        size = options.get("font_size", DEFAULTS["font_size"])
+        warnings.warn(
+            f"{type(view).__name__} at {size} pt: not drawn at this size: {note}. The text keeps"
+            " its size; focus, collapse or filter the view, or give a larger width, to show more.",
+            FigureFitWarning,
+            stacklevel=_caller_level(),
+        )
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside cctviz (the user's call)."""
+    import sys
+
+    package = str(pathlib.Path(__file__).resolve().parents[1])
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _folded_to(budget: int, was: int) -> str:
+    return f"at most {budget} nodes, not {was}: smaller ones are folded into (other) nodes"

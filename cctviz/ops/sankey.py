@@ -342,6 +342,41 @@ def profile_group_labels(ens: Ensemble, column: str) -> np.ndarray:
     return out
 
 
+#: below a profiles column's group, call sites group by name when a tree has at
+#: most this many distinct names, else by their ancestor at depth 2
+INNER_NAMES = 200
+
+
+def within_groups(tree: Tree, labels: np.ndarray) -> np.ndarray:
+    """Group labels of who ran each call site (:func:`profile_group_labels`) made
+    a flow: the top of each group's subtree keeps the group's label (a workflow's
+    component, on the left of the Sankey), the call sites below it are grouped
+    within it, by name (``"train/forward"``; the node shows ``forward``), so
+    each component's contexts flow from it. Shared and unrecorded sites keep
+    their labels.
+
+    Example:
+        >>> import cctviz
+        >>> sim = cctviz.Tree.from_parents([-1, 0, 1], ["sim.py", "step", "stencil"], {"time": [1.0, 1, 4]})
+        >>> train = cctviz.Tree.from_parents([-1, 0, 1], ["train.py", "step", "forward"], {"time": [1.0, 1, 3]})
+        >>> ens = cctviz.Ensemble.from_trees([sim, train], profiles={"component": ["sim", "train"]})
+        >>> within_groups(ens.tree, profile_group_labels(ens, "component")).tolist()
+        ['sim', 'sim/step', 'sim/stencil', 'train', 'train/step', 'train/forward']
+    """
+    labels = np.asarray(labels, dtype=object)
+    parent = np.asarray(tree.parent)
+    own = ~np.isin(labels, [SHARED, CATCH_ALL])
+    parent_label = np.where(parent >= 0, labels[np.maximum(parent, 0)], None)
+    below = own & (parent >= 0) & (parent_label == labels)
+    if not below.any():
+        return labels
+    distinct = pd.Series(np.asarray(tree.names, dtype=object)).nunique()
+    inner = group_labels(tree, "name" if distinct <= INNER_NAMES else 2)
+    out = labels.copy()
+    out[below] = labels[below] + "/" + inner[below].astype(str)
+    return out
+
+
 def module_graph(
     data: Tree | Ensemble, group_by: GroupBy = "module", metric: str | None = None
 ) -> SankeyGraph:
@@ -370,7 +405,7 @@ def module_graph(
             " a Sankey needs an additive inclusive metric such as 'time (inc)'"
         )
     if ens is not None and _is_profile_column(ens, group_by):
-        labels = profile_group_labels(ens, str(group_by))
+        labels = within_groups(tree, profile_group_labels(ens, str(group_by)))
     else:
         labels = group_labels(tree, group_by)
     starts, occ = _segments(tree, labels)

@@ -70,7 +70,7 @@ class CCTView(View):
     Args:
         data: a Tree, an Ensemble (per-node spread over its profiles is shown)
             or a Timeline (its ensemble; on collective contexts, whom the waiting
-            waits for: the late rank and what it did meanwhile, see
+            waits for: the most waited for rank and what it did meanwhile, see
             :func:`cctviz.ops.collectives.wait_causes`, instead of flagging the
             waiter's imbalance).
         color: metric for node colour, or a pair of metrics for a bivariate
@@ -116,6 +116,9 @@ class CCTView(View):
     selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
     metrics = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     _data = traitlets.Dict().tag(sync=True)
+
+    #: the node budget an export lowers to fit a figure's height (cctviz.export.to_svg)
+    FIGURE_BUDGET = "max_nodes"
 
     #: traits that make up a view's state (see :attr:`state`)
     STATE = (

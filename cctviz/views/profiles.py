@@ -37,6 +37,7 @@ import traitlets
 
 from ..model import units as _units
 from ..model.ensemble import BaseEnsemble, Ensemble
+from ..model.tables import with_units
 from ..ops.projection import kmeans, mds, pca, profile_matrix
 from .base import View, f32, i32, profile_ids, register_view, share_space
 from .source import MetricSource
@@ -183,6 +184,8 @@ class ProfilesView(View):
             name = f"{c} (metadata)" if c == CLUSTER else str(c)
             s = prof[c]
             vals = s.iloc[live]
+            if s.map(lambda v: isinstance(v, (list, dict, set, tuple))).any():
+                continue  # lists and records (a traced run's cut, samples): no axis, no colour
             distinct = vals.nunique(dropna=True)
             if _numeric(s) and s.notna().any():
                 integral = bool(np.all(np.mod(vals.dropna().to_numpy(dtype=float), 1) == 0))
@@ -192,10 +195,7 @@ class ProfilesView(View):
                     kinds[name] = "numeric+category"
                 else:
                     kinds[name] = "numeric"
-            elif (
-                1 <= distinct <= max(MAX_CATEGORIES, len(live))
-                and not s.map(lambda v: isinstance(v, (list, dict, set, tuple))).any()
-            ):
+            elif 1 <= distinct <= max(MAX_CATEGORIES, len(live)):
                 out[name] = s
                 kinds[name] = "category"
         for m in ens.inc_metrics:
@@ -247,7 +247,8 @@ class ProfilesView(View):
 
     @property
     def coordinates(self) -> pd.DataFrame:
-        """The dots: profile id, label, x, y and colour value of each live profile."""
+        """The dots: profile id, label, x, y and colour value of each live
+        profile (in the units the axes and the colour state, ``attrs["units"]``)."""
         d = self._data
         out = pd.DataFrame(
             {
@@ -257,12 +258,14 @@ class ProfilesView(View):
                 "y": np.asarray(d["y"], dtype=np.float64),
             }
         )
+        units = {"x": d.get("x_unit"), "y": d.get("y_unit")}
         if d["color_kind"] == "numeric":
             out[self.color_by] = np.asarray(d["color"], dtype=np.float64)
+            units[self.color_by] = d.get("color_unit")
         elif d["color_kind"] == "category":
             cats = np.asarray(d["categories"], dtype=object)
             out[self.color_by] = cats[np.asarray(d["category"])]
-        return out
+        return with_units(out, {c: u for c, u in units.items() if u})
 
     @property
     def cluster_labels(self) -> np.ndarray:

@@ -39,12 +39,16 @@ import traitlets
 from ..model.ensemble import BaseEnsemble, Ensemble
 from ..model.nodeset import NodeSet
 from ..model.stats import BINS, box_plots, counted_matrix, histogram, node_stats
+from ..model.tables import shown_unit, with_units
 from ..model.timeline import Timeline
 from ..model.tree import Tree
 from ..ops.collectives import wait_causes
 from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
 from .base import CUE_SHARE, View, f32, i32, ids_json, profile_ids, register_view, share_space
 from .source import MetricSource, waits_payload
+
+#: the columns of :attr:`SankeyView.nodes` in the metric's unit
+_IN_METRIC_UNIT = ("mean", "min", "max", "std", "q1", "median", "q3", "cost")
 
 #: call sites drawn in an expanded super node
 SITES = 200
@@ -289,7 +293,8 @@ class SankeyView(View):
             "n",
         ):
             df[k] = d[k]
-        return df
+        unit = shown_unit(self._src.unit(self.metric))
+        return with_units(df, dict.fromkeys(_IN_METRIC_UNIT, unit) if unit else {})
 
     @property
     def per_profile(self) -> pd.DataFrame:
@@ -297,7 +302,9 @@ class SankeyView(View):
         statistics count them: 0 where the absence rule counts a missing value as
         0, NaN where the profile is left out (:func:`cctviz.model.stats.counted_matrix`)."""
         _, per, pids = self._graph()
-        return pd.DataFrame(self._counted(), columns=pids)
+        unit = shown_unit(self._src.unit(self.metric))
+        out = pd.DataFrame(self._counted(), columns=pids)
+        return with_units(out, dict.fromkeys(out.columns, unit) if unit else {})
 
     @property
     def selected(self) -> pd.DataFrame:
@@ -595,7 +602,7 @@ class SankeyView(View):
         calls of its member contexts pooled (:func:`~cctviz.ops.collectives.wait_causes`)."""
         assert self._timeline is not None
         w = wait_causes(self._timeline, groups=g.members)  # calls matched once per timeline
-        # a super node of collectives only gets the late rank as its cue; one
+        # a super node of collectives only gets the most waited for rank as its cue; one
         # that also holds other contexts (a module) tells its collectives' waits
         comm = self._tree.nodes["kind"].to_numpy() == "comm"
         mixed = np.zeros(len(g.nodes), dtype=bool)

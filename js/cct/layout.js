@@ -43,8 +43,8 @@ export function estimateTextWidth(text, fontSize = 12) {
  *
  * @param {import("./data.js").CCTData} data
  */
-export function buildHierarchy(data) {
-  const make = (row) => ({ row, kids: row < 0 ? data.roots : data.children[row] });
+export function buildHierarchy(data, maxDepth = Infinity) {
+  const make = (row) => ({ row, kids: row < 0 ? data.roots : data.depth[row] >= maxDepth ? [] : data.children[row] });
   return hierarchy(make(-1), (d) => d.kids.map(make));
 }
 
@@ -90,6 +90,7 @@ export function ownValues(data, values) {
  * @param {(row:number)=>number} [opts.radius] radius of the mark
  * @param {number} [opts.labelGap=6] gap between mark and label
  * @param {number} [opts.linkGap=28] minimum horizontal room for links between columns
+ * @param {number} [opts.maxDepth=Infinity] the deepest level laid out (deeper rows get no place)
  * @returns {{x: Float64Array, y: Float64Array, columns: number[], linkStart: Float64Array,
  *   width: number, height: number}} `x` horizontal, `y` vertical mark centres (content
  *   starts at 0,0); `linkStart[i]`: x where links leave row i (after its label).
@@ -100,6 +101,7 @@ export function treeLayout(data, opts = {}) {
   const linkGap = opts.linkGap ?? 28;
   const radius = opts.radius ?? (() => 4.5);
   const labelWidth = opts.labelWidth ?? ((i) => estimateTextWidth(data.names[i]));
+  const limit = opts.maxDepth ?? Infinity;
   const n = data.n;
   const x = new Float64Array(n);
   const y = new Float64Array(n);
@@ -108,12 +110,13 @@ export function treeLayout(data, opts = {}) {
 
   // Column widths: the widest mark + label at each depth.
   let maxDepth = 0;
-  for (let i = 0; i < n; i++) maxDepth = Math.max(maxDepth, data.depth[i]);
+  for (let i = 0; i < n; i++) if (data.depth[i] <= limit) maxDepth = Math.max(maxDepth, data.depth[i]);
   const maxR = new Float64Array(maxDepth + 1);
   const reach = new Float64Array(maxDepth + 1); // right end of marks+labels, from the column centre
   const ownReach = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     const d = data.depth[i];
+    if (d > limit) continue;
     const r = radius(i);
     ownReach[i] = r + labelGap + labelWidth(i);
     maxR[d] = Math.max(maxR[d], r);
@@ -124,7 +127,7 @@ export function treeLayout(data, opts = {}) {
     columns.push(columns[d - 1] + reach[d - 1] + linkGap + maxR[d]);
   }
 
-  const root = buildHierarchy(data);
+  const root = buildHierarchy(data, limit);
   tree()
     .nodeSize([rowHeight, 1])
     .separation((a, b) => (a.parent === b.parent ? 1 : 1.25))(root);

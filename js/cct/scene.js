@@ -37,7 +37,7 @@ import {
   metricName,
 } from "./data.js";
 import { icicleLayout, treeLayout } from "./layout.js";
-import { P, colorBar, frameSize, frameTop, legendFlowWidth, legendKit, typesetter } from "../scene-kit.js";
+import { P, captionedFrame, colorBar, foldedLegend, frameTop, legendFlowWidth, legendKit, textSizes, typesetter } from "../scene-kit.js";
 
 const TRIANGLE = "\u25b2";
 const ELLIPSIS = "\u2026";
@@ -55,7 +55,8 @@ export const DEFAULT_SETTINGS = Object.freeze({
   fontSize: 12, // label size in figure units (px on screen, pt in export)
   width: null, // width to fill (null: the content's natural width)
   height: null, // height to fit (export only; null: natural)
-  fit: false, // export: scale the figure down to width/height
+  fit: false, // export: lay the figure out at width/height, text at its size
+  fitLevels: null, // live: the width the tree's levels must fit (deeper ones are cut, "+N")
   labelEm: 20, // longest tree label, in em, before the ellipsis
   legends: true,
   highlight: true, // draw the selection
@@ -71,13 +72,14 @@ export function colorMetrics(value) {
 }
 
 
-/** Sizes of the figure, all proportional to the font size (12 on screen). */
-function metrics(fontSize, labelEm = 20) {
+/** Sizes of the figure, all proportional to the font size (12 on screen); in an
+ *  export (`fit`) no text is smaller than the font size (scene-kit textSizes). */
+function metrics(fontSize, labelEm = 20, fit = false) {
   const u = fontSize / 12;
   return {
     u,
     font: fontSize,
-    small: r2(fontSize * (11 / 12)),
+    small: textSizes(fontSize, fit).small,
     margin: 14 * u,
     whisker: 40 * u,
     labelWidth: labelEm * fontSize, // longest tree label, before the ellipsis
@@ -142,12 +144,12 @@ export function cueText(d, i) {
 
 /**
  * The cue of row i ({text, cls}) or "": on a collective context whose waiting
- * is known (a Timeline), the rank the others waited for ("late: rank 2"), not
+ * is known (a Timeline), the rank the others waited for most ("waited for: rank 2"), not
  * the waiters' imbalance; elsewhere the imbalance cue where it costs enough.
  */
 export function rowCue(d, i) {
   const w = waitOf(d, i);
-  if (w && w.pure) return w.late >= 0 ? { text: waitCue(w), cls: WAIT_CLASS } : "";
+  if (w && w.pure) return w.mostWaitedFor >= 0 ? { text: waitCue(w), cls: WAIT_CLASS } : "";
   return hasImbalanceCue(d, i) ? { text: cueText(d, i), cls: "cctviz-imbalance" } : "";
 }
 
@@ -279,7 +281,67 @@ function nodeAttrs(d, enc, i, x, y, selected, cue) {
   return attrs;
 }
 
-function treeContent(d, enc, m, measure, labels, more, cue, sel) {
+/** The narrowest label column of a tree figure of a given width, in em: about 16
+ *  characters (names are cut so that different names never read alike). */
+const TREE_FIGURE_LABEL_EM = 9;
+/** ... or 5 em where 9 em leaves a single level. */
+const TREE_FIGURE_LABEL_EM_LEAST = 5;
+
+/** Nodes under row i that a figure cut at its depth does not draw (rows below it
+ *  and the nodes they fold). */
+function hiddenBelow(d, i) {
+  let k = 0;
+  for (const c of d.children[i]) k += isOther(d, c) ? d.folded[c] : 1 + d.folded[c] + hiddenBelow(d, c);
+  return k;
+}
+
+/**
+ * The levels and the label width of a node-link tree that fit `avail` points at
+ * full text size: the most levels whose labels get at least
+ * {@link TREE_FIGURE_LABEL_EM} em, each label as wide as the room left allows
+ * (never wider than its name). Returns {levels, cap} (cap: the longest label).
+ */
+function fitTree(d, m, avail, natural, fixed, floor) {
+  let levels = 1;
+  for (let i = 0; i < d.n; i++) levels = Math.max(levels, d.depth[i] + 1);
+  // width of `L` levels with labels cut at `cap` (treeLayout's columns)
+  const widthOf = (L, cap) => {
+    const maxR = new Float64Array(L);
+    const reach = new Float64Array(L);
+    for (let i = 0; i < d.n; i++) {
+      const dep = d.depth[i];
+      if (dep >= L) continue;
+      maxR[dep] = Math.max(maxR[dep], fixed[i].r);
+      const cut = dep === L - 1 && d.children[i].length ? fixed[i].moreCut : 0;
+      reach[dep] = Math.max(reach[dep], fixed[i].r + 6 * m.u + Math.max(Math.min(natural[i], cap) + cut, floor[i]));
+    }
+    let w = maxR[0];
+    for (let k = 1; k < L; k++) w += reach[k - 1] + 28 * m.u + maxR[k];
+    return w + reach[L - 1];
+  };
+  let widest = 0;
+  for (let i = 0; i < d.n; i++) widest = Math.max(widest, natural[i]);
+  // labels of 9 em where that leaves two levels or more, else of 5 em (a narrow
+  // column at a large font: two levels of short names say more than one)
+  let least = Math.min(widest, TREE_FIGURE_LABEL_EM * m.font);
+  if (levels > 1 && widthOf(2, least) > avail) least = Math.min(widest, TREE_FIGURE_LABEL_EM_LEAST * m.font);
+  for (let L = levels; L >= 1; L--) {
+    if (widthOf(L, least) > avail && L > 1) continue;
+    // the widest labels that still fit (bisection on the cap)
+    let lo = least;
+    let hi = Math.max(least, widest);
+    if (widthOf(L, hi) <= avail) return { levels: L, cap: hi };
+    for (let k = 0; k < 24; k++) {
+      const mid = (lo + hi) / 2;
+      if (widthOf(L, mid) <= avail) lo = mid;
+      else hi = mid;
+    }
+    return { levels: L, cap: widthOf(L, lo) <= avail ? lo : Math.max(m.font, lo - (widthOf(L, lo) - avail)) };
+  }
+  return { levels: 1, cap: least };
+}
+
+function treeContent(d, enc, m, measure, labels, more, cue, sel, st) {
   const ensemble = Boolean(d.spread);
   const rowHeight = (ensemble ? 32 : 22) * m.u;
   const rMax = (enc.sizeMetric && d.size ? (ensemble ? 9 : 10) : 4.5) * m.u;
@@ -289,16 +351,60 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel) {
     return Math.max(2 * m.u, rMax * Math.sqrt(Math.min(1, v / enc.sizeMax)));
   };
   const radius = (i) => (enc.sizeMetric && d.size ? enc.radiusOf(d.size[i]) : 4.5 * m.u);
-  const lw = (i) => {
-    let w = measure.text(labels[i] + more[i], m.font);
-    if (ensemble) w = Math.max(w, m.whisker + 6 * m.u + (cue[i] ? measure.text(cue[i].text, m.small, 700) : 0));
-    return w;
-  };
-  const g = treeLayout(d, { rowHeight, radius, labelWidth: lw, labelGap: 6 * m.u, linkGap: 28 * m.u });
+  // the least width beside a node of an ensemble: its spread whisker and cue
+  const floor = (i) => (ensemble ? m.whisker + 6 * m.u + (cue[i] ? measure.text(cue[i].text, m.small, 700) : 0) : 0);
+  // a figure of a given width: the levels that fit it at full text size, labels cut
+  // to the room left; deeper levels are not drawn (their parents say "+N", as a
+  // collapsed node does, and the caption says how many levels)
+  let levels = Infinity;
+  const folded = [];
+  const levelsWidth = st.fit && st.width ? st.width : st.fitLevels;
+  if (levelsWidth && d.n) {
+    const natural = d.names.map((nm, i) => measure.text(labels[i] + more[i], m.font));
+    const fixed = d.names.map((nm, i) => ({ r: radius(i), moreCut: measure.text(`\u00a0+${hiddenBelow(d, i)}${st.fit ? "" : ", 9 selected"}`, m.font) }));
+    const floors = d.names.map((nm, i) => floor(i));
+    const fit = fitTree(d, m, levelsWidth - 2 * m.margin, natural, fixed, floors);
+    let deepest = 0;
+    for (let i = 0; i < d.n; i++) deepest = Math.max(deepest, d.depth[i] + 1);
+    const cutName = distinctCutter(d.names, measure, m.font);
+    for (let i = 0; i < d.n; i++) {
+      const room = fit.cap - (more[i] ? measure.text(more[i], m.font) : 0);
+      if (natural[i] > fit.cap) labels[i] = cutName(d.names[i], Math.max(m.font, room)) || ELLIPSIS;
+    }
+    // live: the search matches the user steps through are drawn (the tree is panned
+    // where that makes it wider than its box); a selection below the cut is
+    // counted on its ancestor's "+N" ("+6, 2 selected")
+    let needed = 0;
+    if (!st.fit) for (let i = 0; i < d.n; i++) if (d.flags[i] & FLAG_MATCH) needed = Math.max(needed, d.depth[i] + 1);
+    if (Math.max(fit.levels, needed) < deepest) {
+      levels = Math.max(fit.levels, needed);
+      const selectedBelow = new Map();
+      for (let i = 0; i < d.n; i++) {
+        if (d.depth[i] < levels || !sel.has(d.id[i])) continue;
+        let a = i;
+        while (d.depth[a] > levels - 1) a = d.parent[a];
+        selectedBelow.set(a, (selectedBelow.get(a) || 0) + 1);
+      }
+      let nodes = 0;
+      for (let i = 0; i < d.n; i++) {
+        if (d.depth[i] === levels - 1 && d.children[i].length) {
+          const k = hiddenBelow(d, i);
+          const s = selectedBelow.get(i);
+          more[i] = `\u00a0+${k}${s ? `, ${s} selected` : ""}`;
+          nodes += k;
+        }
+      }
+      const l = deepest - levels;
+      const how = st.fit ? "" : "; double-click one to focus it";
+      folded.push(`${l} deeper level${l === 1 ? "" : "s"} (${nodes} node${nodes === 1 ? "" : "s"}, "+N" on their parents${how})`);
+    }
+  }
+  const lw = (i) => Math.max(measure.text(labels[i] + more[i], m.font), floor(i));
+  const g = treeLayout(d, { rowHeight, radius, labelWidth: lw, labelGap: 6 * m.u, linkGap: 28 * m.u, maxDepth: levels - 1 });
   const links = [];
   for (let i = 0; i < d.n; i++) {
     const p = d.parent[i];
-    if (p < 0) continue;
+    if (p < 0 || d.depth[i] >= levels) continue;
     const sx = g.linkStart[p];
     const sy = g.y[p];
     const tx = g.x[i] - radius(i) - 1;
@@ -311,6 +417,7 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel) {
   }
   const nodes = [];
   for (let i = 0; i < d.n; i++) {
+    if (d.depth[i] >= levels) continue;
     const r = radius(i);
     const kids = [P("circle", { class: "cctviz-mark", r: r2(r), fill: enc.fill(i) })];
     const label = P("text", { class: "cctviz-label", x: r2(r + 6 * m.u), y: ensemble ? r2(-5 * m.u) : 0, dy: "0.35em" }, labels[i]);
@@ -325,7 +432,10 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel) {
     }
     nodes.push(P("g", nodeAttrs(d, enc, i, g.x[i], g.y[i], sel.has(d.id[i]), cue[i]), null, kids));
   }
-  return { geom: { kind: "tree", ...g }, links, nodes, width: g.width, height: g.height };
+  // rows whose children a level cut leaves out (double-click focuses them, live)
+  const cut = new Set();
+  if (levels < Infinity) for (let i = 0; i < d.n; i++) if (d.depth[i] === levels - 1 && d.children[i].length) cut.add(i);
+  return { geom: { kind: "tree", ...g, shownLevels: levels, cut }, links, nodes, width: g.width, height: g.height, folded };
 }
 
 /** The narrowest icicle column, px at 12 px text: live (panned beyond) ... */
@@ -407,7 +517,9 @@ function icicleContent(d, enc, m, measure, cue, sel, settings) {
   }
   const width = Math.min(g.width, shownLevels * columnWidth);
   const geom = { kind: "icicle", ...g, shownLevels, hiddenLevels: levels - shownLevels, hiddenMarks };
-  return { geom, links: [], nodes, width, height: g.height };
+  const l = levels - shownLevels;
+  const folded = l > 0 ? [`${l} deeper level${l === 1 ? "" : "s"} (marked by a notch)`] : [];
+  return { geom, links: [], nodes, width, height: g.height, folded };
 }
 
 /**
@@ -432,11 +544,14 @@ export function selectionOverlay(d, geom, ids) {
   return out;
 }
 
-/** "all 0 B" when a metric has one value only, else the tercile breaks "1 ms | 5 ms". */
+/** "all 0 B" when a metric has one value only, else the tercile breaks "1 ms | 5 ms"
+ *  (a zero as "0", in no unit; "0 | > 0" where the middle class is empty). */
 function breaksText(d, metric, breaks, domain) {
   if (!breaks) return "\u2013";
   if (domain && domain[0] === domain[1]) return `all ${formatMetricValue(d, metric, domain[0])} (no spread)`;
-  return `${formatMetricValue(d, metric, breaks[0])} | ${formatMetricValue(d, metric, breaks[1])}`;
+  const f = (v) => (v === 0 ? "0" : formatMetricValue(d, metric, v));
+  if (breaks[0] === breaks[1]) return `${f(breaks[0])} | > ${f(breaks[1])}`;
+  return `${f(breaks[0])} | ${f(breaks[1])}`;
 }
 
 /** Legends as [prim, width, height] items (not yet placed). */
@@ -461,9 +576,14 @@ function legendItems(d, enc, m, measure, settings, geom, maxW) {
         kids.push(text(tt * W, y0 + bh + 6 * u, label, { dy: "0.8em", "text-anchor": tt === 0 ? "start" : tt === 1 ? "end" : "middle" }));
       }
     }
-    kids.push(P("rect", { class: "cctviz-legend-swatch", x: r2(W + 12 * u), y: r2(y0), width: r2(bh), height: r2(bh), fill: MISSING_COLOR }));
-    kids.push(text(W + 26 * u, y0 + bh / 2, "missing", { dy: "0.35em" }));
-    items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(W + 26 * u + tw("missing"), tw(t, 700)), 48 * u]);
+    // the swatch of a node without a value, only where one is drawn
+    let missing = false;
+    for (let i = 0; i < d.n && !missing; i++) missing = !isOther(d, i) && !Number.isFinite(enc.values[i]) && d.depth[i] < (geom?.shownLevels ?? Infinity);
+    if (missing) {
+      kids.push(P("rect", { class: "cctviz-legend-swatch", x: r2(W + 12 * u), y: r2(y0), width: r2(bh), height: r2(bh), fill: MISSING_COLOR }));
+      kids.push(text(W + 26 * u, y0 + bh / 2, "missing", { dy: "0.35em" }));
+    }
+    items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(missing ? W + 26 * u + tw("missing") : W, tw(t, 700)), 48 * u]);
   } else if (enc.kind === "bivariate") {
     const [ma, mb] = enc.metrics;
     const t = cut(`Colour: ${ma} \u00d7 ${mb} (terciles)`, 64);
@@ -484,8 +604,21 @@ function legendItems(d, enc, m, measure, settings, geom, maxW) {
     kids.push(P("text", { class: "cctviz-legend-text cctviz-legend-muted", x: r2(tx), y: r2(gy), dy: "0.8em" }, "tercile breaks"));
     kids.push(text(tx, gy + 14 * u, lineA, { dy: "0.8em" }));
     kids.push(text(tx, gy + 28 * u, lineB, { dy: "0.8em" }));
-    const w = Math.max(tx + Math.max(tw(lineA), tw(lineB), tw("tercile breaks")), tw(up), tw(right), tw(t, 700));
-    items.push([P("g", { class: "cctviz-legend" }, null, kids), w, gy + 3 * cell + 17 * u]);
+    let w = Math.max(tx + Math.max(tw(lineA), tw(lineB), tw("tercile breaks")), tw(up), tw(right), tw(t, 700));
+    // grey: a node without one of the two values, only where one is drawn
+    let missing = false;
+    for (let i = 0; i < d.n && !missing; i++) {
+      missing = !isOther(d, i) && d.depth[i] < (geom?.shownLevels ?? Infinity) && !(Number.isFinite(d.color[i]) && Number.isFinite(d.color2[i]));
+    }
+    let hgt = gy + 3 * cell + 17 * u;
+    if (missing) {
+      const ym = hgt + 2 * u;
+      kids.push(P("rect", { class: "cctviz-legend-swatch", x: 0, y: r2(ym), width: r2(10 * u), height: r2(10 * u), fill: MISSING_COLOR }));
+      kids.push(text(14 * u, ym + 5 * u, "missing", { dy: "0.35em" }));
+      w = Math.max(w, 14 * u + tw("missing"));
+      hgt = ym + 12 * u;
+    }
+    items.push([P("g", { class: "cctviz-legend" }, null, kids), w, hgt]);
   }
   if (settings.chart === "tree" && enc.sizeMetric && d.size && enc.sizeMax > 0) {
     const t = cut(`Size (area): ${legendName(d, enc.sizeMetric)}`, 64);
@@ -546,10 +679,11 @@ function legendItems(d, enc, m, measure, settings, geom, maxW) {
     }
     if (d.waits && d.waits.size) {
       const yw = hgt + 7 * u;
-      const t3 = "the rank the others waited for most at a collective (the waiters are not flagged)";
-      kids.push(P("text", { class: WAIT_CLASS, x: 0, y: r2(yw), dy: "0.35em" }, "late:"));
-      kids.push(text(W + 6 * u, yw, t3, { dy: "0.35em" }));
-      w = Math.max(w, W + 6 * u + tw(t3));
+      const t3 = "the rank whose last arrivals cost the others the most waiting (waiters not flagged)";
+      const x3 = Math.max(W, tw("waited for:", 700)) + 6 * u;
+      kids.push(P("text", { class: WAIT_CLASS, x: 0, y: r2(yw), dy: "0.35em" }, "waited for:"));
+      kids.push(text(x3, yw, t3, { dy: "0.35em" }));
+      w = Math.max(w, x3 + tw(t3));
       hgt = yw + 7 * u;
     }
     items.push([P("g", { class: "cctviz-legend" }, null, kids), Math.max(w, tw(t, 700)), hgt]);
@@ -577,7 +711,7 @@ const typeset = typesetter({
 export function cctScene(d, settings, measure = TABLE_MEASURE) {
   const st = { ...DEFAULT_SETTINGS, ...settings };
   st.chart = st.chart === "icicle" ? "icicle" : "tree";
-  const m = metrics(st.fontSize, st.labelEm);
+  const m = metrics(st.fontSize, st.labelEm, st.fit);
   const enc = encodings(d, st);
   const sel = new Set(st.highlight ? (st.selection || []).map(Number) : []);
 
@@ -591,12 +725,14 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
     cue[i] = rowCue(d, i);
   }
   const body =
-    st.chart === "tree" ? treeContent(d, enc, m, measure, labels, more, cue, sel) : icicleContent(d, enc, m, measure, cue, sel, st);
+    st.chart === "tree" ? treeContent(d, enc, m, measure, labels, more, cue, sel, st) : icicleContent(d, enc, m, measure, cue, sel, st);
 
   const naturalW = body.width + 2 * m.margin;
   const items = st.legends ? legendItems(d, enc, m, measure, st, body.geom, legendFlowWidth(st, m, naturalW) - 2 * m.margin) : [];
+  const note = st.fit ? null : foldedLegend(body.folded, m, measure, legendFlowWidth(st, m, naturalW) - 2 * m.margin);
+  if (note) items.push(note);
   const top = frameTop(st, m, measure, naturalW, items);
-  const { content, width, height, scale, frame } = frameSize(st, m, top, naturalW, body.height);
+  const { content, width, height, scale, frame, caption, notes } = captionedFrame(st, m, measure, top, naturalW, body.height, body.folded);
   const title = top.title;
   const empty = d.n
     ? null
@@ -626,6 +762,8 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
     nodes: body.nodes,
     overlay: st.highlight ? selectionOverlay(d, body.geom, sel) : [],
     empty,
+    caption,
+    notes,
     geom: body.geom,
     encodings: enc,
     margin: m.margin,

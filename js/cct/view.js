@@ -9,10 +9,11 @@ import { lifetime } from "../kit/lifetime.js";
 import { attachBrush } from "../chrome/brush.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
+import { DOWNLOAD_OPTIONS } from "../paper.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { traitHelpers } from "../chrome/traits.js";
 import { createZoom } from "../chrome/zoom.js";
-import { contentHeight, fitScale, givenHeight, watchResize } from "../chrome/size.js";
+import { contentHeight, fitScale, givenHeight, readableScale, watchResize } from "../chrome/size.js";
 import { zoomIdentity } from "d3-zoom";
 import { FLAG_MATCH, decodeData, isCollapsed, isExpandable, isOther, otherParentId } from "./data.js";
 import { buildPrim, drawCCT } from "./draw.js";
@@ -253,7 +254,13 @@ export function renderCCT({ model, el }) {
     ev.preventDefault();
     const d = state.data;
     if (isOther(d, row) || (isExpandable(d, row) && isCollapsed(d, row))) expandRow(row);
+    else if (isCut(row)) focusRow(row);
     else if (d.children[row].length) collapseRow(row);
+  }
+  /** Whether the level cut that fits the box hides row's children. */
+  function isCut(row) {
+    const g = state.scene && state.scene.geom;
+    return Boolean(g && g.cut && g.cut.has(row));
   }
   function onPointerMove(ev) {
     if (ev.buttons) return tooltip.hide();
@@ -302,6 +309,7 @@ export function renderCCT({ model, el }) {
         return true;
       case "ArrowRight":
         if (isExpandable(d, row) && isCollapsed(d, row)) expandRow(row);
+        else if (isCut(row)) focusRow(row);
         else if (d.children[row].length) move(d.children[row][0]);
         return true;
       case "ArrowLeft":
@@ -404,7 +412,7 @@ export function renderCCT({ model, el }) {
     updateButtons();
   });
   fitBtn.addEventListener("click", fit);
-  saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-tree.svg", cctSVG(model.get("_data"), stateOf(model), {})));
+  saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-tree.svg", cctSVG(model.get("_data"), stateOf(model), DOWNLOAD_OPTIONS)));
 
   // ---- selection (no re-layout) -----------------------------------------------
   function applySelection() {
@@ -447,13 +455,11 @@ export function renderCCT({ model, el }) {
     state.lastFocus = focus;
     state.width = Math.max(320, Math.round(holder.clientWidth || 960));
 
-    // A tree wider than the view: shorter labels (the tooltip has the whole
-    // name) before the opening fit shrinks the text.
-    let scene = cctScene(d, { ...st, fontSize: FONT, width: state.width });
-    for (const em of [12, 8]) {
-      if (st.chart !== "tree" || scene.width <= state.width * 1.15) break;
-      scene = cctScene(d, { ...st, fontSize: FONT, width: state.width, labelEm: em });
-    }
+    // A tree fits the width of its box: shorter labels (the tooltip has the whole
+    // name), the opening fit down to readable text, and the levels that still do
+    // not fit are cut ("+N" on their parents; a double-click focuses one)
+    const fitLevels = st.chart === "tree" ? (state.width - 2) / readableScale(FONT) : null;
+    const scene = cctScene(d, { ...st, fontSize: FONT, width: state.width, fitLevels });
     state.scene = scene;
     if (state.brush) state.brush.destroy();
     if (state.svg) state.svg.remove();
@@ -573,6 +579,9 @@ export function renderCCT({ model, el }) {
     const fh = fixedHeight();
     if ((w > 0 && Math.abs(Math.max(320, w) - state.width) > 1) || (fh && Math.abs(fh - lastH) > 1)) {
       lastH = fh;
+      // a new width fits other levels: the height follows them (it only holds
+      // still while the user collapses and expands at one width)
+      if (w > 0 && Math.abs(Math.max(320, w) - state.width) > 1) state.minHeight = 0;
       render();
     }
   }));

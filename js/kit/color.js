@@ -102,8 +102,17 @@ export function terciles(values, keep = () => true) {
   v.sort((a, b) => a - b);
   const breaks = [quantileSorted(v, 1 / 3), quantileSorted(v, 2 / 3)];
   if (breaks[0] === v[0]) {
+    // a third or more at the minimum (nodes that did none of it: no bytes, no
+    // communication): the minimum is the low class, and the values above it split
+    // at their median, the median and above in the high class, so the nodes that
+    // do the most of it take the strongest colour even when they are all equal
     const above = v.filter((x) => x > v[0]);
-    if (above.length) return [v[0], quantileSorted(above, 0.5)];
+    if (above.length) {
+      const median = quantileSorted(above, 0.5);
+      let mid = v[0];
+      for (const x of above) if (x < median) mid = x;
+      return [v[0], mid];
+    }
   }
   return breaks;
 }

@@ -71,6 +71,7 @@ export function figureCSS(p, scope = ".cctviz-fig") {
     `${f} .cctviz-legend-swatch{stroke:${p.strong};stroke-width:0.5}`,
     `${f} .cctviz-legend-circle{fill:none;stroke:${p.muted};stroke-width:1}`,
     `${f} .cctviz-empty{fill:${p.muted}}`,
+    `${f} .cctviz-caption{fill:${p.muted};font-style:italic}`,
     `${f} text.cctviz-ink-dark{fill:#111111}`,
     `${f} text.cctviz-ink-light{fill:#ffffff}`,
     `${f} g.cctviz-ink-dark line{stroke:#111111}`,

@@ -10,7 +10,7 @@ import { MISSING_COLOR, sequentialScale } from "../kit/color.js";
 import { r2 } from "../dom.js";
 import { formatValue } from "../format.js";
 import { FONT_FAMILY, TABLE_MEASURE } from "../measure.js";
-import { P, flatFrame } from "../scene-kit.js";
+import { P, flatFrame, textSizes } from "../scene-kit.js";
 
 /** The text measure of the bundled font: the same in the notebook and in export. */
 
@@ -214,7 +214,7 @@ export function profilesScene(d, settings, measure = TABLE_MEASURE) {
   const st = { ...DEFAULT_SETTINGS, ...settings };
   const font = st.fontSize;
   const u = font / 12;
-  const m = { u, font, small: r2(font * (11 / 12)), margin: 14 * u };
+  const m = { u, font, small: textSizes(font, st.fit).small, margin: 14 * u };
   const sel = new Set(st.highlight ? (st.selection || []).map(Number) : []);
   const enc = colorEncoding(d);
 

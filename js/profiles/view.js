@@ -7,6 +7,7 @@
 import { attachBrush } from "../chrome/brush.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
+import { DOWNLOAD_OPTIONS } from "../paper.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { asLiveCanvas, watchResize } from "../chrome/size.js";
 import { THEME_PALETTE } from "../kit/style.js";
@@ -164,7 +165,7 @@ export function renderProfiles({ model, el }, opts = {}) {
     if (k !== Number(model.get("clusters"))) commit({ clusters: k });
   });
   for (const [v, b] of Object.entries(projButtons)) b.addEventListener("click", () => v !== model.get("projection") && commit({ projection: v }));
-  saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-profiles.svg", profilesSVG(model.get("_data"), stateOf(model), {})));
+  saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-profiles.svg", profilesSVG(model.get("_data"), stateOf(model), DOWNLOAD_OPTIONS)));
 
   // ---- selection (no re-layout) -------------------------------------------------
   function applySelection() {

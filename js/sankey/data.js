@@ -187,3 +187,94 @@ export function binsOf(d, k) {
   const src = d.diff ? d.diff.dhist : d.hist;
   return src.subarray(k * d.B, (k + 1) * d.B);
 }
+
+/** Per-node columns of a decoded Sankey (arrays of length n), by field name. */
+const NODE_FIELDS = ["group", "label", "column", "value", "members", "min", "max", "mean", "counted", "std", "q1", "median", "q3", "whiskerLo", "whiskerHi", "cost", "imbalance", "argmax", "outlierMore"];
+const DIFF_NODE_FIELDS = ["meanA", "meanB", "delta", "dhistLo", "dhistHi"];
+
+/** `a` at the indices `keep` (typed arrays stay typed). */
+function pick(a, keep) {
+  if (!a) return a;
+  const out = Array.isArray(a) ? new Array(keep.length) : new a.constructor(keep.length);
+  for (let j = 0; j < keep.length; j++) out[j] = a[keep[j]];
+  return out;
+}
+
+/** `B` bins per node of the nodes `keep`. */
+function pickBins(a, keep, B) {
+  if (!a) return a;
+  const out = new a.constructor(keep.length * B);
+  for (let j = 0; j < keep.length; j++) out.set(a.subarray(keep[j] * B, (keep[j] + 1) * B), j * B);
+  return out;
+}
+
+/**
+ * The decoded Sankey cut to its first `columns` columns (what a figure of a
+ * given width can hold at its font size): the super nodes, dummies, links and
+ * edges that lie in them, renumbered; `kept[j]` is node j's id in `d`, `cut` the
+ * nodes left out. A node's height is its inclusive value, so the time of the
+ * groups left out is still in their callers' heights.
+ *
+ * @param {SankeyData} d
+ * @param {number} columns
+ * @returns {SankeyData & {kept: Int32Array, cut: number, cutColumns: number}}
+ */
+export function keepColumns(d, columns) {
+  const keep = [];
+  for (let k = 0; k < d.n; k++) if (d.column[k] < columns) keep.push(k);
+  const keepDummy = [];
+  for (let j = 0; j < d.nDummy; j++) if (d.dummyColumn[j] < columns) keepDummy.push(j);
+  const vertex = new Int32Array(d.n + d.nDummy).fill(-1); // old vertex -> new
+  keep.forEach((k, j) => (vertex[k] = j));
+  keepDummy.forEach((k, j) => (vertex[d.n + k] = keep.length + j));
+  // an edge stays when both its ends do; its links and dummies go with it otherwise
+  const edgeMap = new Int32Array(d.edgeSource.length).fill(-1);
+  const edges = [];
+  for (let e = 0; e < d.edgeSource.length; e++) {
+    if (vertex[d.edgeSource[e]] >= 0 && vertex[d.edgeTarget[e]] >= 0) {
+      edgeMap[e] = edges.length;
+      edges.push(e);
+    }
+  }
+  const links = [];
+  for (let i = 0; i < d.m; i++) {
+    const s = vertex[d.linkSource[i]];
+    const t = vertex[d.linkTarget[i]];
+    const e = d.linkEdge ? d.linkEdge[i] : -1;
+    if (s < 0 || t < 0 || (d.linkEdge && e >= 0 && edgeMap[e] < 0)) continue;
+    links.push(i);
+  }
+  const out = { ...d, n: keep.length, nDummy: keepDummy.length, m: links.length };
+  for (const f of NODE_FIELDS) out[f] = pick(d[f], keep);
+  out.hist = pickBins(d.hist, keep, d.B);
+  out.histSel = pickBins(d.histSel, keep, d.B);
+  out.selMean = pick(d.selMean, keep);
+  out.dummyColumn = pick(d.dummyColumn, keepDummy);
+  out.linkSource = Int32Array.from(links, (i) => vertex[d.linkSource[i]]);
+  out.linkTarget = Int32Array.from(links, (i) => vertex[d.linkTarget[i]]);
+  out.linkValue = pick(d.linkValue, links);
+  out.linkEdge = d.linkEdge ? Int32Array.from(links, (i) => (d.linkEdge[i] >= 0 ? edgeMap[d.linkEdge[i]] : d.linkEdge[i])) : null;
+  out.edgeSource = Int32Array.from(edges, (e) => vertex[d.edgeSource[e]]);
+  out.edgeTarget = Int32Array.from(edges, (e) => vertex[d.edgeTarget[e]]);
+  const outl = [];
+  for (let j = 0; j < d.outlierNode.length; j++) if (vertex[d.outlierNode[j]] >= 0 && d.outlierNode[j] < d.n) outl.push(j);
+  out.outlierNode = Int32Array.from(outl, (j) => vertex[d.outlierNode[j]]);
+  out.outlierProfile = pick(d.outlierProfile, outl);
+  out.outlierValue = pick(d.outlierValue, outl);
+  out.outliersOf = Array.from({ length: keep.length }, () => []);
+  outl.forEach((j, jj) => out.outliersOf[out.outlierNode[jj]].push(jj));
+  out.sites = d.sites.filter((s) => vertex[s.node] >= 0).map((s) => ({ ...s, node: vertex[s.node] }));
+  out.sitesOf = new Map(out.sites.map((s) => [s.node, s]));
+  if (d.diff) {
+    out.diff = { ...d.diff, dhist: pickBins(d.diff.dhist, keep, d.B) };
+    for (const f of DIFF_NODE_FIELDS) out.diff[f] = pick(d.diff[f], keep);
+  }
+  out.waits = new Map([...d.waits].filter(([k]) => vertex[k] >= 0).map(([k, w]) => [vertex[k], w]));
+  out.columns = Math.min(d.columns, columns);
+  out.kept = Int32Array.from(keep);
+  out.cut = d.n - keep.length;
+  let deepest = 0;
+  for (let k = 0; k < d.n; k++) deepest = Math.max(deepest, d.column[k] + 1);
+  out.cutColumns = Math.max(0, deepest - columns);
+  return out;
+}

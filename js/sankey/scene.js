@@ -8,9 +8,9 @@ import { interpolateRdBu } from "d3-scale-chromatic";
 import { r2 } from "../dom.js";
 import { formatRatio, formatValue, unitLabel } from "../format.js";
 import { FONT_FAMILY, TABLE_MEASURE, distinctCutter } from "../measure.js";
-import { P, colorBar, frameSize, frameTop, legendFlowWidth, legendKit, typesetter } from "../scene-kit.js";
+import { P, captionedFrame, colorBar, frameTop, legendFlowWidth, legendKit, textSizes, typesetter, wrapText } from "../scene-kit.js";
 import { MISSING_COLOR, sequentialScale, textColorOn, valueAt } from "../kit/color.js";
-import { binsOf, distRange, fmt, hasCue, profileLabel, waitOf } from "./data.js";
+import { binsOf, distRange, fmt, hasCue, keepColumns, profileLabel, waitOf } from "./data.js";
 import { waitCue, waitHeading, waitSentences } from "../kit/waits.js";
 import { sankeyLayout } from "./layout.js";
 
@@ -36,14 +36,16 @@ export const DEFAULT_SETTINGS = Object.freeze({
   brush: null, // {node, lo, hi} or null
 });
 
-/** Sizes of the figure, proportional to the font size (12 on screen). */
-function sizes(fontSize) {
+/** Sizes of the figure, proportional to the font size (12 on screen); in an
+ *  export (`fit`) no text is smaller than the font size (scene-kit textSizes). */
+function sizes(fontSize, fit = false) {
   const u = fontSize / 12;
+  const t = textSizes(fontSize, fit);
   return {
     u,
     font: fontSize,
-    small: r2(fontSize * (11 / 12)),
-    tiny: r2(fontSize * (9 / 12)),
+    small: t.small,
+    tiny: t.tiny,
     margin: 14 * u,
     nodeW: 116 * u,
     minNodeW: 60 * u,
@@ -53,8 +55,9 @@ function sizes(fontSize) {
     row: 16 * u, // label row inside a node
     box: 10 * u, // box plot strip
     hist: 14 * u, // least histogram height
-    range: 11 * u, // min/max numbers row
+    range: Math.max(11 * u, t.tiny * 1.25), // min/max numbers row
     siteW: 76 * u,
+    minPad: 40 * u, // least room right of the last column (a numbered label)
   };
 }
 
@@ -93,8 +96,8 @@ export function cueText(d, k) {
   return `${TRIANGLE} ${fmt(d, d.cost[k])}`;
 }
 
-/** The cue of node k: the late rank on a collective whose waiting is known
- *  ("late: rank 2"), else the imbalance cue where it costs enough, else "". */
+/** The cue of node k: the most waited for rank on a collective whose waiting is
+ *  known ("waited for: rank 2"), else the imbalance cue where it costs enough, else "". */
 export function nodeCue(d, k) {
   const w = waitOf(d, k);
   if (w && w.pure) return waitCue(w);
@@ -299,8 +302,7 @@ function distPrims(d, k, box, m, measure, paint, st, selProfiles) {
     }
     if (Number.isFinite(med)) bk.push(P("line", { class: "cctviz-median", x1: r2(med), x2: r2(med), y1: r2(yBox - half), y2: r2(yBox + half) }));
     kids.push(P("g", { class: "cctviz-boxplot", stroke: paint.ink }, null, bk));
-    // outliers: dots on the box line; their labels at the top of the histogram where free
-    const placed = [];
+    // outliers: dots on the box line; their labels go in the row under it (below)
     for (const j of d.outliersOf[k]) {
       const x = X(d.outlierValue[j]);
       if (!Number.isFinite(x)) continue;
@@ -314,35 +316,36 @@ function distPrims(d, k, box, m, measure, paint, st, selProfiles) {
         cy: r2(yBox),
         r: r2(Math.max(1.5, Math.min(half, 2.4 * m.u))),
       }));
-      if (box.histH >= 2 * m.tiny && placed.length < 3) {
-        const t = profileLabel(d, p);
+    }
+  }
+  // the row under the box plot: min and max at its ends, the outliers' names near
+  // their dots where free (never over the histogram; the tooltip lists them all)
+  if (box.rangeH > 0) {
+    const y = box.y1 - box.rangeH / 2;
+    const tl = fmt(d, lo);
+    const th = fmt(d, hi);
+    const placed = [];
+    if (measure.text(tl, m.tiny) + measure.text(th, m.tiny) + 6 * m.u <= x1 - x0) {
+      kids.push(P("text", { class: `cctviz-range ${ink}`, x: r2(x0), y: r2(y), dy: "0.35em" }, tl));
+      kids.push(P("text", { class: `cctviz-range ${ink}`, x: r2(x1), y: r2(y), dy: "0.35em", "text-anchor": "end" }, th));
+      placed.push([x0, x0 + measure.text(tl, m.tiny)], [x1 - measure.text(th, m.tiny), x1]);
+    }
+    if (showBox) {
+      for (const j of d.outliersOf[k].slice(0, 3)) {
+        const x = X(d.outlierValue[j]);
+        if (!Number.isFinite(x)) continue;
+        const t = profileLabel(d, d.outlierProfile[j]);
         const w = measure.text(t, m.tiny);
-        const left = x > (x0 + x1) / 2 ? x - w - 2 * m.u : x + 2 * m.u;
-        if (left >= x0 - 1 && left + w <= x1 + 1 && !placed.some(([a, z]) => left < z + 3 * m.u && left + w > a - 3 * m.u)) {
+        const left = Math.max(x0, Math.min(x1 - w, x - w / 2));
+        if (!placed.some(([a, z]) => left < z + 3 * m.u && left + w > a - 3 * m.u)) {
           placed.push([left, left + w]);
-          kids.push(P("text", { class: `cctviz-outlier-label ${ink}`, x: r2(left), y: r2(yHist0), dy: "0.8em" }, t));
+          kids.push(P("text", { class: `cctviz-outlier-label ${ink}`, x: r2(left), y: r2(y), dy: "0.35em" }, t));
         }
       }
     }
   }
-  if (box.rangeH > 0) {
-    const tl = fmt(d, lo);
-    const th = fmt(d, hi);
-    if (measure.text(tl, m.tiny) + measure.text(th, m.tiny) + 6 * m.u <= x1 - x0) {
-      const y = box.y1 - box.rangeH / 2;
-      kids.push(P("text", { class: `cctviz-range ${ink}`, x: r2(x0), y: r2(y), dy: "0.35em" }, tl));
-      kids.push(P("text", { class: `cctviz-range ${ink}`, x: r2(x1), y: r2(y), dy: "0.35em", "text-anchor": "end" }, th));
-    }
-  }
   const g = P("g", { class: "cctviz-dist", "data-node": String(k) }, null, kids);
   return [g, { x0, x1, lo, hi, y0: box.y0, y1: box.y1 }];
-}
-
-/** Whether a cue leaves too little of a name beside it (a cut name of fewer than
- *  5 characters, its ellipsis counted): then the cue shrinks to its triangle (the
- *  tooltip keeps the cost). */
-function squeezedBy(cue, label, name) {
-  return Boolean(cue) && label !== name && [...(label || "")].length < Math.min(5, [...String(name)].length);
 }
 
 /** Room right of the last column for its nodes' outside labels: the widest of
@@ -359,7 +362,7 @@ function lastColumnRoom(d, last, measure, m, spare) {
     const w = measure.text(String(d.label[k]), m.font) + (cue ? measure.text(cue, m.small, 700) + 8 * u : 0);
     need = Math.max(need, w + 14 * u);
   }
-  return Math.max(96 * u, Math.min(need, spare));
+  return Math.max(m.minPad, Math.min(Math.max(96 * u, need), Math.max(96 * u, spare)), Math.min(96 * u, need));
 }
 
 /** Legend items [prim, width, height]. */
@@ -373,7 +376,8 @@ function legendItems(d, colors, m, measure, st, maxW) {
     const t = cut(`Height: ${metricText(d)}, mean over ${profilesText(d)}`, 90);
     const lines = [];
     if (st.groupBy) lines.push(`grouped by ${st.groupBy}`);
-    lines.push(`${d.n} group${d.n === 1 ? "" : "s"}, ${d.treeSize || "?"} call sites`);
+    const all = d.kept ? d.n + d.cut : d.n;
+    lines.push(`${all} group${all === 1 ? "" : "s"}${d.kept ? ` (${d.n} drawn)` : ""}, ${d.treeSize || "?"} call sites`);
     if (d.backEdges > 0) lines.push(`${d.backEdges} back edge${d.backEdges === 1 ? "" : "s"} broken (not drawn)`);
     const line = cut(lines.join(" \u00b7 "), 90);
     items.push([P("g", { class: "cctviz-legend" }, null, [title(t), text(0, 17 * u, line, { dy: "0.8em" })]), Math.max(tw(t, 700), tw(line)), 30 * u]);
@@ -384,7 +388,8 @@ function legendItems(d, colors, m, measure, st, maxW) {
     const y0 = 17 * u;
     const bh = 10 * u;
     const sc = colors.scale;
-    const t = colors.kind === "diff" ? cut(`Colour: ${d.diff.bLabel} ${MINUS} ${d.diff.aLabel} (mean) ${d.unit ? `[${d.unit}]` : ""}`.trim(), 80) : "Colour: imbalance (max/mean)";
+    // the ticks carry their units ("-1.2 s"): no recorded unit ("[us]") over them
+    const t = colors.kind === "diff" ? cut(`Colour: ${d.diff.bLabel} ${MINUS} ${d.diff.aLabel} (mean)${d.unit ? "" : " [unit unknown]"}`, 80) : "Colour: imbalance (max/mean)";
     const kids = [title(t), ...colorBar(sc.interpolator, W, y0, bh)];
     const ticks = colors.kind === "diff" ? [0, 0.5, 1] : [0, 0.5, 1];
     for (const tt of ticks) {
@@ -401,7 +406,8 @@ function legendItems(d, colors, m, measure, st, maxW) {
       kids.push(text(0, 46 * u, line, { dy: "0.8em" }));
       w = Math.max(w, tw(line));
       hgt = 60 * u;
-    } else {
+    } else if (d.imbalance.some((v) => !Number.isFinite(v))) {
+      // the swatch of a node without a ratio, only where there is one
       kids.push(P("rect", { class: "cctviz-legend-swatch", x: r2(W + 12 * u), y: r2(y0), width: r2(bh), height: r2(bh), fill: MISSING_COLOR }));
       kids.push(text(W + 26 * u, y0 + bh / 2, "n/a", { dy: "0.35em" }));
       w = W + 26 * u + tw("n/a");
@@ -431,22 +437,27 @@ function legendItems(d, colors, m, measure, st, maxW) {
       kids.push(P("circle", { class: "cctviz-outlier cctviz-legend-hist", cx: r2(W * 0.95), cy: r2(yb), r: r2(2.4 * u) }));
       t1 = "histogram (min \u2192 max of the node), dashed: mean; box: quartiles, whiskers 1.5 IQR, dots: outliers";
     }
-    kids.push(text(W + 8 * u, y + 8 * u, t1, { dy: "0.35em" }));
-    let w = W + 8 * u + tw(t1);
-    let hgt = y + 28 * u;
+    // the explanation wraps where the band is narrow (a figure of 3.5 in)
+    const lh1 = m.small * 1.25;
+    const t1lines = wrapText(t1, Math.max(maxW - W - 8 * u, 80 * u), m.small, measure);
+    t1lines.forEach((ln, j) => kids.push(text(W + 8 * u, y + 8 * u + j * lh1, ln, { dy: "0.35em" })));
+    const extra = (t1lines.length - 1) * lh1;
+    let w = W + 8 * u + Math.max(...t1lines.map((ln) => tw(ln)));
+    let hgt = y + 28 * u + extra;
     if (!d.diff && d.costThreshold !== null) {
       const t2 = `imbalance costs max ${MINUS} mean \u2265 ${fmt(d, d.costThreshold)}`;
-      kids.push(P("text", { class: "cctviz-cue", x: r2(W + 8 * u), y: r2(y + 22 * u), dy: "0.35em" }, TRIANGLE));
-      kids.push(text(W + 22 * u, y + 22 * u, t2, { dy: "0.35em" }));
+      const y2 = Math.max(y + 22 * u, y + 8 * u + extra + lh1);
+      kids.push(P("text", { class: "cctviz-cue", x: r2(W + 8 * u), y: r2(y2), dy: "0.35em" }, TRIANGLE));
+      kids.push(text(W + 22 * u, y2, t2, { dy: "0.35em" }));
       w = Math.max(w, W + 22 * u + tw(t2));
-      hgt = y + 30 * u; // the cue's row ends below the box plot's
+      hgt = y2 + 8 * u; // the cue's row ends below the box plot's
     }
     if (!d.diff && [...d.waits.values()].some((w) => waitCue(w))) {
       const yw = hgt + 6 * u;
-      const t3 = "the rank the others waited for most at a collective (the waiters are not flagged)";
-      kids.push(P("text", { class: "cctviz-cue", x: r2(W + 8 * u), y: r2(yw), dy: "0.35em" }, "late:"));
-      kids.push(text(W + 8 * u + tw("late: ", 700), yw, t3, { dy: "0.35em" }));
-      w = Math.max(w, W + 8 * u + tw("late: ", 700) + tw(t3));
+      const t3 = "the rank whose last arrivals cost the others the most waiting (waiters not flagged)";
+      kids.push(P("text", { class: "cctviz-cue", x: r2(W + 8 * u), y: r2(yw), dy: "0.35em" }, "waited for:"));
+      kids.push(text(W + 8 * u + tw("waited for: ", 700), yw, t3, { dy: "0.35em" }));
+      w = Math.max(w, W + 8 * u + tw("waited for: ", 700) + tw(t3));
       hgt = yw + 8 * u;
     }
     const sel = (st.selectedProfiles || []).map(Number);
@@ -465,33 +476,163 @@ function legendItems(d, colors, m, measure, st, maxW) {
 }
 
 /**
+ * The label inside node k (`room` wide; `roomy`: the node holds a second row of
+ * text and its box plot): the name first, whole on one line, with the cue beside
+ * it or on a row of its own, or shrunk to its triangle (a waited-for rank's cue does not
+ * shrink: the tooltip has it); else the name on two lines; else a number (the
+ * figure's key names it). Returns {lines, numbered, cue, cueRow, rows}.
+ */
+function insideLabel(d, k, name, cue, room, roomy, m, measure) {
+  const u = m.u;
+  const nameW = measure.text(name, m.font);
+  const cueW = cue ? measure.text(cue, m.small, 700) + 6 * u : 0;
+  const tri = hasCue(d, k) ? TRIANGLE : "";
+  const triW = tri ? measure.text(tri, m.small, 700) + 6 * u : 0;
+  if (nameW <= room - cueW) return { lines: [name], numbered: false, cue, cueRow: 0, rows: 1 };
+  if (cue && nameW <= room && roomy) {
+    return { lines: [name], numbered: false, cue: cueW - 6 * u > room ? tri : cue, cueRow: 1, rows: 2 };
+  }
+  if (nameW <= room - triW) return { lines: [name], numbered: false, cue: tri, cueRow: 0, rows: 1 };
+  if (roomy) {
+    const two = twoLines(name, room - triW, m.font, measure);
+    if (two) return { lines: two, numbered: false, cue: tri, cueRow: 0, rows: 2 };
+  }
+  return { lines: [""], numbered: true, cue: tri, cueRow: 0, rows: 1 };
+}
+
+/** The columns a decoded Sankey spans. */
+function columnCount(d) {
+  let columns = Math.max(1, d.columns);
+  for (let k = 0; k < d.n; k++) columns = Math.max(columns, d.column[k] + 1);
+  for (let j = 0; j < d.nDummy; j++) columns = Math.max(columns, d.dummyColumn[j] + 1);
+  return columns;
+}
+
+/** Places where a name may break onto a second line: after "_", ".", "/", ":",
+ *  "-", a space, and before an upper-case letter that follows a lower-case one. */
+function breakPoints(name) {
+  const cs = Array.from(name);
+  const out = [];
+  for (let i = 1; i < cs.length; i++) {
+    const a = cs[i - 1];
+    const b = cs[i];
+    if ("_./:- ".includes(a) || (/[a-z0-9]/.test(a) && /[A-Z]/.test(b))) out.push(i);
+  }
+  return out;
+}
+
+/** `name` on two lines no wider than `width` (the most even break), or null. */
+export function twoLines(name, width, size, measure) {
+  const cs = Array.from(String(name));
+  let best = null;
+  for (const i of breakPoints(name)) {
+    const a = cs.slice(0, i).join("").trimEnd();
+    const b = cs.slice(i).join("").trimStart();
+    const wa = measure.text(a, size);
+    const wb = measure.text(b, size);
+    if (wa <= width && wb <= width && (!best || Math.max(wa, wb) < best.w)) best = { lines: [a, b], w: Math.max(wa, wb) };
+  }
+  return best ? best.lines : null;
+}
+
+/** The text of a numbered label: "12 CalcHour…" where room, else "12". */
+function numberedText(num, name, room, size, measure) {
+  const head = `${num}`;
+  const rest = room - measure.text(`${head} `, size, 700);
+  const cut = rest > 0 ? measure.truncate(name, rest, size) : "";
+  return Array.from(cut || "").length >= 4 ? [head, cut] : [head, ""];
+}
+
+/**
+ * The key of a figure's numbered labels: "12 CalcHourglassControlForElems" per
+ * entry, in as many columns as `width` holds, at the label size. Returns {prims,
+ * height} placed from y = 0.
+ */
+function keyBlock(entries, width, m, measure) {
+  if (!entries.length) return { prims: [], height: 0 };
+  const size = m.font;
+  const lh = size * 1.3;
+  const numW = Math.max(...entries.map((e) => measure.text(`${e.num}`, size, 700))) + 4 * m.u;
+  const nameW = Math.max(...entries.map((e) => measure.text(e.name, size)));
+  const colW = Math.min(width, numW + nameW + 14 * m.u);
+  const cols = Math.max(1, Math.floor((width + 14 * m.u) / colW));
+  const rows = Math.ceil(entries.length / cols);
+  const prims = [P("text", { class: "cctviz-legend-title cctviz-key-title", x: 0, y: 0, dy: "0.8em" }, "Key of the numbered nodes")];
+  entries.forEach((e, j) => {
+    const x = Math.floor(j / rows) * colW;
+    const y = lh * (1 + (j % rows));
+    const name = measure.truncate(e.name, colW - numW - 14 * m.u, size) || ELLIPSIS;
+    prims.push(P("text", { class: "cctviz-key", x: r2(x), y: r2(y), dy: "0.8em", "data-node": String(e.id) }, null, [
+      P("tspan", { class: "cctviz-key-num" }, `${e.num}`),
+      P("tspan", { class: "cctviz-key-name", x: r2(x + numW) }, name),
+    ]));
+  });
+  return { prims: [P("g", { class: "cctviz-keyblock" }, null, prims)], height: lh * (rows + 1) + 4 * m.u };
+}
+
+/** Outside labels of one column, top to bottom, moved apart vertically (at least
+ *  `lh` between centres) within [lo, hi]; returns the y of each. */
+function spreadLabels(ys, lh, lo, hi) {
+  const out = ys.slice();
+  for (let j = 0; j < out.length; j++) out[j] = Math.max(out[j], lo, j ? out[j - 1] + lh : -Infinity);
+  for (let j = out.length - 1; j >= 0; j--) out[j] = Math.min(out[j], j < out.length - 1 ? out[j + 1] - lh : hi);
+  return out;
+}
+
+/**
  * Build the scene of a Sankey view.
  *
- * @param {import("./data.js").SankeyData} d decoded `_data`
+ * A figure of a given width (`fit`) draws the columns that fit it at full text
+ * size (deeper ones are cut, said in its caption); every node is named: by its
+ * whole name inside the node or beside it (two lines where that helps), or by a
+ * number whose entry in the key under the figure holds the whole name.
+ *
+ * @param {import("./data.js").SankeyData} d0 decoded `_data`
  * @param {object} settings see {@link DEFAULT_SETTINGS}
  * @param {{text: Function, truncate: Function}} [measure]
  * @returns {object} `frame`, `width`, `height`, `scale`, `legends`, `band`, `title`,
  *   `titleHeight`, `content`, `links` (ribbons), `nodes`, `overlay`, `empty`, `geom`
- *   (layout and each node's distribution box, for interaction), `diff`, `fontSize`, `fontFamily`.
+ *   (layout and each node's distribution box, for interaction), `diff`, `fontSize`,
+ *   `fontFamily`, `caption`, `notes`, `key` (the numbered nodes: {num, id, name}).
  */
-export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
+export function sankeyScene(d0, settings, measure = TABLE_MEASURE) {
   const st = { ...DEFAULT_SETTINGS, ...settings };
-  const m = sizes(st.fontSize);
-  // node labels cut so that different groups never read alike (measure.js)
-  const cutLabel = distinctCutter(d.label, measure, m.font);
+  const m = sizes(st.fontSize, st.fit);
   const u = m.u;
+  // a figure of a given width: the columns that fit at full text size
+  let d = d0;
+  const folded = [];
+  if (st.fit && st.width && d0.n) {
+    // the most columns whose nodes and gaps, at their least, and the last column's
+    // labels fit the width
+    let fits = columnCount(d0);
+    const least = (c, dd) => c * m.minNodeW + (c - 1) * m.minGapX + lastColumnRoom(dd, c - 1, measure, m, 0) + 2 * m.margin;
+    while (fits > 1 && least(fits, fits < columnCount(d0) ? keepColumns(d0, fits) : d0) > st.width) fits--;
+    if (fits < columnCount(d0)) {
+      d = keepColumns(d0, fits);
+      if (d.cut > 0) {
+        const c = d.cutColumns;
+        folded.push(`${c} deeper column${c === 1 ? "" : "s"} (${d.cut} group${d.cut === 1 ? "" : "s"}, whose time is in their callers' heights)`);
+      }
+    }
+  }
+  const idOf = (k) => (d.kept ? d.kept[k] : k); // the node's id in the view's data
+  const local = (ids) => {
+    if (!d.kept) return ids;
+    const back = new Map(Array.from(d.kept, (id, k) => [id, k]));
+    return ids.filter((id) => back.has(id)).map((id) => back.get(id));
+  };
   const colors = nodeColors(d);
-  const selG = new Set(st.highlight ? (st.selectedGroups || []).map(Number) : []);
+  const selG = new Set(st.highlight ? local((st.selectedGroups || []).map(Number)) : []);
   const selS = new Set(st.highlight ? (st.selection || []).map(Number) : []);
   const selP = new Set(st.highlight ? (st.selectedProfiles || []).map(Number) : []);
+  const brush = st.brush && d.kept ? { ...st.brush, node: local([Number(st.brush.node)])[0] ?? -1 } : st.brush;
 
   // widths: the asked width shared by the columns, within bounds
-  let columns = Math.max(1, d.columns);
-  for (let k = 0; k < d.n; k++) columns = Math.max(columns, d.column[k] + 1);
-  for (let j = 0; j < d.nDummy; j++) columns = Math.max(columns, d.dummyColumn[j] + 1);
+  const columns = columnCount(d);
   // the columns at their natural pitch come first; the labels take what they leave
   const spare = (st.width || 1500 * u) - columns * (m.nodeW + m.gapX) - 2 * m.margin;
-  const rightPad = lastColumnRoom(d, columns - 1, measure, m, spare);
+  const rightPad = Math.max(m.minPad, lastColumnRoom(d, columns - 1, measure, m, spare));
   let nodeW = m.nodeW;
   let gapX = m.gapX;
   // without an asked width: the natural one, but no wider than 1500 (a figure, not a mural)
@@ -519,140 +660,151 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
   }
   const naturalH = Math.max(300 * u, Math.min(760 * u, perCol * 40 * u + 160 * u));
   const bodyH = st.height ? Math.max(120 * u, st.height - top.titleHeight - top.band - 2 * m.margin) : naturalH;
-  const L = sankeyLayout(d, { height: bodyH, gap: m.gapY, minHeight: 1, nodeWidth: widths, dummyWidth: nodeW, columnGap: gapX });
+  // the body at a height: layout, ribbons, nodes, names and the key of numbered
+  // names (a figure of a given height lays out again, leaving the key its room)
+  const bodyAt = (bodyH) => {
+    const L = sankeyLayout(d, { height: Math.max(40 * u, bodyH), gap: m.gapY, minHeight: 1, nodeWidth: widths, dummyWidth: nodeW, columnGap: gapX });
 
-  // ribbons
-  const links = [];
-  for (const e of L.edges) {
-    const first = L.links[e.links[0]];
-    const s = d.edgeSource[e.edge] ?? first.source;
-    const t = d.edgeTarget[e.edge] ?? L.links[e.links[e.links.length - 1]].target;
-    const on = selG.has(s) || selG.has(t);
-    links.push(P("path", { class: `cctviz-flow${on ? " selected" : ""}`, "data-edge": String(e.edge), "data-source": String(s), "data-target": String(t), "data-value": String(first.value), d: e.d }));
-  }
+    // ribbons
+    const links = [];
+    for (const e of L.edges) {
+      const first = L.links[e.links[0]];
+      const s = d.edgeSource[e.edge] ?? first.source;
+      const t = d.edgeTarget[e.edge] ?? L.links[e.links[e.links.length - 1]].target;
+      const on = selG.has(s) || selG.has(t);
+      links.push(P("path", { class: `cctviz-flow${on ? " selected" : ""}`, "data-edge": String(e.edge), "data-source": String(idOf(s)), "data-target": String(idOf(t)), "data-value": String(first.value), d: e.d }));
+    }
 
-  // nodes
-  const nodes = [];
-  const dist = new Array(d.n).fill(null);
-  const outside = []; // [k, priority] labels placed after the nodes
-  for (let k = 0; k < d.n; k++) {
-    const x = L.x0[k];
-    const y = L.y0[k];
-    const hgt = L.h[k];
-    const w = nodeW;
-    const fill = colors.fill(k);
-    const inkColor = textColorOn(fill);
-    const ink = inkColor === "#ffffff" ? "cctviz-ink-light" : "cctviz-ink-dark";
-    const cue = nodeCue(d, k);
-    const kids = [P("rect", { class: "cctviz-smark", width: r2(w), height: r2(hgt), fill })];
-    let inside = false;
-    let head = 0; // rows of text at the top of the node
-    if (hgt >= m.row) {
-      inside = true;
-      head = m.row;
-      const cueW = cue ? measure.text(cue, m.small, 700) + 6 * u : 0;
-      let label = cutLabel(d.label[k], w - 8 * u - cueW) || "";
-      // a cut label and room for a second row: the cue goes there
-      let cueY = m.row / 2;
-      let cueText_ = cue;
-      // the name cut by the cue: the cue takes a second row where the node has
-      // room for it and for the box plot (the histogram may go); else, where it
-      // squeezes the name (squeezedBy), the cue shrinks to its triangle
-      const squeezed = squeezedBy(cue, label, d.label[k]);
-      if (cue && label !== d.label[k] && hgt >= 2 * m.row + m.box + 2 * u) {
-        label = cutLabel(d.label[k], w - 8 * u) || "";
-        cueY = m.row * 1.5;
-        head = 2 * m.row;
-        // a row of its own, but wider than the node: the triangle, or nothing for a late rank
-        if (cueW - 6 * u > w - 8 * u) cueText_ = hasCue(d, k) ? TRIANGLE : "";
-      } else if (squeezed) {
-        cueText_ = hasCue(d, k) ? TRIANGLE : ""; // a late rank's cue does not shrink: the tooltip has it
-        label = cutLabel(d.label[k], w - 10 * u - measure.text(TRIANGLE, m.small, 700)) || "";
+    // nodes
+    const nodes = [];
+    const dist = new Array(d.n).fill(null);
+    const outside = []; // nodes named beside themselves, placed after the nodes
+    const numbered = []; // [k, text prim, room] of the labels that take a number
+    for (let k = 0; k < d.n; k++) {
+      const x = L.x0[k];
+      const y = L.y0[k];
+      const hgt = L.h[k];
+      const w = nodeW;
+      const fill = colors.fill(k);
+      const inkColor = textColorOn(fill);
+      const ink = inkColor === "#ffffff" ? "cctviz-ink-light" : "cctviz-ink-dark";
+      const cue = nodeCue(d, k);
+      const kids = [P("rect", { class: "cctviz-smark", width: r2(w), height: r2(hgt), fill })];
+      let inside = false;
+      let head = 0; // rows of text at the top of the node
+      if (hgt >= m.row) {
+        inside = true;
+        head = m.row;
+        const name = d.label[k];
+        const room = w - 8 * u;
+        const roomy = hgt >= 2 * m.row + m.box + 2 * u; // a second row leaves the box plot its room
+        const lab = insideLabel(d, k, name, cue, room, roomy, m, measure);
+        head = lab.rows * m.row;
+        const label = P("text", { class: `cctviz-label ${ink}`, x: r2(4 * u), y: r2(m.row / 2), dy: "0.35em", "data-node": String(idOf(k)) }, lab.lines.length === 1 ? lab.lines[0] : null,
+          lab.lines.length === 2 ? [P("tspan", { x: r2(4 * u) }, lab.lines[0]), P("tspan", { x: r2(4 * u), dy: r2(m.row) }, lab.lines[1])] : undefined);
+        kids.push(label);
+        if (lab.numbered) numbered.push([k, label, room - (lab.cue && lab.cueRow === 0 ? measure.text(lab.cue, m.small, 700) + 6 * u : 0)]);
+        if (lab.cue) kids.push(P("text", { class: `cctviz-cue ${ink}`, x: r2(w - 4 * u), y: r2(m.row / 2 + lab.cueRow * m.row), dy: "0.35em", "text-anchor": "end" }, lab.cue));
       }
-      if (label) {
-        kids.push(P("text", { class: `cctviz-label ${ink}`, x: r2(4 * u), y: r2(m.row / 2), dy: "0.35em" }, label));
-        if (cueText_) kids.push(P("text", { class: `cctviz-cue ${ink}`, x: r2(w - 4 * u), y: r2(cueY), dy: "0.35em", "text-anchor": "end" }, cueText_));
-      } else {
-        // no room for the name inside: it goes outside, with the cue
-        inside = false;
-        head = 0;
+      // the distribution
+      const a = inside ? hgt - head - 2 * u : hgt - 2 * u;
+      const boxH = d.diff ? 0 : a >= m.box ? m.box : 0;
+      let histH = a - boxH >= m.hist ? Math.min(a - boxH, 64 * u) : 0;
+      let rangeH = 0;
+      if (histH > 0 && a - boxH - histH >= 0 && a - boxH >= m.hist + m.range + 4 * u) {
+        rangeH = m.range;
+        histH = Math.min(a - boxH - rangeH, 64 * u);
       }
-    }
-    // the distribution
-    const a = inside ? hgt - head - 2 * u : hgt - 2 * u;
-    const boxH = d.diff ? 0 : a >= m.box ? m.box : 0;
-    let histH = a - boxH >= m.hist ? Math.min(a - boxH, 64 * u) : 0;
-    let rangeH = 0;
-    if (histH > 0 && a - boxH - histH >= 0 && a - boxH >= m.hist + m.range + 4 * u) {
-      rangeH = m.range;
-      histH = Math.min(a - boxH - rangeH, 64 * u);
-    }
-    if (boxH + histH > 0 && w >= 40 * u) {
-      const y0 = inside ? head : (hgt - (boxH + histH)) / 2;
-      const box = { x0: 5 * u, x1: w - 5 * u, y0, y1: y0 + histH + boxH + rangeH, boxH, histH, rangeH };
-      const [g, geo] = distPrims(d, k, box, m, measure, { cls: ink, ink: inkColor, fill }, st, selP);
-      kids.push(g);
-      dist[k] = { ...geo, x0: geo.x0 + x, x1: geo.x1 + x, y0: geo.y0 + y, y1: geo.y1 + y };
-    }
-    // the call sites of an expanded node
-    const s = d.sitesOf.get(k);
-    if (s) {
-      for (const c of siteCells(s, hgt, w, m.siteW)) {
-        const on = selS.has(s.id[c.i]);
-        const sk = [P("rect", { class: "cctviz-site-cell", width: r2(Math.max(0, c.w - 1)), height: r2(Math.max(0, c.h - (c.h > 3 ? 1 : 0))) })];
-        if (c.h >= 12 * u) {
-          const t = measure.truncate(s.label[c.i], c.w - 6 * u, m.small) || "";
-          if (t) sk.push(P("text", { class: "cctviz-site-label", x: r2(3 * u), y: r2(Math.min(c.h / 2, 8 * u)), dy: "0.35em" }, t));
+      if (boxH + histH > 0 && w >= 40 * u) {
+        const y0 = inside ? head : (hgt - (boxH + histH)) / 2;
+        const box = { x0: 5 * u, x1: w - 5 * u, y0, y1: y0 + histH + boxH + rangeH, boxH, histH, rangeH };
+        const [g, geo] = distPrims(d, k, box, m, measure, { cls: ink, ink: inkColor, fill }, { ...st, brush }, selP);
+        kids.push(g);
+        dist[k] = { ...geo, x0: geo.x0 + x, x1: geo.x1 + x, y0: geo.y0 + y, y1: geo.y1 + y };
+      }
+      // the call sites of an expanded node
+      const s = d.sitesOf.get(k);
+      if (s) {
+        for (const c of siteCells(s, hgt, w, m.siteW)) {
+          const on = selS.has(s.id[c.i]);
+          const sk = [P("rect", { class: "cctviz-site-cell", width: r2(Math.max(0, c.w - 1)), height: r2(Math.max(0, c.h - (c.h > 3 ? 1 : 0))) })];
+          if (c.h >= 12 * u) {
+            const t = measure.truncate(s.label[c.i], c.w - 6 * u, m.small) || "";
+            if (t) sk.push(P("text", { class: "cctviz-site-label", x: r2(3 * u), y: r2(Math.min(c.h / 2, 8 * u)), dy: "0.35em" }, t));
+          }
+          kids.push(P("g", { class: `cctviz-site${on ? " selected" : ""}`, "data-id": String(s.id[c.i]), transform: `translate(${r2(c.x)},${r2(c.y)})` }, null, sk));
         }
-        kids.push(P("g", { class: `cctviz-site${on ? " selected" : ""}`, "data-id": String(s.id[c.i]), transform: `translate(${r2(c.x)},${r2(c.y)})` }, null, sk));
       }
+      if (!inside) outside.push(k);
+      const cls = ["cctviz-snode"];
+      if (selG.has(k)) cls.push("selected");
+      if (cue) cls.push("imbalanced");
+      if (s) cls.push("expanded");
+      if (!inside) cls.push("small");
+      nodes.push(P("g", {
+        class: cls.join(" "),
+        transform: `translate(${r2(x)},${r2(y)})`,
+        role: "option",
+        "data-node": String(idOf(k)),
+        "aria-label": ariaLabel(d, k),
+        "aria-selected": String(selG.has(k)),
+      }, null, kids));
     }
-    if (!inside) outside.push(k);
-    const cls = ["cctviz-snode"];
-    if (selG.has(k)) cls.push("selected");
-    if (cue) cls.push("imbalanced");
-    if (s) cls.push("expanded");
-    if (!inside) cls.push("small");
-    nodes.push(P("g", {
-      class: cls.join(" "),
-      transform: `translate(${r2(x)},${r2(y)})`,
-      role: "option",
-      "data-node": String(k),
-      "aria-label": ariaLabel(d, k),
-      "aria-selected": String(selG.has(k)),
-    }, null, kids));
-  }
-  // labels of small nodes: right of the node, the largest first, none over another
-  const overlay = [];
-  const taken = new Map();
-  outside.sort((a, b) => L.val[b] - L.val[a] || a - b);
-  const lh = m.font * 1.15;
-  for (const k of outside) {
-    const c = d.column[k];
-    const cy = (L.y0[k] + L.y1[k]) / 2;
-    const list = taken.get(c) || [];
-    if (list.some((yy) => Math.abs(yy - cy) < lh)) continue;
-    list.push(cy);
-    taken.set(c, list);
-    let cue = nodeCue(d, k);
-    const room = (c === columns - 1 ? rightPad : gapX) - 10 * u;
-    let cueW = cue ? measure.text(cue, m.small, 700) + 4 * u : 0;
-    let label = cutLabel(d.label[k], room - cueW);
-    if (hasCue(d, k) && squeezedBy(cue, label, d.label[k])) {
-      // as inside a node: the name first, the cue shrinks to its triangle
-      cue = TRIANGLE;
-      cueW = measure.text(cue, m.small, 700) + 4 * u;
-      label = cutLabel(d.label[k], room - cueW);
+    // names of small nodes: beside the node, in the gap toward the next column, moved
+    // apart where neighbours crowd (a leader line back to a moved name's node)
+    const overlay = [];
+    const lh = m.font * 1.2;
+    const byColumn = new Map();
+    for (const k of outside) byColumn.set(d.column[k], [...(byColumn.get(d.column[k]) || []), k]);
+    for (const [c, ks] of [...byColumn].sort((a, b) => a[0] - b[0])) {
+      ks.sort((a, b) => L.y0[a] + L.y1[a] - L.y0[b] - L.y1[b] || a - b);
+      const cys = ks.map((k) => (L.y0[k] + L.y1[k]) / 2);
+      const ys = spreadLabels(cys, lh, lh / 2, Math.max(L.height, cys.length * lh) - lh / 2);
+      ks.forEach((k, j) => {
+        const room = (c === columns - 1 ? rightPad : gapX) - 10 * u;
+        let cue = nodeCue(d, k);
+        let cueW = cue ? measure.text(cue, m.small, 700) + 4 * u : 0;
+        const name = d.label[k];
+        let numberedLabel = measure.text(name, m.font) > room - cueW;
+        if (numberedLabel && cue && measure.text(name, m.font) <= room - (measure.text(TRIANGLE, m.small, 700) + 4 * u) && hasCue(d, k)) {
+          cue = TRIANGLE; // the name first: the cue shrinks to its triangle
+          cueW = measure.text(cue, m.small, 700) + 4 * u;
+          numberedLabel = false;
+        }
+        if (numberedLabel && cue) {
+          cue = hasCue(d, k) ? TRIANGLE : "";
+          cueW = cue ? measure.text(cue, m.small, 700) + 4 * u : 0;
+        }
+        const x = L.x0[k] + widths[k] + 4 * u;
+        const kids = [P("tspan", { class: "cctviz-label" }, numberedLabel ? "" : name)];
+        if (cue) kids.push(P("tspan", { class: "cctviz-cue", dx: r2(4 * u) }, cue));
+        const prim = P("text", { class: "cctviz-outside cctviz-halo", "data-node": String(idOf(k)), x: r2(x + (Math.abs(ys[j] - cys[j]) > 1.5 * u ? 6 * u : 0)), y: r2(ys[j]), dy: "0.35em" }, null, kids);
+        if (Math.abs(ys[j] - cys[j]) > 1.5 * u) {
+          overlay.push(P("path", { class: "cctviz-leader", d: `M${r2(x - 3 * u)},${r2(cys[j])}L${r2(x + 4 * u)},${r2(ys[j])}` }));
+        }
+        overlay.push(prim);
+        if (numberedLabel) numbered.push([k, kids[0], room - cueW - (prim.attrs.x - x)]);
+      });
     }
-    if (!label) continue;
-    const x = L.x0[k] + widths[k] + 4 * u;
-    const kids = [P("tspan", { class: "cctviz-label" }, label)];
-    if (cue && measure.text(label, m.font) + cueW <= room) kids.push(P("tspan", { class: "cctviz-cue", dx: r2(4 * u) }, cue));
-    overlay.push(P("text", { class: "cctviz-outside cctviz-halo", "data-node": String(k), x: r2(x), y: r2(cy), dy: "0.35em" }, null, kids));
-  }
-
-  const bodyWidth = d.n ? L.width + rightPad : 300 * u;
-  const size = frameSize(st, m, top, bodyWidth + 2 * m.margin, d.n ? L.height : 40 * u);
+    // numbers in reading order (column, then top to bottom), then their texts
+    numbered.sort((a, b) => d.column[a[0]] - d.column[b[0]] || L.y0[a[0]] - L.y0[b[0]] || a[0] - b[0]);
+    const key = numbered.map(([k, prim, room], j) => {
+      const [num, cut] = numberedText(j + 1, d.label[k], room, m.font, measure);
+      prim.text = undefined;
+      prim.children = [P("tspan", { class: "cctviz-num" }, num), ...(cut ? [P("tspan", { dx: r2(3 * u) }, cut)] : [])];
+      return { num: j + 1, id: idOf(k), name: d.label[k] };
+    });
+    const bodyWidth = d.n ? L.width + rightPad : 300 * u;
+    const keyW = Math.max(bodyWidth, (st.fit && st.width ? st.width : 0) - 2 * m.margin);
+    const kb = keyBlock(key, keyW, m, measure);
+    const bodyHeight = (d.n ? L.height : 40 * u) + (kb.height ? 14 * u + kb.height : 0);
+    if (kb.prims.length) overlay.push(P("g", { class: "cctviz-key-band", transform: `translate(0,${r2(L.height + 14 * u)})` }, null, kb.prims));
+    return { L, links, nodes, dist, overlay, key, bodyWidth, bodyHeight };
+  };
+  let body = bodyAt(bodyH);
+  if (st.height && body.bodyHeight > bodyH + 0.5) body = bodyAt(bodyH - (body.bodyHeight - body.L.height));
+  const { L, links, nodes, dist, overlay, key, bodyWidth, bodyHeight } = body;
+  const size = captionedFrame(st, m, measure, top, bodyWidth + 2 * m.margin, bodyHeight, folded);
   const empty = d.n ? null : P("text", { class: "cctviz-empty", x: r2(m.margin), y: r2(size.content.y + 12 * u) }, "No groups to show");
   for (const list of [nodes, overlay, top.legends]) for (const p of list) typeset(p, m);
   if (top.title) typeset(top.title, m);
@@ -676,6 +828,9 @@ export function sankeyScene(d, settings, measure = TABLE_MEASURE) {
     nodes,
     overlay,
     empty,
+    caption: size.caption,
+    notes: size.notes,
+    key,
     diff: Boolean(d.diff),
     geom: { layout: L, dist, widths, nodeW },
     colors,

@@ -36,6 +36,9 @@ export function sankeyCSS(p, scope = ".cctviz-fig") {
     `${f} .selected text.cctviz-ink-dark{fill:#111111;text-decoration:none}`,
     `${f} .cctviz-halo{paint-order:stroke;stroke:${p.bg};stroke-width:3;stroke-linejoin:round}`,
     `${f} .cctviz-legend-hist{fill:${p.muted};stroke:${p.fg}}`,
+    `${f} .cctviz-leader{fill:none;stroke:${p.muted};stroke-width:0.75}`,
+    `${f} .cctviz-num{font-weight:700}`,
+    `${f} .cctviz-key-num{font-weight:700}`,
     `${f} .cctviz-legend-hist .cctviz-box{fill:${p.bg}}`,
   ].join("\n");
 }

@@ -11,6 +11,7 @@ import { lifetime } from "../kit/lifetime.js";
 import { attachKeys } from "../chrome/keyboard.js";
 import { contentHeight, fitScale, givenHeight, watchResize } from "../chrome/size.js";
 import { createToolbar, downloadText, fillSelect } from "../chrome/toolbar.js";
+import { DOWNLOAD_OPTIONS } from "../paper.js";
 import { createTooltip } from "../chrome/tooltip.js";
 import { traitHelpers } from "../chrome/traits.js";
 import { createZoom } from "../chrome/zoom.js";
@@ -254,7 +255,7 @@ export function renderSankey({ model, el }) {
   const updateMenus = () => fillSelect(metricSel, (model.get("metrics") || []).map(String), model.get("metric") || "");
   metricSel.addEventListener("change", () => commit({ metric: metricSel.value }));
   fitBtn.addEventListener("click", fit);
-  saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-sankey.svg", sankeySVG(model.get("_data"), stateOf(model), {})));
+  saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-sankey.svg", sankeySVG(model.get("_data"), stateOf(model), DOWNLOAD_OPTIONS)));
 
   // ---- selection (no re-layout) ----------------------------------------------------
   function applySelection() {

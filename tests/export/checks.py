@@ -78,3 +78,30 @@ def png_chunks(data: bytes) -> dict[bytes, bytes]:
         out[kind] = body
         i += 12 + n
     return out
+
+
+def page_font_sizes(svg: str | bytes) -> list[tuple[float, str]]:
+    """(size on the page in pt, text) of every drawn text: each ``<text>`` or
+    ``<tspan>`` with text of its own, its font size (the nearest ``font-size``
+    attribute up its ancestors) times the page's points per figure unit (the
+    root's width in pt over its viewBox width) times any ``scale()`` of its groups.
+    """
+    root = svg_root(svg)
+    width = float(root.get("width", "").removesuffix("pt"))
+    per_unit = width / float(root.get("viewBox").split()[2])
+    out: list[tuple[float, str]] = []
+
+    def walk(el: ET.Element, size: float | None, scale: float) -> None:
+        m = re.search(r"scale\(([-\d.eE]+)", el.get("transform") or "")
+        if m:
+            scale *= float(m.group(1))
+        if el.get("font-size"):
+            size = float(el.get("font-size"))
+        if el.tag in (f"{SVG_NS}text", f"{SVG_NS}tspan") and (el.text or "").strip():
+            assert size is not None, f"text without a font size: {el.text!r}"
+            out.append((size * scale * per_unit, el.text))
+        for child in el:
+            walk(child, size, scale)
+
+    walk(root, None, 1.0)
+    return out

@@ -24,8 +24,9 @@ ROOT = HERE.parents[1]
 STATIC = ROOT / "cctviz" / "static"
 #: the PATH before the tests cut it down (the packaging test looks for git on it)
 ORIGINAL_PATH = os.environ.get("PATH", "")
-#: tools the tests run (poppler-utils: scripts/setup.sh installs them)
-TOOLS = ("pdffonts", "pdfinfo")
+#: tools the tests run (poppler-utils: scripts/setup.sh installs them; pdftotext reads
+#: word boxes)
+TOOLS = ("pdffonts", "pdfinfo", "pdftotext")
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome", "headless_shell")
 
 #: names a profile may hold that must come out as text, never as markup

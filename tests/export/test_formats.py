@@ -7,6 +7,9 @@ import json
 import re
 import struct
 import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -32,9 +35,9 @@ W = 252.0  # 3.5 in: one column of a two-column paper
 
 # ------------------------------------------------------------------ SVG
 def test_svg_is_xml_in_points_with_the_names_as_text(view):
-    svg = to_svg(view, width="3.5in")
+    svg = to_svg(view, width="7in")  # the whole tree fits 7 in at 10 pt
     w, h = svg_pt(svg)
-    assert w == pytest.approx(W, abs=0.01) and h > 0
+    assert w == pytest.approx(2 * W, abs=0.01) and h > 0
     texts = svg_texts(svg)
     for name in view.visible["name"]:
         assert name in texts, name
@@ -53,10 +56,31 @@ def test_svg_names_that_look_like_markup_stay_text(hostile_view):
 
 
 def test_svg_height_and_natural_size(view):
-    w, h = svg_pt(to_svg(view, width=W, height=100))
-    assert (w, h) == (pytest.approx(W, abs=0.01), pytest.approx(100, abs=0.01))
+    w, h = svg_pt(to_svg(view, width=W, height=400))
+    assert (w, h) == (pytest.approx(W, abs=0.01), pytest.approx(400, abs=0.01))
     nw, nh = svg_pt(to_svg(view))
     assert nw > 0 and nh > 0
+    # a height the legends alone overflow at 10 pt: the text keeps its size, the
+    # figure is taller than asked and says so (caption, data-folded, a warning)
+    with pytest.warns(cctviz.FigureFitWarning, match="tall, not 100 pt"):
+        svg = save(view, Path(tempfile.mkdtemp()) / "f.svg", width=W, height=100).read_text()
+    assert svg_pt(svg)[1] > 100
+    assert "tall, not 100 pt" in ET.fromstring(svg).get("data-folded")
+
+
+def test_a_tree_keeps_its_height_by_folding_small_nodes(tmp_path):
+    """LULESH's tree at 7 x 4 in, 8 pt: the view's node budget is lowered until the
+    figure fits (small siblings folded into (other) by the level of detail), said
+    in the caption; the view itself is left as it was."""
+    ens = cctviz.read(
+        cctviz.examples.path("lulesh-scaling") / "lulesh-annotation-profile-64cores.json"
+    )
+    view = cctviz.CCTView(ens, collapsed=[])
+    with pytest.warns(cctviz.FigureFitWarning, match=r"folded into \(other\)"):
+        svg = to_svg(view, width="7in", height="4in", font_size=8)
+    assert svg_pt(svg) == (pytest.approx(2 * W, abs=0.01), pytest.approx(288, abs=0.01))
+    assert any(t.startswith("(other)") for t in svg_texts(svg))
+    assert view.max_nodes == 2000 and not view.visible["name"].str.startswith("(other)").any()
 
 
 def test_title_is_drawn(view):
@@ -120,13 +144,13 @@ def test_a_failed_save_leaves_the_old_file(view, tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------ PDF
 def test_pdf_embeds_every_font_and_has_the_asked_size(view, tmp_path):
-    pdf = save(view, tmp_path / "fig.pdf", width="3.5in", height="2.5in", title="Kripke")
+    pdf = save(view, tmp_path / "fig.pdf", width="3.5in", height="6in", title="Kripke")
     fonts = pdf_fonts(pdf)
     assert fonts, "no font: the text did not stay text"
     assert all(f["emb"] == "yes" for f in fonts), fonts
     assert all("CctvizSans" in f["name"] for f in fonts), fonts
     w, h = pdf_page_size(pdf)
-    assert w == pytest.approx(W, abs=0.5) and h == pytest.approx(180, abs=0.5)
+    assert w == pytest.approx(W, abs=0.5) and h == pytest.approx(432, abs=0.5)
 
 
 def test_pdf_page_is_the_natural_size_of_the_figure(view, tmp_path):

@@ -49,7 +49,7 @@ def test_payload_of_a_view_never_displayed(view):
         "metrics": view.metrics,
     }
     assert p["options"] == {
-        "width": None,
+        "width": 504.0,  # a journal's two columns (7 in), unless asked
         "height": None,
         "fontSize": 10.0,
         "title": None,
@@ -163,3 +163,19 @@ def test_options_in_the_payload(view):
         "background": "transparent",
         "scheme": "dark",
     }
+
+
+def test_the_live_download_takes_save_s_defaults():
+    """The views' "SVG" button (js/paper.js DOWNLOAD_OPTIONS) draws with save()'s
+    default width and font size, so the file it gives is save()'s."""
+    import re
+    from pathlib import Path
+
+    from cctviz.export.payload import DEFAULTS
+
+    text = (Path(__file__).resolve().parents[2] / "js" / "paper.js").read_text()
+    m = re.search(
+        r"DOWNLOAD_OPTIONS = Object\.freeze\(\{ width: ([\d.]+), fontSize: ([\d.]+) \}\)", text
+    )
+    assert m, "DOWNLOAD_OPTIONS not found in js/paper.js"
+    assert (float(m[1]), float(m[2])) == (DEFAULTS["width"], DEFAULTS["font_size"])

@@ -233,7 +233,8 @@ describe("sankey figure", () => {
     const p = synthPayload({ perColumn: [1, 3, 4, 3], seed: 3, diff: true });
     const svg = sankeySVG(p, {});
     assert.match(svg, /<svg [^>]*class="cctviz-fig cctviz-sankey-fig cctviz-diff cctviz-export-light"/);
-    assert.ok(svg.includes("Colour: run B (after) \u2212 run A (before) (mean) [s]"));
+    // the legend's ticks carry their unit: no recorded unit over them (issue 35)
+    assert.ok(svg.includes("Colour: run B (after) \u2212 run A (before) (mean)<"));
     const bar = [...svg.split("cctviz-legend-color")[1].matchAll(/fill="rgb\((\d+), (\d+), (\d+)\)"/g)].map((x) => x.slice(1).map(Number));
     assert.ok(bar[0][2] > bar[0][0] && bar.at(-1)[0] > bar.at(-1)[2], "RdBu from blue (low) to red (high)");
     assert.ok(!svg.includes("cctviz-boxplot\""), "no box plot of values on differences");
@@ -301,10 +302,14 @@ describe("sankey figure", () => {
     assert.equal(s.frame.width, "700pt");
     assert.equal(s.frame.height, "500pt");
     assert.ok(s.scale > 0.99, `scale ${s.scale}`);
-    // twelve columns do not fit in 400 pt: the figure is scaled down to it
+    // twelve columns do not fit in 400 pt at 10 pt: the deeper columns are cut (said
+    // in the caption), nothing is scaled, every drawn node is named
     const big = sankeyScene(decodeSankey(BIG), sankeyExportSettings({}, { width: 400 }));
     assert.equal(big.frame.width, "400pt");
-    assert.ok(big.scale < 1);
+    assert.equal(big.scale, 1);
+    assert.equal(big.frame.viewBox, `0 0 400 ${big.frame.height.replace("pt", "")}`);
+    assert.match(big.notes.join(" "), /deeper column/);
+    assert.ok(big.geom.layout.width <= 400);
   });
 });
 

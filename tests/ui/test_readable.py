@@ -108,10 +108,13 @@ VIEWS = """() => [...document.querySelectorAll(".cctviz")].map((v) => {
     if ((r.width || r.height) && (r.right > b.right + 1 || r.left < b.left - 1)) drawnOutside++;
   }
   const rows = [...v.querySelectorAll('[role="treeitem"]')].map((e) => e.getBoundingClientRect().bottom);
+  // a tree's names cut by the svg's right edge (it clips: what is cut is not seen)
+  const cutAtRight = [...v.querySelectorAll('[role="treeitem"] text')]
+    .filter((t) => t.getBoundingClientRect().right > s.right + 1).map((t) => t.textContent);
   return {kind: v.classList.contains("cctviz-cct") ? "cct" : v.classList.contains("cctviz-sankey") ? "sankey" : "profiles",
           box: {left: b.left, right: b.right}, svg: {left: s.left, right: s.right, bottom: s.bottom},
           minText: Math.min(...texts.map((r) => r.height)), drawnOutside,
-          emptyBelow: rows.length ? s.bottom - Math.max(...rows) : 0};
+          emptyBelow: rows.length ? s.bottom - Math.max(...rows) : 0, cutAtRight};
 })"""
 
 
@@ -147,6 +150,9 @@ def test_the_linked_trio_is_readable_in_an_hbox_at_1050px(lab, theme):
         assert v["svg"]["right"] <= v["box"]["right"] + 1, v
         assert v["drawnOutside"] == 0, v
         assert v["emptyBelow"] < 120, v  # no tall empty band under the rows
+        # the tree fits the width it is given: no name runs past its right edge (the
+        # levels that do not fit at readable text are cut, "+N", said in the legend)
+        assert v["cutAtRight"] == [], v
 
 
 # ------------------------------------------------------------------- teardown (js/kit)

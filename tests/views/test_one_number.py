@@ -68,8 +68,9 @@ def test_one_node_shows_one_number_everywhere(ensemble, tmp_path):
     sankey = cctviz.SankeyView(ens, group_by="name", metric=metric)
     groups = sankey.nodes.set_index("group")
     text = _flat(ens.render(metric, max_nodes=None, threshold=0))
-    tree_svg = tree_view.save(tmp_path / "tree.svg").read_text(encoding="utf-8")
-    sankey_svg = sankey.save(tmp_path / "sankey.svg").read_text(encoding="utf-8")
+    # at their natural sizes, every node drawn
+    tree_svg = tree_view.save(tmp_path / "tree.svg", width=None).read_text(encoding="utf-8")
+    sankey_svg = sankey.save(tmp_path / "sankey.svg", width=None).read_text(encoding="utf-8")
 
     for node, st in picked.iterrows():
         name = st["name"]
