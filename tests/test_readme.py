@@ -106,7 +106,7 @@ def test_readme_timeline_block_runs(tmp_path, monkeypatch):
     ns: dict = {}
     exec(compile(block.replace('"out/run-ddp"', repr(str(run))), "README.md", "exec"), ns)  # noqa: S102
     assert ns["tl"].n_profiles == 2 and len(ns["inst"]) > 0
-    assert ns["late"]["last"].sum() >= 3  # a late rank at every step
+    assert ns["last"]["last_calls"].sum() >= 3  # a last to arrive at every step
     assert ns["first_half"].n_profiles == 2
 
 
