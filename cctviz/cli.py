@@ -227,6 +227,8 @@ def _figure_options(a: argparse.Namespace, fmt: str) -> dict[str, Any]:
     for k in ("width", "height", "font_size", "background", "scheme"):
         if getattr(a, k, None) is not None:
             opts[k] = getattr(a, k)
+    if str(opts.get("width", "")).strip().lower() == "natural":
+        opts["width"] = None  # the content's own width
     if getattr(a, "no_legends", False):
         opts["legends"] = False
     if getattr(a, "no_highlight", False):
@@ -629,8 +631,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--width",
         metavar="LENGTH",
         help="figure width: points or a length with a unit, e.g. 3.5in, 89mm, 8cm, 252pt,"
-        " 600px (default: 7in, a journal's two columns); the text keeps --font-size and"
-        " what does not fit is folded, said under the figure and on stderr",
+        " 600px, or 'natural' (the content's own width; default: 7in, a journal's two"
+        " columns); the text keeps --font-size and what does not fit is folded, said under"
+        " the figure and on stderr",
     )
     g.add_argument("--height", metavar="LENGTH", help="figure height (default: follows the width)")
     g.add_argument(

@@ -32,7 +32,7 @@ from .readers import read, read_ensemble
 
 def example_script(name: str = "train.py") -> Path:
     """A bundled example script (``examples/`` in a checkout): ``train.py`` (the GPT
-    example) or ``rotating_late.py`` (DDP whose late rank changes with the step)."""
+    example) or ``rotating_late.py`` (DDP whose last rank to arrive changes with the step)."""
     here = Path(__file__).resolve().parent
     for cand in (here / "_examples" / name, here.parent / "examples" / name):
         if cand.is_file():

@@ -85,7 +85,8 @@ class WorkflowSummary:
             (process, context): ``rank``, ``component``, ``context``, ``kind``,
             ``blocked`` (s). A region counts as blocked in a process where its
             sampled CPU was low there, so the processes of one component may
-            differ; ``blocked`` holds the means of these rows per component.
+            differ; ``blocked``'s ``blocked_mean`` is their mean over the
+            component's live processes (a process without a row counts 0).
     """
 
     table: UnitTable
@@ -125,7 +126,7 @@ def summary(run: str | os.PathLike | Ensemble, *, low_cpu: float = LOW_CPU) -> W
     waiting = _waiting(ens, split, comp, live, coupled)
     table = _table(ens, split, comp, live, coupled)
     blocked = _blocked_contexts(ens, split, comp, live, coupled)
-    channels = _channels(ens, comp, live, table["wall_mean"])
+    channels = _channels(ens, comp, live, split["wall"])
     bottleneck, why = _bottleneck(table, blocked, waiting)
     per_process = _blocked_per_process(ens, split, comp, live)
     return WorkflowSummary(table, blocked, channels, waiting, bottleneck, why, per_process)
@@ -303,8 +304,10 @@ def _blocked_per_process(ens, split, comp, live) -> UnitTable:
     return with_units(out, {"blocked": "s"})
 
 
-def _channels(ens, comp, live, wall_s: pd.Series) -> UnitTable:
-    """Bytes per (component, channel, direction): data contexts by name, collectives."""
+def _channels(ens, comp, live, wall_ns: np.ndarray) -> UnitTable:
+    """Bytes per (component, channel, direction): data contexts by name, collectives;
+    ``rate_mean`` is the mean of each process's bytes over its own wall time, as
+    the table's ``in_rate_mean``."""
     names = np.asarray(ens.tree.names, dtype=object)
     kind = ens.tree.nodes["kind"].astype(str).to_numpy()
     rows = []
@@ -316,8 +319,11 @@ def _channels(ens, comp, live, wall_s: pd.Series) -> UnitTable:
             at = (names == name) & (kind == "data")
             per = np.nansum(v[at], axis=0)
             for c in dict.fromkeys(comp):
-                mine = per[(comp == c) & live]
+                sel = (comp == c) & live
+                mine = per[sel]
                 if mine.size and mine.sum() > 0:
+                    wall = wall_ns[sel] / 1e9
+                    rate = np.divide(mine, wall, out=np.full(mine.size, np.nan), where=wall > 0)
                     rows.append(
                         {
                             "component": c,
@@ -325,11 +331,11 @@ def _channels(ens, comp, live, wall_s: pd.Series) -> UnitTable:
                             "direction": direction,
                             "bytes_total": mine.sum(),
                             "bytes_mean": mine.mean(),
+                            "rate_mean": np.nanmean(rate) if np.isfinite(rate).any() else np.nan,
                         }
                     )
-    cols = ["component", "channel", "direction", "bytes_total", "bytes_mean"]
+    cols = ["component", "channel", "direction", "bytes_total", "bytes_mean", "rate_mean"]
     out = pd.DataFrame(rows, columns=cols)
-    out["rate_mean"] = out["bytes_mean"] / wall_s.reindex(out["component"]).to_numpy()
     out = with_units(out, {"bytes_total": "B", "bytes_mean": "B", "rate_mean": "B/s"})
     return out
 

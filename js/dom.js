@@ -157,4 +157,5 @@ export function markFolded(svg, scene) {
   const doc = svg.ownerDocument;
   if (scene.caption) svg.appendChild(buildPrim(doc, scene.caption));
   if (scene.notes && scene.notes.length) svg.setAttribute("data-folded", scene.notes.join("; "));
+  if (scene.taller) svg.setAttribute("data-taller", "true"); // taller than the height asked
 }

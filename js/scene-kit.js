@@ -247,7 +247,8 @@ export function captionedFrame(st, m, measure, top, naturalW, bodyHeight, folded
     size = frameSize(st, m, top, naturalW, bodyHeight, caption);
   }
   const prim = caption ? P("g", { class: "cctviz-caption-band", transform: `translate(0,${r2(size.captionY)})` }, null, caption.prims) : null;
-  return { ...size, caption: prim, notes };
+  const taller = Boolean(st.fit && st.height && size.height > st.height + 0.5);
+  return { ...size, caption: prim, notes, taller };
 }
 
 /**

@@ -74,8 +74,19 @@ def folded_note(svg: str) -> str:
     return html.unescape(found.group(1)) if found else ""
 
 
-#: the words of a figure's note that say it is taller than asked
-TALLER = "tall, not"
+#: the root attribute of a figure taller than the height asked
+TALLER_ATTR = "data-taller"
+
+
+def is_taller(svg: str) -> bool:
+    """Whether the figure is taller than the height it was asked for.
+
+    Example:
+        >>> is_taller('<svg xmlns="http://www.w3.org/2000/svg" data-taller="true"/>')
+        True
+    """
+    m = ROOT_TAG.search(svg)
+    return bool(m) and f" {TALLER_ATTR}=" in m.group(0)
 
 
 def to_svg(view: ViewLike, **options: Any) -> str:
@@ -97,7 +108,7 @@ def to_svg(view: ViewLike, **options: Any) -> str:
     """
     svg = render_svg(payload(view, **options))
     budget = getattr(view, "FIGURE_BUDGET", None)
-    if options.get("height") is not None and budget and TALLER in folded_note(svg):
+    if options.get("height") is not None and budget and is_taller(svg):
         svg = _fit_height(view, budget, options) or svg
     _warn_folded(view, svg, options)
     return svg
@@ -109,14 +120,15 @@ def _fit_height(view: ViewLike, budget: str, options: dict[str, Any]) -> str | N
     (bisection; the view's trait is put back, its front end sent nothing new)."""
     was = int(getattr(view, budget))
     best = None
-    lo, hi = 1, was - 1  # budgets that may fit
+    sent = int(view._data.get("n", was))  # the rows drawn now: fewer must fit
+    lo, hi = 1, min(was, sent) - 1  # budgets that may fit
     with view.hold_sync():
         try:
             while lo <= hi:
                 mid = (lo + hi) // 2
                 setattr(view, budget, mid)
                 svg = render_svg(payload(view, **options, notes=[_folded_to(mid, was)]))
-                if TALLER in folded_note(svg):
+                if is_taller(svg):
                     hi = mid - 1
                 else:
                     best, lo = svg, mid + 1

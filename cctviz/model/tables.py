@@ -7,7 +7,9 @@ notebook's HTML and ``print``) shows each such value with its unit ("13.3 s",
 "3.73 MB"). The values themselves stay plain numbers in that unit, and the
 column names stay stable whatever the unit (a table of microseconds and one of
 nanoseconds have the same columns), so code computes with them unchanged.
-Columns that count or compare (calls, ranks, shares, ratios, ids) have no unit.
+Columns that count or compare (calls, ranks, shares, ratios, ids) have no unit. A
+column whose name states its unit (``"wait_mean [s]"``, ``"MB_mean"``) shows its
+numbers as they are, in that unit (:func:`names_its_unit`).
 
 A column that is a point in time rather than a duration (``attrs["instants"]``:
 an arrival, an end) shows its raw value with its unit: a clock reading scaled to
@@ -64,8 +66,8 @@ def _instant(value: Any, unit: str) -> str:
 #: pandas methods whose results are no longer in their columns' units (a count, a
 #: rank, a correlation, a variance...) or whose columns move: their units are dropped
 _NOT_IN_UNITS = frozenset(
-    ("apply", "combine", "corr", "count", "cov", "describe", "kurt", "melt", "pct_change",
-     "prod", "rank", "skew", "stack", "transpose", "unstack", "var")
+    ("apply", "combine", "corr", "count", "cov", "cumprod", "describe", "eval", "kurt", "map",
+     "melt", "pct_change", "prod", "rank", "skew", "stack", "transpose", "unstack", "var")
 )  # fmt: skip
 
 
@@ -98,6 +100,19 @@ class UnitTable(pd.DataFrame):
     def _flex_arith_method(self, other: Any, op: Any, **kwargs: Any) -> Any:
         return _without_units(super()._flex_arith_method(other, op, **kwargs))
 
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        # np.log(table), np.sqrt(table): values no longer in their units
+        return _without_units(super().__array_ufunc__(ufunc, method, *inputs, **kwargs))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """A column set anew (``t["wait"] = t["wait"] / 1e9``) loses its unit: the
+        table cannot tell what the new values are in (say it with :func:`with_units`)."""
+        super().__setitem__(key, value)
+        names = key if isinstance(key, (list, tuple, pd.Index, np.ndarray)) else [key]
+        units = self.attrs.get(UNITS)
+        if units and any(k in units for k in names):
+            self.attrs = {**self.attrs, UNITS: {k: u for k, u in units.items() if k not in names}}
+
     def _unit_formatters(self) -> list[Callable[[Any], str] | None]:
         """Per column, how a value is written (None: as pandas writes it). A
         list, not a dict: pandas maps a dict's entries by position in the
@@ -114,6 +129,7 @@ class UnitTable(pd.DataFrame):
                 unit
                 and pd.api.types.is_numeric_dtype(dtype)
                 and not pd.api.types.is_bool_dtype(dtype)
+                and not names_its_unit(col, unit)
             )
             out.append(
                 partial(_instant if col in instants else format_value, unit=unit) if shown else None
@@ -156,6 +172,18 @@ class UnitTable(pd.DataFrame):
             return super()._repr_html_()
 
 
+def names_its_unit(column: Any, unit: str) -> bool:
+    """Whether a column's name states its unit (``"wait_mean [s]"``, ``"MB_mean"``,
+    ``"algbw GB/s"``): its numbers are then shown as they are, in that unit, never
+    rescaled under a header that says another ("101 ms" under "[s]").
+
+    >>> names_its_unit("wait_mean [s]", "s"), names_its_unit("ms_mean", "ms"), names_its_unit("wait", "ns")
+    (True, True, False)
+    """
+    name = str(column)
+    return f"[{unit}]" in name or name.endswith(f" {unit}") or name.startswith(f"{unit}_")
+
+
 def with_units(
     table: pd.DataFrame,
     units: Mapping[str, str | None],
@@ -173,7 +201,7 @@ def with_units(
                      arrival
     0 1700000000123456789 ns
     """
-    out = table if isinstance(table, UnitTable) else UnitTable(table)
+    out = UnitTable(table, copy=False)  # a new frame on the same data: the caller's attrs stay
     attrs = dict(table.attrs)
     attrs[UNITS] = {**dict(attrs.get(UNITS) or {}), **dict(units)}
     shown = [*(attrs.get(INSTANTS) or ()), *instants]

@@ -40,9 +40,11 @@ Whom the others wait for, named once each (``docs/architecture.md`` section 2);
 the words are never used for one another:
 
 - per call, **last_to_arrive**: the rank that arrived last, alone (-1 where the
-  call has one rank, or the last two arrived at the same time: nobody kept the
-  others waiting alone); **last_by**: its arrival minus the second-to-last's
-  (0 where there is no last_to_arrive). Here, :func:`instances`.
+  call has one rank (its streams and threads are one rank: ``ranks`` counts
+  ranks), the last two ranks arrived at the same time, or the last rank is not
+  known: nobody kept the others waiting alone); **last_by**: its arrival minus
+  the latest arrival of another rank (0 where there is no last_to_arrive). Here,
+  :func:`instances`.
 - per rank, over calls: the calls it was last_to_arrive at, and the waiting
   that cost the others (the others' ``wait`` at those calls, summed:
   **caused wait**). :func:`stragglers`, and per context :func:`wait_causes`:
@@ -169,20 +171,25 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
     n_inst = int(inst_id.max()) + 1
     last = np.full(n_inst, np.iinfo(np.int64).min)
     np.maximum.at(last, inst_id, start)
-    ranks = np.bincount(inst_id, minlength=n_inst)
-    # the last to arrive and by how much: the last and the second-to-last arrival
+    # who is who: a rank (its streams and threads are one), or, where the rank is
+    # not known, the profile itself
+    rank_of = profile_ranks(timeline.profiles)
+    who = np.where(rank_of[prof] >= 0, rank_of[prof], -2 - prof)
+    distinct = np.bincount(np.unique(np.c_[inst_id, who], axis=0)[:, 0], minlength=n_inst)
+    # the last to arrive and by how much: the last arrival and the latest of the
+    # others (another rank's, not another stream of the same rank)
     by_arrival = np.lexsort((start, inst_id))
     pos_last = np.r_[np.flatnonzero(np.diff(inst_id[by_arrival]) != 0), len(by_arrival) - 1]
     last_row = by_arrival[pos_last]
-    last_inst = inst_id[last_row]
+    last_who = np.full(n_inst, np.iinfo(np.int64).min)
+    last_who[inst_id[last_row]] = who[last_row]
+    other = who != last_who[inst_id]
     second = np.full(n_inst, np.iinfo(np.int64).min)
-    has_two = ranks[last_inst] > 1
-    second[last_inst[has_two]] = start[by_arrival[pos_last[has_two] - 1]]
-    last_by = np.where(ranks > 1, last - second, 0)
-    rank_of = profile_ranks(timeline.profiles)
-    last_rank = np.full(n_inst, -1, dtype=np.int64)  # alone, or nobody (a tie, one rank)
-    last_rank[last_inst] = rank_of[prof[last_row]]
-    last_rank[last_by <= 0] = -1
+    np.maximum.at(second, inst_id[other], start[other])
+    last_by = np.where(distinct > 1, last - second, 0)
+    # alone, or nobody: a call of one rank, a tie, a rank not known
+    last_rank = np.where((distinct > 1) & (last_by > 0) & (last_who >= 0), last_who, -1)
+    last_by = np.where(last_rank >= 0, last_by, 0)
     out = pd.DataFrame(
         {
             "instance": inst_id,
@@ -200,7 +207,7 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
             else np.nan,
             "last_to_arrive": last_rank[inst_id],
             "last_by": last_by[inst_id],
-            "ranks": ranks[inst_id],
+            "ranks": distinct[inst_id],
             "step": e["step"].to_numpy() if "step" in e.columns else -1,
             "group": pd.Categorical(e["group"])
             if "group" in e.columns
@@ -439,7 +446,8 @@ def message_sizes(timeline: Timeline, by: str = "collective") -> UnitTable:
     call of 0 bytes has ``lo = hi = 0``.
 
     >>> import cctviz
-    >>> tl = cctviz.read_timeline("../shared/data/pipit/ping-pong-otf2/traces.otf2")
+    >>> from cctviz import examples
+    >>> tl = cctviz.read_timeline(examples.path("pingpong-otf2"))  # bundled, needs cctviz[scorep]
     >>> sizes = message_sizes(tl)
     >>> sizes[["collective", "lo", "hi", "calls"]].head(2).values.tolist()
     [['recv', 16384, 32768, 2], ['recv', 32768, 65536, 2]]
@@ -583,20 +591,9 @@ def wait_causes(
     return with_units(table, CAUSE_UNITS)
 
 
-def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
-    """Per context: the node the last to arrive spent most time in between the
-    first and the last arrival (intervals that ended by the last arrival),
-    that time, and the spans summed (see :func:`wait_causes`). Vectorised: the
-    intervals ending in each span are a range of the (profile, end) order."""
-    arrive = multi.groupby("instance").agg(first=("arrival", "min"), ctx=("ctx", "first"))
-    last = multi[multi["rank"].to_numpy() == multi["last_to_arrive"].to_numpy()]
-    # one row per call that has a last to arrive (its latest, where profiles share a rank)
-    last = last.sort_values("arrival", kind="stable").drop_duplicates("instance", keep="last")
-    last = last.set_index("instance")
-    w = arrive.join(last[["profile", "arrival"]], how="inner")
-    out = pd.DataFrame(index=pd.Index([], name="ctx", dtype=np.int64))
-    if not len(w):
-        return out.assign(before=[], before_time_total=[], arrival_spread_total=[])
+def _by_profile_end(timeline: Timeline) -> tuple:
+    """The timed intervals (start, end, node) in (profile, end) order, as one
+    sorted int64 key: sorted once per timeline (every wait_causes of it shares it)."""
     ev = timeline.events
     timed = ev["timed"].to_numpy(dtype=bool) if "timed" in ev.columns else slice(None)
     prof = ev["profile"].to_numpy()[timed]
@@ -607,7 +604,27 @@ def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
     scale = int(end.max()) - t00 + 1  # (profile, end) as one sortable int64
     key = prof.astype(np.int64) * scale + (end - t00)
     order = np.argsort(key, kind="stable")
-    key = key[order]
+    return start, end, node, t00, scale, key[order], order
+
+
+def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
+    """Per context: the node the last to arrive spent most time in between the
+    first and the last arrival (intervals that ended by the last arrival),
+    that time, and the spans summed (see :func:`wait_causes`). Vectorised: the
+    intervals ending in each span are a range of the (profile, end) order."""
+    arrive = multi.groupby("instance").agg(first=("arrival", "min"), ctx=("ctx", "first"))
+    named = multi["last_to_arrive"].to_numpy() >= 0  # -1: nobody, or a rank not known
+    last = multi[named & (multi["rank"].to_numpy() == multi["last_to_arrive"].to_numpy())]
+    # one row per call that has a last to arrive (its latest, where profiles share a rank)
+    last = last.sort_values("arrival", kind="stable").drop_duplicates("instance", keep="last")
+    last = last.set_index("instance")
+    w = arrive.join(last[["profile", "arrival"]], how="inner")
+    out = pd.DataFrame(index=pd.Index([], name="ctx", dtype=np.int64))
+    if not len(w):
+        return out.assign(before=[], before_time_total=[], arrival_spread_total=[])
+    start, end, node, t00, scale, key, order = timeline.memo(
+        "collectives.by_profile_end", lambda: _by_profile_end(timeline)
+    )
     wp = w["profile"].to_numpy(dtype=np.int64) * scale
     a0 = w["first"].to_numpy(dtype=np.int64)
     a1 = w["arrival"].to_numpy(dtype=np.int64)

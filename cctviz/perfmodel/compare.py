@@ -145,7 +145,8 @@ def wait_transfer(
     ``node``, ``context``, ``kind``, ``ranks``, ``time_mean``, ``transfer``,
     ``wait_mean``, ``wait_max`` (per rank, ``[s]``), ``wait_share`` (of the
     ranks' time there), ``waited_least`` (the rank with the least time there:
-    net, the one the others waited for) and ``time_spread`` (the slowest rank's
+    net, the one the others waited for; None where one rank took part or all
+    took as long) and ``time_spread`` (the slowest rank's
     time minus the fastest's, ``[s]``).
 
     Given a :class:`~cctviz.model.timeline.Timeline`, the split is made per call
@@ -251,7 +252,11 @@ def wait_transfer(
                     "wait_share": np.divide(
                         np.nansum(w, axis=1), total, out=np.zeros(nodes.size), where=total > 0
                     ),
-                    "waited_least": [labels[p] for p in least],
+                    # nobody where one rank took part or all took as long
+                    "waited_least": [
+                        labels[p] if k > 1 and d > 0 else None
+                        for p, k, d in zip(least, n_in[nodes], slowest - fastest)
+                    ],
                     "time_spread": slowest - fastest,
                 }
             )

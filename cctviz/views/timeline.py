@@ -965,14 +965,20 @@ class TimelineView(View):
             return
         regions = where[where["kind"].astype(str) != COMM_KIND]
         node = pd.Index(self.tree.callpaths.astype(str)).get_indexer(regions["context"].astype(str))
-        prof = self.timeline.profiles
-        ranks = prof["rank"].to_numpy() if "rank" in prof.columns else np.arange(len(prof))
-        p = pd.Index(ranks).get_indexer(regions["rank"].to_numpy())
         # a region with sub-contexts is blocked for its own time only (the summary
         # counts exclusive time), which its interval on the figure does not show
         # apart: only regions without sub-contexts are hatched
-        ok = (node >= 0) & (p >= 0) & self.tree.is_leaf[np.maximum(node, 0)]
-        self._blocked_keys = np.unique(p[ok] * len(self.tree) + node[ok])
+        ok = (node >= 0) & self.tree.is_leaf[np.maximum(node, 0)]
+        # every profile of the row's rank (a rank's streams and threads alike)
+        prof = self.timeline.profiles
+        ranks = prof["rank"].to_numpy() if "rank" in prof.columns else np.arange(len(prof))
+        pairs = pd.DataFrame({"rank": regions["rank"].to_numpy()[ok], "node": node[ok]}).merge(
+            pd.DataFrame({"rank": ranks, "profile": np.arange(len(prof))}), on="rank"
+        )
+        keys = pairs["profile"].to_numpy(np.int64) * len(self.tree) + pairs["node"].to_numpy(
+            np.int64
+        )
+        self._blocked_keys = np.unique(keys)
 
     def _summary_lines(self) -> tuple[str, str]:
         """The summary's verdict (one sentence) and the legend's text of the
@@ -1093,11 +1099,8 @@ class TimelineView(View):
             from ..ops.collectives import instances
 
             inst = instances(self._tl)
-            # a call among one rank (one process, one stream) has nobody to wait for
-            pairs = inst.drop_duplicates(["instance", "rank"])
-            n_ranks = pairs.groupby("instance").size()
-            shared = n_ranks.reindex(inst["instance"]).to_numpy() >= 2
-            self._inst = inst[shared].reset_index(drop=True)
+            # a call among one rank (its streams and threads are one) waits for nobody
+            self._inst = inst[inst["ranks"].to_numpy() >= 2].reset_index(drop=True)
         return self._inst
 
     def _event_waits(self) -> np.ndarray:

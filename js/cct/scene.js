@@ -287,12 +287,17 @@ const TREE_FIGURE_LABEL_EM = 9;
 /** ... or 5 em where 9 em leaves a single level. */
 const TREE_FIGURE_LABEL_EM_LEAST = 5;
 
-/** Nodes under row i that a figure cut at its depth does not draw (rows below it
- *  and the nodes they fold). */
-function hiddenBelow(d, i) {
-  let k = 0;
-  for (const c of d.children[i]) k += isOther(d, c) ? d.folded[c] : 1 + d.folded[c] + hiddenBelow(d, c);
-  return k;
+/** Per row, the nodes under it that a figure cut at its depth does not draw (rows
+ *  below it and the nodes they fold): one pass from the deepest rows up. */
+function hiddenCounts(d) {
+  const out = new Float64Array(d.n);
+  const order = Array.from({ length: d.n }, (_, i) => i).sort((a, b) => d.depth[b] - d.depth[a]);
+  for (const i of order) {
+    let k = 0;
+    for (const c of d.children[i]) k += isOther(d, c) ? d.folded[c] : 1 + d.folded[c] + out[c];
+    out[i] = k;
+  }
+  return out;
 }
 
 /**
@@ -361,7 +366,8 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel, st) {
   const levelsWidth = st.fit && st.width ? st.width : st.fitLevels;
   if (levelsWidth && d.n) {
     const natural = d.names.map((nm, i) => measure.text(labels[i] + more[i], m.font));
-    const fixed = d.names.map((nm, i) => ({ r: radius(i), moreCut: measure.text(`\u00a0+${hiddenBelow(d, i)}${st.fit ? "" : ", 9 selected"}`, m.font) }));
+    const hidden = hiddenCounts(d);
+    const fixed = d.names.map((nm, i) => ({ r: radius(i), moreCut: measure.text(`\u00a0+${hidden[i]}${st.fit ? "" : ", 9 selected"}`, m.font) }));
     const floors = d.names.map((nm, i) => floor(i));
     const fit = fitTree(d, m, levelsWidth - 2 * m.margin, natural, fixed, floors);
     let deepest = 0;
@@ -379,7 +385,7 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel, st) {
     if (Math.max(fit.levels, needed) < deepest) {
       levels = Math.max(fit.levels, needed);
       const selectedBelow = new Map();
-      for (let i = 0; i < d.n; i++) {
+      for (let i = 0; i < d.n && !st.fit; i++) {
         if (d.depth[i] < levels || !sel.has(d.id[i])) continue;
         let a = i;
         while (d.depth[a] > levels - 1) a = d.parent[a];
@@ -388,7 +394,7 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel, st) {
       let nodes = 0;
       for (let i = 0; i < d.n; i++) {
         if (d.depth[i] === levels - 1 && d.children[i].length) {
-          const k = hiddenBelow(d, i);
+          const k = hidden[i];
           const s = selectedBelow.get(i);
           more[i] = `\u00a0+${k}${s ? `, ${s} selected` : ""}`;
           nodes += k;
@@ -732,7 +738,7 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
   const note = st.fit ? null : foldedLegend(body.folded, m, measure, legendFlowWidth(st, m, naturalW) - 2 * m.margin);
   if (note) items.push(note);
   const top = frameTop(st, m, measure, naturalW, items);
-  const { content, width, height, scale, frame, caption, notes } = captionedFrame(st, m, measure, top, naturalW, body.height, body.folded);
+  const { content, width, height, scale, frame, caption, notes, taller } = captionedFrame(st, m, measure, top, naturalW, body.height, body.folded);
   const title = top.title;
   const empty = d.n
     ? null
@@ -764,6 +770,7 @@ export function cctScene(d, settings, measure = TABLE_MEASURE) {
     empty,
     caption,
     notes,
+    taller,
     geom: body.geom,
     encodings: enc,
     margin: m.margin,

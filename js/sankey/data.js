@@ -163,7 +163,7 @@ export function profileLabel(d, p) {
 }
 
 /** Whether node k gets the imbalance cue (`cost >= cost_threshold`, > 0); not
- *  a collective whose waiting is known (its cue names the late rank instead). */
+ *  a collective whose waiting is known (its cue names the most waited for rank instead). */
 export function hasCue(d, k) {
   const w = waitOf(d, k);
   if (d.costThreshold === null || d.diff || (w && w.pure)) return false;

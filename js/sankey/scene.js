@@ -479,8 +479,8 @@ function legendItems(d, colors, m, measure, st, maxW) {
  * The label inside node k (`room` wide; `roomy`: the node holds a second row of
  * text and its box plot): the name first, whole on one line, with the cue beside
  * it or on a row of its own, or shrunk to its triangle (a waited-for rank's cue does not
- * shrink: the tooltip has it); else the name on two lines; else a number (the
- * figure's key names it). Returns {lines, numbered, cue, cueRow, rows}.
+ * shrink: the tooltip has it), or left out where the name alone fits; else the
+ * name on two lines; else a number (the figure's key names it). Returns {lines, numbered, cue, cueRow, rows}.
  */
 function insideLabel(d, k, name, cue, room, roomy, m, measure) {
   const u = m.u;
@@ -493,11 +493,23 @@ function insideLabel(d, k, name, cue, room, roomy, m, measure) {
     return { lines: [name], numbered: false, cue: cueW - 6 * u > room ? tri : cue, cueRow: 1, rows: 2 };
   }
   if (nameW <= room - triW) return { lines: [name], numbered: false, cue: tri, cueRow: 0, rows: 1 };
+  // the name before its cue: the node's colour still shows the imbalance, the
+  // tooltip its cost
+  if (nameW <= room) return { lines: [name], numbered: false, cue: "", cueRow: 0, rows: 1 };
   if (roomy) {
     const two = twoLines(name, room - triW, m.font, measure);
     if (two) return { lines: two, numbered: false, cue: tri, cueRow: 0, rows: 2 };
   }
   return { lines: [""], numbered: true, cue: tri, cueRow: 0, rows: 1 };
+}
+
+/** A node's whole name for the key: its group ("train/step", a load module's
+ *  path), with the label's occurrence mark where the group recurs ("... (2)"). */
+export function wholeName(d, k) {
+  const label = d.label[k];
+  const group = d.group[k] || label;
+  const mark = / \(\d+\)$/.exec(label);
+  return mark && !group.endsWith(mark[0]) ? `${group}${mark[0]}` : group;
 }
 
 /** The columns a decoded Sankey spans. */
@@ -553,7 +565,7 @@ function keyBlock(entries, width, m, measure) {
   const size = m.font;
   const lh = size * 1.3;
   const numW = Math.max(...entries.map((e) => measure.text(`${e.num}`, size, 700))) + 4 * m.u;
-  const nameW = Math.max(...entries.map((e) => measure.text(e.name, size)));
+  const nameW = Math.max(...entries.map((e) => Math.min(measure.text(e.name, size), width / 2)));
   const colW = Math.min(width, numW + nameW + 14 * m.u);
   const cols = Math.max(1, Math.floor((width + 14 * m.u) / colW));
   const rows = Math.ceil(entries.length / cols);
@@ -561,13 +573,28 @@ function keyBlock(entries, width, m, measure) {
   entries.forEach((e, j) => {
     const x = Math.floor(j / rows) * colW;
     const y = lh * (1 + (j % rows));
-    const name = measure.truncate(e.name, colW - numW - 14 * m.u, size) || ELLIPSIS;
+    const name = keyName(e, colW - numW - 14 * m.u, size, measure);
     prims.push(P("text", { class: "cctviz-key", x: r2(x), y: r2(y), dy: "0.8em", "data-node": String(e.id) }, null, [
       P("tspan", { class: "cctviz-key-num" }, `${e.num}`),
       P("tspan", { class: "cctviz-key-name", x: r2(x + numW) }, name),
     ]));
   });
   return { prims: [P("g", { class: "cctviz-keyblock" }, null, prims)], height: lh * (rows + 1) + 4 * m.u };
+}
+
+/** A key entry's name in `room`: the whole name where it fits, else the node's
+ *  own label (what it is called everywhere), else that label cut in the middle,
+ *  its end kept ("libmon…so.0.0.0 (2)"). */
+function keyName(e, room, size, measure) {
+  if (measure.text(e.name, size) <= room) return e.name;
+  if (measure.text(e.label, size) <= room) return e.label;
+  const cs = Array.from(e.label);
+  for (let keep = cs.length - 1; keep > 0; keep--) {
+    const head = Math.ceil(keep / 3);
+    const t = `${cs.slice(0, head).join("")}${ELLIPSIS}${cs.slice(cs.length - (keep - head)).join("")}`;
+    if (measure.text(t, size) <= room) return t;
+  }
+  return ELLIPSIS;
 }
 
 /** Outside labels of one column, top to bottom, moved apart vertically (at least
@@ -792,7 +819,7 @@ export function sankeyScene(d0, settings, measure = TABLE_MEASURE) {
       const [num, cut] = numberedText(j + 1, d.label[k], room, m.font, measure);
       prim.text = undefined;
       prim.children = [P("tspan", { class: "cctviz-num" }, num), ...(cut ? [P("tspan", { dx: r2(3 * u) }, cut)] : [])];
-      return { num: j + 1, id: idOf(k), name: d.label[k] };
+      return { num: j + 1, id: idOf(k), name: wholeName(d, k), label: d.label[k] };
     });
     const bodyWidth = d.n ? L.width + rightPad : 300 * u;
     const keyW = Math.max(bodyWidth, (st.fit && st.width ? st.width : 0) - 2 * m.margin);
@@ -830,6 +857,7 @@ export function sankeyScene(d0, settings, measure = TABLE_MEASURE) {
     empty,
     caption: size.caption,
     notes: size.notes,
+    taller: size.taller,
     key,
     diff: Boolean(d.diff),
     geom: { layout: L, dist, widths, nodeW },

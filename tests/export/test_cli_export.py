@@ -275,3 +275,12 @@ def test_sankey_options_are_checked(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["export", str(KRIPKE_DB), "-o", out, "--view", "sankey", "--diff", "rank=1"])
     assert "COLUMN=A,B" in capsys.readouterr().err
+
+
+def test_export_width_natural(tmp_path):
+    """``--width natural``: the content's own width (the default is 7 in)."""
+    out = tmp_path / "fig.svg"
+    assert main(["export", str(HATCHET_JSON), "-o", str(out), "--width", "natural"]) == 0
+    natural = svg_pt(out.read_text(encoding="utf-8"))[0]
+    assert main(["export", str(HATCHET_JSON), "-o", str(out)]) == 0
+    assert svg_pt(out.read_text(encoding="utf-8"))[0] == pytest.approx(504, abs=0.01) != natural

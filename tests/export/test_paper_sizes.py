@@ -189,9 +189,9 @@ def test_what_does_not_fit_is_folded_said_and_warned(tmp_path):
 # ------------------------------------------------------------ every Sankey node named
 
 
-def sankey_names(svg: str) -> dict[str, str]:
-    """node id -> the name its label gives a reader: the label's text (its lines
-    joined), or, for a numbered label, the key's entry for that number."""
+def sankey_names(svg: str) -> dict[str, tuple[str, str]]:
+    """node id -> ("label", the label's text, its lines joined) or, for a numbered
+    label, ("key", the key's entry for that number: the group's whole name)."""
     root = ET.fromstring(svg)
 
     def classes(el) -> list[str]:
@@ -202,7 +202,7 @@ def sankey_names(svg: str) -> dict[str, str]:
         if "cctviz-key" in classes(t):
             num, name = (s.text for s in t.iter(f"{SVG_NS}tspan"))
             key[num] = name
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, str]] = {}
     for t in root.iter(f"{SVG_NS}text"):
         node = t.get("data-node")
         if node is None or "cctviz-key" in classes(t):
@@ -214,9 +214,10 @@ def sankey_names(svg: str) -> dict[str, str]:
         else:
             continue
         nums = [s.text for s in label.iter(f"{SVG_NS}tspan") if "cctviz-num" in classes(s)]
-        out[node] = (
-            key.get(nums[0], f"<no key entry {nums[0]}>") if nums else "".join(label.itertext())
-        )
+        if nums:
+            out[node] = ("key", key.get(nums[0], f"<no key entry {nums[0]}>"))
+        else:
+            out[node] = ("label", "".join(label.itertext()))
     return out
 
 
@@ -239,11 +240,20 @@ def test_every_sankey_node_has_a_name_a_reader_can_use(which, width, request, tm
     ]
     assert len(drawn) >= 2
     labels = view._data["label"]  # what each node is called (a group's short name)
+    groups = view._data["group"]  # and its whole name (a path, "train/step")
     names = sankey_names(svg)
     for node in drawn:
-        want = str(labels[int(node)])
-        assert node in names, (width, want, "has no label")
-        assert _squash(names[node]) == _squash(want), (width, node, names[node], want)
+        k = int(node)
+        assert node in names, (width, labels[k], "has no label")
+        how, text = names[node]
+        mark = re.search(r" \(\d+\)$", labels[k])  # a group's second occurrence: "(2)"
+        whole = str(groups[k] or labels[k]) + (mark[0] if mark else "")
+        if how == "label":
+            assert _squash(text) == _squash(labels[k]), (width, node, text, labels[k])
+        elif _squash(text) not in (_squash(whole), _squash(labels[k])):
+            # a name wider than the figure: the node's label, cut in the middle, its end kept
+            head, _, tail = text.partition("\u2026")
+            assert tail and labels[k].startswith(head) and labels[k].endswith(tail), (text, whole)
     # what was cut to fit is said (its time stays in its callers' heights)
     if len(drawn) < len(view.nodes):
         assert "deeper column" in root.get("data-folded", "")
