@@ -189,3 +189,26 @@ def test_a_unit_table_is_a_dataframe():
     assert isinstance(t, UnitTable) and isinstance(t, pd.DataFrame)
     assert t.to_string().split()[-1] == "1.000000e+09"  # to_string: the raw numbers
     assert "1.00 s" in repr(t)
+
+
+def test_a_join_keeps_both_sides_units_and_a_new_column_loses_its_own():
+    """pandas keeps ``attrs`` through a join only where both sides have the same:
+    the UnitTable keeps each side's units (a node's times joined with its
+    bandwidths, notebook 02); a column set anew drops its unit rather than show a
+    wrong one; a header that names its unit shows its numbers as they are."""
+    import pandas as pd
+
+    from cctviz.model.tables import with_units
+
+    times = with_units(pd.DataFrame({"time": [2.5e9, 1e6]}), {"time": "ns"})
+    rates = with_units(pd.DataFrame({"algbw": [0.3, 0.5]}), {"algbw": "GB/s"})
+    both = times.join(rates)
+    assert both.attrs["units"] == {"time": "ns", "algbw": "GB/s"}
+    text = str(both)
+    assert "2.50 s" in text and "300 MB/s" in text
+    merged = times.reset_index().merge(rates.reset_index(), on="index")
+    assert merged.attrs["units"] == {"time": "ns", "algbw": "GB/s"}
+    both["time"] = both["time"] / 1e9  # now in s, which the table cannot know
+    assert "time" not in both.attrs["units"] and "2.50 s" not in str(both)
+    named = with_units(pd.DataFrame({"wait_mean [s]": [0.0124]}), {"wait_mean [s]": "s"})
+    assert "12.4 ms" not in str(named) and "0.0124" in str(named)

@@ -113,6 +113,15 @@ class UnitTable(pd.DataFrame):
         if units and any(k in units for k in names):
             self.attrs = {**self.attrs, UNITS: {k: u for k, u in units.items() if k not in names}}
 
+    def join(self, other: Any, *args: Any, **kwargs: Any) -> Any:
+        """pandas' join, keeping the units of both sides' columns (pandas keeps
+        ``attrs`` only where both sides have the same)."""
+        return _joined(super().join(other, *args, **kwargs), self, other)
+
+    def merge(self, right: Any, *args: Any, **kwargs: Any) -> Any:
+        """pandas' merge, keeping the units of both sides' columns."""
+        return _joined(super().merge(right, *args, **kwargs), self, right)
+
     def _unit_formatters(self) -> list[Callable[[Any], str] | None]:
         """Per column, how a value is written (None: as pandas writes it). A
         list, not a dict: pandas maps a dict's entries by position in the
@@ -170,6 +179,23 @@ class UnitTable(pd.DataFrame):
             return fmt.DataFrameRenderer(formatter).to_html(notebook=True)
         except (AttributeError, ImportError, TypeError):  # another pandas: its own table
             return super()._repr_html_()
+
+
+def _joined(out: Any, left: Any, right: Any) -> Any:
+    """``out`` (a join or merge of ``left`` and ``right``) with the units of the
+    columns it took from either side under the same name (a column renamed by a
+    suffix has none: which side's unit would be a guess)."""
+    if not isinstance(out, pd.DataFrame):
+        return out
+    units: dict[Any, Any] = {}
+    instants: list[Any] = []
+    for side in (right, left):  # the left's unit wins a name both have
+        if isinstance(side, pd.DataFrame):
+            units.update(side.attrs.get(UNITS) or {})
+            instants += list(side.attrs.get(INSTANTS) or ())
+    cols = set(out.columns)
+    kept = {c: u for c, u in units.items() if c in cols}
+    return with_units(out, kept, instants=[c for c in instants if c in cols]) if kept else out
 
 
 def names_its_unit(column: Any, unit: str) -> bool:
