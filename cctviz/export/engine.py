@@ -77,6 +77,12 @@ class V8Thread:
                 out.append((False, e))
             done.set()
 
+    def submit(self, fn: Any, *args: Any) -> None:
+        """``fn(*args)`` on the V8 thread, later, with nobody waiting for it (its
+        result and any exception dropped): what a finalizer may do (see
+        :meth:`Engine.__del__`)."""
+        self._jobs.put((fn, args, threading.Event(), []))
+
     def run(self, fn: Any, *args: Any) -> Any:
         """``fn(*args)`` on the V8 thread; its result, or its exception raised here."""
         if threading.current_thread() is self._thread:
@@ -186,12 +192,18 @@ class Engine:
         return out
 
     def __del__(self) -> None:
-        # an engine dropped without close(): free its context on the V8 thread, not
-        # in whichever thread the garbage collector runs (a crash, see above)
-        try:
-            self.close()
-        except Exception:  # the V8 thread is gone (interpreter exit, a fork)
-            pass
+        # An engine dropped without close(): free its context on the V8 thread, not
+        # in whichever thread the garbage collector runs (a crash, see above), and
+        # never wait for it. The collector may run this on mini-racer's own
+        # callback thread while the V8 thread waits in a MiniRacer() for a callback
+        # from that very thread: waiting here deadlocked both (the test hang seen
+        # four times in CI, py-spy: an Engine.__del__ on a "Dummy" thread).
+        ctx, self._ctx = getattr(self, "_ctx", None), None
+        if ctx is not None:
+            try:
+                self._v8.submit(ctx.close)
+            except Exception:  # the V8 thread is gone (interpreter exit, a fork)
+                pass
 
     def close(self) -> None:
         """Free the V8 context; the engine cannot draw afterwards."""

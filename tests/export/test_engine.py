@@ -103,3 +103,41 @@ def test_an_engine_made_under_a_running_loop_keeps_working(view):
         assert "<text" in engine.render_svg(payload(view))
     finally:
         engine.close()
+
+
+def test_a_dropped_engine_never_waits_for_the_v8_thread():
+    """The garbage collector may finalize an engine on mini-racer's own callback
+    thread while the V8 thread waits for a callback from that very thread (in a
+    MiniRacer()): a finalizer that waited for the V8 thread deadlocked both (CI hung
+    in test_bundles_that_do_not_load four times). Here the V8 thread waits for the
+    thread that drops an engine: the drop returns at once, the context is freed
+    after."""
+    import threading
+
+    eng = Engine(engine_mod.EXPORT_BUNDLE)
+    v8 = engine_mod.v8_thread()
+    gate, busy, dropped = threading.Event(), threading.Event(), threading.Event()
+
+    def hold() -> None:  # the V8 thread, waiting for the dropping thread
+        busy.set()
+        gate.wait(20)
+
+    holder = threading.Thread(target=lambda: v8.run(hold), daemon=True)
+    holder.start()
+    try:
+        assert busy.wait(10)
+
+        def drop() -> None:
+            eng.__del__()
+            dropped.set()
+
+        dropper = threading.Thread(target=drop, daemon=True)
+        dropper.start()
+        dropper.join(5)
+        assert dropped.is_set(), "Engine.__del__ waited for the busy V8 thread"
+    finally:
+        gate.set()
+        holder.join(10)
+    with pytest.raises(ExportError, match="was closed"):
+        eng.render_svg("{}")
+    assert v8.run(lambda: "the V8 thread serves on") == "the V8 thread serves on"
