@@ -227,8 +227,6 @@ def _figure_options(a: argparse.Namespace, fmt: str) -> dict[str, Any]:
     for k in ("width", "height", "font_size", "background", "scheme"):
         if getattr(a, k, None) is not None:
             opts[k] = getattr(a, k)
-    if str(opts.get("width", "")).strip().lower() == "natural":
-        opts["width"] = None  # the content's own width
     if getattr(a, "no_legends", False):
         opts["legends"] = False
     if getattr(a, "no_highlight", False):

@@ -25,6 +25,7 @@ import pandas as pd
 from . import examples
 from .model import units
 from .model.ensemble import Ensemble
+from .model.formats import OUTSIDE
 from .ops.comm import by_context
 from .ops.text import short_path
 from .readers import read, read_ensemble
@@ -140,7 +141,7 @@ def outside_steps_note(ens: Ensemble) -> str:
     """What ``(outside steps)`` holds and how much of each rank's time it is."""
     tree = ens.tree
     roots = tree.parent < 0
-    outside = np.flatnonzero(np.asarray(tree.names) == "(outside steps)")
+    outside = np.flatnonzero(np.asarray(tree.names) == OUTSIDE)
     if not outside.size:
         return ""
     vals = ens.values("time (inc)")

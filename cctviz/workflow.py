@@ -42,7 +42,9 @@ import pandas as pd
 
 from .errors import ProfileError
 from .model.ensemble import Ensemble
+from .model.formats import K_COMM, K_REGION
 from .model.tables import UnitTable, with_units
+from .model.timeline import profile_ranks
 from .readers import read
 
 #: below this share of a core a context's sampled time counts as waiting
@@ -52,8 +54,8 @@ TABLE_UNITS = {
     "wall_mean": "s", "cpu_util": "%", "bytes_in_total": "B", "bytes_in_mean": "B",
     "bytes_out_total": "B", "bytes_out_mean": "B", "in_rate_mean": "B/s", "out_rate_mean": "B/s",
 }  # fmt: skip
-_WAITING_KINDS = ("region",)
-_COMM_KIND = "comm"
+_WAITING_KINDS = (K_REGION,)
+_COMM_KIND = K_COMM
 
 
 @dataclass
@@ -126,14 +128,15 @@ def summary(run: str | os.PathLike | Ensemble, *, low_cpu: float = LOW_CPU) -> W
     waiting = _waiting(ens, split, comp, live, coupled)
     table = _table(ens, split, comp, live, coupled)
     blocked = _blocked_contexts(ens, split, comp, live, coupled)
-    channels = _channels(ens, comp, live, split["wall"])
+    channels = _channels(ens, comp, live, split["wall_s"])
     bottleneck, why = _bottleneck(table, blocked, waiting)
     per_process = _blocked_per_process(ens, split, comp, live)
     return WorkflowSummary(table, blocked, channels, waiting, bottleneck, why, per_process)
 
 
 def _split(ens: Ensemble, low_cpu: float) -> dict[str, np.ndarray]:
-    """Nodes x profiles: ``blocked``, ``idle`` and ``busy`` ns, ``wall`` per profile."""
+    """Nodes x profiles: ``blocked``, ``idle`` and ``busy`` ns; per profile ``wall``
+    (ns) and ``wall_s`` (s, NaN where a process recorded no time: no rate)."""
     t = ens.values("time")
     cpu = ens.values("cpu_time")
     sampled = ens.values("sampled_time")
@@ -150,6 +153,7 @@ def _split(ens: Ensemble, low_cpu: float) -> dict[str, np.ndarray]:
         "idle": idle,
         "busy": t - blocked - idle,
         "wall": wall,
+        "wall_s": np.where(wall > 0, wall / 1e9, np.nan),
         "comm": comm,
     }
 
@@ -216,10 +220,8 @@ def _table(ens, split, comp, live, coupled) -> UnitTable:
         table[f"{name}_total"] = _per_component(per, comp, live, "sum")
         table[f"{name}_mean"] = _per_component(per, comp, live)
     # the rate of each process over its own wall time, then the mean over them
-    with np.errstate(divide="ignore", invalid="ignore"):
-        wall_s = np.where(split["wall"] > 0, split["wall"] / 1e9, np.nan)
-        table["in_rate_mean"] = _per_component(bytes_in / wall_s, comp, live)
-        table["out_rate_mean"] = _per_component(bytes_out / wall_s, comp, live)
+    table["in_rate_mean"] = _per_component(bytes_in / split["wall_s"], comp, live)
+    table["out_rate_mean"] = _per_component(bytes_out / split["wall_s"], comp, live)
     table.index.name = "component"
     return with_units(table, TABLE_UNITS)
 
@@ -291,7 +293,7 @@ def _blocked_per_process(ens, split, comp, live) -> UnitTable:
     """One row per (live process, context) with blocked time (vectorised)."""
     node, col = np.nonzero(split["blocked"] * live[None, :] > 0)
     prof = ens.profiles
-    rank = prof["rank"].to_numpy() if "rank" in prof.columns else np.arange(len(prof))
+    rank = profile_ranks(prof)
     out = pd.DataFrame(
         {
             "rank": rank[col],
@@ -304,7 +306,7 @@ def _blocked_per_process(ens, split, comp, live) -> UnitTable:
     return with_units(out, {"blocked": "s"})
 
 
-def _channels(ens, comp, live, wall_ns: np.ndarray) -> UnitTable:
+def _channels(ens, comp, live, wall_s: np.ndarray) -> UnitTable:
     """Bytes per (component, channel, direction): data contexts by name, collectives;
     ``rate_mean`` is the mean of each process's bytes over its own wall time, as
     the table's ``in_rate_mean``."""
@@ -322,8 +324,7 @@ def _channels(ens, comp, live, wall_ns: np.ndarray) -> UnitTable:
                 sel = (comp == c) & live
                 mine = per[sel]
                 if mine.size and mine.sum() > 0:
-                    wall = wall_ns[sel] / 1e9
-                    rate = np.divide(mine, wall, out=np.full(mine.size, np.nan), where=wall > 0)
+                    rate = mine / wall_s[sel]
                     rows.append(
                         {
                             "component": c,

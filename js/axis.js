@@ -35,6 +35,17 @@ function tickText(v, dec) {
 }
 
 /**
+ * About `count` ticks over [a, b] (in the axis unit: values times `factor`), each
+ * {value (in the values' unit), pos (`toPx` of the axis value), text (the axis
+ * value with the decimals its step needs)}.
+ */
+export function tickMarks(a, b, count, toPx, factor = 1) {
+  const step = tickStep(a, b, count);
+  const dec = Math.max(0, -Math.floor(Math.log10(Math.abs(step)) + 1e-9));
+  return ticks(a, b, count).map((t) => ({ value: t / factor, pos: toPx(t), text: tickText(t, dec) }));
+}
+
+/**
  * A linear axis over `values` mapped onto [r0, r1] (pixels; r1 < r0 for a y
  * axis): the domain padded by `pad` of its span, ticks with
  * labels in the axis unit (the domain is not rounded to ticks: dots use the room) ({@link axisUnit}).
@@ -73,11 +84,8 @@ export function linearAxis(values, range, opts = {}) {
     a -= p;
     b += p;
   }
-  const step = tickStep(a, b, count);
-  const dec = Math.max(0, -Math.floor(Math.log10(Math.abs(step)) + 1e-9));
   const [r0, r1] = range;
   const toPx = (d) => r0 + ((d - a) / (b - a)) * (r1 - r0);
   const scale = (v) => toPx(v * factor);
-  const out = ticks(a, b, count).map((t) => ({ value: t / factor, pos: toPx(t), text: tickText(t, dec) }));
-  return { domain: [a / factor, b / factor], scale, ticks: out, unit, factor };
+  return { domain: [a / factor, b / factor], scale, ticks: tickMarks(a, b, count, toPx, factor), unit, factor };
 }

@@ -105,15 +105,14 @@ export function frameTop(st, m, measure, naturalW, items) {
  * text is drawn at the size asked for) and the svg's `frame` (pt and viewBox).
  * An export takes the asked width and height; content that does not fit them
  * makes the figure wider or taller than asked (never smaller text), which
- * {@link fitNotes} says.
+ * {@link captionUnder} says.
  */
-export function frameSize(st, m, top, naturalW, bodyHeight, caption = null) {
+export function frameSize(st, m, top, naturalW, bodyHeight) {
   const content = { x: m.margin, y: top.titleHeight + top.band + m.margin };
   const width = Math.max(top.flowW, top.legendsWidth, naturalW);
-  const capH = caption ? caption.height : 0;
-  const height = content.y + bodyHeight + m.margin + capH;
+  const height = content.y + bodyHeight + m.margin;
   const { frame } = flatFrame(st, width, height);
-  return { content, width, height, scale: 1, frame, captionY: content.y + bodyHeight + m.margin };
+  return { content, width, height, scale: 1, frame };
 }
 
 /**
@@ -188,67 +187,57 @@ export function wrapText(text, width, size, measure, weight = 400) {
   return lines;
 }
 
-/**
- * What an export of `width` x `height` could not hold at its font size, in words
- * (one sentence per item): what the view folded (`folded`: its own sentences),
- * and where the content makes the figure wider or taller than asked.
- *
- * @param {object} st the scene settings (`fit`, `width`, `height`, `fontSize`)
- * @param {string[]} folded the view's sentences ("3 deeper levels not drawn")
- * @param {number} contentW the content's width in points (margins included)
- * @param {number} contentH the whole figure's height in points
- * @returns {string[]}
- */
-export function fitNotes(st, folded, contentW, contentH) {
-  if (!st.fit) return []; // a live view says what it folded in its legend band (foldedLegend)
-  const out = [...(st.notes || []), ...folded];
+/** "Not drawn at this size: a; b." wrapped to `width` at `size`. */
+function notDrawnLines(notes, width, size, measure) {
+  return wrapText(`Not drawn at this size: ${notes.join("; ")}.`, Math.max(size * 4, width), size, measure);
+}
+
+/** The note of an export `what` ("wide", "tall") `got` points where `asked`, or "". */
+function overflowNote(st, what, got, asked) {
   const pt = (v) => `${Math.round(v)} pt`;
-  if (st.width && contentW > st.width + 0.5) out.push(`drawn ${pt(contentW)} wide, not ${pt(st.width)}: the content does not fit at ${st.fontSize} pt`);
-  if (st.height && contentH > st.height + 0.5) out.push(`drawn ${pt(contentH)} tall, not ${pt(st.height)}: the content does not fit at ${st.fontSize} pt`);
-  return out;
+  return st.fit && asked && got > asked + 0.5 ? `drawn ${pt(got)} ${what}, not ${pt(asked)}: the content does not fit at ${st.fontSize} pt` : "";
 }
 
 /**
- * The caption line(s) under a figure that say what it folded ({@link fitNotes}),
- * wrapped to `width`, at the small size, or null when nothing was folded. The
- * prims are placed from y = 0 (the figure moves them under its body).
+ * The caption under an export's body that says what it could not hold at its font
+ * size: the exporter's notes (`st.notes`), what the view folded (`folded`: its own
+ * sentences, "3 deeper levels ..."), a figure wider than asked (`width`: the
+ * content's, margins included) or taller (with the caption's own lines). The
+ * caption starts at `bottom`; `end` is where the figure would end without it. A
+ * live view says what it folded in its legend band instead ({@link foldedLegend}).
  *
- * @returns {{prims: object[], height: number, text: string}|null}
+ * @returns {{caption: object|null, notes: string[], height: number, taller: boolean}}
+ *   `caption`: a prim placed at `bottom` (or null); `height`: the figure's height with it
  */
-export function captionOf(notes, width, m, measure) {
-  if (!notes.length) return null;
-  const text = `Not drawn at this size: ${notes.join("; ")}.`;
-  const size = m.small;
-  const lh = size * 1.25;
-  const lines = wrapText(text, Math.max(size * 4, width - 2 * m.margin), size, measure);
-  const prims = lines.map((t, k) => P("text", { class: "cctviz-caption", x: r2(m.margin), y: r2(k * lh), dy: "0.8em", "font-size": size }, t));
-  return { prims, height: lines.length * lh + m.margin / 2, text };
+export function captionUnder(st, m, measure, width, bottom, end, folded = []) {
+  if (!st.fit) return { caption: null, notes: [], height: end, taller: false };
+  const base = [...(st.notes || []), ...folded, overflowNote(st, "wide", width, st.width)].filter(Boolean);
+  const lh = m.small * 1.25;
+  const captionW = (st.width ? Math.max(st.width, width) : width) - 2 * m.margin;
+  const lay = (notes) => {
+    const lines = notes.length ? notDrawnLines(notes, captionW, m.small, measure) : [];
+    return { notes, lines, height: end + (lines.length ? lines.length * lh + m.margin / 2 : 0) };
+  };
+  let c = lay(base);
+  for (let k = 0; k < 2; k++) { // taller than asked, said with the height the note itself adds
+    const tall = overflowNote(st, "tall", c.height, st.height);
+    if (!tall) break;
+    c = lay([...base, tall]);
+  }
+  const prims = c.lines.map((t, k) => P("text", { class: "cctviz-caption", x: r2(m.margin), y: r2(k * lh), dy: "0.8em", "font-size": m.small }, t));
+  const caption = prims.length ? P("g", { class: "cctviz-caption-band", transform: `translate(0,${r2(bottom)})` }, null, prims) : null;
+  return { caption, notes: c.notes, height: c.height, taller: Boolean(st.fit && st.height && c.height > st.height + 0.5) };
 }
 
 /**
- * The frame of a figure with its caption: {@link frameSize} with the notes of
- * what did not fit ({@link fitNotes}: the view's `folded` sentences, a figure
- * wider or taller than asked) drawn under the body. Returns frameSize's fields
- * plus `caption` (a prim placed under the body, or null) and `notes`.
+ * The frame of a figure with its caption: {@link frameSize} and
+ * {@link captionUnder} (the caption under the body). Returns frameSize's fields
+ * (the height and frame with the caption) plus `caption`, `notes` and `taller`.
  */
 export function captionedFrame(st, m, measure, top, naturalW, bodyHeight, folded = []) {
-  const width = Math.max(top.flowW, top.legendsWidth, naturalW);
-  let notes = fitNotes(st, folded, width, 0);
-  let caption = captionOf(notes, st.fit && st.width ? Math.max(st.width, width) : width, m, measure);
-  let size = frameSize(st, m, top, naturalW, bodyHeight, caption);
-  // taller than asked: said with the height the caption itself makes (twice: the
-  // note's own line may add to it)
-  const base = notes;
-  for (let k = 0; k < 2 && st.fit && st.height; k++) {
-    const taller = fitNotes({ ...st, notes: [], width: null }, [], 0, size.height);
-    if (!taller.length) break;
-    notes = [...base, ...taller];
-    caption = captionOf(notes, st.width ? Math.max(st.width, width) : width, m, measure);
-    size = frameSize(st, m, top, naturalW, bodyHeight, caption);
-  }
-  const prim = caption ? P("g", { class: "cctviz-caption-band", transform: `translate(0,${r2(size.captionY)})` }, null, caption.prims) : null;
-  const taller = Boolean(st.fit && st.height && size.height > st.height + 0.5);
-  return { ...size, caption: prim, notes, taller };
+  const size = frameSize(st, m, top, naturalW, bodyHeight);
+  const c = captionUnder(st, m, measure, size.width, size.height, size.height, folded);
+  return { ...size, height: c.height, frame: flatFrame(st, size.width, c.height).frame, caption: c.caption, notes: c.notes, taller: c.taller };
 }
 
 /**
@@ -260,7 +249,7 @@ export function foldedLegend(folded, m, measure, maxW) {
   if (!folded.length) return null;
   const size = m.small;
   const lh = size * 1.25;
-  const lines = wrapText(`Not drawn at this size: ${folded.join("; ")}.`, Math.max(size * 4, maxW), size, measure);
+  const lines = notDrawnLines(folded, maxW, size, measure);
   const kids = lines.map((t, k) => P("text", { class: "cctviz-legend-text cctviz-caption", x: 0, y: r2(k * lh), dy: "0.8em" }, t));
   const w = Math.max(...lines.map((t) => measure.text(t, size)));
   return [P("g", { class: "cctviz-legend cctviz-folded-note" }, null, kids), w, lines.length * lh];

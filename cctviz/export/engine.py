@@ -196,8 +196,7 @@ class Engine:
         # in whichever thread the garbage collector runs (a crash, see above), and
         # never wait for it. The collector may run this on mini-racer's own
         # callback thread while the V8 thread waits in a MiniRacer() for a callback
-        # from that very thread: waiting here deadlocked both (the test hang seen
-        # four times in CI, py-spy: an Engine.__del__ on a "Dummy" thread).
+        # from that very thread: waiting here would deadlock both.
         ctx, self._ctx = getattr(self, "_ctx", None), None
         if ctx is not None:
             try:

@@ -118,7 +118,8 @@ def drawing_options(**options: Any) -> dict[str, Any]:
     """The ``options`` object of the payload from keyword options (checked).
 
     Accepted: ``width``, ``height`` (lengths, see :func:`parse_length`; default
-    width 7 in, height None: what the content needs; None: the natural size),
+    width 7 in, height None: what the content needs; a width of None or
+    ``"natural"``: the content's own),
     ``font_size`` (the smallest text's size on the page, in pt, or a length),
     ``title`` (str or None), ``legends``, ``highlight`` (bool), ``background``
     (``"white"`` or ``"transparent"``), ``scheme`` (``"light"`` or ``"dark"``).
@@ -140,7 +141,7 @@ def drawing_options(**options: Any) -> dict[str, Any]:
     if title is not None and not isinstance(title, str):
         raise ExportOptionError("title", f"expected a string or None, got {title!r}")
     return {
-        "width": None if o["width"] is None else parse_length(o["width"], "width"),
+        "width": None if _natural(o["width"]) else parse_length(o["width"], "width"),
         "height": None if o["height"] is None else parse_length(o["height"], "height"),
         "fontSize": parse_length(o["font_size"], "font_size"),
         "title": title or None,
@@ -149,6 +150,11 @@ def drawing_options(**options: Any) -> dict[str, Any]:
         "background": _choice(o["background"], "background", BACKGROUNDS),
         "scheme": _choice(o["scheme"], "scheme", SCHEMES),
     }
+
+
+def _natural(width: Any) -> bool:
+    """A width of None or ``"natural"``: the content's own width."""
+    return width is None or (isinstance(width, str) and width.strip().lower() == "natural")
 
 
 def plain(value: Any) -> Any:

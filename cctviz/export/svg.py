@@ -54,6 +54,20 @@ def svg_size(svg: str) -> tuple[float, float]:
 
 #: the root attribute where a figure says what it could not hold at its font size
 FOLDED_ATTR = "data-folded"
+#: the root attribute of a figure taller than the height asked
+TALLER_ATTR = "data-taller"
+
+
+def root_attribute(svg: str, name: str) -> str | None:
+    """The value of attribute ``name`` of an SVG document's root, or None.
+
+    Example:
+        >>> root_attribute('<svg xmlns="http://www.w3.org/2000/svg" data-taller="true"/>', "data-taller")
+        'true'
+    """
+    m = ROOT_TAG.search(svg)
+    found = re.search(rf'\s{re.escape(name)}="([^"]*)"', m.group(0)) if m else None
+    return html.unescape(found.group(1)) if found else None
 
 
 def folded_note(svg: str) -> str:
@@ -67,15 +81,7 @@ def folded_note(svg: str) -> str:
         >>> folded_note('<svg xmlns="http://www.w3.org/2000/svg"/>')
         ''
     """
-    m = ROOT_TAG.search(svg)
-    if not m:
-        return ""
-    found = re.search(rf'\s{FOLDED_ATTR}="([^"]*)"', m.group(0))
-    return html.unescape(found.group(1)) if found else ""
-
-
-#: the root attribute of a figure taller than the height asked
-TALLER_ATTR = "data-taller"
+    return root_attribute(svg, FOLDED_ATTR) or ""
 
 
 def is_taller(svg: str) -> bool:
@@ -85,8 +91,7 @@ def is_taller(svg: str) -> bool:
         >>> is_taller('<svg xmlns="http://www.w3.org/2000/svg" data-taller="true"/>')
         True
     """
-    m = ROOT_TAG.search(svg)
-    return bool(m) and f" {TALLER_ATTR}=" in m.group(0)
+    return root_attribute(svg, TALLER_ATTR) is not None
 
 
 def to_svg(view: ViewLike, **options: Any) -> str:

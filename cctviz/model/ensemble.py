@@ -39,7 +39,7 @@ from ._algo import (
     stable_order,
 )
 from .stats import MISSING, node_stats
-from .tables import UnitTable, shown_unit, with_units
+from .tables import UnitTable, measured, shown_unit, with_units
 from .text import text_as_object
 from .tree import Tree, base_metric, check_aggregation, inc_name
 from .unify import unify_structures
@@ -226,13 +226,13 @@ class BaseEnsemble(ABC):
             table.insert(0, "name", tree.names)
             unit = _units.canonical(tree.unit(base_metric(metric)[0]))
             table.attrs["unit"] = unit
-            shown = shown_unit(unit)
-            if shown or _units.looks_measured(base_metric(metric)[0]):
-                table = with_units(table, dict.fromkeys(IN_METRIC_UNIT, shown))
-            cache[key] = table
+            in_unit = measured(metric, unit)
+            cache[key] = with_units(
+                table, dict.fromkeys(IN_METRIC_UNIT, shown_unit(unit)) if in_unit else {}
+            )
         if formatted:
             return _formatted(cache[key])
-        return with_units(cache[key].copy(), {})  # callers may edit theirs; the cache stays whole
+        return cache[key].copy()  # callers may edit theirs; the cache stays whole
 
     def profile_totals(self, metric: str) -> np.ndarray:
         """Per profile, the sum of an additive inclusive metric over the roots

@@ -41,6 +41,28 @@ import pyarrow as pa
 
 from ..errors import ProfileError
 
+# The tree a ``cctviz run`` writes (cctviz.runtime.recorder): its step contexts,
+# phases and the kinds of its nodes (the ``kind`` column), which its readers and
+# views recognise by these names.
+STEP = "step"
+#: the steps before the profiled ones, and the time outside every step
+WARMUP = "(warm-up)"
+OUTSIDE = "(outside steps)"
+OTHER = "other"
+PHASES = ("data", "forward", "backward", "optimizer", OTHER)
+
+#: kinds of contexts (the tree's ``kind`` column)
+K_ROOT, K_STEP, K_PHASE, K_MODULE, K_COMM, K_OP, K_REGION, K_FUNC = (
+    "root",
+    "step",
+    "phase",
+    "module",
+    "comm",
+    "op",
+    "region",
+    "function",
+)
+
 # ---- the native file (a ZIP of Parquet tables; see cctviz.readers.native)
 #: ``header.json``'s ``format`` and ``version``
 MAGIC = "cctviz"

@@ -252,6 +252,19 @@ def shown_unit(unit: Any) -> str | None:
     return None if u in COUNTS else u
 
 
+def measured(name: str, unit: Any) -> bool:
+    """Whether a column of metric ``name`` (``"time"``, ``"time (inc)"``) recorded
+    in ``unit`` is a measured quantity: it has a unit to show, or its name says it
+    is a time or a size (its unit then unknown, shown as such). The one rule of
+    every table that states units.
+
+    >>> measured("time (inc)", "usec"), measured("time", None), measured("calls", None)
+    (True, True, False)
+    """
+    base = name[: -len(" (inc)")] if str(name).endswith(" (inc)") else str(name)
+    return bool(shown_unit(unit)) or looks_measured(base)
+
+
 def metric_units(tree: Any, columns: Iterable[Any]) -> dict[str, str | None]:
     """The units of those ``columns`` that are measured metrics of ``tree`` (a
     :class:`~cctviz.model.tree.Tree`): ``"time"`` and ``"time (inc)"`` in the
@@ -270,17 +283,9 @@ def metric_units(tree: Any, columns: Iterable[Any]) -> dict[str, str | None]:
         if not isinstance(c, str):
             continue
         base = c[: -len(" (inc)")] if c.endswith(" (inc)") else c
-        if base not in exc:
-            continue
-        unit = shown_unit(tree.unit(base))
-        if unit or looks_measured(base):
-            out[c] = unit
+        if base in exc and measured(c, tree.unit(base)):
+            out[c] = shown_unit(tree.unit(base))
     return out
-
-
-def units_of(table: pd.DataFrame) -> dict[str, str | None]:
-    """The units a table states for its columns (``attrs["units"]``)."""
-    return dict(table.attrs.get(UNITS) or {})
 
 
 __all__ = [
@@ -288,8 +293,8 @@ __all__ = [
     "INSTANTS",
     "UNITS",
     "UnitTable",
+    "measured",
     "metric_units",
     "shown_unit",
-    "units_of",
     "with_units",
 ]

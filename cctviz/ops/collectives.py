@@ -84,7 +84,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model._algo import identity_codes, merge_by_path
+from ..model._algo import identity_codes, merge_by_path, sorted_unique
 from ..model.collectives import POINT_TO_POINT, collective_kind
 from ..model.tables import UnitTable, with_units
 from ..model.timeline import Timeline, profile_ranks
@@ -175,7 +175,9 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
     # not known, the profile itself
     rank_of = profile_ranks(timeline.profiles)
     who = np.where(rank_of[prof] >= 0, rank_of[prof], -2 - prof)
-    distinct = np.bincount(np.unique(np.c_[inst_id, who], axis=0)[:, 0], minlength=n_inst)
+    span = int(who.max()) - int(who.min()) + 1  # (call, who) as one int64 key
+    pairs = sorted_unique(inst_id.astype(np.int64) * span + (who - who.min()))
+    distinct = np.bincount(pairs // span, minlength=n_inst)
     # the last to arrive and by how much: the last arrival and the latest of the
     # others (another rank's, not another stream of the same rank)
     by_arrival = np.lexsort((start, inst_id))
@@ -202,9 +204,7 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
             "end": end,
             "wait": last[inst_id] - start,
             "transfer": np.maximum(end - last[inst_id], 0),
-            "bytes": e["comm_bytes"].to_numpy(dtype=np.float64)
-            if "comm_bytes" in e.columns
-            else np.nan,
+            "bytes": nbytes,
             "last_to_arrive": last_rank[inst_id],
             "last_by": last_by[inst_id],
             "ranks": distinct[inst_id],
@@ -403,7 +403,7 @@ def stragglers(inst: pd.DataFrame) -> UnitTable:
         rank
         1              2    1.0       35.0 ns           35.0 ns
     """
-    multi = inst[inst["ranks"].to_numpy() > 1]
+    multi = shared_calls(inst)
     n = int(multi["instance"].nunique())
     table = _last_arrivals(multi)
     table["share"] = table["last_calls"] / n if n else np.nan
@@ -412,6 +412,32 @@ def stragglers(inst: pd.DataFrame) -> UnitTable:
     table = table.sort_values("last_calls", ascending=False, kind="stable")
     table.attrs["unit"] = "ns"
     return with_units(table, {"last_by_total": "ns", "caused_wait_total": "ns"})
+
+
+def shared_calls(inst: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :func:`instances` ``inst`` of calls among two ranks or more:
+    the calls at which a rank can wait for another (a rank's streams and threads
+    are one rank). Every "who waited for whom" table counts these.
+
+    >>> shared_calls(pd.DataFrame({"instance": [0, 1, 1], "ranks": [1, 2, 2]}))["instance"].tolist()
+    [1, 1]
+    """
+    return inst[inst["ranks"].to_numpy() > 1]
+
+
+def last_rows(inst: pd.DataFrame) -> pd.DataFrame:
+    """One row of :func:`instances` ``inst`` per call that has a last to arrive:
+    that rank's (its latest arrival, where profiles share the rank); calls of one
+    rank, ties and ranks not known have none.
+
+    >>> t = pd.DataFrame({"instance": [0, 0, 1, 1], "rank": [0, 1, 0, 1], "arrival": [5, 9, 7, 7],
+    ...                   "last_to_arrive": [1, 1, -1, -1]})
+    >>> last_rows(t)[["instance", "rank", "arrival"]].values.tolist()
+    [[0, 1, 9]]
+    """
+    named = inst["last_to_arrive"].to_numpy() >= 0  # -1: nobody, or a rank not known
+    last = inst[named & (inst["rank"].to_numpy() == inst["last_to_arrive"].to_numpy())]
+    return last.sort_values("arrival", kind="stable").drop_duplicates("instance", keep="last")
 
 
 def _last_arrivals(multi: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
@@ -429,12 +455,9 @@ def _last_arrivals(multi: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
         {
             "last_calls": calls.size(),
             "last_by_total": calls["last_by"].sum(),
-            "caused_wait_total": caused,
+            "caused_wait_total": caused,  # grouped from the same rows: no gaps
         }
     )
-    out = out.fillna(0)
-    for c in out.columns:
-        out[c] = out[c].astype(np.int64)
     return out
 
 
@@ -501,12 +524,19 @@ CAUSE_UNITS = {
 
 
 def wait_causes(
-    timeline: Timeline, inst: pd.DataFrame | None = None, groups: np.ndarray | None = None
+    timeline: Timeline,
+    inst: pd.DataFrame | None = None,
+    groups: np.ndarray | None = None,
+    *,
+    before: bool = True,
 ) -> UnitTable:
     """Who the waiting at each collective context waits for, and what that rank
     was doing: one row per ``comm`` node of the timeline's tree (index ``node``),
     or per group of nodes (``groups``: a group id per tree node, -1 for none;
-    index ``group``: a Sankey's super nodes).
+    index ``group``: a Sankey's super nodes). ``before=False`` leaves out the
+    columns of what the last to arrive did meanwhile (``before``,
+    ``before_time_total``, ``arrival_spread_total``: they sort every event), for
+    a caller that does not show them.
 
     Waiting is not working: the rank whose time in a collective stands out is the
     one that waits, not the one that causes it. Per context, over its calls
@@ -558,7 +588,7 @@ def wait_causes(
     """
     inst = instances(timeline) if inst is None else inst
     name = "node" if groups is None else "group"
-    multi = inst[inst["ranks"].to_numpy() > 1]
+    multi = shared_calls(inst)
     node = multi["node"].to_numpy(dtype=np.int64)
     ctx = node if groups is None else np.asarray(groups, dtype=np.int64)[node]
     multi = multi[ctx >= 0].assign(ctx=ctx[ctx >= 0])
@@ -579,32 +609,32 @@ def wait_causes(
         if word == "most_waited_for":
             table[f"{word}_wait_total"] = top["caused_wait_total"]
     table["ranks_ever_last"] = by_rank.groupby("ctx").size()
-    table = table.join(_before_arrival(timeline, multi))
+    if before:  # what the last to arrive did meanwhile: a sort of every event (once per timeline)
+        table = table.join(_before_arrival(timeline, multi))
     table = table.fillna({"most_waited_for": -1, "most_often_last": -1, "before": -1}).fillna(0)
     for c in table.columns:
         if c != "collective":
             table[c] = table[c].astype(np.int64)
     table["most_often_last_share"] = table["most_often_last_calls"] / table["calls"]
-    table = table[list(CAUSE_COLUMNS)]
+    table = table[[c for c in CAUSE_COLUMNS if c in table.columns]]
     table.index.name = name
     table.attrs["unit"] = "ns"
     return with_units(table, CAUSE_UNITS)
 
 
 def _by_profile_end(timeline: Timeline) -> tuple:
-    """The timed intervals (start, end, node) in (profile, end) order, as one
-    sorted int64 key: sorted once per timeline (every wait_causes of it shares it)."""
+    """The timed intervals in (profile, end) order, as one sorted int64 key and the
+    events' rows in that order: sorted once per timeline (every wait_causes of it
+    shares it), the event columns read from the timeline when used."""
     ev = timeline.events
-    timed = ev["timed"].to_numpy(dtype=bool) if "timed" in ev.columns else slice(None)
-    prof = ev["profile"].to_numpy()[timed]
-    start = ev["start"].to_numpy()[timed]
-    end = ev["end"].to_numpy()[timed]
-    node = ev["node"].to_numpy()[timed]
+    rows = np.flatnonzero(ev["timed"].to_numpy(dtype=bool)) if "timed" in ev.columns else None
+    pick = (lambda c: ev[c].to_numpy()[rows]) if rows is not None else (lambda c: ev[c].to_numpy())
+    start, end = pick("start"), pick("end")
     t00 = int(start.min())
     scale = int(end.max()) - t00 + 1  # (profile, end) as one sortable int64
-    key = prof.astype(np.int64) * scale + (end - t00)
+    key = pick("profile").astype(np.int64) * scale + (end - t00)
     order = np.argsort(key, kind="stable")
-    return start, end, node, t00, scale, key[order], order
+    return t00, scale, key[order], order if rows is None else rows[order]
 
 
 def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
@@ -613,18 +643,15 @@ def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
     that time, and the spans summed (see :func:`wait_causes`). Vectorised: the
     intervals ending in each span are a range of the (profile, end) order."""
     arrive = multi.groupby("instance").agg(first=("arrival", "min"), ctx=("ctx", "first"))
-    named = multi["last_to_arrive"].to_numpy() >= 0  # -1: nobody, or a rank not known
-    last = multi[named & (multi["rank"].to_numpy() == multi["last_to_arrive"].to_numpy())]
-    # one row per call that has a last to arrive (its latest, where profiles share a rank)
-    last = last.sort_values("arrival", kind="stable").drop_duplicates("instance", keep="last")
-    last = last.set_index("instance")
+    last = last_rows(multi).set_index("instance")
     w = arrive.join(last[["profile", "arrival"]], how="inner")
     out = pd.DataFrame(index=pd.Index([], name="ctx", dtype=np.int64))
     if not len(w):
         return out.assign(before=[], before_time_total=[], arrival_spread_total=[])
-    start, end, node, t00, scale, key, order = timeline.memo(
+    t00, scale, key, order = timeline.memo(
         "collectives.by_profile_end", lambda: _by_profile_end(timeline)
     )
+    ev = timeline.events
     wp = w["profile"].to_numpy(dtype=np.int64) * scale
     a0 = w["first"].to_numpy(dtype=np.int64)
     a1 = w["arrival"].to_numpy(dtype=np.int64)
@@ -633,10 +660,11 @@ def _before_arrival(timeline: Timeline, multi: pd.DataFrame) -> pd.DataFrame:
     n = hi - lo
     which = np.repeat(np.arange(len(w)), n)
     pos = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
-    ev_i = order[pos]
-    inside = end[ev_i] - np.maximum(start[ev_i], a0[which])
+    ev_i = order[pos]  # rows of the events
+    start, end = ev["start"].to_numpy()[ev_i], ev["end"].to_numpy()[ev_i]
+    inside = end - np.maximum(start, a0[which])
     ctx = w["ctx"].to_numpy(dtype=np.int64)
-    spent = pd.DataFrame({"ctx": ctx[which], "before": node[ev_i], "t": inside})
+    spent = pd.DataFrame({"ctx": ctx[which], "before": ev["node"].to_numpy()[ev_i], "t": inside})
     spent = spent.groupby(["ctx", "before"])["t"].sum().reset_index()
     spent = spent.sort_values(["ctx", "t"], ascending=[True, False], kind="stable")
     best = spent.drop_duplicates("ctx").set_index("ctx")

@@ -9,10 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..model.tables import UnitTable, shown_unit, with_units
+from ..model.tables import UnitTable, measured, shown_unit, with_units
 from ..model.tree import Tree, base_metric, inc_name
 from ..model.unify import unify_structures
-from ..model.units import looks_measured
 
 
 def run_label(tree: Tree, default: str) -> str:
@@ -172,6 +171,5 @@ def diff_table(
         }
     )
     unit = shown_unit(a.unit(col))
-    measured = unit or looks_measured(base_metric(col)[0])
-    out = with_units(out, {c: unit for c in out.columns[2:5]} if measured else {})
+    out = with_units(out, {c: unit for c in out.columns[2:5]} if measured(col, a.unit(col)) else {})
     return out.iloc[np.argsort(-np.abs(va - vb), kind="stable")]

@@ -305,7 +305,7 @@ def _per_call(tl: Timeline) -> WaitTransfer:
     the rank's time in the call; ``transfer`` = the rest of that time;
     ``comm_last_by`` = the call's ``last_by`` on its last to arrive (0 elsewhere).
     """
-    from ..ops.collectives import instances
+    from ..ops.collectives import instances, last_rows
 
     ens = tl.ensemble()
     inst = instances(tl)
@@ -318,7 +318,7 @@ def _per_call(tl: Timeline) -> WaitTransfer:
         prof = inst["profile"].to_numpy(dtype=np.int64)
         took = (inst["end"] - inst["arrival"]).to_numpy(dtype=np.float64)
         w = np.minimum(inst["wait"].to_numpy(dtype=np.float64), took)
-        is_last = (inst["rank"] == inst["last_to_arrive"]).to_numpy()
+        is_last = inst.index.isin(last_rows(inst).index)  # its one row per call
         np.add.at(wait, (node, prof), w)
         np.add.at(xfer, (node, prof), took - w)
         np.add.at(last_by, (node, prof), np.where(is_last, inst["last_by"].to_numpy(np.float64), 0))
@@ -345,14 +345,13 @@ def _per_call_table(ens: Ensemble, tl: Timeline, inst: pd.DataFrame) -> UnitTabl
     """One row per collective context with a call of two ranks or more: the
     waits per rank and call, and whom the others waited for, as
     :func:`cctviz.ops.collectives.wait_causes` names them (the same numbers)."""
-    from ..ops.collectives import wait_causes
+    from ..ops.collectives import shared_calls, wait_causes
 
     times = ("wait_mean", "wait_max", "most_waited_for_wait_total")
-    causes = wait_causes(tl, inst)
+    causes = wait_causes(tl, inst, before=False)
     if not len(causes):
         return in_seconds(pd.DataFrame(columns=list(PER_CALL_COLUMNS)), times, "ns")
-    multi = inst[inst["ranks"].to_numpy() > 1]
-    g = multi.groupby("node")
+    g = shared_calls(inst).groupby("node")
     nodes = causes.index.to_numpy(dtype=np.int64)
     labels = _labels(ens)
     rank_label = {int(r): labels[i] for i, r in enumerate(profile_ranks(ens.profiles))}
@@ -366,7 +365,7 @@ def _per_call_table(ens: Ensemble, tl: Timeline, inst: pd.DataFrame) -> UnitTabl
             "context": ens.tree.callpaths.to_numpy()[nodes],
             "kind": np.asarray(ens.tree.names, dtype=object)[nodes],
             "calls": causes["calls"].to_numpy(),
-            "ranks": g["profile"].nunique().reindex(nodes).to_numpy(),
+            "ranks": g["rank"].nunique().reindex(nodes).to_numpy(),  # a rank's streams are one
             "wait_mean": g["wait"].mean().reindex(nodes).to_numpy(),
             "wait_max": g["wait"].max().reindex(nodes).to_numpy(),
             "most_waited_for": named(causes["most_waited_for"]),

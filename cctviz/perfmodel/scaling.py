@@ -74,9 +74,8 @@ import numpy as np
 import pandas as pd
 
 from ..model.ensemble import Ensemble
-from ..model.tables import UnitTable, shown_unit, with_units
+from ..model.tables import UnitTable, measured, shown_unit, with_units
 from ..model.tree import Tree
-from ..model.units import looks_measured
 
 #: Extra-P's default single-parameter building blocks ``(i, j)`` for
 #: ``p^i * log2(p)^j``, in Extra-P's order (``SingleParameterModeler.
@@ -404,7 +403,7 @@ class ScalingModels:
                 df[f"predicted@{_fmt_point(a)}"] = pred[:, k]
         unit = shown_unit(self.unit)
         units: dict[str, str | None] = {"smape": "%"}
-        if unit or looks_measured(str(self.metric)):
+        if measured(str(self.metric), self.unit):
             units["rss"] = f"{unit}^2" if unit else None
             units.update({c: unit for c in df.columns if str(c).startswith("predicted@")})
         return with_units(df, units)
@@ -501,7 +500,7 @@ def scaling_table(
     df = pd.DataFrame(data, index=pd.RangeIndex(len(ens.tree), name="node"))
     df.columns.name = param
     unit = shown_unit(ens.tree.unit(metric))
-    return with_units(df, dict.fromkeys(points, unit) if unit or looks_measured(metric) else {})
+    return with_units(df, dict.fromkeys(points, unit) if measured(metric, unit) else {})
 
 
 class _quiet:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .recorder import K_PHASE, K_REGION, K_ROOT, K_STEP
+from ..model.formats import K_PHASE, K_REGION, K_ROOT, K_STEP
 
 #: the contexts light mode's GPU time is charged to
 _COARSE = (K_PHASE, K_REGION, K_STEP, K_ROOT)

@@ -36,9 +36,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model.collectives import leaf_name
+from ..model.formats import K_COMM, K_FUNC, K_OP, K_REGION
 from ..perfmodel.analytic import WRAPPER_SEGMENTS, ModelSpec, module_class_name, unwrap_once
 from .comm import COLLECTIVES, bus_factor, collective_bytes
-from .recorder import K_COMM, K_FUNC, K_OP, K_REGION, Recorder
+from .recorder import Recorder
 
 log = logging.getLogger("cctviz.runtime")
 

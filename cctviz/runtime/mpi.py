@@ -54,7 +54,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..model.collectives import bus_factor, leaf_name
-from .recorder import K_COMM
+from ..model.formats import K_COMM
 
 #: the point-to-point kind a ``Sendrecv`` is recorded as (both directions' bytes)
 SENDRECV = "sendrecv"

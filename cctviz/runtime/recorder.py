@@ -37,22 +37,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-STEP = "step"
-WARMUP = "(warm-up)"
-OUTSIDE = "(outside steps)"
-OTHER = "other"
-PHASES = ("data", "forward", "backward", "optimizer", OTHER)
-
-#: kinds of contexts (the tree's ``kind`` column)
-K_ROOT, K_STEP, K_PHASE, K_MODULE, K_COMM, K_OP, K_REGION, K_FUNC = (
-    "root",
-    "step",
-    "phase",
-    "module",
-    "comm",
-    "op",
-    "region",
-    "function",
+# the runtime tree's names and kinds, shared with its readers and views (model.formats)
+from ..model.formats import (
+    K_COMM,
+    K_MODULE,
+    K_PHASE,
+    K_ROOT,
+    K_STEP,
+    OTHER,
+    OUTSIDE,
+    STEP,
+    WARMUP,
 )
 
 _PHASE_LEVEL = 2

@@ -140,8 +140,8 @@ from typing import Any
 import numpy as np
 
 from ..model.collectives import KINDS, OTF2_OP_OF, ROOTED, kind_of_leaf
-from ..model.formats import OTF2_NAMESPACE, TIMELINE_FACTS
-from .recorder import K_COMM, Recorder
+from ..model.formats import K_COMM, OTF2_NAMESPACE, TIMELINE_FACTS
+from .recorder import Recorder
 from .sampler import CUMULATIVE_TRACKS
 
 log = logging.getLogger("cctviz.runtime")

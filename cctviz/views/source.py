@@ -41,7 +41,7 @@ import pandas as pd
 
 from ..model import units as _units
 from ..model.ensemble import BaseEnsemble, Ensemble
-from ..model.tables import UnitTable, shown_unit, with_units
+from ..model.tables import UnitTable, measured, shown_unit, with_units
 from ..model.timeline import Timeline
 from ..model.tree import INC, Tree, base_metric
 from .base import f32, i32
@@ -263,7 +263,7 @@ class MetricSource:
         base, stat = split_metric(name)
         if stat in RATIOS:
             return False
-        return bool(shown_unit(self.unit(name))) or _units.looks_measured(base_metric(base)[0])
+        return measured(base, self.unit(name))
 
 
 def _fmt(v: Any) -> str:

@@ -62,7 +62,8 @@ import numpy as np
 import pandas as pd
 import traitlets
 
-from ..model._algo import stable_order
+from ..model._algo import children_csr, stable_order
+from ..model.formats import K_COMM, K_STEP, OUTSIDE
 from ..model.nodeset import NodeSet
 from ..model.timeline import Timeline, profile_ranks
 from .base import View, f32, i32, ids_json, profile_ids, register_view, share_space
@@ -88,11 +89,11 @@ DENSE_CELLS = 1 << 22
 #: node kinds drawn as frames in neutral colours (the roots, threads, processes)
 FRAME_KINDS = ("root", "thread", "process")
 #: the kind of a training step's node ("step", "(warm-up)", "(outside steps)")
-STEP_KIND = "step"
+STEP_KIND = K_STEP
 #: the node of the time outside any step: the start-up (and the teardown)
-STARTUP = "(outside steps)"
+STARTUP = OUTSIDE
 #: the kind of communication calls (collectives, send, recv): drawn as wait + transfer
-COMM_KIND = "comm"
+COMM_KIND = K_COMM
 #: what a node is drawn as (``_data["node_role"]``)
 ROLE_CONTEXT, ROLE_FRAME, ROLE_STEP, ROLE_STARTUP, ROLE_COMM = range(5)
 #: phases of a runtime run and their fixed colour slots (``GROUP_COLORS`` in
@@ -331,6 +332,7 @@ def counter_peaks(
     bins: int,
     n_series: int,
     until: np.ndarray | None = None,
+    presorted: bool = False,
 ) -> np.ndarray:
     """The level of detail of sampled series (counters) in the window ``[t0, t1)``:
     per (series, pixel bin) the highest value the series holds in the bin, so no
@@ -345,6 +347,8 @@ def counter_peaks(
         ts, value: the samples' times (the unit of ``t0``/``t1``) and values.
         bins: bins across the window.
         until: per series, the time after which it holds no value (None: to the end).
+        presorted: the samples are already by series, then time (the windows of
+            one refresh sort them once).
 
     Returns:
         float64 ``(n_series, bins)``.
@@ -359,7 +363,8 @@ def counter_peaks(
     """
     series = np.asarray(series, dtype=np.int64)
     ts, value = np.asarray(ts), np.asarray(value, dtype=np.float64)
-    series, ts, value = _by_series_then_time(series, ts, value, n_series)
+    if not presorted:
+        series, ts, value = _by_series_then_time(series, ts, value, n_series)
     ext = np.full((n_series, bins + 1), np.nan)  # column 0: the value at t0
     before = np.flatnonzero(ts < t0)
     if before.size:  # the last sample before the window, per series
@@ -506,8 +511,7 @@ def context_colors(
     kind = kinds.astype(object).where(kinds.notna(), "").astype(str).to_numpy()
     parent = np.asarray(tree.parent, dtype=np.int64)
     depth = np.asarray(tree.depth, dtype=np.int64)
-    has_kids = np.zeros(n, dtype=bool)
-    has_kids[parent[parent >= 0]] = True
+    has_kids = ~np.asarray(tree.is_leaf)
     role = np.full(n, ROLE_CONTEXT, dtype=np.int64)
     role[kind == COMM_KIND] = ROLE_COMM
     role[np.isin(kind, FRAME_KINDS) | ((depth == 0) & has_kids)] = ROLE_FRAME
@@ -516,19 +520,15 @@ def context_colors(
     # communication calls are drawn as wait and transfer: no group of their own
     neutral = np.isin(role, (ROLE_FRAME, ROLE_STEP, ROLE_STARTUP, ROLE_COMM))
     top = np.full(n, -1, dtype=np.int64)
-    by_depth = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
-    for d in range(bounds.size - 1):  # a level at a time: parents before children
-        idx = by_depth[bounds[d] : bounds[d + 1]]
+    for idx in tree.levels:  # a level at a time: parents before children
+        idx = np.asarray(idx, dtype=np.int64)
         p = parent[idx]
         above = np.where(p >= 0, top[np.maximum(p, 0)], -1)
         top[idx] = np.where(above >= 0, above, np.where(neutral[idx], -1, idx))
     # shades: the top node full; below it, alternating with the place among siblings
-    order = np.argsort(parent, kind="stable")
-    ps = parent[order]
-    first = np.r_[0, np.flatnonzero(ps[1:] != ps[:-1]) + 1]
+    order, start = children_csr(parent)
     sibling = np.empty(n, dtype=np.int64)
-    sibling[order] = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+    sibling[order] = np.arange(n) - start[parent[order] + 1]
     tint = np.where(top == np.arange(n), 0, 1 + sibling % 2)
     tint[top < 0] = 0
     # groups: the names of the top nodes; phases first, then the heaviest
@@ -748,7 +748,11 @@ class TimelineView(View):
         self._version = 0  # of _data: the front end asks for markers by it
         self._lane_order = self._order_lanes()
         self._summary = _workflow_summary(timeline) if summary is None else (summary or None)
+        # each profile's component, coded (names sorted; "" without the column)
+        names, code = np.unique(self._components().astype(str), return_inverse=True)
+        self._comp_names, self._comp_code = names, np.asarray(code, dtype=np.int64).reshape(-1)
         self._init_blocked()
+        self._summary_text = self._summary_lines()  # (verdict, blocked label): fixed
         self._ready = False
         super().__init__(
             window=self._whole if window is None else window,
@@ -957,9 +961,6 @@ class TimelineView(View):
         a region blocked in one process of a component and not in the other is
         hatched on the one lane only."""
         self._blocked_keys = np.empty(0, dtype=np.int64)
-        comp = self._components()
-        names, code = np.unique(comp.astype(str), return_inverse=True)
-        self._comp_code = np.asarray(code, dtype=np.int64).reshape(-1)
         where = getattr(self._summary, "blocked_per_process", None)
         if where is None or not len(where):
             return
@@ -970,10 +971,9 @@ class TimelineView(View):
         # apart: only regions without sub-contexts are hatched
         ok = (node >= 0) & self.tree.is_leaf[np.maximum(node, 0)]
         # every profile of the row's rank (a rank's streams and threads alike)
-        prof = self.timeline.profiles
-        ranks = prof["rank"].to_numpy() if "rank" in prof.columns else np.arange(len(prof))
+        ranks = profile_ranks(self.timeline.profiles)
         pairs = pd.DataFrame({"rank": regions["rank"].to_numpy()[ok], "node": node[ok]}).merge(
-            pd.DataFrame({"rank": ranks, "profile": np.arange(len(prof))}), on="rank"
+            pd.DataFrame({"rank": ranks, "profile": np.arange(ranks.size)}), on="rank"
         )
         keys = pairs["profile"].to_numpy(np.int64) * len(self.tree) + pairs["node"].to_numpy(
             np.int64
@@ -1024,11 +1024,12 @@ class TimelineView(View):
         )
 
     def _counters(
-        self, lane_of: np.ndarray, segs: list[tuple[float, float, int]]
+        self, lane_of: np.ndarray, segs: list[tuple[float, float, int]], labels: list[str]
     ) -> dict[str, Any]:
         """The counter bands of the shown lanes: per (lane, track) its peak per
         bin of each segment (:func:`counter_peaks`), folded per track and lane
-        group by ``counter_bands`` (the highest of the group's lanes per bin)."""
+        group by ``counter_bands`` (the highest of the group's lanes per bin);
+        ``labels``: the lanes' labels."""
         nt = max(len(self._tracks), 1)
         prof, track = self._c_pairs // nt, self._c_pairs % nt
         shown = lane_of[prof] >= 0 if prof.size else np.zeros(0, dtype=bool)
@@ -1060,11 +1061,11 @@ class TimelineView(View):
             pos = np.minimum(np.searchsorted(keys[by_key], sample_key), keys.size - 1)
             ok = (lane_of[self._c_prof] >= 0) & (keys[by_key][pos] == sample_key)
             series = by_key[pos]
+        # sorted once (by series, then time) for every segment of the window
+        samples = _by_series_then_time(series[ok], self._c_ts[ok], self._c_val[ok], int(keys.size))
         peaks = np.concatenate(
             [
-                counter_peaks(
-                    series[ok], self._c_ts[ok], self._c_val[ok], a, b, nb, int(keys.size), until
-                )
+                counter_peaks(*samples, a, b, nb, int(keys.size), until, presorted=True)
                 for a, b, nb in segs
             ],
             axis=1,
@@ -1075,7 +1076,6 @@ class TimelineView(View):
             with np.errstate(invalid="ignore"):
                 peaks = np.fmax.reduceat(peaks, starts, axis=0)
         band_lane = lane[starts] if keys.size else lane
-        labels = self._labels(lanes)
         if fold_names is not None:
             group_of = [fold_names[int(x)] for x in band_lane]
             names = [
@@ -1096,11 +1096,9 @@ class TimelineView(View):
 
     def _instances(self) -> pd.DataFrame:
         if self._inst is None:
-            from ..ops.collectives import instances
+            from ..ops.collectives import instances, shared_calls
 
-            inst = instances(self._tl)
-            # a call among one rank (its streams and threads are one) waits for nobody
-            self._inst = inst[inst["ranks"].to_numpy() >= 2].reset_index(drop=True)
+            self._inst = shared_calls(instances(self._tl)).reset_index(drop=True)
         return self._inst
 
     def _event_waits(self) -> np.ndarray:
@@ -1134,6 +1132,8 @@ class TimelineView(View):
         (``waited``), the ranks in the call and the component they share ("")."""
         if self._calls is not None:
             return self._calls
+        from ..ops.collectives import last_rows
+
         inst = self._instances()
         cols = ("profile", "arrival", "node", "last_by", "waited", "ranks", "of")
         if not len(inst):
@@ -1143,16 +1143,13 @@ class TimelineView(View):
         waited = pd.Series(inst["wait"].to_numpy(dtype=np.float64)).groupby(ids).max()
         comp = self._comp_code[inst["profile"].to_numpy(dtype=np.int64)]
         span = pd.Series(comp).groupby(ids).agg(["min", "max"])
-        # the row of the rank that arrived last, alone (-1: a tie or one rank)
-        late = inst[inst["rank"].to_numpy() == inst["last_to_arrive"].to_numpy()]
-        late = late[late["last_by"].to_numpy() > 0]
-        late = late.sort_values("arrival", kind="stable").drop_duplicates("instance", keep="last")
+        late = last_rows(inst)  # the row of the rank that arrived last, alone
         out = pd.DataFrame(
             {c: late[c].to_numpy() for c in ("profile", "arrival", "node", "last_by", "ranks")}
         )
         calls = late["instance"].to_numpy()
         lo, hi = span["min"].reindex(calls).to_numpy(), span["max"].reindex(calls).to_numpy()
-        names = np.unique(self._components().astype(str))
+        names = self._comp_names
         one = lo == hi
         of = names[np.where(one, lo, 0).astype(np.int64)] if names.size else np.full(len(out), "")
         self._calls = out.assign(
@@ -1197,15 +1194,18 @@ class TimelineView(View):
         if self._data.get("marks_pending"):
             self._refresh(marks=True)
 
+    def _steps_span(self, lanes: np.ndarray) -> tuple[float, float]:
+        """The shown lanes' steps: from the first one's start to the last one's
+        end (ns from the start; ``(inf, -1)`` without steps)."""
+        if not lanes.size:
+            return float("inf"), -1.0
+        return float(self._first_step[lanes].min()), float(self._last_step[lanes].max())
+
     def _segments(self, lanes: np.ndarray, a: float, b: float) -> list[tuple[float, float, int]]:
         """The window ``[a, b)`` (ns from the start) as segments ``(t0, t1,
         bins)``: the time outside the shown lanes' steps drawn apart
         (:func:`step_segments`)."""
-        if not lanes.size:
-            return [(a, b, self.bins)]
-        first = float(self._first_step[lanes].min())
-        last = float(self._last_step[lanes].max())
-        return step_segments(a, b, first, last, self.bins)
+        return step_segments(a, b, *self._steps_span(lanes), self.bins)
 
     def _rects_of(
         self, lane_of: np.ndarray, segs: list[tuple[float, float, int]]
@@ -1238,9 +1238,7 @@ class TimelineView(View):
             r = _by_lane_level(parts)
             n_events = int(node.size)
         # communication calls of the view, with their waits where known
-        in_comm = np.zeros(self._node.size, dtype=bool)
-        in_comm[self._comm] = True
-        ck = np.flatnonzero(in_comm[k])
+        ck = np.flatnonzero(self._role[self._node[k]] == ROLE_COMM)
         wait = np.full(ck.size, np.nan)
         if waits and ck.size:
             events = np.asarray(k)[ck] if isinstance(k, np.ndarray) else ck
@@ -1334,7 +1332,8 @@ class TimelineView(View):
         )
         m_node = np.searchsorted(used, marks["node"].to_numpy(dtype=np.int64))
         m_prof = marks["profile"].to_numpy(dtype=np.int64)
-        summary_line, blocked_label = self._summary_lines()
+        summary_line, blocked_label = self._summary_text
+        lane_labels = self._labels(lanes)
         self._version += 1
         self._data = {
             "n": int(len(r)),
@@ -1345,9 +1344,13 @@ class TimelineView(View):
             "segments": [[sa / PER_S, sb / PER_S, int(nb)] for sa, sb, nb in segs]
             if len(segs) > 1
             else [],
+            # the steps' span, which the standalone page compresses around as Python does
+            "steps": [t / PER_S for t in self._steps_span(lanes)]
+            if np.isfinite(self._steps_span(lanes)[0])
+            else [],
             "events": n_events,
             "events_total": int(len(tl)),
-            "lanes": self._labels(lanes),
+            "lanes": lane_labels,
             "lane_profile": i32(lanes),
             "lane": i32(lane_idx),
             "level": i32(r["level"].to_numpy()),
@@ -1388,7 +1391,7 @@ class TimelineView(View):
             "unit": "s",
             "marks_pending": pending,
             "version": self._version,
-            **self._counters(lane_of, segs),
+            **self._counters(lane_of, segs, lane_labels),
         }
 
 

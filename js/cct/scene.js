@@ -7,7 +7,7 @@
 
 import { r2 } from "../dom.js";
 import { formatPercent, formatRatio } from "../format.js";
-import { WAIT_CLASS, waitCue, waitHeading, waitSentences } from "../kit/waits.js";
+import { WAIT_CLASS, WAIT_CUE, waitCue, waitHeading, waitSentences } from "../kit/waits.js";
 import { FONT_FAMILY, TABLE_MEASURE, distinctCutter, measureText, truncateToWidth } from "../measure.js";
 import {
   BIVARIATE,
@@ -304,7 +304,8 @@ function hiddenCounts(d) {
  * The levels and the label width of a node-link tree that fit `avail` points at
  * full text size: the most levels whose labels get at least
  * {@link TREE_FIGURE_LABEL_EM} em, each label as wide as the room left allows
- * (never wider than its name). Returns {levels, cap} (cap: the longest label).
+ * (never wider than its name). Returns {levels, deepest, cap} (deepest: the
+ * tree's levels; cap: the longest label).
  */
 function fitTree(d, m, avail, natural, fixed, floor) {
   let levels = 1;
@@ -330,20 +331,18 @@ function fitTree(d, m, avail, natural, fixed, floor) {
   // column at a large font: two levels of short names say more than one)
   let least = Math.min(widest, TREE_FIGURE_LABEL_EM * m.font);
   if (levels > 1 && widthOf(2, least) > avail) least = Math.min(widest, TREE_FIGURE_LABEL_EM_LEAST * m.font);
-  for (let L = levels; L >= 1; L--) {
-    if (widthOf(L, least) > avail && L > 1) continue;
-    // the widest labels that still fit (bisection on the cap)
-    let lo = least;
-    let hi = Math.max(least, widest);
-    if (widthOf(L, hi) <= avail) return { levels: L, cap: hi };
-    for (let k = 0; k < 24; k++) {
-      const mid = (lo + hi) / 2;
-      if (widthOf(L, mid) <= avail) lo = mid;
-      else hi = mid;
-    }
-    return { levels: L, cap: widthOf(L, lo) <= avail ? lo : Math.max(m.font, lo - (widthOf(L, lo) - avail)) };
+  let L = levels;
+  while (L > 1 && widthOf(L, least) > avail) L--;
+  // the widest labels that still fit (bisection on the cap)
+  let lo = least;
+  let hi = Math.max(least, widest);
+  if (widthOf(L, hi) <= avail) return { levels: L, deepest: levels, cap: hi };
+  for (let k = 0; k < 24; k++) {
+    const mid = (lo + hi) / 2;
+    if (widthOf(L, mid) <= avail) lo = mid;
+    else hi = mid;
   }
-  return { levels: 1, cap: least };
+  return { levels: L, deepest: levels, cap: widthOf(L, lo) <= avail ? lo : Math.max(m.font, lo - (widthOf(L, lo) - avail)) };
 }
 
 function treeContent(d, enc, m, measure, labels, more, cue, sel, st) {
@@ -367,11 +366,11 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel, st) {
   if (levelsWidth && d.n) {
     const natural = d.names.map((nm, i) => measure.text(labels[i] + more[i], m.font));
     const hidden = hiddenCounts(d);
+    // the "+N" of a cut parent (live: room for ", k selected" too)
     const fixed = d.names.map((nm, i) => ({ r: radius(i), moreCut: measure.text(`\u00a0+${hidden[i]}${st.fit ? "" : ", 9 selected"}`, m.font) }));
     const floors = d.names.map((nm, i) => floor(i));
     const fit = fitTree(d, m, levelsWidth - 2 * m.margin, natural, fixed, floors);
-    let deepest = 0;
-    for (let i = 0; i < d.n; i++) deepest = Math.max(deepest, d.depth[i] + 1);
+    const deepest = fit.deepest;
     const cutName = distinctCutter(d.names, measure, m.font);
     for (let i = 0; i < d.n; i++) {
       const room = fit.cap - (more[i] ? measure.text(more[i], m.font) : 0);
@@ -438,10 +437,7 @@ function treeContent(d, enc, m, measure, labels, more, cue, sel, st) {
     }
     nodes.push(P("g", nodeAttrs(d, enc, i, g.x[i], g.y[i], sel.has(d.id[i]), cue[i]), null, kids));
   }
-  // rows whose children a level cut leaves out (double-click focuses them, live)
-  const cut = new Set();
-  if (levels < Infinity) for (let i = 0; i < d.n; i++) if (d.depth[i] === levels - 1 && d.children[i].length) cut.add(i);
-  return { geom: { kind: "tree", ...g, shownLevels: levels, cut }, links, nodes, width: g.width, height: g.height, folded };
+  return { geom: { kind: "tree", ...g, shownLevels: levels }, links, nodes, width: g.width, height: g.height, folded };
 }
 
 /** The narrowest icicle column, px at 12 px text: live (panned beyond) ... */
@@ -560,6 +556,14 @@ function breaksText(d, metric, breaks, domain) {
   return `${f(breaks[0])} | ${f(breaks[1])}`;
 }
 
+/** Whether a drawn node (not an "(other)", not below the levels drawn) lacks what
+ *  `has(i)` asks of it: the legend shows a "missing" swatch only then. */
+function drawnWithout(d, geom, has) {
+  const shown = geom?.shownLevels ?? Infinity;
+  for (let i = 0; i < d.n; i++) if (!isOther(d, i) && d.depth[i] < shown && !has(i)) return true;
+  return false;
+}
+
 /** Legends as [prim, width, height] items (not yet placed). */
 function legendItems(d, enc, m, measure, settings, geom, maxW) {
   const items = [];
@@ -583,8 +587,7 @@ function legendItems(d, enc, m, measure, settings, geom, maxW) {
       }
     }
     // the swatch of a node without a value, only where one is drawn
-    let missing = false;
-    for (let i = 0; i < d.n && !missing; i++) missing = !isOther(d, i) && !Number.isFinite(enc.values[i]) && d.depth[i] < (geom?.shownLevels ?? Infinity);
+    const missing = drawnWithout(d, geom, (i) => Number.isFinite(enc.values[i]));
     if (missing) {
       kids.push(P("rect", { class: "cctviz-legend-swatch", x: r2(W + 12 * u), y: r2(y0), width: r2(bh), height: r2(bh), fill: MISSING_COLOR }));
       kids.push(text(W + 26 * u, y0 + bh / 2, "missing", { dy: "0.35em" }));
@@ -612,10 +615,7 @@ function legendItems(d, enc, m, measure, settings, geom, maxW) {
     kids.push(text(tx, gy + 28 * u, lineB, { dy: "0.8em" }));
     let w = Math.max(tx + Math.max(tw(lineA), tw(lineB), tw("tercile breaks")), tw(up), tw(right), tw(t, 700));
     // grey: a node without one of the two values, only where one is drawn
-    let missing = false;
-    for (let i = 0; i < d.n && !missing; i++) {
-      missing = !isOther(d, i) && d.depth[i] < (geom?.shownLevels ?? Infinity) && !(Number.isFinite(d.color[i]) && Number.isFinite(d.color2[i]));
-    }
+    const missing = drawnWithout(d, geom, (i) => Number.isFinite(d.color[i]) && Number.isFinite(d.color2[i]));
     let hgt = gy + 3 * cell + 17 * u;
     if (missing) {
       const ym = hgt + 2 * u;
@@ -686,8 +686,8 @@ function legendItems(d, enc, m, measure, settings, geom, maxW) {
     if (d.waits && d.waits.size) {
       const yw = hgt + 7 * u;
       const t3 = "the rank whose last arrivals cost the others the most waiting (waiters not flagged)";
-      const x3 = Math.max(W, tw("waited for:", 700)) + 6 * u;
-      kids.push(P("text", { class: WAIT_CLASS, x: 0, y: r2(yw), dy: "0.35em" }, "waited for:"));
+      const x3 = Math.max(W, tw(WAIT_CUE, 700)) + 6 * u;
+      kids.push(P("text", { class: WAIT_CLASS, x: 0, y: r2(yw), dy: "0.35em" }, WAIT_CUE));
       kids.push(text(x3, yw, t3, { dy: "0.35em" }));
       w = Math.max(w, x3 + tw(t3));
       hgt = yw + 7 * u;

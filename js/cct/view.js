@@ -260,7 +260,7 @@ export function renderCCT({ model, el }) {
   /** Whether the level cut that fits the box hides row's children. */
   function isCut(row) {
     const g = state.scene && state.scene.geom;
-    return Boolean(g && g.cut && g.cut.has(row));
+    return Boolean(g && g.kind === "tree" && state.data.depth[row] === g.shownLevels - 1 && state.data.children[row].length);
   }
   function onPointerMove(ev) {
     if (ev.buttons) return tooltip.hide();

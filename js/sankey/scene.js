@@ -11,7 +11,7 @@ import { FONT_FAMILY, TABLE_MEASURE, distinctCutter } from "../measure.js";
 import { P, captionedFrame, colorBar, frameTop, legendFlowWidth, legendKit, textSizes, typesetter, wrapText } from "../scene-kit.js";
 import { MISSING_COLOR, sequentialScale, textColorOn, valueAt } from "../kit/color.js";
 import { binsOf, distRange, fmt, hasCue, keepColumns, profileLabel, waitOf } from "./data.js";
-import { waitCue, waitHeading, waitSentences } from "../kit/waits.js";
+import { WAIT_CUE, waitCue, waitHeading, waitSentences } from "../kit/waits.js";
 import { sankeyLayout } from "./layout.js";
 
 const TRIANGLE = "\u25b2";
@@ -455,9 +455,9 @@ function legendItems(d, colors, m, measure, st, maxW) {
     if (!d.diff && [...d.waits.values()].some((w) => waitCue(w))) {
       const yw = hgt + 6 * u;
       const t3 = "the rank whose last arrivals cost the others the most waiting (waiters not flagged)";
-      kids.push(P("text", { class: "cctviz-cue", x: r2(W + 8 * u), y: r2(yw), dy: "0.35em" }, "waited for:"));
-      kids.push(text(W + 8 * u + tw("waited for: ", 700), yw, t3, { dy: "0.35em" }));
-      w = Math.max(w, W + 8 * u + tw("waited for: ", 700) + tw(t3));
+      kids.push(P("text", { class: "cctviz-cue", x: r2(W + 8 * u), y: r2(yw), dy: "0.35em" }, WAIT_CUE));
+      kids.push(text(W + 8 * u + tw(`${WAIT_CUE} `, 700), yw, t3, { dy: "0.35em" }));
+      w = Math.max(w, W + 8 * u + tw(`${WAIT_CUE} `, 700) + tw(t3));
       hgt = yw + 8 * u;
     }
     const sel = (st.selectedProfiles || []).map(Number);

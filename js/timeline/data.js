@@ -108,6 +108,7 @@ export function decodeTimeline(raw) {
     window,
     whole: pair(d.whole, window),
     segments,
+    steps: Array.isArray(d.steps) && d.steps.length === 2 ? pair(d.steps, null) : null, // the steps' span (s), or null
     lanes,
     laneProfile: column(d.lane_profile, "int32", lanes.length, -1),
     lane: column(d.lane, "int32", n, 0),

@@ -47,7 +47,8 @@ export function stepSegments(a, b, first, last, bins, share = OUTSIDE_SHARE) {
 
 /** The steps' time `[first, last)` of an export whose window has segments: its densest segment. */
 function stepsOf(d) {
-  if (d.segments.length < 2) return null;
+  if (d.steps) return d.steps; // the span Python drew around
+  if (d.segments.length < 2) return null; // older exports: the densest segment
   const density = (g) => (g.b1 - g.b0) / (g.t1 - g.t0);
   const g = d.segments.reduce((x, y) => (density(y) > density(x) ? y : x));
   return [g.t0, g.t1];

@@ -8,13 +8,12 @@
 // legend that names the contexts, as prims. No DOM: draw.js turns it into SVG,
 // in the notebook and in export.
 
-import { ticks, tickStep } from "d3-array";
-import { axisUnit, linearAxis } from "../axis.js";
+import { axisUnit, linearAxis, tickMarks } from "../axis.js";
 import { r2 } from "../dom.js";
 import { formatValue } from "../format.js";
 import { textColorOn } from "../kit/color.js";
 import { FONT_FAMILY, TABLE_MEASURE, distinctCutter } from "../measure.js";
-import { P, captionOf, fitNotes, flatFrame, textSizes, wrapText } from "../scene-kit.js";
+import { P, captionUnder, flatFrame, textSizes, wrapText } from "../scene-kit.js";
 import { binTime } from "./data.js";
 
 /** Settings of a scene (plain values; every field has a default). */
@@ -300,12 +299,7 @@ function segmentTicks(g, factor, count) {
   const a = g.t0 * factor;
   const b = g.t1 * factor;
   if (!(b > a)) return [];
-  const step = tickStep(a, b, count);
-  const dec = Math.max(0, -Math.floor(Math.log10(Math.abs(step)) + 1e-9));
-  return ticks(a, b, count).map((v) => {
-    const s = v.toFixed(dec);
-    return { value: v / factor, pos: g.x0 + ((v / factor - g.t0) / (g.t1 - g.t0)) * (g.x1 - g.x0), text: /^-0(\.0*)?$/.test(s) ? s.slice(1) : s };
-  });
+  return tickMarks(a, b, count, (v) => g.x0 + ((v / factor - g.t0) / (g.t1 - g.t0)) * (g.x1 - g.x0), factor);
 }
 
 /** The time axis: one linear axis, or one per segment in a common unit; labels that would overlap dropped. */
@@ -602,15 +596,7 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
   const empty = d.lanes.length ? null : P("text", { class: "cctviz-empty", x: r2(plotX + 12 * u), y: r2(plotY + 14 * u), "font-size": font }, "No lanes to show");
 
   // what an export could not hold: the caption under the figure (and the root's data-folded)
-  let height = bottom + margin;
-  let notes = fitNotes(st, folded, W, height);
-  let caption = null;
-  const cap = captionOf(notes, W, { small, margin }, measure);
-  if (cap) {
-    caption = P("g", { class: "cctviz-caption-band", transform: `translate(0,${r2(bottom)})` }, null, cap.prims);
-    height = bottom + cap.height + margin;
-    notes = fitNotes(st, folded, W, height);
-  }
+  const { caption, notes, height } = captionUnder(st, { small, margin }, measure, W, bottom, bottom + margin, folded);
   const { scale, frame } = flatFrame(st, W, height);
   return {
     kind: "timeline",

@@ -108,8 +108,8 @@ def test_an_engine_made_under_a_running_loop_keeps_working(view):
 def test_a_dropped_engine_never_waits_for_the_v8_thread():
     """The garbage collector may finalize an engine on mini-racer's own callback
     thread while the V8 thread waits for a callback from that very thread (in a
-    MiniRacer()): a finalizer that waited for the V8 thread deadlocked both (CI hung
-    in test_bundles_that_do_not_load four times). Here the V8 thread waits for the
+    MiniRacer()): a finalizer that waited for the V8 thread would deadlock both
+    (test_bundles_that_do_not_load drops engines). Here the V8 thread waits for the
     thread that drops an engine: the drop returns at once, the context is freed
     after."""
     import threading

@@ -46,8 +46,10 @@ def example_run(
     warmup: int = 2,
     mode: str = "light",
     extra: tuple[str, ...] = (),
+    script_args: tuple[str, ...] = (),
 ) -> tuple[Path, list[dict]]:
-    """``cctviz run`` of examples/train.py; returns the run folder and each rank's timings."""
+    """``cctviz run`` of examples/train.py; returns the run folder and each rank's timings.
+    ``extra``: more options of ``cctviz run``; ``script_args``: of train.py."""
     timings = out.parent / f"{out.name}-timings-{{rank}}.json"
     run_job(
         [
@@ -70,6 +72,7 @@ def example_run(
             str(steps),
             "--timings",
             str(timings),
+            *script_args,
         ]
     )
     recs = [json.loads(Path(str(timings).format(rank=r)).read_text()) for r in range(nproc)]

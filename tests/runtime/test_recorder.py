@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cctviz.runtime.recorder import OUTSIDE, WARMUP, Recorder
+from cctviz.model.formats import OUTSIDE, WARMUP
+from cctviz.runtime.recorder import Recorder
 from tests.hypothesis_profiles import examples
 
 

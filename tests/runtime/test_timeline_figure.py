@@ -20,36 +20,16 @@ import cctviz
 from cctviz.views.timeline import TimelineView
 from tests.export.checks import SVG_NS, page_font_sizes, svg_root
 
-from .conftest import CCTVIZ, EXAMPLE, run_job
+from .conftest import example_run
 
 
 @pytest.fixture(scope="module")
 def small_steps(tmp_path_factory):
     out = tmp_path_factory.mktemp("timeline-figure") / "run"
-    run_job(
-        [
-            *CCTVIZ,
-            "run",
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "--out",
-            str(out),
-            "--warmup",
-            "1",
-            "--timeline",
-            str(EXAMPLE),
-            "--strategy",
-            "ddp",
-            "--steps",
-            "2",
-            "--batch-size",
-            "1",
-            "--seq-len",
-            "8",
-        ]  # fmt: skip
-    )
-    return out
+    return example_run(
+        out, "ddp", steps=2, warmup=1, extra=("--timeline",),
+        script_args=("--batch-size", "1", "--seq-len", "8"),
+    )[0]  # fmt: skip
 
 
 def texts(svg: str, cls: str) -> list[tuple[str, dict]]:

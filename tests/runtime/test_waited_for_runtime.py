@@ -1,7 +1,7 @@
 """One meaning per word (issue 35, item 4) on a real job traced by ``cctviz run
 --timeline``: 3 gloo ranks of DDP where rank 1 arrives last at the gradient
 all-reduce by a little at most steps and rank 2 by a lot at every fourth
-(``scripts/two_kinds_late.py``). Per call the last to arrive is the sleeper;
+(``examples/rotating_late.py`` with a schedule). Per call the last to arrive is the sleeper;
 per context rank 1 is the most often last and rank 2 the most waited for; the
 per-call table of ``wait_transfer``, ``wait_causes`` and the tree's cue say the
 same, each under its own name."""
@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 import cctviz
+from cctviz.demo import example_script
 from cctviz.ops.collectives import instances, wait_causes
 from cctviz.perfmodel import wait_transfer
 from tests.ops.test_waited_for_words import OLD, check_one_meaning
 
-from .conftest import CCTVIZ, SCRIPTS, run_job
+from .conftest import CCTVIZ, run_job
 
 STEPS, SHORT_MS, LONG_MS = 8, 40, 400  # rank 1: 6 x 40 ms, rank 2: 2 x 400 ms
 
@@ -38,10 +39,11 @@ def two_kinds(tmp_path_factory):
             "--warmup",
             "0",
             "--timeline",
-            str(SCRIPTS / "two_kinds_late.py"),
+            str(example_script("rotating_late.py")),
             str(STEPS),
             str(SHORT_MS),
-            str(LONG_MS),
+            # rank 1 sleeps a little at three steps of four, rank 2 a lot at the fourth
+            f"1:{SHORT_MS},1:{SHORT_MS},1:{SHORT_MS},2:{LONG_MS}",
         ]  # fmt: skip
     )
     return run
