@@ -1,5 +1,5 @@
 """Command line: ``cctviz tree FILE``, ``cctviz info FILE``, ``cctviz export FILE -o fig.pdf``,
-``cctviz view FILE``, ``cctviz run ...``, ``cctviz demo``."""
+``cctviz view FILE``, ``cctviz whatif RUN``, ``cctviz run ...``, ``cctviz demo``."""
 
 from __future__ import annotations
 
@@ -47,6 +47,58 @@ def _cmd_info(a: argparse.Namespace) -> int:
     else:
         print(f"{a.file}")
         print(format_info(info))
+    return 0
+
+
+def _key_value(text: str, what: str) -> tuple[str, float]:
+    """``WHERE=NUMBER`` (the last ``=`` splits: a where may hold one)."""
+    where, sep, number = text.rpartition("=")
+    try:
+        if not sep or not where:
+            raise ValueError
+        return where, float(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what}: expected WHERE=NUMBER, got {text!r}") from None
+
+
+def _cmd_whatif(a: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .perfmodel import Balance, Bandwidth, Delay, Scale, replay
+
+    changes: list[Any] = [Balance(w) for w in a.balance]
+    changes += [Scale(*_key_value(t, "--scale")) for t in a.scale]
+    changes += [Delay(*_key_value(t, "--delay")) for t in a.delay]
+    if a.bandwidth:
+        changes.append(Bandwidth(a.bandwidth, collective=a.collective))
+    rp = replay(a.run)
+    steps = rp.steps[["measured [s]", "replayed [s]"]].copy()
+    if changes:
+        try:
+            predicted = rp.what_if(*changes).steps["replayed [s]"]
+        except ValueError as e:
+            print(f"cctviz whatif: {e}", file=sys.stderr)
+            return 2
+        steps["predicted [s]"] = predicted
+    from .model.tables import with_units
+    from .perfmodel.whatif import describe
+
+    steps = with_units(steps, {c: "s" for c in steps.columns})
+    what = "; ".join(describe(c) for c in changes) or "no change"
+    print(f"{a.run}: {len(steps)} step(s) replayed; what if: {what}")
+    with pd.option_context("display.max_rows", 40, "display.width", 250, "display.max_columns", 12):
+        print(steps)
+        mean = steps.mean()
+        line = f"mean step: measured {mean['measured [s]']:.4g} s, replayed {mean['replayed [s]']:.4g} s"
+        if changes:
+            gain = 1 - mean["predicted [s]"] / mean["replayed [s]"]
+            line += f", predicted {mean['predicted [s]']:.4g} s ({gain:+.1%} faster)"
+        print(line)
+        cp = rp.critical_path()
+        print(f"\ncritical path ({cp.length:.4g} s over {len(steps)} step(s)), by context:")
+        print(cp.by_context.head(a.top))
+        print("\nopportunities (predicted by the replay):")
+        print(rp.opportunities(top=a.top))
     return 0
 
 
@@ -677,6 +729,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     _add_view_options(v)
     v.set_defaults(fn=_cmd_view)
+    w = sub.add_parser(
+        "whatif",
+        help="replay a trace: measured against replayed steps, the critical path, what-if",
+        description="Replay a trace (a run folder of cctviz run --timeline, an OTF2 archive,"
+        " Kineto traces) from its dependency graph across ranks; print measured against"
+        " replayed (and predicted) steps, the critical path by context and the top"
+        " opportunities. WHERE is a node-name regular expression (a call path where it"
+        " holds '/') or a MATCH query.",
+    )
+    w.add_argument(
+        "run", metavar="RUN", help="a trace: run folder, OTF2 archive, Kineto file or folder"
+    )
+    w.add_argument(
+        "--balance",
+        action="append",
+        default=[],
+        metavar="WHERE",
+        help="WHERE takes the median over ranks of its time per step",
+    )
+    w.add_argument(
+        "--scale", action="append", default=[], metavar="WHERE=F", help="WHERE takes F x its time"
+    )
+    w.add_argument(
+        "--delay",
+        action="append",
+        default=[],
+        metavar="WHERE=S",
+        help="every call of WHERE takes S seconds longer",
+    )
+    w.add_argument(
+        "--bandwidth", type=float, default=None, metavar="F", help="collective transfers F x faster"
+    )
+    w.add_argument("--collective", default=None, help="with --bandwidth: only this collective")
+    w.add_argument("--top", type=int, default=10, help="rows of the path and the opportunities")
+    w.set_defaults(fn=_cmd_whatif)  # fmt: skip
     a = p.parse_args(argv)
     try:
         with _figure_notes():
@@ -685,7 +772,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except (CCTVizError, KeyError) as e:
+    except (CCTVizError, KeyError, argparse.ArgumentTypeError) as e:
         print(f"cctviz: {_message(e)}", file=sys.stderr)
         return 2
     except OSError as e:

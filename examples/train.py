@@ -10,7 +10,9 @@ Distributed, 2 processes on CPU (gloo)::
     torchrun --nproc-per-node 2 examples/train.py --strategy fsdp    # FSDP2, fully_shard
     torchrun --nproc-per-node 2 examples/train.py --strategy fsdp1   # FullyShardedDataParallel
 
-Pass ``--timings /tmp/t-{rank}.json`` to have each rank write its per-step wall times.
+Pass ``--timings /tmp/t-{rank}.json`` to have each rank write its per-step wall times,
+and ``--sleep 1:blocks.1.mlp:30`` to have rank 1 sleep 30 ms in every call of that
+module (a straggler to replay, balance or delay: ``cctviz whatif``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--timings", metavar="PATH", help="write per-rank step times as JSON; {rank} is formatted"
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--sleep",
+        metavar="RANK:MODULE:MS[,...]",
+        default="",
+        help="rank RANK sleeps MS milliseconds in every forward of the named module"
+        " (a straggler inside one calling context); phases separated by '|' take turns"
+        " every --sleep-block steps",
+    )
+    p.add_argument(
+        "--sleep-block",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with phases in --sleep: step s sleeps as phase (s // K) %% phases",
+    )
     p.add_argument(
         "--torch-profiler",
         choices=("off", "default", "stack"),
@@ -117,6 +134,48 @@ def make_loader(args: argparse.Namespace, rank: int) -> DataLoader:
     return DataLoader(
         dataset, batch_size=args.batch_size, shuffle=False, num_workers=0, drop_last=True
     )
+
+
+def parse_sleeps(spec: str) -> list[list[tuple[int, str, float]]]:
+    """``"1:blocks.1.mlp:30,2:lm_head:5|"`` -> phases, each [(1, "blocks.1.mlp", 30.0), ...]."""
+    phases = []
+    for phase in spec.split("|"):
+        out = []
+        for part in filter(None, (p.strip() for p in phase.split(","))):
+            rank, module, ms = part.split(":")
+            out.append((int(rank), module, float(ms)))
+        phases.append(out)
+    return phases
+
+
+#: the step the loop is in (the sleeps' phase follows it)
+CURRENT_STEP = [0]
+
+
+def add_sleeps(model: torch.nn.Module, spec: str, rank: int, block: int) -> None:
+    """Make this rank sleep in every forward of the modules ``spec`` names for it
+    (inside the module's call, so a profiler sees the time in its context); with
+    several phases, step s sleeps as phase ``(s // block) % phases``."""
+    modules = dict(model.named_modules())
+    phases = parse_sleeps(spec)
+    plan: dict[str, list[float]] = {}
+    for k, phase in enumerate(phases):
+        for r, name, ms in phase:
+            if name not in modules:
+                names = ", ".join(list(modules)[:12])
+                raise SystemExit(f"--sleep: no module {name!r}; modules: {names}, ...")
+            if r == rank:
+                plan.setdefault(name, [0.0] * len(phases))[k] += ms / 1000
+    for name, seconds in plan.items():
+        mod = modules[name]
+
+        def forward(*a, _inner=mod.forward, _s=seconds, **k):  # noqa: ANN002,ANN003,ANN202
+            phase = (CURRENT_STEP[0] // block) % len(_s) if block > 0 else 0
+            if _s[phase]:
+                time.sleep(_s[phase])
+            return _inner(*a, **k)
+
+        mod.forward = forward
 
 
 def wrap_model(model: torch.nn.Module, strategy: str, device: torch.device) -> torch.nn.Module:
@@ -198,6 +257,8 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
         n_embd=args.n_embd,
     )
     model = GPT(config).to(device)
+    if args.sleep:
+        add_sleeps(model, args.sleep, rank, args.sleep_block)
     num_params = model.num_params()
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
 
@@ -220,6 +281,7 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
         tprof = torch.profiler.profile(with_stack=args.torch_profiler == "stack")
         tprof.__enter__()
     for step in range(args.steps):
+        CURRENT_STEP[0] = step
         t0 = time.perf_counter_ns()
         x, y = next(batches)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)

@@ -140,3 +140,26 @@ def test_readme_dataset_block_runs(tmp_path, monkeypatch):
     assert sorted(ns["by_run"]) == sorted(ens.profiles["run"].unique())
     assert ns["one"].meta["profile"]["rank"] == 3 and ns["ens"].n_profiles == 8
     assert all(v._data for v in ns["views"])
+
+
+@pytest.mark.slow
+def test_readme_replay_block_runs(tmp_path, monkeypatch):
+    """The replay block, on a 2-rank DDP run of the example in which rank 1 sleeps."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "cctviz.cli", "run", "--standalone", "--nproc-per-node", "2",
+           "--out", str(run), "--warmup", "1", "--timeline", str(ROOT / "examples" / "train.py"),
+           "--strategy", "ddp", "--steps", "4", "--batch-size", "1", "--seq-len", "8",
+           "--n-layer", "2", "--n-embd", "32", "--n-head", "2",
+           "--sleep", "1:blocks.0.mlp:50,1:blocks.0.attn:5"]  # fmt: skip
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ns: dict = {}
+    block = block_with("replay(").replace('"out/run"', repr(str(run)))
+    exec(compile(block, "README.md", "exec"), ns)  # noqa: S102 - our own README
+    steps = ns["rp"].steps
+    assert len(steps) == 3 and (steps["replayed [s]"] - steps["measured [s]"]).abs().max() < 1e-9
+    mlp = [p for p in ns["cp"].by_context.index if p.endswith("blocks.0/mlp")]
+    assert mlp and ns["cp"].by_context.loc[mlp[0], "time [s]"] > 3 * 0.045

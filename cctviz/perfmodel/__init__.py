@@ -6,6 +6,9 @@
   activations);
 - :mod:`.scaling`: empirical scaling models across runs in Extra-P's
   performance-model normal form, fitted per node, vectorised;
+- :mod:`.replay` (:mod:`.graph`, :mod:`.whatif`): a trace replayed from its
+  dependency graph across ranks: measured against replayed steps, the critical
+  path, what-if predictions and the opportunities they rank;
 - :mod:`.compare`: predicted metrics on a runtime profile's tree
   (``annotate``), and measured collective time split into transfer and wait.
 
@@ -24,9 +27,19 @@ from .analytic import (
     memory,
 )
 from .compare import annotate, fit_interconnect, wait_transfer
+from .replay import CriticalPath, Replay, ReplayWarning, replay
 from .scaling import fit_scaling
+from .whatif import Balance, Bandwidth, Delay, Scale
 
 __all__ = [
+    "Balance",
+    "Bandwidth",
+    "CriticalPath",
+    "Delay",
+    "Replay",
+    "ReplayWarning",
+    "Scale",
+    "replay",
     "INTERCONNECTS",
     "Interconnect",
     "ModelSpec",

@@ -1,0 +1,457 @@
+"""The dependency graph of a Timeline, for the replay (:mod:`.replay`).
+
+Built once per timeline from arrays, no Python object per event:
+
+- **pieces**: each lane's (a profile's: a thread, a rank, a stream) time cut
+  into the own time of its intervals, in order: an interval's own time is the
+  stretches between its children (the first from its start to its first child,
+  the last from its last child to its end; a leaf is one piece), the gaps
+  between a lane's top intervals are ``idle`` pieces. A communication call
+  (a node of kind ``comm``) is one piece, whatever is recorded inside it. The
+  parents come from the events' ``parent_event`` where the source nests by
+  time (Kineto), else from the model's interval nester
+  (:func:`cctviz.model.build.nest_intervals`, its clamp policy).
+- **chunks**: runs of pieces of one lane that nothing outside the lane waits
+  for or holds back: a chunk ends where a collective call starts, and every
+  collective call and synchronisation is a chunk of its own. The replay walks
+  chunks, not events.
+- **edges**: program order (a chunk starts where the one before it on its
+  lane ends); across ranks, each matched collective instance
+  (:func:`cctviz.ops.collectives.instances`): a member's call ends no earlier
+  than the last member's arrival plus its transfer; an *asynchronous* call (one
+  whose recorded ``comm_time``, issue to completion, outlasts the call: DDP's
+  bucket all-reduces, ``async_op=True``) completes no earlier than the last
+  arrival plus its transfer, and the rank waits for that completion at the
+  end of the interval that issued it (DDP's reducer waits at the end of
+  backward) or at the next ``wait`` call on the lane.
+
+Times are int64 ns on the timeline's clock; durations float64 ns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..model.build import nest_intervals
+from ..model.timeline import Timeline, profile_ranks
+from ..ops.collectives import instances
+
+#: chunk types
+PLAIN, COLL, ISSUE, SYNC = 0, 1, 2, 3
+#: piece kinds (the critical path's ``kind``)
+KINDS = ("compute", "launch", "gpu", "comm", "wait", "idle")
+K_COMPUTE, K_LAUNCH, K_GPU, K_COMM, K_WAIT, K_IDLE = range(len(KINDS))
+#: a call completes asynchronously where its completion is this much after its return
+ASYNC_SLACK_NS = 1_000
+#: node kinds of GPU work and of launches (Kineto's, nsys')
+GPU_KINDS = ("kernel", "gpu_memcpy", "gpu_memset", "gpu", "memcpy", "memset")
+LAUNCH_NAMES = ("cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel", "hipExtLaunchKernel")
+#: the runtime's name of a wait on asynchronous work
+WAIT_NAME = "wait"
+
+
+@dataclass
+class Graph:
+    """Pieces, chunks and edges of a timeline (module docstring)."""
+
+    timeline: Timeline
+    # pieces, in lane then time order
+    lane: np.ndarray
+    start: np.ndarray  # measured, ns
+    end: np.ndarray
+    dur: np.ndarray  # float64 ns
+    owner: np.ndarray  # event index (of the timeline's events), -1 idle
+    node: np.ndarray  # the owner's node, -1 idle
+    kind: np.ndarray  # K_*
+    chunk: np.ndarray  # chunk id per piece
+    # chunks
+    c_lane: np.ndarray
+    c_type: np.ndarray
+    c_first: np.ndarray  # first piece
+    c_stop: np.ndarray  # one past the last piece
+    c_start: np.ndarray  # measured start
+    c_end: np.ndarray  # measured end
+    c_inst: np.ndarray  # instance (COLL, ISSUE), -1
+    c_transfer: np.ndarray  # ns after the last arrival (COLL, ISSUE)
+    c_wait: np.ndarray  # measured wait for the completion (SYNC), ns
+    # instances: member chunks (CSR), syncs: the ISSUE chunks each SYNC waits for (CSR)
+    inst_ptr: np.ndarray
+    inst_chunks: np.ndarray
+    sync_ptr: np.ndarray
+    sync_chunks: np.ndarray
+    # per event: its first and last piece; per lane: its rank
+    ev_first: np.ndarray
+    ev_last: np.ndarray
+    lane_rank: np.ndarray
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_chunks(self) -> int:
+        return int(self.c_lane.shape[0])
+
+
+def build(tl: Timeline) -> Graph:
+    """The dependency graph of ``tl`` (module docstring)."""
+    ev = tl.events
+    n = len(ev)
+    tree = tl.tree
+    node = ev["node"].to_numpy(dtype=np.int64)
+    prof = ev["profile"].to_numpy(dtype=np.int64)
+    start = ev["start"].to_numpy(dtype=np.int64)
+    end = ev["end"].to_numpy(dtype=np.int64)
+    timed = ev["timed"].to_numpy(dtype=bool)
+    kinds = tree.nodes["kind"].astype(str).to_numpy() if "kind" in tree.nodes else None
+    names = tree.nodes["name"].astype(str).to_numpy()
+    is_comm_node = kinds == "comm" if kinds is not None else np.zeros(len(tree), dtype=bool)
+    parent, end = _parents(ev, prof, start, end, timed)
+    comm = timed & is_comm_node[node]
+    inside = _inside(parent, comm)  # below a comm call: folded into it
+    keep = timed & ~inside
+    kept = np.flatnonzero(keep)
+    owner, p_start, p_end = _own_pieces(kept, parent, start, end, comm)
+    i_owner, i_start, i_end = _idle_pieces(kept, parent, prof, start, end)
+    owner = np.concatenate([owner, i_owner])
+    p_start = np.concatenate([p_start, i_start])
+    p_end = np.concatenate([p_end, i_end])
+    p_lane = prof[np.maximum(owner, 0)]
+    p_lane = np.where(owner >= 0, p_lane, _idle_lane(i_owner, owner, prof))
+    order = np.lexsort((p_end, p_start, p_lane))
+    owner, p_start, p_end, p_lane = owner[order], p_start[order], p_end[order], p_lane[order]
+    p_node = np.where(owner >= 0, node[np.maximum(owner, 0)], -1)
+    kind = _piece_kinds(owner, p_node, kinds, names, comm, ev)
+    dur = np.maximum(p_end - p_start, 0).astype(np.float64)
+
+    comp = start + _comm_time(ev, start, end)  # completion of every call
+    inst = _instances(tl, comm, node, prof, start)
+    known = comm & (inst >= 0) & (comp > end + ASYNC_SLACK_NS)  # completion recorded
+    inferred = _returns_early(inst, node, start, end, len(tree))  # completion not recorded
+    is_async = known | inferred
+    blocking = comm & (inst >= 0) & ~is_async
+    sync_of = _sync_targets(is_async, parent, prof, start, node, names, comm, n)
+    # chunk boundaries: every comm piece and every sync piece is a chunk of its own
+    is_comm_piece = (owner >= 0) & comm[np.maximum(owner, 0)]
+    sync_owner = np.zeros(n + 1, dtype=bool)
+    sync_owner[sync_of[sync_of >= 0]] = True
+    last_piece = _last_piece_of(owner, n)
+    is_sync_piece = np.zeros(len(owner), dtype=bool)
+    has_sync = np.flatnonzero(sync_owner[:n] & (last_piece[:n] >= 0))
+    is_sync_piece[last_piece[has_sync]] = True
+    special = is_comm_piece | is_sync_piece
+    new_lane = np.r_[True, p_lane[1:] != p_lane[:-1]] if len(p_lane) else np.zeros(0, bool)
+    after_special = np.r_[False, special[:-1]] if len(special) else special
+    boundary = new_lane | special | after_special
+    chunk = np.cumsum(boundary) - 1
+    c_first = np.flatnonzero(boundary)
+    c_stop = np.r_[c_first[1:], len(owner)].astype(np.int64)
+    n_chunks = c_first.shape[0]
+    c_lane = p_lane[c_first]
+    c_start = p_start[c_first]
+    c_end = p_end[c_stop - 1] if n_chunks else np.zeros(0, np.int64)
+    c_owner = owner[c_first]
+    c_type = np.full(n_chunks, PLAIN, dtype=np.int8)
+    first_special = special[c_first]
+    co = np.maximum(c_owner, 0)
+    c_type[first_special & is_comm_piece[c_first] & blocking[co]] = COLL
+    c_type[first_special & is_comm_piece[c_first] & is_async[co]] = ISSUE
+    c_type[first_special & is_sync_piece[c_first]] = SYNC
+    c_inst = np.where((c_type == COLL) | (c_type == ISSUE), inst[co], -1)
+    # the last arrival of every instance, measured
+    member = c_inst >= 0
+    n_inst = int(inst.max()) + 1 if n and inst.max() >= 0 else 0
+    last_arrival = np.full(n_inst, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last_arrival, c_inst[member], c_start[member])
+    c_transfer = np.zeros(n_chunks, dtype=np.float64)
+    c_transfer[member] = np.maximum(c_end[member] - last_arrival[c_inst[member]], 0)
+    inst_ptr, inst_chunks = _csr(c_inst[member], np.flatnonzero(member), n_inst)
+    # syncs: each ISSUE chunk's sync chunk
+    chunk_of_sync_owner = np.full(n + 1, -1, dtype=np.int64)
+    sync_chunks_idx = np.flatnonzero(c_type == SYNC)
+    chunk_of_sync_owner[c_owner[sync_chunks_idx]] = sync_chunks_idx
+    issue = np.flatnonzero(c_type == ISSUE)
+    target = chunk_of_sync_owner[sync_of[c_owner[issue]]]
+    ok = target >= 0
+    sync_ptr, sync_chunks = _csr(target[ok], issue[ok], n_chunks)
+    c_transfer[issue] = _issue_transfer(
+        issue, target, c_inst, c_start, c_end, comp[c_owner[issue]], known[c_owner[issue]],
+        last_arrival, n_chunks,
+    )  # fmt: skip
+    c_wait = np.zeros(n_chunks, dtype=np.float64)
+    if sync_chunks_idx.size:
+        done = last_arrival[c_inst[issue[ok]]] + c_transfer[issue[ok]]
+        latest = np.full(n_chunks, -np.inf)
+        np.maximum.at(latest, target[ok], done)
+        s = sync_chunks_idx
+        span = (c_end[s] - c_start[s]).astype(np.float64)
+        c_wait[s] = np.clip(latest[s] - c_start[s], 0, span)
+    notes = []
+    if (is_async & (sync_of[np.arange(n)] < 0)).any():
+        notes.append("some asynchronous calls have no interval that waits for them")
+    ev_first, ev_last = _event_pieces(owner, n)
+    lane_rank = profile_ranks(tl.profiles)
+    return Graph(
+        tl, p_lane, p_start, p_end, dur, owner, p_node, kind, chunk, c_lane, c_type, c_first,
+        c_stop, c_start, c_end, c_inst, c_transfer, c_wait, inst_ptr, inst_chunks, sync_ptr,
+        sync_chunks, ev_first, ev_last, lane_rank, notes,
+    )  # fmt: skip
+
+
+def _returns_early(
+    inst: np.ndarray, node: np.ndarray, start: np.ndarray, end: np.ndarray, n_nodes: int
+) -> np.ndarray:
+    """Calls of contexts whose calls return before the last member arrives at
+    some instance: they do not block (DDP's bucket all-reduces, issued from a
+    comm hook; their completion is not recorded)."""
+    m = inst >= 0
+    out = np.zeros(inst.shape[0], dtype=bool)
+    if not m.any():
+        return out
+    last = np.full(int(inst.max()) + 1, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last, inst[m], start[m])
+    early = m & (end + ASYNC_SLACK_NS < last[np.maximum(inst, 0)])
+    async_node = np.zeros(n_nodes, dtype=bool)
+    async_node[node[early]] = True
+    return m & async_node[node]
+
+
+def _issue_transfer(
+    issue: np.ndarray,
+    target: np.ndarray,
+    c_inst: np.ndarray,
+    c_start: np.ndarray,
+    c_end: np.ndarray,
+    comp: np.ndarray,
+    known: np.ndarray,
+    last_arrival: np.ndarray,
+    n_chunks: int,
+) -> np.ndarray:
+    """Completion of each asynchronous call after its instance's last arrival, ns.
+
+    Recorded completions give it. Where they are not recorded, the calls that one
+    interval waits for complete in order (one communication stream), so the
+    last of them bounds the wait: it completes when the first member's wait ends
+    (the earliest measured end of the members' waiting intervals); the earlier
+    ones take their issue time after the last arrival."""
+    a = last_arrival[c_inst[issue]].astype(np.float64)
+    out = np.where(known, comp - a, (c_end[issue] - c_start[issue]).astype(np.float64))
+    ok = (target >= 0) & ~known
+    if ok.any():
+        latest = np.full(n_chunks, -np.inf)
+        np.maximum.at(latest, target[ok], a[ok])
+        is_last = ok & (a >= latest[np.maximum(target, 0)])
+        n_inst = int(c_inst.max()) + 1
+        first_end = np.full(n_inst, np.inf)
+        j = c_inst[issue[is_last]]
+        np.minimum.at(first_end, j, c_end[target[is_last]].astype(np.float64))
+        out = np.where(is_last, first_end[c_inst[issue]] - a, out)
+    return np.maximum(out, 0.0)
+
+
+def _parents(
+    ev: pd.DataFrame, prof: np.ndarray, start: np.ndarray, end: np.ndarray, timed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's enclosing timed event (-1 at the top) and the ends used."""
+    n = len(ev)
+    parent = np.full(n, -1, dtype=np.int64)
+    end = end.copy()
+    idx = np.flatnonzero(timed)
+    if "parent_event" in ev.columns:
+        ids = ev["event"].to_numpy(dtype=np.int64)
+        pos = np.full(int(ids.max()) + 2 if n else 1, -1, dtype=np.int64)
+        pos[ids] = np.arange(n)
+        par = ev["parent_event"].to_numpy(dtype=np.int64)
+        ok = (par >= 0) & (par < pos.shape[0] - 1)
+        parent[ok] = pos[par[ok]]
+        parent[~timed] = -1
+        parent = np.where((parent >= 0) & timed[np.maximum(parent, 0)], parent, -1)
+        # a child that outlives its parent is clamped to it (the nester's policy)
+        has = parent >= 0
+        end[has] = np.maximum(np.minimum(end[has], end[parent[has]]), start[has])
+        return parent, end
+    if idx.size:
+        nested = nest_intervals(
+            prof[idx], start[idx].astype(np.float64), end[idx].astype(np.float64)
+        )
+        p = nested["parent"]
+        parent[idx] = np.where(p >= 0, idx[np.maximum(p, 0)], -1)
+        end[idx] = np.maximum(nested["end"].astype(np.int64), start[idx])
+    return parent, end
+
+
+def _inside(parent: np.ndarray, comm: np.ndarray) -> np.ndarray:
+    """Whether an event lies (strictly) inside a comm event."""
+    out = np.zeros(parent.shape[0], dtype=bool)
+    p = parent.copy()
+    while (p >= 0).any():
+        live = p >= 0
+        out[live] |= comm[p[live]]
+        p = np.where(live, parent[np.maximum(p, 0)], -1)
+    return out
+
+
+def _own_pieces(
+    kept: np.ndarray, parent: np.ndarray, start: np.ndarray, end: np.ndarray, comm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(owner, start, end) of the own-time pieces of the kept events: the
+    stretches between each one's children (a comm event: itself, whole)."""
+    par = parent[kept]
+    child = kept[(par >= 0) & ~comm[np.maximum(par, 0)]]
+    cp = parent[child]
+    owners = kept
+    # piece starts: the owner's start, then each child's end; ends: each child's
+    # start, then the owner's end; both sorted by (owner, time) they pair up
+    s_owner = np.concatenate([owners, cp])
+    s_time = np.concatenate([start[owners], end[child]])
+    s_tie = np.concatenate([np.zeros(owners.size, np.int8), np.ones(child.size, np.int8)])
+    e_owner = np.concatenate([cp, owners])
+    e_time = np.concatenate([start[child], end[owners]])
+    e_tie = np.concatenate([np.zeros(child.size, np.int8), np.ones(owners.size, np.int8)])
+    so = np.lexsort((s_tie, s_time, s_owner))
+    eo = np.lexsort((e_tie, e_time, e_owner))
+    owner = s_owner[so]
+    p_start, p_end = s_time[so], e_time[eo]
+    return owner, p_start, np.maximum(p_end, p_start)
+
+
+def _idle_pieces(
+    kept: np.ndarray, parent: np.ndarray, prof: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gaps between a lane's top intervals: owner ``-1 - lane``."""
+    top = kept[parent[kept] < 0]
+    top = top[np.lexsort((start[top], prof[top]))]
+    if top.size < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    same = prof[top[1:]] == prof[top[:-1]]
+    a, b = top[:-1][same], top[1:][same]
+    g0 = end[a]
+    g1 = np.maximum(start[b], g0)
+    return -1 - prof[a], g0, g1
+
+
+def _idle_lane(i_owner: np.ndarray, owner: np.ndarray, prof: np.ndarray) -> np.ndarray:
+    """The lane of every piece, idle ones' from their owner code."""
+    return np.where(owner >= 0, prof[np.maximum(owner, 0)], -1 - owner)
+
+
+def _piece_kinds(
+    owner: np.ndarray,
+    p_node: np.ndarray,
+    kinds: np.ndarray | None,
+    names: np.ndarray,
+    comm: np.ndarray,
+    ev: pd.DataFrame,
+) -> np.ndarray:
+    kind = np.full(owner.shape[0], K_COMPUTE, dtype=np.int8)
+    has = owner >= 0
+    nd = np.maximum(p_node, 0)
+    if kinds is not None:
+        kind[has & np.isin(kinds[nd], GPU_KINDS)] = K_GPU
+    if "device" in ev.columns:
+        dev = pd.to_numeric(ev["device"], errors="coerce").to_numpy()
+        on_gpu = np.isfinite(dev) & (dev >= 0)
+        kind[has & on_gpu[np.maximum(owner, 0)]] = K_GPU
+    kind[has & np.isin(names[nd], LAUNCH_NAMES)] = K_LAUNCH
+    kind[has & comm[np.maximum(owner, 0)]] = K_COMM
+    kind[~has] = K_IDLE
+    return kind
+
+
+def _comm_time(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Issue to completion, ns: the recorded ``comm_time`` where it is longer
+    than the call (asynchronous work), else the call."""
+    dur = end - start
+    if "comm_time" not in ev.columns:
+        return dur
+    ct = ev["comm_time"].to_numpy(dtype=np.float64)
+    ok = np.isfinite(ct)
+    return np.where(ok, np.maximum(np.where(ok, ct, 0).astype(np.int64), dur), dur)
+
+
+def _instances(
+    tl: Timeline, comm: np.ndarray, node: np.ndarray, prof: np.ndarray, start: np.ndarray
+) -> np.ndarray:
+    """The instance of every comm event among two ranks or more (-1 else)."""
+    out = np.full(len(node), -1, dtype=np.int64)
+    if not comm.any():
+        return out
+    inst = instances(tl, include_p2p=True)
+    inst = inst[inst["ranks"] >= 2]
+    if inst.empty:
+        return out
+    key = pd.MultiIndex.from_arrays([prof, node, start])
+    ikey = pd.MultiIndex.from_arrays(
+        [inst["profile"].to_numpy(np.int64), inst["node"].to_numpy(np.int64),
+         inst["arrival"].to_numpy(np.int64)]
+    )  # fmt: skip
+    pos = ikey.get_indexer(key) if ikey.is_unique else _first_index(ikey, key)
+    hit = (pos >= 0) & comm
+    # renumber the instances densely
+    ids, dense = np.unique(inst["instance"].to_numpy(np.int64), return_inverse=True)
+    out[hit] = dense.reshape(-1)[pos[hit]]
+    return out
+
+
+def _first_index(index: pd.MultiIndex, key: pd.MultiIndex) -> np.ndarray:
+    frame = pd.Series(np.arange(len(index)), index=index)
+    frame = frame[~frame.index.duplicated()]
+    return frame.index.get_indexer(key)
+
+
+def _sync_targets(
+    is_async: np.ndarray,
+    parent: np.ndarray,
+    prof: np.ndarray,
+    start: np.ndarray,
+    node: np.ndarray,
+    names: np.ndarray,
+    comm: np.ndarray,
+    n: int,
+) -> np.ndarray:
+    """The event that waits for each asynchronous call (``n``-sized; -1 none):
+    the first ``wait`` call after it on its lane, within the interval that
+    issued it, else that interval (its end)."""
+    out = np.full(n + 1, -1, dtype=np.int64)
+    a = np.flatnonzero(is_async)
+    if not a.size:
+        return out
+    out[a] = parent[a]
+    waits = np.flatnonzero(comm & (names[node] == WAIT_NAME))
+    if waits.size:
+        w = waits[np.lexsort((start[waits], prof[waits]))]
+        key_w = prof[w].astype(np.float64) * 1e19 + start[w]
+        k = np.searchsorted(key_w, prof[a].astype(np.float64) * 1e19 + start[a], side="right")
+        ok = k < w.size
+        cand = w[np.minimum(k, w.size - 1)]
+        ok &= prof[cand] == prof[a]
+        ok &= parent[cand] == parent[a]
+        out[a[ok]] = cand[ok]
+    return out
+
+
+def _last_piece_of(owner: np.ndarray, n: int) -> np.ndarray:
+    """Each event's last piece (-1: none)."""
+    out = np.full(n + 1, -1, dtype=np.int64)
+    has = np.flatnonzero(owner >= 0)
+    out[owner[has]] = has  # later pieces overwrite: the last wins
+    return out[: n + 1]
+
+
+def _event_pieces(owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    first = np.full(n, -1, dtype=np.int64)
+    last = np.full(n, -1, dtype=np.int64)
+    has = np.flatnonzero(owner >= 0)
+    last[owner[has]] = has
+    first[owner[has[::-1]]] = has[::-1]
+    return first, last
+
+
+def _csr(key: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(key, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(ptr, key + 1, 1)
+    return np.cumsum(ptr), values[order].astype(np.int64)
+
+
+__all__ = ["KINDS", "Graph", "build"]

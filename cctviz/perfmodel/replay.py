@@ -1,0 +1,570 @@
+"""Replay a trace, find the critical path of a step across ranks, ask what if.
+
+:func:`replay` builds the dependency graph of a Timeline (:mod:`.graph`:
+program order per lane, matched collective instances across ranks,
+asynchronous calls and where they are waited for) and replays it: every chunk
+starts when the one before it on its lane ends and when what it waits for is
+done, and takes its measured own time, so the unchanged graph gives back the
+measured steps. A what-if (:mod:`.whatif`: ``Scale``, ``Delay``, ``Balance``,
+``Bandwidth``) changes durations and replays again; waits are recomputed, never
+copied.
+
+A step is what the trace marks as one (a ``step`` node: the runtime's step
+contexts, Kineto's ``ProfilerStep#N``), per step across the ranks: from the
+earliest start of its step intervals to the latest end. Without step markers
+the whole trace is one step (a warning says so).
+
+Example:
+    >>> import pandas as pd
+    >>> from cctviz.model.timeline import Timeline
+    >>> from cctviz.model.tree import Tree
+    >>> tree = Tree.from_parents([-1, 0, 1, 1], ["main", "step", "work", "all_reduce"],
+    ...                          kind=["root", "step", "func", "comm"])
+    >>> ev = pd.DataFrame({"profile": [0, 0, 0, 0, 1, 1, 1, 1], "node": [0, 1, 2, 3] * 2,
+    ...     "start": [0, 0, 0, 50, 0, 0, 0, 10], "end": [60, 60, 50, 60, 60, 60, 10, 60]})
+    >>> rp = replay(Timeline(tree, ev))
+    >>> rp.steps.round(9).values.tolist()  # measured, replayed, span: s
+    [[6e-08, 6e-08, 6e-08]]
+    >>> from cctviz.perfmodel.whatif import Scale
+    >>> rp.what_if(Scale("work", 0.5)).steps["replayed [s]"].round(9).tolist()
+    [3.5e-08]
+    >>> rp.critical_path().by_context.index.tolist()
+    ['main/step/work', 'main/step/all_reduce']
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model.ensemble import Ensemble
+from ..model.tables import UnitTable, with_units
+from ..model.timeline import Timeline, number_steps
+from .graph import COLL, ISSUE, K_COMM, KINDS, PLAIN, SYNC, Graph, build
+
+#: nanoseconds per second (the tables are in seconds)
+NS = 1e9
+
+
+class ReplayWarning(UserWarning):
+    """What a trace lacks for the replay, and what was assumed instead."""
+
+
+def replay(timeline_or_path: Any, **read_kw: Any) -> Replay:
+    """Replay a trace (module docstring).
+
+    Args:
+        timeline_or_path: a :class:`~cctviz.model.timeline.Timeline`, or what
+            :func:`cctviz.read_timeline` reads (a run folder of ``cctviz run
+            --timeline``, an OTF2 archive, Kineto traces: one file, a glob or a
+            folder of ranks, nsys SQLite).
+        read_kw: passed to ``read_timeline``.
+
+    Returns:
+        a :class:`Replay`: ``steps`` (measured and replayed), ``critical_path()``,
+        ``what_if(...)``, ``opportunities()``.
+
+    Example:
+        >>> import cctviz
+        >>> rp = cctviz.perfmodel.replay("../shared/data/pipit/ping-pong-otf2/traces.otf2")
+        >>> rp.critical_path().length > 0
+        True
+    """
+    if isinstance(timeline_or_path, Timeline):
+        tl = timeline_or_path
+    elif isinstance(timeline_or_path, (str, os.PathLike)):
+        from ..readers import read_timeline
+
+        tl = read_timeline(timeline_or_path, **read_kw)
+    else:
+        raise TypeError(
+            f"replay: expected a Timeline or a path, got {type(timeline_or_path).__name__}"
+        )
+    if len(tl) == 0:
+        raise ValueError("replay: the timeline has no events")
+    _refuse_gpu(tl)
+    graph = build(tl)
+    _warn_lacks(tl, graph)
+    steps = _steps(tl)
+    return Replay(graph, steps, graph.dur.copy(), graph.c_transfer.copy())
+
+
+def _refuse_gpu(tl: Timeline) -> None:
+    """GPU work needs launch and synchronisation edges, which the graph does not
+    have yet: a replay without them would be wrong, so there is none."""
+    ev = tl.events
+    gpu = 0
+    for col in ("launch_event", "device"):
+        if col in ev.columns:
+            v = pd.to_numeric(ev[col], errors="coerce").to_numpy(dtype=np.float64)
+            gpu = max(gpu, int(np.count_nonzero(np.isfinite(v) & (v >= 0))))
+    if gpu:
+        where = tl.meta.get("path", "the timeline")
+        raise ValueError(
+            f"replay: {where} has {gpu:,} GPU event(s); the replay does not model GPU "
+            "streams, kernel launches and synchronisations yet (docs/known-issues.md, "
+            "'Replay and what-if'), and would give wrong times: replay a CPU trace "
+            "(cctviz run --timeline, OTF2, a CPU-only torch.profiler trace)"
+        )
+
+
+def _warn_lacks(tl: Timeline, graph: Graph) -> None:
+    """Say what the trace lacks and what the replay assumes for it."""
+    said = []
+    cut = tl.meta.get("cut_ns")
+    if cut is not None and cut == cut:
+        said.append(
+            "the timeline was cut by --timeline-limit: the replay covers the recorded "
+            "part, and calls that a rank did not record before the cut wait for nobody"
+        )
+    prof = tl.profiles
+    if "world_size" in tl.meta and "rank" in prof.columns:
+        ranks = set(pd.to_numeric(prof["rank"], errors="coerce").dropna().astype(int))
+        missing = sorted(set(range(int(tl.meta["world_size"]))) - ranks)
+        if missing:
+            said.append(
+                f"rank(s) {missing} of {tl.meta['world_size']} have no trace: their "
+                "collective calls are assumed to arrive no later than the others'"
+            )
+    said += graph.notes
+    for s in said:
+        warnings.warn(f"replay: {s}", ReplayWarning, stacklevel=3)
+
+
+def _steps(tl: Timeline) -> pd.DataFrame:
+    """One row per step interval: ``event`` (its index), ``lane``, ``step``."""
+    ev = tl.events
+    tree = tl.tree
+    names = tree.nodes["name"].astype(str)
+    kinds = tree.nodes["kind"].astype(str) if "kind" in tree.nodes else None
+    is_step_node = names.str.startswith("ProfilerStep#").to_numpy()
+    if kinds is not None:
+        is_step_node |= (kinds.to_numpy() == "step") & ~names.str.startswith("(").to_numpy()
+    node = ev["node"].to_numpy()
+    idx = np.flatnonzero(is_step_node[node] & ev["timed"].to_numpy(dtype=bool))
+    if not idx.size:
+        warnings.warn(
+            "replay: the trace has no step markers (step contexts, ProfilerStep#); "
+            "the whole trace is taken as one step",
+            ReplayWarning,
+            stacklevel=3,
+        )
+        return pd.DataFrame({"event": np.zeros(0, np.int64), "lane": [], "step": []})
+    sub = ev.iloc[idx]
+    tree_kind = kinds.to_numpy() if kinds is not None else None
+    k = number_steps(sub.assign(node=sub["node"]), tree, kind="step")
+    if tree_kind is None or (k < 0).any():  # ProfilerStep#: numbered per lane in order
+        order = np.lexsort((sub["start"].to_numpy(), sub["profile"].to_numpy()))
+        prof = sub["profile"].to_numpy()[order]
+        first = np.r_[0, np.flatnonzero(prof[1:] != prof[:-1]) + 1]
+        pos = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
+        k = np.empty(len(order), np.int64)
+        k[order] = pos
+    return pd.DataFrame({"event": idx, "lane": sub["profile"].to_numpy(), "step": k})
+
+
+class Replay:
+    """A replayed trace: measured against replayed steps, the critical path,
+    what-if predictions (module docstring). Made by :func:`replay`.
+
+    Attributes:
+        steps: one row per step: ``measured [s]`` (each rank's time in the step,
+            from its step's start to its end, as the training script's own clock
+            counts it, averaged over the ranks), ``replayed [s]`` (the same, replayed;
+            a what-if's prediction) and ``span [s]`` (replayed, from the first
+            rank's start of the step to the last rank's end: the critical path's
+            length).
+        changes: the what-if changes replayed (empty for the unchanged trace).
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        step_rows: pd.DataFrame,
+        dur: np.ndarray,
+        transfer: np.ndarray,
+        changes: Sequence[Any] = (),
+    ) -> None:
+        self._g = graph
+        self._step_rows = step_rows
+        self._dur = dur
+        self._transfer = transfer
+        self.changes = tuple(changes)
+        self._sim = _simulate(graph, dur, transfer)
+        self._times = _piece_times(graph, dur, self._sim)
+        self.steps = self._step_table()
+
+    # ------------------------------------------------------------------ API
+    @property
+    def timeline(self) -> Timeline:
+        """The measured Timeline."""
+        return self._g.timeline
+
+    @property
+    def graph(self) -> Graph:
+        """The dependency graph (:mod:`.graph`)."""
+        return self._g
+
+    def event_times(self) -> tuple[np.ndarray, np.ndarray]:
+        """Replayed (start, end) of every event of the timeline, ns on its clock
+        (NaN for events folded into a communication call or left out)."""
+        ps, pe = self._times
+        g = self._g
+        first, last = g.ev_first, g.ev_last
+        s = np.where(first >= 0, ps[np.maximum(first, 0)], np.nan)
+        e = np.where(last >= 0, pe[np.maximum(last, 0)], np.nan)
+        return s, e
+
+    def what_if(self, *changes: Any) -> Replay:
+        """A new Replay with ``changes`` (:mod:`.whatif`) applied: its ``steps``
+        hold the prediction in ``replayed [s]``; ``measured [s]`` stays this
+        trace's. Example: ``rp.what_if(Balance("mlp"), Bandwidth(2.0))``.
+        """
+        from .whatif import apply_changes
+
+        dur, transfer = apply_changes(self, changes)
+        return Replay(self._g, self._step_rows, dur, transfer, self.changes + tuple(changes))
+
+    def critical_path(self, step: int | None = None) -> CriticalPath:
+        """The critical path of ``step`` (None: of every step) across the ranks."""
+        return CriticalPath(self, step)
+
+    def opportunities(self, top: int = 10) -> UnitTable:
+        """What to change first: for each context on the critical path, the saving
+        per step (``saving [s]``, ``share`` of the step) the replay predicts for
+        balancing it across the ranks, halving it, and doubling the bandwidth of
+        its collectives, ranked by saving (each predicted by a what-if replay,
+        never by summing the path)."""
+        from .whatif import opportunities
+
+        return opportunities(self, top)
+
+    def step_bounds(self) -> pd.DataFrame:
+        """Per step: ``start``, ``end`` (replayed, ns) and the lane whose step ends last."""
+        return self._bounds(replayed=True)
+
+    def __repr__(self) -> str:
+        n = len(self.steps)
+        what = f", {len(self.changes)} change(s)" if self.changes else ""
+        return f"<Replay: {n} step(s), {self._g.n_chunks} chunks{what}>"
+
+    # ------------------------------------------------------------ internals
+    def _bounds(self, replayed: bool) -> pd.DataFrame:
+        """Per step across the lanes: first start, last end (ns), the lane that ends
+        last and its step event."""
+        frame = self._lane_bounds(replayed)
+        last = frame.sort_values("end").groupby("step").tail(1).set_index("step")
+        out = frame.groupby("step").agg(start=("start", "min"), end=("end", "max"))
+        out["lane"] = last["lane"].reindex(out.index)
+        out["event"] = last["event"].reindex(out.index)
+        return out
+
+    def _lane_bounds(self, replayed: bool) -> pd.DataFrame:
+        rows = self._step_rows
+        g = self._g
+        if len(rows):
+            ev_idx = rows["event"].to_numpy()
+            if replayed:
+                s_all, e_all = self.event_times()
+                s, e = s_all[ev_idx], e_all[ev_idx]
+            else:
+                ev = g.timeline.events
+                s = ev["start"].to_numpy()[ev_idx].astype(np.float64)
+                e = ev["end"].to_numpy()[ev_idx].astype(np.float64)
+            frame = pd.DataFrame({"step": rows["step"].to_numpy(), "lane": rows["lane"].to_numpy(),
+                                  "start": s, "end": e, "event": ev_idx})  # fmt: skip
+        else:  # the whole trace as one step, per lane
+            ps, pe = self._times if replayed else (g.start.astype(float), g.end.astype(float))
+            frame = pd.DataFrame({"lane": g.lane, "start": ps, "end": pe}).groupby("lane")
+            frame = frame.agg(start=("start", "min"), end=("end", "max")).reset_index()
+            frame["step"] = 0
+            frame["event"] = -1
+        return frame.dropna(subset=["start", "end"])
+
+    def _step_table(self) -> UnitTable:
+        m = self._per_lane(replayed=False)
+        r = self._per_lane(replayed=True)
+        span = self._bounds(replayed=True)
+        table = pd.DataFrame({
+            "measured [s]": m.groupby("step")["time"].mean() / NS,
+            "replayed [s]": r.groupby("step")["time"].mean() / NS,
+            "span [s]": (span["end"] - span["start"]) / NS,
+        })  # fmt: skip
+        table.index.name = "step"
+        return with_units(table, {c: "s" for c in table.columns})
+
+    def _per_lane(self, replayed: bool) -> pd.DataFrame:
+        """Each lane's time in each step (ns): its step interval, or its first
+        start to last end where the trace has no step markers."""
+        frame = self._lane_bounds(replayed)
+        return frame.assign(time=frame["end"] - frame["start"])
+
+
+# ------------------------------------------------------------------ the replay
+class _Sim:
+    """Replayed chunk times and, per chunk, what decided its end."""
+
+    def __init__(self, n: int) -> None:
+        self.start = [math.nan] * n
+        self.end = [math.nan] * n
+        # cause: 0 its lane (start + own time); 1 its instance's last arrival
+        # (via: that member's chunk); 2 a completion it waited for (via: the
+        # ISSUE chunk; at: when that completed)
+        self.cause = [0] * n
+        self.via = [-1] * n
+        self.at = [math.nan] * n
+        self.barrier_who: dict[int, int] = {}  # SYNC chunk: the member that decided
+        self.last_arrival: Any = None  # instance -> (replayed last arrival, member chunk)
+
+
+def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
+    """Chunk start and end times: a walk in the order of the measured ends (a
+    valid order of the graph: everything a chunk waits for ended before it, in
+    the measurement), resolving on demand what a tie left for later."""
+    n = g.n_chunks
+    c_dur = np.bincount(g.chunk, weights=dur, minlength=n) if n else np.zeros(0)
+    comp = (c_dur - g.c_wait).clip(min=0.0)  # a sync's own time after the wait
+    lane = g.c_lane
+    prev = np.where(np.r_[False, lane[1:] == lane[:-1]], np.arange(n) - 1, -1).tolist()
+    t0 = g.c_start.astype(np.float64).tolist()
+    typ = g.c_type.tolist()
+    d = c_dur.tolist()
+    own_after = comp.tolist()
+    tr = transfer.tolist()
+    inst = g.c_inst.tolist()
+    iptr, ich = g.inst_ptr.tolist(), g.inst_chunks.tolist()
+    sptr, sch = g.sync_ptr.tolist(), g.sync_chunks.tolist()
+    sim = _Sim(n)
+    start, end, cause, via, at = sim.start, sim.end, sim.cause, sim.via, sim.at
+    barrier: dict[int, tuple[float, int]] = {}
+
+    def begin(i: int) -> float:
+        p = prev[i]
+        if p < 0:
+            return t0[i]
+        if end[p] != end[p]:
+            resolve(p)
+        return end[p]
+
+    def last_arrival(j: int) -> tuple[float, int]:
+        got = barrier.get(j)
+        if got is None:
+            best, who = -math.inf, -1
+            for m in ich[iptr[j] : iptr[j + 1]]:
+                s = begin(m)
+                if s > best:
+                    best, who = s, m
+            got = barrier[j] = (best, who)
+        return got
+
+    def completion(k: int) -> tuple[float, int]:
+        """When ISSUE chunk k's work completed, and the member chunk that decided it
+        (k itself where its own call ended last)."""
+        if end[k] != end[k]:
+            resolve(k)
+        a, who = last_arrival(inst[k])
+        c = a + tr[k]
+        return (c, who) if c > end[k] else (end[k], k)
+
+    def resolve(i: int) -> None:
+        s = begin(i)
+        start[i] = s
+        t = typ[i]
+        if t == PLAIN or t == ISSUE:
+            end[i] = s + d[i]
+        elif t == COLL:
+            a, who = last_arrival(inst[i])
+            e = a + tr[i]
+            if e > s:
+                end[i], cause[i], via[i] = e, 1, who
+            else:
+                end[i] = s
+        else:  # SYNC
+            dep, which, by = -math.inf, -1, -1
+            for k in sch[sptr[i] : sptr[i + 1]]:
+                c, who = completion(k)
+                if c > dep:
+                    dep, which, by = c, k, who
+            if dep > s:
+                end[i], cause[i], via[i], at[i] = dep + own_after[i], 2, which, dep
+                barrier_who[i] = by
+            else:
+                end[i] = s + own_after[i]
+
+    barrier_who = sim.barrier_who
+    order = np.lexsort((np.arange(n), g.c_start, g.c_end)).tolist()
+    for i in order:
+        if end[i] != end[i]:
+            resolve(i)
+    sim.last_arrival = last_arrival
+    return sim
+
+
+def _piece_times(g: Graph, dur: np.ndarray, sim: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Replayed start and end of every piece: a chunk's pieces one after the
+    other from its start; a collective's or sync's one piece spans the chunk."""
+    if not g.n_chunks:
+        return np.zeros(0), np.zeros(0)
+    cs = np.asarray(sim.start, dtype=np.float64)
+    ce = np.asarray(sim.end, dtype=np.float64)
+    cum = np.cumsum(dur) - dur
+    offset = cum - cum[g.c_first][g.chunk]
+    ps = cs[g.chunk] + offset
+    pe = ps + dur
+    whole = (g.c_type == COLL) | (g.c_type == SYNC)
+    span = whole[g.chunk]
+    pe = np.where(span, ce[g.chunk], pe)
+    return ps, pe
+
+
+# ----------------------------------------------------------- the critical path
+class CriticalPath:
+    """The critical path of a step across the ranks (of every step when
+    ``step`` is None): walking back from the step's last end, each chunk to
+    what decided its end: the chunk before it on its lane, or, at a collective,
+    the last member to arrive (the path crosses to that rank), or, at a wait
+    for asynchronous work, that work's completion.
+
+    Attributes:
+        segments: ``step``, ``rank``, ``lane``, ``node``, ``path`` (the call path
+            as text), ``kind`` (compute, launch, gpu, comm, wait, idle), ``start
+            [s]``, ``end [s]`` (seconds from the timeline's start), in time order.
+        by_context: indexed by call path: ``time [s]`` on the path and ``share``.
+        length: the path's time in seconds: the steps' replayed ``span [s]``
+            (summed over the steps taken).
+    """
+
+    def __init__(self, rp: Replay, step: int | None) -> None:
+        self._rp = rp
+        bounds = rp.step_bounds()
+        if step is not None:
+            if step not in bounds.index:
+                raise ValueError(f"critical_path: no step {step}; steps are {list(bounds.index)}")
+            bounds = bounds.loc[[step]]
+        parts = [_walk(rp, int(k), row) for k, row in bounds.iterrows()]
+        seg = pd.concat(parts, ignore_index=True) if parts else _walk_empty()
+        self.segments = _segment_table(rp, seg)
+        self.length = float((bounds["end"] - bounds["start"]).sum() / NS)
+        t = self.segments.assign(time=self.segments["end [s]"] - self.segments["start [s]"])
+        by = t.groupby("path", sort=False)["time"].sum().sort_values(ascending=False)
+        total = float(by.sum()) or 1.0
+        table = pd.DataFrame({"time [s]": by, "share": by / total})
+        table.index.name = "path"
+        self.by_context = with_units(table, {"time [s]": "s"})
+
+    def ensemble(self) -> Ensemble:
+        """The timeline's Ensemble with a ``critical`` metric (ns on the path, per
+        node and profile), so every view and table can show it."""
+        rp = self._rp
+        base = rp.timeline.ensemble()
+        seg = self.segments
+        seg = seg[seg["node"] >= 0]
+        t = ((seg["end [s]"] - seg["start [s]"]) * NS).to_numpy()
+        crit = (
+            pd.DataFrame({"node": seg["node"].to_numpy(), "profile": seg["lane"].to_numpy(), "critical": t})
+            .groupby(["node", "profile"], as_index=False)["critical"].sum()
+        )  # fmt: skip
+        rows = base.exclusive_rows.merge(crit, on=["node", "profile"], how="outer")
+        rows["critical"] = rows["critical"].fillna(0.0)
+        units = {**base.meta.get("units", {}), "critical": "ns"}
+        return Ensemble(base.tree, rows, base.profiles, meta={**base.meta, "units": units})
+
+    def __repr__(self) -> str:
+        return f"<CriticalPath: {len(self.segments)} segments, {self.length:.6g} s>"
+
+
+def _walk_empty() -> pd.DataFrame:
+    return pd.DataFrame({"step": [], "chunk": [], "lo": [], "hi": [], "kind": []})
+
+
+def _walk(rp: Replay, step: int, row: pd.Series) -> pd.DataFrame:
+    """(chunk, lo, hi, kind override) the path of one step passes through, back
+    from its end (a loop per chunk on the path)."""
+    g, sim = rp._g, rp._sim
+    s_start, s_end = float(row["start"]), float(row["end"])
+    ev = int(row["event"])
+    lane = int(row["lane"])
+    if ev >= 0 and g.ev_last[ev] >= 0:
+        i = int(g.chunk[g.ev_last[ev]])
+    else:
+        on_lane = np.flatnonzero(g.c_lane == lane)
+        ends = np.asarray(sim.end)[on_lane]
+        i = int(on_lane[np.argmax(ends)])
+    lane_of = g.c_lane
+    first_of_lane = np.r_[True, lane_of[1:] != lane_of[:-1]]
+    out_chunk, out_lo, out_hi, out_kind = [], [], [], []
+    t = s_end
+    guard = 0
+    while i >= 0 and t > s_start and guard <= 4 * g.n_chunks + 4:
+        guard += 1
+        cause = sim.cause[i]
+        if cause == 1:  # the transfer after the last arrival, then that member
+            a = sim.last_arrival(int(g.c_inst[i]))[0]
+            out_chunk.append(i), out_lo.append(max(a, s_start)), out_hi.append(t)
+            out_kind.append(K_COMM)
+            who = sim.via[i]
+            t = a
+            i = who - 1 if not first_of_lane[who] else -1
+            continue
+        if cause == 2:  # the sync's own time, then the completion it waited for
+            dep = sim.at[i]
+            out_chunk.append(i), out_lo.append(max(dep, s_start)), out_hi.append(t)
+            out_kind.append(-1)
+            k = sim.via[i]
+            who = sim.barrier_who[i]
+            t = dep
+            if who == k:  # its own call ended last
+                i = k
+            else:
+                a = sim.last_arrival(int(g.c_inst[k]))[0]
+                out_chunk.append(k), out_lo.append(max(a, s_start)), out_hi.append(t)
+                out_kind.append(K_COMM)
+                t = a
+                i = who - 1 if not first_of_lane[who] else -1
+            continue
+        lo = max(sim.start[i], s_start)
+        out_chunk.append(i), out_lo.append(lo), out_hi.append(t)
+        out_kind.append(-1)
+        t = sim.start[i]
+        i = i - 1 if not first_of_lane[i] else -1
+    return pd.DataFrame({"step": step, "chunk": out_chunk, "lo": out_lo, "hi": out_hi,
+                         "kind": out_kind})  # fmt: skip
+
+
+def _segment_table(rp: Replay, walk: pd.DataFrame) -> UnitTable:
+    """The walk's chunks cut into their pieces (vectorised), in time order."""
+    g = rp._g
+    ps, pe = rp._times
+    ch = walk["chunk"].to_numpy(dtype=np.int64)
+    first, stop = g.c_first[ch], g.c_stop[ch]
+    counts = stop - first
+    rows = np.repeat(np.arange(len(walk)), counts)
+    piece = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + first[rows]
+    lo = np.maximum(ps[piece], walk["lo"].to_numpy()[rows])
+    hi = np.minimum(pe[piece], walk["hi"].to_numpy()[rows])
+    keep = hi > lo
+    piece, rows, lo, hi = piece[keep], rows[keep], lo[keep], hi[keep]
+    kind = g.kind[piece].astype(np.int64)
+    over = walk["kind"].to_numpy()[rows]
+    kind = np.where(over >= 0, over, kind)
+    node = g.node[piece]
+    tl = g.timeline
+    paths = tl.tree.callpaths.to_numpy(dtype=object)
+    path = np.where(node >= 0, paths[np.maximum(node, 0)], "(idle)")
+    lane = g.lane[piece]
+    t0 = tl.span[0]
+    table = pd.DataFrame({
+        "step": walk["step"].to_numpy()[rows], "rank": g.lane_rank[lane], "lane": lane,
+        "node": node, "path": path, "kind": np.asarray(KINDS, dtype=object)[kind],
+        "start [s]": (lo - t0) / NS, "end [s]": (hi - t0) / NS,
+    }).sort_values(["step", "start [s]"], kind="stable").reset_index(drop=True)  # fmt: skip
+    return with_units(table, {"start [s]": "s", "end [s]": "s"}, instants=["start [s]", "end [s]"])
+
+
+__all__ = ["CriticalPath", "Replay", "ReplayWarning", "replay"]

@@ -1,0 +1,133 @@
+"""The replay on real traces and on small hand-made ones whose answer is known
+(issue 36): what a trace lacks, bad input, the graph's rules."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import cctviz
+from cctviz.cli import main
+from cctviz.model.timeline import Timeline
+from cctviz.model.tree import Tree
+from cctviz.perfmodel import Balance, Bandwidth, Delay, ReplayWarning, Scale, replay
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+PINGPONG = DATA / "pipit" / "ping-pong-otf2" / "traces.otf2"
+CPU_ONLY = DATA / "kineto" / "hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+GPU = DATA / "kineto" / "kineto_tb_resnet50_2021.json.gz"
+
+
+def two_ranks(work=(50, 10), transfer=10) -> Timeline:
+    """Two ranks, one step: ``work`` then an all-reduce that ends ``transfer`` ns
+    after the later one arrives."""
+    tree = Tree.from_parents(
+        [-1, 0, 1, 1], ["main", "step", "work", "all_reduce"], kind=["root", "step", "func", "comm"]
+    )
+    end = max(work) + transfer
+    ev = pd.DataFrame({
+        "profile": [0, 0, 0, 0, 1, 1, 1, 1], "node": [0, 1, 2, 3] * 2,
+        "start": [0, 0, 0, work[0], 0, 0, 0, work[1]],
+        "end": [end, end, work[0], end, end, end, work[1], end],
+    })  # fmt: skip
+    return Timeline(tree, ev)
+
+
+def test_the_late_rank_decides_the_collective():
+    rp = replay(two_ranks())
+    assert rp.steps["replayed [s]"].iloc[0] == pytest.approx(60e-9)
+    # the early rank waits: halving its work changes nothing, halving the late one's does
+    assert rp.what_if(Scale("work", 0.5, ranks=[1])).steps["replayed [s]"].iloc[0] == pytest.approx(
+        60e-9
+    )
+    assert rp.what_if(Scale("work", 0.5, ranks=[0])).steps["replayed [s]"].iloc[0] == pytest.approx(
+        35e-9
+    )
+    # balanced: rank 0 takes the lower median of (50, 10): the wait is gone
+    assert rp.what_if(Balance("work")).steps["replayed [s]"].iloc[0] == pytest.approx(20e-9)
+    assert rp.what_if(Bandwidth(2.0)).steps["replayed [s]"].iloc[0] == pytest.approx(55e-9)
+    assert rp.what_if(Delay("work", 5e-9, ranks=[1])).steps["replayed [s]"].iloc[
+        0
+    ] == pytest.approx(60e-9)
+    cp = rp.critical_path()
+    assert cp.length == pytest.approx(60e-9)
+    # the path is the late rank's work, then the transfer: never the other's wait
+    seg = cp.segments
+    assert seg["kind"].tolist() == ["compute", "comm"]
+    assert seg["rank"].iloc[0] == 0 and seg["path"].iloc[0] == "main/step/work"
+    assert cp.by_context["share"].sum() == pytest.approx(1.0)
+
+
+def test_the_measured_order_is_kept_where_nobody_waits():
+    rp = replay(two_ranks(work=(30, 30), transfer=5))
+    assert rp.steps["measured [s]"].iloc[0] == rp.steps["replayed [s]"].iloc[0]
+
+
+def test_a_where_that_matches_nothing_is_an_error_naming_it():
+    rp = replay(two_ranks())
+    with pytest.raises(ValueError, match="'nothing_here' matches no context"):
+        rp.what_if(Scale("nothing_here", 2.0))
+    with pytest.raises(ValueError, match="no collective call named 'gather'"):
+        rp.what_if(Bandwidth(2.0, collective="gather"))
+    with pytest.raises(TypeError, match="not a change"):
+        rp.what_if("faster")
+
+
+def test_a_query_selects_as_a_name_does():
+    rp = replay(two_ranks())
+    by_query = rp.what_if(Scale('MATCH ("*")->(a) WHERE a."name" = "work"', 0.5)).steps
+    by_name = rp.what_if(Scale("^work$", 0.5)).steps
+    assert by_query.equals(by_name)
+
+
+def test_a_trace_without_steps_is_one_step_and_says_so():
+    with pytest.warns(ReplayWarning, match="no step markers"):
+        rp = replay(PINGPONG)
+    assert len(rp.steps) == 1
+    s = rp.steps.iloc[0]
+    assert s["replayed [s]"] == pytest.approx(s["measured [s]"], rel=0.02)
+    assert rp.critical_path().length == pytest.approx(s["span [s]"], rel=0.01)
+
+
+def test_one_rank_the_path_is_that_ranks():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReplayWarning)  # the job's other ranks are missing
+        rp = replay(CPU_ONLY)
+    cp = rp.critical_path()
+    assert set(cp.segments["lane"]) <= set(range(rp.timeline.n_profiles))
+    assert cp.length == pytest.approx(rp.steps["span [s]"].sum(), rel=0.01)
+    ens = cp.ensemble()
+    assert "critical" in ens.tree.metrics.columns
+    # what the path holds, per node, is what the segments say
+    total = ens.values("critical").sum() / 1e9
+    assert total == pytest.approx(cp.length, rel=0.01)
+
+
+def test_a_missing_rank_is_said():
+    with pytest.warns(ReplayWarning, match=r"rank\(s\) \[0, 1, 2"):
+        replay(CPU_ONLY)
+
+
+def test_gpu_traces_are_refused_with_the_reason():
+    with pytest.raises(ValueError, match="GPU event.*launches and synchronisations"):
+        replay(GPU)
+
+
+def test_the_cli_prints_measured_replayed_and_predicted(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReplayWarning)
+        assert main(["whatif", str(PINGPONG), "--scale", "MPI_Recv=0.5", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "measured [s]" in out and "predicted [s]" in out and "opportunities" in out
+    assert main(["whatif", str(PINGPONG), "--scale", "nothing=0.5"]) == 2
+    assert "matches no context" in capsys.readouterr().err
+
+
+def test_replay_takes_a_timeline_or_a_path_only():
+    with pytest.raises(TypeError, match="Timeline or a path"):
+        replay(42)
+    with pytest.warns(ReplayWarning):
+        assert len(replay(cctviz.read_timeline(PINGPONG)).steps) == 1
