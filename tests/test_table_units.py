@@ -105,12 +105,30 @@ def _analytic_tables():
     }
 
 
+def _replay_tables():
+    import warnings
+
+    from cctviz.perfmodel import ReplayWarning, replay
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReplayWarning)  # no step markers: one step
+        rp = replay(PING_PONG)
+    cp = rp.critical_path()
+    return {
+        "Replay.steps": rp.steps,
+        "CriticalPath.segments": cp.segments,
+        "CriticalPath.by_context": cp.by_context,
+        "Replay.opportunities": rp.opportunities(top=3),
+    }
+
+
 def test_every_public_table_states_and_shows_its_units(lulesh, kineto, scaling_runs):
     tables = {
         **_model_tables(lulesh, scaling_runs),
         **_timeline_tables(kineto),
         **_analytic_tables(),
         "ops.comm.by_context(OTF2)": comm.by_context(cctviz.read(PING_PONG)),
+        **_replay_tables(),
     }
     for what, table in tables.items():
         assert len(table), what  # real rows, not an empty frame that passes anything

@@ -432,7 +432,7 @@ class CriticalPath:
     for asynchronous work, that work's completion.
 
     Attributes:
-        segments: ``step``, ``rank``, ``lane``, ``node``, ``path`` (the call path
+        segments: ``step``, ``rank``, ``profile`` (the lane), ``node``, ``path`` (the call path
             as text), ``kind`` (compute, launch, gpu, comm, wait, idle), ``start
             [s]``, ``end [s]`` (seconds from the timeline's start), in time order.
         by_context: indexed by call path: ``time [s]`` on the path and ``share``.
@@ -467,7 +467,7 @@ class CriticalPath:
         seg = seg[seg["node"] >= 0]
         t = ((seg["end [s]"] - seg["start [s]"]) * NS).to_numpy()
         crit = (
-            pd.DataFrame({"node": seg["node"].to_numpy(), "profile": seg["lane"].to_numpy(), "critical": t})
+            pd.DataFrame({"node": seg["node"].to_numpy(), "profile": seg["profile"].to_numpy(), "critical": t})
             .groupby(["node", "profile"], as_index=False)["critical"].sum()
         )  # fmt: skip
         rows = base.exclusive_rows.merge(crit, on=["node", "profile"], how="outer")
@@ -560,7 +560,7 @@ def _segment_table(rp: Replay, walk: pd.DataFrame) -> UnitTable:
     lane = g.lane[piece]
     t0 = tl.span[0]
     table = pd.DataFrame({
-        "step": walk["step"].to_numpy()[rows], "rank": g.lane_rank[lane], "lane": lane,
+        "step": walk["step"].to_numpy()[rows], "rank": g.lane_rank[lane], "profile": lane,
         "node": node, "path": path, "kind": np.asarray(KINDS, dtype=object)[kind],
         "start [s]": (lo - t0) / NS, "end [s]": (hi - t0) / NS,
     }).sort_values(["step", "start [s]"], kind="stable").reset_index(drop=True)  # fmt: skip

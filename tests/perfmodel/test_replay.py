@@ -97,7 +97,7 @@ def test_one_rank_the_path_is_that_ranks():
         warnings.simplefilter("ignore", ReplayWarning)  # the job's other ranks are missing
         rp = replay(CPU_ONLY)
     cp = rp.critical_path()
-    assert set(cp.segments["lane"]) <= set(range(rp.timeline.n_profiles))
+    assert set(cp.segments["profile"]) <= set(range(rp.timeline.n_profiles))
     assert cp.length == pytest.approx(rp.steps["span [s]"].sum(), rel=0.01)
     ens = cp.ensemble()
     assert "critical" in ens.tree.metrics.columns
