@@ -15,7 +15,8 @@ tree as an :class:`~cctviz.model.ensemble.Ensemble`:
   known: metric columns
   (``comm_bytes``, ``bus_bytes``, ``comm_time``: additive, named in
   ``meta["event_metrics"]`` with their units) and descriptive ones (``kind``,
-  ``collective``, ``group``, ``seq``, ``step``);
+  ``collective``, ``group``, ``seq``, ``step``; ``peer``: a point-to-point
+  message's other rank in its communicator, OTF2's);
 - ``counters``: sampled series (``profile``, ``track``, ``ts``, ``value``; units
   per track in :attr:`Timeline.units`), e.g. memory;
 - ``profiles``: one row of metadata per profile.

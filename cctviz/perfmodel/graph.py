@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.build import nest_intervals
+from ..model.collectives import collective_kind
 from ..model.timeline import Timeline, profile_ranks
 from ..ops.collectives import instances
 
@@ -108,6 +109,9 @@ def build(tl: Timeline) -> Graph:
     is_comm_node = kinds == "comm" if kinds is not None else np.zeros(len(tree), dtype=bool)
     parent, end = _parents(ev, prof, start, end, timed)
     comm = timed & is_comm_node[node]
+    msg_send, msg_recv = _messages(tl, node, names, prof, start, end, timed, parent)
+    comm[msg_send] = True  # a blocking send or receive: its region is the call
+    comm[msg_recv] = True
     inside = _inside(parent, comm)  # below a comm call: folded into it
     keep = timed & ~inside
     kept = np.flatnonzero(keep)
@@ -128,8 +132,15 @@ def build(tl: Timeline) -> Graph:
     inst = _instances(tl, comm, node, prof, start)
     known = comm & (inst >= 0) & (comp > end + ASYNC_SLACK_NS)  # completion recorded
     inferred = _returns_early(inst, node, start, end, len(tree))  # completion not recorded
+    # a message: the receive waits for the send (an instance of the two); the send
+    # waits for nobody (eager)
+    n_coll = int(inst.max()) + 1 if n and inst.max() >= 0 else 0
+    inst[msg_send] = inst[msg_recv] = n_coll + np.arange(msg_send.shape[0])
+    known[msg_send] = known[msg_recv] = False
+    inferred[msg_send] = inferred[msg_recv] = False
     is_async = known | inferred
     blocking = comm & (inst >= 0) & ~is_async
+    blocking[msg_send] = False
     sync_of = _sync_targets(is_async, parent, prof, start, node, names, comm, n)
     # chunk boundaries: every comm piece and every sync piece is a chunk of its own
     is_comm_piece = (owner >= 0) & comm[np.maximum(owner, 0)]
@@ -157,7 +168,7 @@ def build(tl: Timeline) -> Graph:
     c_type[first_special & is_comm_piece[c_first] & blocking[co]] = COLL
     c_type[first_special & is_comm_piece[c_first] & is_async[co]] = ISSUE
     c_type[first_special & is_sync_piece[c_first]] = SYNC
-    c_inst = np.where((c_type == COLL) | (c_type == ISSUE), inst[co], -1)
+    c_inst = np.where(first_special & is_comm_piece[c_first], inst[co], -1)
     # the last arrival of every instance, measured
     member = c_inst >= 0
     n_inst = int(inst.max()) + 1 if n and inst.max() >= 0 else 0
@@ -196,6 +207,58 @@ def build(tl: Timeline) -> Graph:
         c_stop, c_start, c_end, c_inst, c_transfer, c_wait, inst_ptr, inst_chunks, sync_ptr,
         sync_chunks, ev_first, ev_last, lane_rank, notes,
     )  # fmt: skip
+
+
+def _messages(
+    tl: Timeline,
+    node: np.ndarray,
+    names: np.ndarray,
+    prof: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    timed: np.ndarray,
+    parent: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Blocking point-to-point messages, as (send, receive) pairs of the timed
+    events that hold them (the regions of MPI_Send and MPI_Recv whose span the
+    untimed message record has): the k-th send from rank a to rank b meets the
+    k-th receive on b from a (MPI's order per pair, tags aside)."""
+    none = np.zeros(0, dtype=np.int64)
+    ev = tl.events
+    if "peer" not in ev.columns:
+        return none, none
+    peer = pd.to_numeric(ev["peer"], errors="coerce").to_numpy(dtype=np.float64)
+    kind = np.asarray([collective_kind(x) or "" for x in names], dtype=object)[node]
+    rec = np.flatnonzero(~timed & np.isfinite(peer) & np.isin(kind, ("send", "recv")))
+    if not rec.size:
+        return none, none
+    # the record's region: the deepest timed event with its span on its lane
+    t = np.flatnonzero(timed)
+    key_t = pd.MultiIndex.from_arrays([prof[t], start[t], end[t]])
+    depth = np.zeros(len(node), dtype=np.int64)
+    p = parent.copy()
+    while (p >= 0).any():
+        depth += p >= 0
+        p = np.where(p >= 0, parent[np.maximum(p, 0)], -1)
+    t = t[np.lexsort((-depth[t], end[t], start[t], prof[t]))]
+    key_t = pd.MultiIndex.from_arrays([prof[t], start[t], end[t]])
+    first = ~key_t.duplicated()
+    region = pd.Series(t[first], index=key_t[first])
+    at = region.reindex(pd.MultiIndex.from_arrays([prof[rec], start[rec], end[rec]])).to_numpy()
+    ok = np.isfinite(at.astype(np.float64))
+    rec, at = rec[ok], at[ok].astype(np.int64)
+    ranks = profile_ranks(tl.profiles)
+    me, other = ranks[prof[rec]], peer[rec].astype(np.int64)
+    is_send = kind[rec] == "send"
+    src = np.where(is_send, me, other)
+    dst = np.where(is_send, other, me)
+    frame = pd.DataFrame({"src": src, "dst": dst, "send": is_send, "t": start[rec], "at": at})
+    frame = frame.sort_values(["src", "dst", "send", "t"], kind="stable")
+    frame["k"] = frame.groupby(["src", "dst", "send"]).cumcount()
+    pairs = frame[frame["send"]].merge(
+        frame[~frame["send"]], on=["src", "dst", "k"], suffixes=("_s", "_r")
+    )
+    return pairs["at_s"].to_numpy(np.int64), pairs["at_r"].to_numpy(np.int64)
 
 
 def _returns_early(

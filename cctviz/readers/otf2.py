@@ -195,6 +195,7 @@ class _Location:
         self.c_t0 = array("q")
         self.c_t1 = array("q")
         self.c_at = array("q")  # the record's own time
+        self.c_peer = array("q")  # a message's peer (rank in its communicator), -1
         # metric samples: position, member index, value, timing (0 last/point, 1 next)
         self.m_pos = array("q")
         self.m_member = array("q")
@@ -297,7 +298,7 @@ def _callbacks(
     """The event callbacks of one location, appending to ``st``'s columns."""
     el_region, el_time = st.el_region, st.el_time
     c_pos, c_name, c_bytes, c_bus = st.c_pos, st.c_name, st.c_bytes, st.c_bus
-    c_t0, c_t1, c_at = st.c_t0, st.c_t1, st.c_at
+    c_t0, c_t1, c_at, c_peer = st.c_t0, st.c_t1, st.c_at, st.c_peer
     add_r, add_t = el_region.append, el_time.append
     comm_size, world = arc.comm_size, arc.world_size
     op_names = arc.op_names
@@ -310,9 +311,12 @@ def _callbacks(
             code = names[key] = len(names)
         return code
 
-    def comm(pos: int, kind: str, comm_ref: int, nbytes: float, t0: int, t1: int, at: int) -> int:
+    def comm(
+        pos: int, kind: str, comm_ref: int, nbytes: float, t0: int, t1: int, at: int, peer: int = -1
+    ) -> int:
         n = comm_size.get(comm_ref, 0)
         c_at.append(at)
+        c_peer.append(int(peer))
         c_pos.append(pos)
         c_name.append(leaf_code(kind, n))
         c_bytes.append(nbytes)
@@ -330,13 +334,15 @@ def _callbacks(
         add_t(time)
 
     def send(loc, time, pos, ud, attrs, peer, comm_ref, tag, length):
-        comm(len(el_time), "send", comm_ref, float(length), -1, -1, time)
+        comm(len(el_time), "send", comm_ref, float(length), -1, -1, time, peer)
 
     def recv(loc, time, pos, ud, attrs, peer, comm_ref, tag, length):
-        comm(len(el_time), "recv", comm_ref, float(length), -1, -1, time)
+        comm(len(el_time), "recv", comm_ref, float(length), -1, -1, time, peer)
 
     def isend(loc, time, pos, ud, attrs, peer, comm_ref, tag, length, request):
-        st.isend[request] = comm(len(el_time), "send", comm_ref, float(length), time, time, time)
+        st.isend[request] = comm(
+            len(el_time), "send", comm_ref, float(length), time, time, time, peer
+        )
 
     def isend_complete(loc, time, pos, ud, attrs, request):
         row = st.isend.pop(request, None)
@@ -348,7 +354,7 @@ def _callbacks(
 
     def irecv(loc, time, pos, ud, attrs, peer, comm_ref, tag, length, request):
         p, t0 = st.irecv.pop(request, (len(el_time), time))
-        comm(p, "recv", comm_ref, float(length), t0, time, time)
+        comm(p, "recv", comm_ref, float(length), t0, time, time, peer)
 
     def coll_begin(loc, time, pos, ud, attrs):
         st.coll_begin = time
@@ -515,6 +521,7 @@ def _location_tree(
     )
     t0, t1 = column(st.c_t0, np.int64), column(st.c_t1, np.int64)
     c_at = column(st.c_at, np.int64)
+    c_peer = column(st.c_peer, np.int64)
     if n_c:
         at_all = _at(nest["after"], c_pos)
         # in a region that is the collective itself (a cctviz trace's "comm" context),
@@ -578,6 +585,7 @@ def _location_tree(
                 "comm_bytes": cb,
                 "bus_bytes": cbus,
                 "comm_time": dur * ns_per_tick,
+                "peer": c_peer,
             }
         metrics["comm_bytes"] = np.bincount(leaf_id, weights=cb, minlength=total)
         metrics["bus_bytes"] = np.bincount(leaf_id, weights=cbus, minlength=total)
@@ -708,6 +716,7 @@ def _location_events(
                 "comm_bytes": leaf_events["comm_bytes"],
                 "bus_bytes": leaf_events["bus_bytes"],
                 "comm_time": leaf_events["comm_time"],
+                "peer": leaf_events["peer"],
             }
         )
         frame = pd.concat([frame, leaves], ignore_index=True)

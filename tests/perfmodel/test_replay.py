@@ -131,3 +131,20 @@ def test_replay_takes_a_timeline_or_a_path_only():
         replay(42)
     with pytest.warns(ReplayWarning):
         assert len(replay(cctviz.read_timeline(PINGPONG)).steps) == 1
+
+
+def test_a_receive_waits_for_its_send():
+    """Ping-pong (OTF2, 2 ranks, both 0.19 s in MPI_Init): halving one rank's
+    MPI_Init gains nothing, since its first receive waits for the other's send;
+    halving both halves the run. The path crosses ranks at the messages."""
+    with pytest.warns(ReplayWarning, match="no step markers"):
+        rp = replay(PINGPONG)
+    one = rp.what_if(Scale("MPI_Init", 0.5, ranks=[0])).steps["replayed [s]"].iloc[0]
+    both = rp.what_if(Scale("MPI_Init", 0.5)).steps["replayed [s]"].iloc[0]
+    measured = rp.steps["measured [s]"].iloc[0]
+    assert one == pytest.approx(measured, rel=1e-3)
+    assert both < 0.6 * measured
+    seg = rp.critical_path().segments
+    assert set(seg["rank"]) == {0, 1}
+    recv = seg[seg["path"].str.endswith("MPI_Recv")]
+    assert (recv["kind"] == "comm").all() and len(recv)
