@@ -2,7 +2,7 @@
 
 Built once per timeline from arrays, no Python object per event:
 
-- **pieces**: each lane's (a profile's: a thread, a rank, a stream) time cut
+- **pieces**: each lane's (a profile's host thread, or its GPU stream) time cut
   into the own time of its intervals, in order: an interval's own time is the
   stretches between its children (the first from its start to its first child,
   the last from its last child to its end; a leaf is one piece), the gaps
@@ -23,7 +23,9 @@ Built once per timeline from arrays, no Python object per event:
   bucket all-reduces, ``async_op=True``) completes no earlier than the last
   arrival plus its transfer, and the rank waits for that completion at the
   end of the interval that issued it (DDP's reducer waits at the end of
-  backward) or at the next ``wait`` call on the lane.
+  backward) or at the next ``wait`` call on the lane; on a GPU stream, work
+  starts after the work before it and after its launch call (launch edges), and
+  a host synchronisation ends after the work it waited for (sync edges).
 
 Times are int64 ns on the timeline's clock; durations float64 ns.
 """
@@ -41,7 +43,7 @@ from ..model.timeline import Timeline, profile_ranks
 from ..ops.collectives import instances
 
 #: chunk types
-PLAIN, COLL, ISSUE, SYNC = 0, 1, 2, 3
+PLAIN, COLL, ISSUE, SYNC, KERNEL = 0, 1, 2, 3, 4
 #: piece kinds (the critical path's ``kind``)
 KINDS = ("compute", "launch", "gpu", "comm", "wait", "idle")
 K_COMPUTE, K_LAUNCH, K_GPU, K_COMM, K_WAIT, K_IDLE = range(len(KINDS))
@@ -50,6 +52,11 @@ ASYNC_SLACK_NS = 1_000
 #: node kinds of GPU work and of launches (Kineto's, nsys')
 GPU_KINDS = ("kernel", "gpu_memcpy", "gpu_memset", "gpu", "memcpy", "memset")
 LAUNCH_NAMES = ("cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel", "hipExtLaunchKernel")
+#: host calls that wait for the device's work
+GPU_SYNC_NAMES = (
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
+)  # fmt: skip
 #: the runtime's name of a wait on asynchronous work
 WAIT_NAME = "wait"
 
@@ -86,8 +93,13 @@ class Graph:
     # per event: its first and last piece; per lane: its rank
     ev_first: np.ndarray
     ev_last: np.ndarray
-    lane_rank: np.ndarray
+    lane_rank: np.ndarray  # per lane
     notes: list[str] = field(default_factory=list)
+    c_launch: np.ndarray | None = None  # GPU chunk: the chunk of its launch (-1)
+    c_gap: np.ndarray | None = None  # GPU chunk: its scheduling latency, ns
+    c_into: np.ndarray | None = None  # GPU chunk: how far into its launch it can start
+    lane_prof: np.ndarray | None = None  # per lane: its profile
+    ev_lane: np.ndarray | None = None  # per event: its lane
 
     @property
     def n_chunks(self) -> int:
@@ -107,25 +119,25 @@ def build(tl: Timeline) -> Graph:
     kinds = tree.nodes["kind"].astype(str).to_numpy() if "kind" in tree.nodes else None
     names = tree.nodes["name"].astype(str).to_numpy()
     is_comm_node = kinds == "comm" if kinds is not None else np.zeros(len(tree), dtype=bool)
-    parent, end = _parents(ev, prof, start, end, timed)
+    gpu = _gpu_events(ev, timed)
+    lane, lane_prof = _lanes(tl, node, prof, gpu, ev)
+    parent, end = _parents(ev, lane, start, end, timed)
     comm = timed & is_comm_node[node]
     msg_send, msg_recv = _messages(tl, node, names, prof, start, end, timed, parent)
     comm[msg_send] = True  # a blocking send or receive: its region is the call
     comm[msg_recv] = True
     inside = _inside(parent, comm)  # below a comm call: folded into it
-    keep = timed & ~inside
-    kept = np.flatnonzero(keep)
+    kept = np.flatnonzero((timed | gpu) & ~inside)
     owner, p_start, p_end = _own_pieces(kept, parent, start, end, comm)
-    i_owner, i_start, i_end = _idle_pieces(kept, parent, prof, start, end)
+    i_owner, i_start, i_end = _idle_pieces(kept[~gpu[kept]], parent, lane, start, end)
     owner = np.concatenate([owner, i_owner])
     p_start = np.concatenate([p_start, i_start])
     p_end = np.concatenate([p_end, i_end])
-    p_lane = prof[np.maximum(owner, 0)]
-    p_lane = np.where(owner >= 0, p_lane, _idle_lane(i_owner, owner, prof))
+    p_lane = np.where(owner >= 0, lane[np.maximum(owner, 0)], -1 - owner)
     order = np.lexsort((p_end, p_start, p_lane))
     owner, p_start, p_end, p_lane = owner[order], p_start[order], p_end[order], p_lane[order]
     p_node = np.where(owner >= 0, node[np.maximum(owner, 0)], -1)
-    kind = _piece_kinds(owner, p_node, kinds, names, comm, ev)
+    kind = _piece_kinds(owner, p_node, kinds, names, comm, gpu)
     dur = np.maximum(p_end - p_start, 0).astype(np.float64)
 
     comp = start + _comm_time(ev, start, end)  # completion of every call
@@ -141,16 +153,20 @@ def build(tl: Timeline) -> Graph:
     is_async = known | inferred
     blocking = comm & (inst >= 0) & ~is_async
     blocking[msg_send] = False
-    sync_of = _sync_targets(is_async, parent, prof, start, node, names, comm, n)
-    # chunk boundaries: every comm piece and every sync piece is a chunk of its own
-    is_comm_piece = (owner >= 0) & comm[np.maximum(owner, 0)]
-    sync_owner = np.zeros(n + 1, dtype=bool)
-    sync_owner[sync_of[sync_of >= 0]] = True
+    sync_of = _sync_targets(is_async, parent, lane, start, node, names, comm, n)
+    launch_of = _launch_of(ev, gpu)
+    launches = np.zeros(n, dtype=bool)
+    launches[launch_of[launch_of >= 0]] = True
+    gpu_sync = timed & np.isin(names[node], GPU_SYNC_NAMES)
+    # chunk boundaries: every comm, launch, GPU and sync piece is a chunk of its own
     last_piece = _last_piece_of(owner, n)
-    is_sync_piece = np.zeros(len(owner), dtype=bool)
-    has_sync = np.flatnonzero(sync_owner[:n] & (last_piece[:n] >= 0))
-    is_sync_piece[last_piece[has_sync]] = True
-    special = is_comm_piece | is_sync_piece
+    is_comm_piece = (owner >= 0) & comm[np.maximum(owner, 0)]
+    waits = np.zeros(n + 1, dtype=bool)
+    waits[sync_of[sync_of >= 0]] = True
+    waits[:n] |= gpu_sync
+    is_sync_piece = _last_pieces(last_piece, waits[:n], len(owner))
+    is_own = _last_pieces(last_piece, launches | gpu, len(owner))
+    special = is_comm_piece | is_sync_piece | is_own
     new_lane = np.r_[True, p_lane[1:] != p_lane[:-1]] if len(p_lane) else np.zeros(0, bool)
     after_special = np.r_[False, special[:-1]] if len(special) else special
     boundary = new_lane | special | after_special
@@ -168,6 +184,7 @@ def build(tl: Timeline) -> Graph:
     c_type[first_special & is_comm_piece[c_first] & blocking[co]] = COLL
     c_type[first_special & is_comm_piece[c_first] & is_async[co]] = ISSUE
     c_type[first_special & is_sync_piece[c_first]] = SYNC
+    c_type[first_special & (c_owner >= 0) & gpu[co]] = KERNEL
     c_inst = np.where(first_special & is_comm_piece[c_first], inst[co], -1)
     # the last arrival of every instance, measured
     member = c_inst >= 0
@@ -177,36 +194,174 @@ def build(tl: Timeline) -> Graph:
     c_transfer = np.zeros(n_chunks, dtype=np.float64)
     c_transfer[member] = np.maximum(c_end[member] - last_arrival[c_inst[member]], 0)
     inst_ptr, inst_chunks = _csr(c_inst[member], np.flatnonzero(member), n_inst)
-    # syncs: each ISSUE chunk's sync chunk
-    chunk_of_sync_owner = np.full(n + 1, -1, dtype=np.int64)
-    sync_chunks_idx = np.flatnonzero(c_type == SYNC)
-    chunk_of_sync_owner[c_owner[sync_chunks_idx]] = sync_chunks_idx
+    # what each sync waits for: asynchronous collectives, GPU work
+    chunk_of_event = np.full(n + 1, -1, dtype=np.int64)
+    has_piece = last_piece[:n] >= 0
+    chunk_of_event[:n][has_piece] = chunk[last_piece[:n][has_piece]]
     issue = np.flatnonzero(c_type == ISSUE)
-    target = chunk_of_sync_owner[sync_of[c_owner[issue]]]
+    target = chunk_of_event[sync_of[c_owner[issue]]]
     ok = target >= 0
-    sync_ptr, sync_chunks = _csr(target[ok], issue[ok], n_chunks)
     c_transfer[issue] = _issue_transfer(
         issue, target, c_inst, c_start, c_end, comp[c_owner[issue]], known[c_owner[issue]],
         last_arrival, n_chunks,
     )  # fmt: skip
+    done = last_arrival[c_inst[issue[ok]]] + c_transfer[issue[ok]]
+    kern = np.flatnonzero(c_type == KERNEL)
+    c_launch = np.full(n_chunks, -1, dtype=np.int64)
+    c_launch[kern] = chunk_of_event[launch_of[c_owner[kern]]]
+    c_gap, c_into = _kernel_gaps(kern, c_launch, c_lane, c_start, c_end, n_chunks)
+    g_sync, g_dep = _gpu_waits(
+        np.flatnonzero((c_type == SYNC) & gpu_sync[co]), kern, c_launch, c_lane, c_start,
+        lane_prof,
+    )  # fmt: skip
+    # a sync waited only for work the measurement shows done when it returned
+    # (cudaStreamSynchronize names one stream, which the trace does not keep)
+    fits = c_end[g_dep] <= c_end[g_sync] + ASYNC_SLACK_NS
+    g_sync, g_dep = g_sync[fits], g_dep[fits]
+    s_key = np.concatenate([target[ok], g_sync])
+    sync_ptr, sync_chunks = _csr(s_key, np.concatenate([issue[ok], g_dep]), n_chunks)
     c_wait = np.zeros(n_chunks, dtype=np.float64)
-    if sync_chunks_idx.size:
-        done = last_arrival[c_inst[issue[ok]]] + c_transfer[issue[ok]]
+    if s_key.size:
         latest = np.full(n_chunks, -np.inf)
-        np.maximum.at(latest, target[ok], done)
-        s = sync_chunks_idx
-        span = (c_end[s] - c_start[s]).astype(np.float64)
-        c_wait[s] = np.clip(latest[s] - c_start[s], 0, span)
+        np.maximum.at(latest, s_key, np.concatenate([done, c_end[g_dep].astype(np.float64)]))
+        s_ = np.unique(s_key)
+        span = (c_end[s_] - c_start[s_]).astype(np.float64)
+        c_wait[s_] = np.clip(latest[s_] - c_start[s_], 0, span)
     notes = []
     if (is_async & (sync_of[np.arange(n)] < 0)).any():
         notes.append("some asynchronous calls have no interval that waits for them")
     ev_first, ev_last = _event_pieces(owner, n)
-    lane_rank = profile_ranks(tl.profiles)
+    lane_rank = profile_ranks(tl.profiles)[lane_prof]
     return Graph(
         tl, p_lane, p_start, p_end, dur, owner, p_node, kind, chunk, c_lane, c_type, c_first,
         c_stop, c_start, c_end, c_inst, c_transfer, c_wait, inst_ptr, inst_chunks, sync_ptr,
-        sync_chunks, ev_first, ev_last, lane_rank, notes,
+        sync_chunks, ev_first, ev_last, lane_rank, notes, c_launch, c_gap, c_into, lane_prof,
+        lane,
     )  # fmt: skip
+
+
+def _gpu_events(ev: pd.DataFrame, timed: np.ndarray) -> np.ndarray:
+    """Untimed events that ran on a device (Kineto's kernels, copies, sets)."""
+    out = np.zeros(len(ev), dtype=bool)
+    for col in ("launch_event", "device"):
+        if col in ev.columns:
+            v = pd.to_numeric(ev[col], errors="coerce").to_numpy(dtype=np.float64)
+            out |= np.isfinite(v) & (v >= 0)
+    return out & ~timed
+
+
+def _lanes(
+    tl: Timeline, node: np.ndarray, prof: np.ndarray, gpu: np.ndarray, ev: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's lane: (profile, thread) for the host (the thread: the node's
+    ancestor of kind ``thread``, where the tree has one), (profile, device, stream)
+    for GPU work; and each lane's profile. Lanes of a profile are consecutive."""
+    tree = tl.tree
+    kinds = tree.nodes["kind"].astype(str).to_numpy() if "kind" in tree.nodes else None
+    thread = np.full(len(tree), -1, dtype=np.int64)
+    if kinds is not None and (kinds == "thread").any():
+        own = np.where(kinds == "thread", np.arange(len(tree)), -1)
+        par = np.asarray(tree.parent)
+        for lv in tree.levels:
+            up = np.where(par[lv] >= 0, thread[np.maximum(par[lv], 0)], -1)
+            thread[lv] = np.where(own[lv] >= 0, own[lv], up)
+    where = thread[node].astype(object)
+    if gpu.any():
+        dev = ev["device"].astype(str).to_numpy() if "device" in ev.columns else ""
+        stream = ev["stream"].astype(str).to_numpy() if "stream" in ev.columns else ""
+        where = np.where(gpu, np.char.add(np.char.add("gpu ", np.asarray(dev, dtype=str)),
+                                          np.char.add(" ", np.asarray(stream, dtype=str))), where)  # fmt: skip
+    key = pd.DataFrame({"p": prof, "g": gpu, "w": pd.Series(where).astype(str).to_numpy()})
+    lane = key.groupby(["p", "g", "w"], sort=True).ngroup().to_numpy(dtype=np.int64)
+    n_lanes = int(lane.max()) + 1 if lane.size else 0
+    lane_prof = np.zeros(n_lanes, dtype=np.int64)
+    lane_prof[lane] = prof
+    return lane, lane_prof
+
+
+def _launch_of(ev: pd.DataFrame, gpu: np.ndarray) -> np.ndarray:
+    """Per event: the index of the event that launched it (-1: none); ``n``-sized
+    plus one so that -1 indexes a sentinel."""
+    n = len(ev)
+    out = np.full(n + 1, -1, dtype=np.int64)
+    if "launch_event" not in ev.columns or not gpu.any():
+        return out
+    le = pd.to_numeric(ev["launch_event"], errors="coerce").to_numpy(dtype=np.float64)
+    ids = ev["event"].to_numpy(dtype=np.int64) if "event" in ev.columns else np.arange(n)
+    pos = pd.Series(np.arange(n), index=ids)
+    pos = pos[~pos.index.duplicated()]
+    g = np.flatnonzero(gpu & np.isfinite(le) & (le >= 0))
+    at = pos.reindex(le[g].astype(np.int64)).to_numpy(dtype=np.float64)
+    ok = np.isfinite(at)
+    out[g[ok]] = at[ok].astype(np.int64)
+    return out
+
+
+def _last_pieces(last_piece: np.ndarray, events: np.ndarray, n_pieces: int) -> np.ndarray:
+    """Piece mask: the last piece of each of ``events`` (a bool per event)."""
+    out = np.zeros(n_pieces, dtype=bool)
+    e = np.flatnonzero(events & (last_piece[: events.shape[0]] >= 0))
+    out[last_piece[e]] = True
+    return out
+
+
+def _kernel_gaps(
+    kern: np.ndarray,
+    c_launch: np.ndarray,
+    c_lane: np.ndarray,
+    c_start: np.ndarray,
+    c_end: np.ndarray,
+    n_chunks: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per GPU chunk: how far into its launch call the device could start it (at
+    most the call's length: a kernel often starts before the call returns), and
+    its measured start after the later of that and the end of the work before
+    it on its stream (the device's latency), ns."""
+    gap = np.zeros(n_chunks, dtype=np.float64)
+    into = np.zeros(n_chunks, dtype=np.float64)
+    if not kern.size:
+        return gap, into
+    low = np.iinfo(np.int64).min
+    prev = kern - 1
+    same = (prev >= 0) & (c_lane[np.maximum(prev, 0)] == c_lane[kern])
+    ready = np.where(same, c_end[np.maximum(prev, 0)], low)
+    la = c_launch[kern]
+    has = la >= 0
+    l0, l1 = c_start[np.maximum(la, 0)], c_end[np.maximum(la, 0)]
+    at = np.minimum(l1, np.maximum(c_start[kern], l0))
+    into[kern[has]] = (at - l0)[has]
+    ready = np.maximum(ready, np.where(has, at, low))
+    known = ready > low
+    gap[kern[known]] = np.maximum(c_start[kern[known]] - ready[known], 0)
+    return gap, into
+
+
+def _gpu_waits(
+    syncs: np.ndarray,
+    kern: np.ndarray,
+    c_launch: np.ndarray,
+    c_lane: np.ndarray,
+    c_start: np.ndarray,
+    lane_prof: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(sync chunk, GPU chunk) pairs: a synchronisation waits, on each stream of
+    its profile, for the last work launched before it (streams run in order; the
+    caller keeps those that ended before the sync returned)."""
+    none = np.zeros(0, dtype=np.int64)
+    if not syncs.size or not kern.size:
+        return none, none
+    la = c_launch[kern]
+    issued = np.where(la >= 0, c_start[np.maximum(la, 0)], c_start[kern])
+    out_s, out_k = [], []
+    for lane in np.unique(c_lane[kern]):  # a loop per stream
+        mine = kern[c_lane[kern] == lane]
+        t = np.maximum.accumulate(issued[np.searchsorted(kern, mine)])
+        ss = syncs[lane_prof[c_lane[syncs]] == lane_prof[lane]]
+        k = np.searchsorted(t, c_start[ss], side="left") - 1
+        ok = k >= 0
+        out_s.append(ss[ok])
+        out_k.append(mine[k[ok]])
+    return np.concatenate(out_s), np.concatenate(out_k)
 
 
 def _messages(
@@ -393,28 +548,20 @@ def _idle_pieces(
     return -1 - prof[a], g0, g1
 
 
-def _idle_lane(i_owner: np.ndarray, owner: np.ndarray, prof: np.ndarray) -> np.ndarray:
-    """The lane of every piece, idle ones' from their owner code."""
-    return np.where(owner >= 0, prof[np.maximum(owner, 0)], -1 - owner)
-
-
 def _piece_kinds(
     owner: np.ndarray,
     p_node: np.ndarray,
     kinds: np.ndarray | None,
     names: np.ndarray,
     comm: np.ndarray,
-    ev: pd.DataFrame,
+    gpu: np.ndarray,
 ) -> np.ndarray:
     kind = np.full(owner.shape[0], K_COMPUTE, dtype=np.int8)
     has = owner >= 0
     nd = np.maximum(p_node, 0)
     if kinds is not None:
         kind[has & np.isin(kinds[nd], GPU_KINDS)] = K_GPU
-    if "device" in ev.columns:
-        dev = pd.to_numeric(ev["device"], errors="coerce").to_numpy()
-        on_gpu = np.isfinite(dev) & (dev >= 0)
-        kind[has & on_gpu[np.maximum(owner, 0)]] = K_GPU
+    kind[has & gpu[np.maximum(owner, 0)]] = K_GPU
     kind[has & np.isin(names[nd], LAUNCH_NAMES)] = K_LAUNCH
     kind[has & comm[np.maximum(owner, 0)]] = K_COMM
     kind[~has] = K_IDLE

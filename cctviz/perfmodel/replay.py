@@ -46,7 +46,7 @@ import pandas as pd
 from ..model.ensemble import Ensemble
 from ..model.tables import UnitTable, with_units
 from ..model.timeline import Timeline, number_steps
-from .graph import COLL, ISSUE, K_COMM, KINDS, PLAIN, SYNC, Graph, build
+from .graph import COLL, ISSUE, K_COMM, KERNEL, KINDS, PLAIN, SYNC, Graph, build
 
 #: nanoseconds per second (the tables are in seconds)
 NS = 1e9
@@ -88,30 +88,11 @@ def replay(timeline_or_path: Any, **read_kw: Any) -> Replay:
         )
     if len(tl) == 0:
         raise ValueError("replay: the timeline has no events")
-    _refuse_gpu(tl)
     graph = build(tl)
     _warn_lacks(tl, graph)
     steps = _steps(tl)
+    steps["lane"] = graph.ev_lane[steps["event"].to_numpy(dtype=np.int64)]
     return Replay(graph, steps, graph.dur.copy(), graph.c_transfer.copy())
-
-
-def _refuse_gpu(tl: Timeline) -> None:
-    """GPU work needs launch and synchronisation edges, which the graph does not
-    have yet: a replay without them would be wrong, so there is none."""
-    ev = tl.events
-    gpu = 0
-    for col in ("launch_event", "device"):
-        if col in ev.columns:
-            v = pd.to_numeric(ev[col], errors="coerce").to_numpy(dtype=np.float64)
-            gpu = max(gpu, int(np.count_nonzero(np.isfinite(v) & (v >= 0))))
-    if gpu:
-        where = tl.meta.get("path", "the timeline")
-        raise ValueError(
-            f"replay: {where} has {gpu:,} GPU event(s); the replay does not model GPU "
-            "streams, kernel launches and synchronisations yet (docs/known-issues.md, "
-            "'Replay and what-if'), and would give wrong times: replay a CPU trace "
-            "(cctviz run --timeline, OTF2, a CPU-only torch.profiler trace)"
-        )
 
 
 def _warn_lacks(tl: Timeline, graph: Graph) -> None:
@@ -279,10 +260,15 @@ class Replay:
                 e = ev["end"].to_numpy()[ev_idx].astype(np.float64)
             frame = pd.DataFrame({"step": rows["step"].to_numpy(), "lane": rows["lane"].to_numpy(),
                                   "start": s, "end": e, "event": ev_idx})  # fmt: skip
-        else:  # the whole trace as one step, per lane
+        else:  # the whole trace as one step, per profile (its lane that ends last)
             ps, pe = self._times if replayed else (g.start.astype(float), g.end.astype(float))
-            frame = pd.DataFrame({"lane": g.lane, "start": ps, "end": pe}).groupby("lane")
-            frame = frame.agg(start=("start", "min"), end=("end", "max")).reset_index()
+            frame = pd.DataFrame(
+                {"lane": g.lane, "prof": g.lane_prof[g.lane], "start": ps, "end": pe}
+            )
+            last = frame.sort_values("end").groupby("prof").tail(1).set_index("prof")["lane"]
+            frame = frame.groupby("prof").agg(start=("start", "min"), end=("end", "max"))
+            frame["lane"] = last.reindex(frame.index)
+            frame = frame.reset_index(drop=True)
             frame["step"] = 0
             frame["event"] = -1
         return frame.dropna(subset=["start", "end"])
@@ -315,7 +301,7 @@ class _Sim:
         self.end = [math.nan] * n
         # cause: 0 its lane (start + own time); 1 its instance's last arrival
         # (via: that member's chunk); 2 a completion it waited for (via: the
-        # ISSUE chunk; at: when that completed)
+        # ISSUE or GPU chunk; at: when that completed); 3 GPU work's launch (via)
         self.cause = [0] * n
         self.via = [-1] * n
         self.at = [math.nan] * n
@@ -339,6 +325,9 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
     tr = transfer.tolist()
     inst = g.c_inst.tolist()
     iptr, ich = g.inst_ptr.tolist(), g.inst_chunks.tolist()
+    launch = g.c_launch.tolist()
+    gap = g.c_gap.tolist()
+    into = g.c_into.tolist()
     sptr, sch = g.sync_ptr.tolist(), g.sync_chunks.tolist()
     sim = _Sim(n)
     start, end, cause, via, at = sim.start, sim.end, sim.cause, sim.via, sim.at
@@ -372,10 +361,22 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
         c = a + tr[k]
         return (c, who) if c > end[k] else (end[k], k)
 
+    def done(k: int) -> tuple[float, int]:
+        """When what a sync waits for is done: an asynchronous call's completion,
+        GPU work's end."""
+        if typ[k] == ISSUE:
+            return completion(k)
+        if end[k] != end[k]:
+            resolve(k)
+        return end[k], k
+
     def resolve(i: int) -> None:
+        t = typ[i]
+        if t == KERNEL:
+            resolve_kernel(i)
+            return
         s = begin(i)
         start[i] = s
-        t = typ[i]
         if t == PLAIN or t == ISSUE:
             end[i] = s + d[i]
         elif t == COLL:
@@ -388,7 +389,7 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
         else:  # SYNC
             dep, which, by = -math.inf, -1, -1
             for k in sch[sptr[i] : sptr[i + 1]]:
-                c, who = completion(k)
+                c, who = done(k)
                 if c > dep:
                     dep, which, by = c, k, who
             if dep > s:
@@ -396,6 +397,26 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
                 barrier_who[i] = by
             else:
                 end[i] = s + own_after[i]
+
+    def resolve_kernel(i: int) -> None:
+        """GPU work starts after the work before it on its stream and its launch."""
+        p, la = prev[i], launch[i]
+        ready, by = -math.inf, 0
+        if p >= 0:
+            if end[p] != end[p]:
+                resolve(p)
+            ready = end[p]
+        if la >= 0:
+            if end[la] != end[la]:
+                resolve(la)
+            at = start[la] + into[i]
+            if at >= ready:
+                ready, by = at, 3
+        s = t0[i] if ready == -math.inf else ready + gap[i]
+        start[i] = s
+        end[i] = s + d[i]
+        if by:
+            cause[i], via[i] = by, la
 
     barrier_who = sim.barrier_who
     order = np.lexsort((np.arange(n), g.c_start, g.c_end)).tolist()
@@ -531,6 +552,11 @@ def _walk(rp: Replay, step: int, row: pd.Series) -> pd.DataFrame:
         lo = max(sim.start[i], s_start)
         out_chunk.append(i), out_lo.append(lo), out_hi.append(t)
         out_kind.append(-1)
+        if cause == 3:  # GPU work that waited for its launch: into the launch
+            la = sim.via[i]
+            t = sim.start[la] + float(g.c_into[i])
+            i = la
+            continue
         t = sim.start[i]
         i = i - 1 if not first_of_lane[i] else -1
     return pd.DataFrame({"step": step, "chunk": out_chunk, "lo": out_lo, "hi": out_hi,
@@ -560,7 +586,8 @@ def _segment_table(rp: Replay, walk: pd.DataFrame) -> UnitTable:
     lane = g.lane[piece]
     t0 = tl.span[0]
     table = pd.DataFrame({
-        "step": walk["step"].to_numpy()[rows], "rank": g.lane_rank[lane], "profile": lane,
+        "step": walk["step"].to_numpy()[rows], "rank": g.lane_rank[lane],
+        "profile": g.lane_prof[lane],
         "node": node, "path": path, "kind": np.asarray(KINDS, dtype=object)[kind],
         "start [s]": (lo - t0) / NS, "end [s]": (hi - t0) / NS,
     }).sort_values(["step", "start [s]"], kind="stable").reset_index(drop=True)  # fmt: skip

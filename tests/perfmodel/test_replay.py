@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -111,9 +112,34 @@ def test_a_missing_rank_is_said():
         replay(CPU_ONLY)
 
 
-def test_gpu_traces_are_refused_with_the_reason():
-    with pytest.raises(ValueError, match="GPU event.*launches and synchronisations"):
-        replay(GPU)
+KINETO = sorted((DATA / "kineto").glob("*.json*"))
+
+
+@pytest.mark.parametrize("path", KINETO, ids=[p.name[:40] for p in KINETO])
+def test_every_kineto_sample_replays_within_2_percent(path):
+    """Host threads, GPU streams (kernels after their launch and the work before them
+    on their stream; synchronisations after the work they waited for)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReplayWarning)  # sampled ranks: the others missing
+        rp = replay(path)
+    err = (rp.steps["replayed [s]"] / rp.steps["measured [s]"] - 1).abs()
+    assert err.median() <= 0.02, rp.steps
+
+
+def test_a_gpu_step_s_path_names_kernels_and_launches():
+    rp = replay(GPU)
+    cp = rp.critical_path()
+    kinds = set(cp.segments["kind"])
+    assert {"gpu", "launch", "compute"} <= kinds, kinds
+    gpu = cp.segments[cp.segments["kind"] == "gpu"]
+    names = set(rp.timeline.tree.nodes["name"].iloc[gpu["node"]])
+    assert any("Memcpy" in n or "kernel" in n.lower() or "cudnn" in n for n in names), names
+    # GPU work twice as fast: no step is slower, and the steps whose path holds GPU
+    # work are faster
+    tree = rp.timeline.tree
+    device = tree.select(np.flatnonzero(tree.nodes["kind"].isin(["kernel", "memcpy", "memset"])))
+    saved = rp.steps["replayed [s]"] - rp.what_if(Scale(device, 0.5)).steps["replayed [s]"]
+    assert (saved >= -1e-9).all() and saved.loc[sorted(set(gpu["step"]))].gt(0).all(), saved
 
 
 def test_the_cli_prints_measured_replayed_and_predicted(capsys):
