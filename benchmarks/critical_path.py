@@ -10,9 +10,10 @@ one process, one after the other:
 * ``what-if s``: one ``what_if(Scale(...))`` (durations changed, replayed again);
 * ``total s``: the three.
 
-Peer, where it runs: HTA's ``critical_path_analysis`` on one rank of the same trace
-written as a Kineto file (HTA's analysis is of one rank), beside ``replay`` +
-``critical_path`` of that rank's timeline; the ratio is printed (cctviz / HTA).
+Peer (``--hta``): HTA's ``critical_path_analysis`` of one step of a real rank-0 GPU
+trace (HTA's own test data; HTA's analysis is of one rank and needs ProfilerStep
+annotations, which the synthetic trace lacks), beside ``replay`` + ``critical_path``
+of the same step; the ratio of the times and both paths' lengths and GPU shares.
 
 Usage::
 
@@ -56,37 +57,58 @@ def measure(n_events: int, ranks: int) -> dict:
     }
 
 
-def hta_peer(n_events: int) -> dict | None:
-    """HTA's critical path of one rank, beside cctviz's, on the same Kineto file."""
+#: a real single-rank GPU trace HTA's critical path analysis runs on (HTA's own test data)
+HTA_TRACE = (
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "kineto"
+    / "hta_ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+)  # fmt: skip
+
+
+def hta_peer(step: int = 2) -> dict | None:
+    """HTA's critical path of one step of a real rank-0 GPU trace beside cctviz's
+    (read + replay + path, against HTA's load + critical_path_analysis)."""
     try:
         from hta.trace_analysis import TraceAnalysis
     except ImportError:
         print("HTA is not installed: no peer")
         return None
+    import logging
+    import shutil
+
     import cctviz
 
-    tl = synthetic(n_events, 1)
-    with tempfile.TemporaryDirectory() as d:
-        cctviz.write(tl, Path(d) / "rank-0.json", format="chrome-trace")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ours_tl = cctviz.read_timeline(Path(d) / "rank-0.json")
-            t = time.perf_counter()
-            rp = replay(ours_tl)
-            rp.critical_path()
-            ours = time.perf_counter() - t
-            try:
-                t = time.perf_counter()
-                analyzer = TraceAnalysis(trace_dir=d)
-                load = time.perf_counter() - t
-                t = time.perf_counter()
-                analyzer.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=0)
-                theirs = time.perf_counter() - t
-            except Exception as e:  # noqa: BLE001 - report what HTA says
-                print(f"HTA's critical_path_analysis failed: {type(e).__name__}: {e}")
-                return None
-    return {"events": len(tl), "cctviz s": ours, "HTA load s": load, "HTA path s": theirs,
-            "cctviz / HTA path": ours / theirs}  # fmt: skip
+    logging.disable(logging.WARNING)
+    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shutil.copy(HTA_TRACE, d)
+        t = time.perf_counter()
+        tl = cctviz.read_timeline(HTA_TRACE)
+        ours_read = time.perf_counter() - t
+        t = time.perf_counter()
+        cp = replay(tl).critical_path(step)
+        ours = time.perf_counter() - t
+        t = time.perf_counter()
+        analyzer = TraceAnalysis(trace_dir=d)
+        load = time.perf_counter() - t
+        t = time.perf_counter()
+        graph, ok = analyzer.critical_path_analysis(
+            rank=0, annotation="ProfilerStep", instance_id=step
+        )
+        theirs = time.perf_counter() - t
+    if not ok:
+        print("HTA's critical_path_analysis did not succeed")
+        return None
+    b = graph.get_critical_path_breakdown()
+    seg = cp.segments
+    dur = seg["end [s]"] - seg["start [s]"]
+    return {
+        "events": len(tl), "step": step,
+        "cctviz read s": ours_read, "cctviz replay+path s": ours,
+        "HTA load s": load, "HTA path s": theirs, "path: cctviz / HTA": ours / theirs,
+        "cctviz length ms": cp.length * 1e3, "HTA length ms": b["duration"].sum() / 1e3,
+        "cctviz on GPU ms": dur[seg["kind"] == "gpu"].sum() * 1e3,
+        "HTA gpu-bound ms": b.loc[b["bound_by"].str.startswith("gpu"), "duration"].sum() / 1e3,
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -101,7 +123,7 @@ def main() -> None:
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(pd.DataFrame(rows).to_string(index=False))
     if a.hta:
-        got = hta_peer(min(a.events))
+        got = hta_peer()
         if got:
             print(pd.DataFrame([got]).to_string(index=False))
 

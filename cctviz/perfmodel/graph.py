@@ -158,6 +158,7 @@ def build(tl: Timeline) -> Graph:
     launches = np.zeros(n, dtype=bool)
     launches[launch_of[launch_of >= 0]] = True
     gpu_sync = timed & np.isin(names[node], GPU_SYNC_NAMES)
+    gpu_sync |= _blocking_launches(launch_of, gpu, end, n)
     # chunk boundaries: every comm, launch, GPU and sync piece is a chunk of its own
     last_piece = _last_piece_of(owner, n)
     is_comm_piece = (owner >= 0) & comm[np.maximum(owner, 0)]
@@ -294,6 +295,18 @@ def _launch_of(ev: pd.DataFrame, gpu: np.ndarray) -> np.ndarray:
     at = pos.reindex(le[g].astype(np.int64)).to_numpy(dtype=np.float64)
     ok = np.isfinite(at)
     out[g[ok]] = at[ok].astype(np.int64)
+    return out
+
+
+def _blocking_launches(
+    launch_of: np.ndarray, gpu: np.ndarray, end: np.ndarray, n: int
+) -> np.ndarray:
+    """Host calls that returned only once the work they launched was done (a
+    ``cudaMemcpyAsync`` to or from pageable memory): they wait for it."""
+    out = np.zeros(n, dtype=bool)
+    g = np.flatnonzero(gpu & (launch_of[:n] >= 0))
+    la = launch_of[g]
+    out[la[end[g] <= end[la] + ASYNC_SLACK_NS]] = True
     return out
 
 

@@ -407,7 +407,7 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
                 resolve(p)
             ready = end[p]
         if la >= 0:
-            if end[la] != end[la]:
+            if start[la] != start[la]:  # (a blocking launch waits for this work)
                 resolve(la)
             at = start[la] + into[i]
             if at >= ready:
