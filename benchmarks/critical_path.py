@@ -1,7 +1,8 @@
 """Benchmark: replay and critical path of 10^5 .. 10^7 events on 64 ranks (issue 36).
 
-The synthetic trace of ``timeline_scale.py`` (R ranks, nested steps, an
-all-reduce per step whose last rank to arrive rotates). Measured per size, in
+A synthetic, well-nested trace (R ranks; per step forward and backward module
+calls, a blocking all-reduce that ends when the last rank has arrived, whose last
+rank rotates, and the optimizer). Measured per size, in
 one process, one after the other:
 
 * ``build s``: ``replay(timeline)``: the dependency graph (pieces, chunks,
@@ -32,9 +33,69 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timeline_scale import synthetic, timed  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from timeline_scale import timed  # noqa: E402
 
+import cctviz  # noqa: E402
+from cctviz.model.timeline import Timeline  # noqa: E402
 from cctviz.perfmodel import ReplayWarning, Scale, replay  # noqa: E402
+
+#: per step: forward (MODULES module calls), backward (MODULES calls, then an
+#: all-reduce), optimizer; one rank per step arrives late at the all-reduce
+MODULES = 8
+
+
+def synthetic(n_events: int, ranks: int, seed: int = 0) -> Timeline:
+    """A well-nested trace of about ``n_events`` events over ``ranks`` ranks: each
+    step's all-reduce ends on every rank when the last rank has arrived, plus a
+    transfer, as a blocking collective does."""
+    rng = np.random.default_rng(seed)
+    blocks = [f"block.{k}" for k in range(MODULES)]
+    # in pre-order, so that input position k is tree node k
+    names = ["main", "step", "forward", *blocks, "backward", *blocks, "all_reduce", "optimizer"]
+    fwd, bwd = 2, 3 + MODULES
+    parent = [-1, 0, 1] + [fwd] * MODULES + [1] + [bwd] * MODULES + [bwd, 1]
+    kinds = ["root", "step", "phase"] + ["module"] * MODULES + ["phase"]
+    kinds += ["module"] * MODULES + ["comm", "phase"]
+    tree = cctviz.Tree.from_parents(parent, names, kind=kinds)
+    assert tree.nodes["name"].tolist() == names
+    ar, opt_node = bwd + MODULES + 1, bwd + MODULES + 2
+    per_step = 5 + 2 * MODULES
+    steps = max(1, n_events // (ranks * per_step))
+    us = 1_000
+    mod = rng.integers(100 * us, 140 * us, (ranks, steps, 2 * MODULES))  # module times
+    late = np.zeros((ranks, steps), dtype=np.int64)
+    late[np.arange(steps) % ranks, np.arange(steps)] = 2_000 * us
+    fw = mod[:, :, :MODULES].sum(axis=2)
+    bw = mod[:, :, MODULES:].sum(axis=2) + late
+    transfer, opt, gap = 300 * us, 400 * us, 20 * us
+    starts, ends, nodes, prof = [], [], [], []
+    t = np.zeros(ranks, dtype=np.int64)
+    for k in range(steps):  # a loop per step, vectorised over ranks and modules
+        s0 = t
+        arrive = s0 + fw[:, k] + bw[:, k]
+        done = np.full(ranks, arrive.max() + transfer)  # the all-reduce ends together
+        s_end = done + opt + gap
+        m0 = s0[:, None] + np.concatenate(
+            [np.cumsum(mod[:, k, :MODULES], axis=1) - mod[:, k, :MODULES],
+             fw[:, k, None] + late[:, k, None] + np.cumsum(mod[:, k, MODULES:], axis=1)
+             - mod[:, k, MODULES:]], axis=1)  # fmt: skip
+        m1 = m0 + mod[:, k, :]
+        st = np.column_stack([s0, s0, s0 + fw[:, k], arrive, done, m0])
+        en = np.column_stack([s_end, s0 + fw[:, k], done, done, done + opt, m1])
+        mods = [*range(3, 3 + MODULES), *range(bwd + 1, bwd + 1 + MODULES)]
+        nd = np.broadcast_to(np.asarray([1, fwd, bwd, ar, opt_node, *mods]), st.shape)
+        starts.append(st.ravel()), ends.append(en.ravel()), nodes.append(nd.ravel())
+        prof.append(np.repeat(np.arange(ranks), st.shape[1]))
+        t = s_end
+    st, en = np.concatenate(starts), np.concatenate(ends)
+    pr = np.concatenate(prof)
+    root = pd.DataFrame({"profile": np.arange(ranks), "node": 0, "start": 0, "end": t})
+    ev = pd.DataFrame({"profile": pr, "node": np.concatenate(nodes), "start": st, "end": en})
+    return Timeline(
+        tree, pd.concat([root, ev], ignore_index=True), pd.DataFrame({"rank": range(ranks)})
+    )
 
 
 def measure(n_events: int, ranks: int) -> dict:

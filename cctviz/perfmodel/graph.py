@@ -157,7 +157,7 @@ def build(tl: Timeline) -> Graph:
     launch_of = _launch_of(ev, gpu)
     launches = np.zeros(n, dtype=bool)
     launches[launch_of[launch_of >= 0]] = True
-    gpu_sync = timed & np.isin(names[node], GPU_SYNC_NAMES)
+    gpu_sync = timed & np.isin(names, GPU_SYNC_NAMES)[node]
     gpu_sync |= _blocking_launches(launch_of, gpu, end, n)
     # chunk boundaries: every comm, launch, GPU and sync piece is a chunk of its own
     last_piece = _last_piece_of(owner, n)
@@ -266,6 +266,9 @@ def _lanes(
         for lv in tree.levels:
             up = np.where(par[lv] >= 0, thread[np.maximum(par[lv], 0)], -1)
             thread[lv] = np.where(own[lv] >= 0, own[lv], up)
+    if not gpu.any() and (thread < 0).all():  # a profile is a lane
+        n_prof = max(tl.n_profiles, int(prof.max()) + 1 if prof.size else 0)
+        return prof.copy(), np.arange(n_prof, dtype=np.int64)
     where = thread[node].astype(object)
     if gpu.any():
         dev = ev["device"].astype(str).to_numpy() if "device" in ev.columns else ""
@@ -573,9 +576,9 @@ def _piece_kinds(
     has = owner >= 0
     nd = np.maximum(p_node, 0)
     if kinds is not None:
-        kind[has & np.isin(kinds[nd], GPU_KINDS)] = K_GPU
+        kind[has & np.isin(kinds, GPU_KINDS)[nd]] = K_GPU
     kind[has & gpu[np.maximum(owner, 0)]] = K_GPU
-    kind[has & np.isin(names[nd], LAUNCH_NAMES)] = K_LAUNCH
+    kind[has & np.isin(names, LAUNCH_NAMES)[nd]] = K_LAUNCH
     kind[has & comm[np.maximum(owner, 0)]] = K_COMM
     kind[~has] = K_IDLE
     return kind
@@ -603,23 +606,38 @@ def _instances(
     inst = inst[inst["ranks"] >= 2]
     if inst.empty:
         return out
-    key = pd.MultiIndex.from_arrays([prof, node, start])
-    ikey = pd.MultiIndex.from_arrays(
-        [inst["profile"].to_numpy(np.int64), inst["node"].to_numpy(np.int64),
-         inst["arrival"].to_numpy(np.int64)]
-    )  # fmt: skip
-    pos = ikey.get_indexer(key) if ikey.is_unique else _first_index(ikey, key)
-    hit = (pos >= 0) & comm
+    # only comm events are looked up: by (profile, node, start), one sort
+    c = np.flatnonzero(comm)
+    ip, inode = inst["profile"].to_numpy(np.int64), inst["node"].to_numpy(np.int64)
+    iarr = inst["arrival"].to_numpy(np.int64)
+    order = np.lexsort((np.arange(ip.shape[0]), iarr, inode, ip))  # the first of equals first
+    pos = _lookup((ip[order], inode[order], iarr[order]), (prof[c], node[c], start[c]))
+    found = pos >= 0
     # renumber the instances densely
-    ids, dense = np.unique(inst["instance"].to_numpy(np.int64), return_inverse=True)
-    out[hit] = dense.reshape(-1)[pos[hit]]
+    _, dense = np.unique(inst["instance"].to_numpy(np.int64), return_inverse=True)
+    out[c[found]] = dense.reshape(-1)[order[pos[found]]]
     return out
 
 
-def _first_index(index: pd.MultiIndex, key: pd.MultiIndex) -> np.ndarray:
-    frame = pd.Series(np.arange(len(index)), index=index)
-    frame = frame[~frame.index.duplicated()]
-    return frame.index.get_indexer(key)
+def _lookup(keys: tuple[np.ndarray, ...], query: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Position of each query row among the rows of ``keys`` (sorted by its columns
+    in order), the first of equal ones; -1 where absent. Vectorised: the columns
+    are ranked jointly, then one searchsorted."""
+    n = keys[0].shape[0]
+    code = np.zeros(n + query[0].shape[0], dtype=np.int64)
+    span = 1.0
+    for k, q in zip(keys, query):
+        values, inverse = np.unique(np.concatenate([k, q]), return_inverse=True)
+        span *= max(values.shape[0], 1)
+        if span >= 2.0**62:  # codes would overflow: rank the combined code again
+            _, code = np.unique(code, return_inverse=True)
+            span = float(code.max() + 1) * values.shape[0]
+        code = code.reshape(-1) * values.shape[0] + inverse.reshape(-1)
+    kc, qc = code[:n], code[n:]
+    at = np.searchsorted(kc, qc)
+    ok = at < n
+    ok[ok] = kc[at[ok]] == qc[ok]
+    return np.where(ok, at, -1)
 
 
 def _sync_targets(

@@ -177,6 +177,7 @@ class Replay:
         self._dur = dur
         self._transfer = transfer
         self.changes = tuple(changes)
+        self._first: np.ndarray | None = None
         self._sim = _simulate(graph, dur, transfer)
         self._times = _piece_times(graph, dur, self._sim)
         self.steps = self._step_table()
@@ -201,6 +202,14 @@ class Replay:
         s = np.where(first >= 0, ps[np.maximum(first, 0)], np.nan)
         e = np.where(last >= 0, pe[np.maximum(last, 0)], np.nan)
         return s, e
+
+    @property
+    def _first_of_lane(self) -> np.ndarray:
+        """Per chunk: whether it is its lane's first (made once)."""
+        if self._first is None:
+            lane = self._g.c_lane
+            self._first = np.r_[True, lane[1:] != lane[:-1]] if lane.size else lane.astype(bool)
+        return self._first
 
     def what_if(self, *changes: Any) -> Replay:
         """A new Replay with ``changes`` (:mod:`.whatif`) applied: its ``steps``
@@ -468,8 +477,12 @@ class CriticalPath:
             if step not in bounds.index:
                 raise ValueError(f"critical_path: no step {step}; steps are {list(bounds.index)}")
             bounds = bounds.loc[[step]]
-        parts = [_walk(rp, int(k), row) for k, row in bounds.iterrows()]
-        seg = pd.concat(parts, ignore_index=True) if parts else _walk_empty()
+        cols: dict[str, list] = {"step": [], "chunk": [], "lo": [], "hi": [], "kind": []}
+        for k, ev, lane, s0, s1 in zip(
+            bounds.index, bounds["event"], bounds["lane"], bounds["start"], bounds["end"]
+        ):
+            _walk(rp, int(k), int(ev), int(lane), float(s0), float(s1), cols)
+        seg = pd.DataFrame(cols)
         self.segments = _segment_table(rp, seg)
         self.length = float((bounds["end"] - bounds["start"]).sum() / NS)
         t = self.segments.assign(time=self.segments["end [s]"] - self.segments["start [s]"])
@@ -500,26 +513,21 @@ class CriticalPath:
         return f"<CriticalPath: {len(self.segments)} segments, {self.length:.6g} s>"
 
 
-def _walk_empty() -> pd.DataFrame:
-    return pd.DataFrame({"step": [], "chunk": [], "lo": [], "hi": [], "kind": []})
-
-
-def _walk(rp: Replay, step: int, row: pd.Series) -> pd.DataFrame:
-    """(chunk, lo, hi, kind override) the path of one step passes through, back
-    from its end (a loop per chunk on the path)."""
+def _walk(
+    rp: Replay, step: int, ev: int, lane: int, s_start: float, s_end: float, out: dict
+) -> None:
+    """Append to ``out`` the (chunk, lo, hi, kind override) the path of one step
+    passes through, back from its end (a loop per chunk on the path)."""
     g, sim = rp._g, rp._sim
-    s_start, s_end = float(row["start"]), float(row["end"])
-    ev = int(row["event"])
-    lane = int(row["lane"])
     if ev >= 0 and g.ev_last[ev] >= 0:
         i = int(g.chunk[g.ev_last[ev]])
     else:
         on_lane = np.flatnonzero(g.c_lane == lane)
         ends = np.asarray(sim.end)[on_lane]
         i = int(on_lane[np.argmax(ends)])
-    lane_of = g.c_lane
-    first_of_lane = np.r_[True, lane_of[1:] != lane_of[:-1]]
-    out_chunk, out_lo, out_hi, out_kind = [], [], [], []
+    first_of_lane = rp._first_of_lane
+    out_chunk, out_lo, out_hi, out_kind = out["chunk"], out["lo"], out["hi"], out["kind"]
+    first = len(out_chunk)
     t = s_end
     guard = 0
     while i >= 0 and t > s_start and guard <= 4 * g.n_chunks + 4:
@@ -559,8 +567,7 @@ def _walk(rp: Replay, step: int, row: pd.Series) -> pd.DataFrame:
             continue
         t = sim.start[i]
         i = i - 1 if not first_of_lane[i] else -1
-    return pd.DataFrame({"step": step, "chunk": out_chunk, "lo": out_lo, "hi": out_hi,
-                         "kind": out_kind})  # fmt: skip
+    out["step"].extend([step] * (len(out_chunk) - first))
 
 
 def _segment_table(rp: Replay, walk: pd.DataFrame) -> UnitTable:
