@@ -704,6 +704,7 @@ class TimelineView(View):
         depth: int = 3,
         bins: int = 1000,
         summary: Any = None,
+        critical_path: Any = None,
         **traits: Any,
     ) -> None:
         if not isinstance(timeline, Timeline):
@@ -753,6 +754,7 @@ class TimelineView(View):
         self._comp_names, self._comp_code = names, np.asarray(code, dtype=np.int64).reshape(-1)
         self._init_blocked()
         self._summary_text = self._summary_lines()  # (verdict, blocked label): fixed
+        self._path = _path_runs(critical_path)
         self._ready = False
         super().__init__(
             window=self._whole if window is None else window,
@@ -787,6 +789,14 @@ class TimelineView(View):
     def summary(self) -> Any:
         """The workflow summary the figure agrees with (None: none)."""
         return self._summary
+
+    def show_critical_path(self, critical_path: Any) -> None:
+        """Draw ``critical_path`` (a :class:`cctviz.perfmodel.CriticalPath` of this
+        timeline, e.g. ``replay(tl).critical_path()``) over the lanes: along the top
+        of each lane it runs on, a hop where it crosses to another rank; None
+        removes it."""
+        self._path = _path_runs(critical_path)
+        self._refresh()
 
     @property
     def whole_window(self) -> tuple[float, float]:
@@ -1257,6 +1267,22 @@ class TimelineView(View):
         self._lod = (key, r, n_events, colls)
         return r, c, n_events
 
+    def _path_in(self, lane_of: np.ndarray, w0: float, w1: float) -> pd.DataFrame:
+        """The critical path's runs on the shown lanes inside the window ``[w0, w1)``
+        (seconds from the start), as ``x0``/``x1`` from the window's start."""
+        runs = self._path
+        if runs is None or not len(runs):
+            return pd.DataFrame({"x0": [], "x1": [], "lane": []})
+        prof = runs["profile"].to_numpy(dtype=np.int64)
+        ok = (prof >= 0) & (prof < lane_of.shape[0])
+        lane = np.where(ok, lane_of[np.where(ok, prof, 0)], -1)
+        t0, t1 = runs["t0"].to_numpy(), runs["t1"].to_numpy()
+        keep = (lane >= 0) & (t1 > w0) & (t0 < w1)
+        return pd.DataFrame({
+            "x0": np.maximum(t0[keep], w0) - w0, "x1": np.minimum(t1[keep], w1) - w0,
+            "lane": lane[keep],
+        })  # fmt: skip
+
     def _refresh(self, marks: bool = False) -> None:
         tl, tree = self._tl, self._tl.tree
         w0, w1 = self.window
@@ -1330,6 +1356,7 @@ class TimelineView(View):
             time=colls["time"].to_numpy(dtype=np.float64) / PER_S,
             waited=colls["waited"].to_numpy(dtype=np.float64) / PER_S,
         )
+        path = self._path_in(lane_of, w0, w1)
         m_node = np.searchsorted(used, marks["node"].to_numpy(dtype=np.int64))
         m_prof = marks["profile"].to_numpy(dtype=np.int64)
         summary_line, blocked_label = self._summary_text
@@ -1386,6 +1413,10 @@ class TimelineView(View):
             "mark_waited": f32(marks["waited"].to_numpy(dtype=np.float64) / PER_S),
             "mark_ranks": i32(marks["ranks"].to_numpy(dtype=np.int64)),
             "mark_of": [str(x) for x in marks["of"].tolist()],
+            "p": int(len(path)),
+            "path_x0": f32(path["x0"].to_numpy()),
+            "path_x1": f32(path["x1"].to_numpy()),
+            "path_lane": i32(path["lane"].to_numpy()),
             "summary": summary_line,
             "blocked_label": blocked_label,
             "unit": "s",
@@ -1393,6 +1424,28 @@ class TimelineView(View):
             "version": self._version,
             **self._counters(lane_of, segs, lane_labels),
         }
+
+
+def _path_runs(critical_path: Any) -> pd.DataFrame | None:
+    """A critical path's segments merged into runs per profile (consecutive
+    segments on one profile), seconds from the timeline's start."""
+    if critical_path is None:
+        return None
+    seg = getattr(critical_path, "segments", None)
+    if seg is None:
+        raise TypeError(
+            f"critical_path: expected a CriticalPath (replay(tl).critical_path()), "
+            f"got {type(critical_path).__name__}"
+        )
+    seg = seg.sort_values("start [s]", kind="stable")
+    prof = seg["profile"].to_numpy(dtype=np.int64)
+    t0, t1 = seg["start [s]"].to_numpy(), seg["end [s]"].to_numpy()
+    new = np.r_[True, (prof[1:] != prof[:-1]) | (t0[1:] > t1[:-1] + 1e-9)] if len(seg) else []
+    run = np.cumsum(new) - 1
+    frame = pd.DataFrame({"run": run, "profile": prof, "t0": t0, "t1": t1})
+    return frame.groupby("run").agg(
+        profile=("profile", "first"), t0=("t0", "min"), t1=("t1", "max")
+    )
 
 
 __all__ = ["TimelineView", "collective_runs", "context_colors", "counter_peaks", "lod_rects"]

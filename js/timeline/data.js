@@ -70,6 +70,10 @@ const pair = (v, fallback) => (Array.isArray(v) && v.length === 2 && v.every(Num
  * @property {Float32Array} markWaited seconds: the longest wait of the others
  * @property {Int32Array} markRanks ranks in the call
  * @property {string[]} markOf the component the call's ranks share ("" none)
+ * @property {number} p critical-path runs (a lane's stretch of the path), in time order
+ * @property {Float32Array} pathX0 seconds from the window's start
+ * @property {Float32Array} pathX1
+ * @property {Int32Array} pathLane
  * @property {string} summary the workflow summary's verdict ("" none)
  * @property {string} blockedLabel the legend's text of the blocked hatching
  * @property {number} k counter bands (one per (lane, track))
@@ -145,6 +149,10 @@ export function decodeTimeline(raw) {
     markWaited: optional(d.mark_waited, "float32", m, NaN),
     markRanks: optional(d.mark_ranks, "int32", m, 0),
     markOf: strings(d.mark_of),
+    p: count(d.p),
+    pathX0: column(d.path_x0, "float32", count(d.p), 0),
+    pathX1: column(d.path_x1, "float32", count(d.p), 0),
+    pathLane: column(d.path_lane, "int32", count(d.p), 0),
     summary: typeof d.summary === "string" ? d.summary : "",
     blockedLabel: typeof d.blocked_label === "string" ? d.blocked_label : "",
     k,

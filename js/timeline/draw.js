@@ -12,7 +12,7 @@ import { P } from "../scene-kit.js";
  * g.cctviz-blocked-layer > rect.cctviz-blocked, g.cctviz-colls > g.cctviz-coll[data-j] > rect (wait, transfer) [text],
  * g.cctviz-span-labels > text.cctviz-span-label,
  * g.cctviz-counters > g.cctviz-counter > [text.cctviz-counter-title, rect.cctviz-counter-bg, path.cctviz-counter-area],
- * g.cctviz-marks > path.cctviz-late, g.cctviz-brush-layer, g.cctviz-axes, g.cctviz-notes [empty]
+ * g.cctviz-critical-layer > path.cctviz-critical, g.cctviz-marks > path.cctviz-late, g.cctviz-brush-layer, g.cctviz-axes, g.cctviz-notes [empty]
  * [g.cctviz-caption-band] (an export's note of what it could not hold; `data-folded` on the root).
  *
  * @param {Element} parent
@@ -31,6 +31,7 @@ export function drawTimeline(parent, scene) {
   parts.push(P("g", { class: "cctviz-colls", role: "img", "aria-label": "Communication: waiting, then transfer" }, null, scene.collPrims || []));
   parts.push(P("g", { class: "cctviz-span-labels", "aria-hidden": "true" }, null, scene.labels || []));
   parts.push(P("g", { class: "cctviz-counters", role: "img", "aria-label": "Counters: the peak per pixel over time" }, null, scene.counters || []));
+  parts.push(P("g", { class: "cctviz-critical-layer", "aria-label": "The critical path" }, null, scene.critical || []));
   parts.push(P("g", { class: "cctviz-marks" }, null, scene.marks));
   parts.push(P("g", { class: "cctviz-brush-layer" }, null, scene.brush ? [scene.brush] : []));
   parts.push(P("g", { class: "cctviz-axes", "aria-hidden": "true" }, null, scene.axes));

@@ -115,6 +115,12 @@ export function rebin(d, w) {
     if (t >= w[0] && t < w[1]) marks.push(j);
   }
   const pick = (col) => marks.map((j) => (Number.isFinite(col[j]) ? col[j] : null));
+  const runs = [];
+  for (let j = 0; j < d.p; j++) {
+    const a = e0 + d.pathX0[j];
+    const b = e0 + d.pathX1[j];
+    if (b > w[0] && a < w[1]) runs.push(j);
+  }
   return {
     n: rects.lane.length,
     bins,
@@ -152,6 +158,10 @@ export function rebin(d, w) {
     mark_waited: pick(d.markWaited),
     mark_ranks: pick(d.markRanks),
     mark_of: marks.map((j) => d.markOf[j] ?? ""),
+    p: runs.length,
+    path_x0: runs.map((j) => Math.max(e0 + d.pathX0[j], w[0]) - w[0]),
+    path_x1: runs.map((j) => Math.min(e0 + d.pathX1[j], w[1]) - w[0]),
+    path_lane: runs.map((j) => d.pathLane[j]),
     summary: d.summary,
     blocked_label: d.blockedLabel,
     k: d.k,

@@ -364,6 +364,7 @@ function legendOf(d, used, width, g, measure) {
     const tri = P("path", { class: "cctviz-key-late", d: `M0,${r2(small / 2 - s)}L${r2(sw)},${r2(small / 2 - s)}L${r2(s)},${r2(small / 2 + s)}Z` });
     items.push([[tri], `last of ${of} to arrive at a collective (${d.m})`]);
   }
+  if (d.p) items.push([[P("line", { class: "cctviz-key-critical", x1: 0, x2: r2(sw), y1: r2(small / 2), y2: r2(small / 2) })], "critical path (across ranks)"]);
   if (!items.length) return { prim: null, height: 0 };
   const kids = [];
   let x = 0;
@@ -380,6 +381,29 @@ function legendOf(d, used, width, g, measure) {
     x += w;
   }
   return { prim: P("g", { class: "cctviz-legend" }, null, kids), height: y + rowH };
+}
+
+/**
+ * The critical path as one polyline: each run along the top edge of its lane,
+ * a vertical hop where the path crosses to another lane at the same time, a new
+ * stroke where it resumes later (the next step).
+ *
+ * @returns {object[]} primitives (none without a path)
+ */
+export function criticalPath(d, ts, laneTop, u) {
+  if (!d.p) return [];
+  const parts = [];
+  let lastX = -Infinity;
+  const y = (k) => laneTop(k) - 1.5 * u;
+  for (let j = 0; j < d.p; j++) {
+    const x0 = ts.toX(d.window[0] + d.pathX0[j]);
+    const x1 = ts.toX(d.window[0] + d.pathX1[j]);
+    const yy = r2(y(d.pathLane[j]));
+    parts.push(Math.abs(x0 - lastX) <= 1.5 * u ? `L${r2(x0)},${yy}` : `M${r2(x0)},${yy}`);
+    parts.push(`L${r2(Math.max(x1, x0 + 0.5 * u))},${yy}`);
+    lastX = Math.max(x1, x0 + 0.5 * u);
+  }
+  return [P("path", { class: "cctviz-critical", d: parts.join(""), "data-runs": String(d.p) })];
 }
 
 /**
@@ -558,6 +582,9 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
     marks.push(P("path", { class: "cctviz-late", d: `M${r2(x - s)},${r2(y - s)}L${r2(x + s)},${r2(y - s)}L${r2(x)},${r2(y + s)}Z`, "data-j": String(j), "data-rank": String(d.markRank[j]) }));
   }
 
+  // the critical path: along the top of each lane it runs on, a hop between lanes
+  const critical = criticalPath(d, ts, laneTop, u);
+
   let brush = null;
   const [t0, t1] = d.window;
   if (Array.isArray(st.brush) && st.brush.length === 2) {
@@ -622,6 +649,7 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
     counters: bands.prims,
     bands: bands.bands,
     marks,
+    critical,
     grid,
     axes,
     brush,

@@ -37,6 +37,8 @@ export function timelineCSS(p, scope = ".cctviz-fig") {
     `${f} .cctviz-summary{fill:${p.fg}}`,
     `${f} .cctviz-late{fill:${p.alert};stroke:${p.bg};stroke-width:0.75}`,
     `${f} .cctviz-key-late{fill:${p.alert};stroke:${p.bg};stroke-width:0.75}`,
+    `${f} .cctviz-critical{fill:none;stroke:${p.alert};stroke-width:2;stroke-linejoin:round;pointer-events:none}`,
+    `${f} .cctviz-key-critical{stroke:${p.alert};stroke-width:2}`,
     `${f} .cctviz-brushed{fill:${p.accent};fill-opacity:0.12;stroke:${p.accent};stroke-width:1}`,
     `${f} .cctviz-legend-swatch{stroke:${p.bg};stroke-width:0.75}`,
     `${f} .cctviz-legend-swatch.cctviz-role-startup{stroke:${p.strong}}`,

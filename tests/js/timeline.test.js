@@ -403,3 +403,33 @@ describe("timeline of a run: contexts, start-up apart, communication", () => {
     assert.equal(back.time.segments.length, 1);
   });
 });
+
+describe("timeline critical path", () => {
+  // rank 0 until 0.6 ms, a hop to rank 1 until 1.2 ms, then rank 0 again; a later stretch
+  const PATH = { ...DATA, p: 4, path_x0: [0, 0.0006, 0.0012, 0.0018], path_x1: [0.0006, 0.0012, 0.0015, 0.002], path_lane: [0, 1, 0, 0] };
+  const d = decodeTimeline(PATH);
+  const sc = timelineScene(d, { width: 600 });
+
+  it("draws one polyline: runs along their lanes' tops, hops between lanes, a new stroke after a gap", () => {
+    assert.equal(sc.critical.length, 1);
+    const path = sc.critical[0].attrs.d;
+    assert.equal((path.match(/M/g) || []).length, 2); // the start, and after the gap at 1.5 ms
+    const ys = [...path.matchAll(/[ML]([-\d.]+),([-\d.]+)/g)].map((m) => Number(m[2]));
+    assert.ok(ys[0] < sc.laneTop[0] && ys[2] > sc.laneTop[0] && ys[2] < sc.laneTop[1]); // rank 0, then rank 1
+    assert.ok(Math.abs(Number(path.match(/^M([-\d.]+)/)[1]) - sc.time.toX(0)) < 0.01);
+  });
+
+  it("names it in the legend, and not without a path", () => {
+    const texts = (s) => s.legend.children.map((g) => g.children.at(-1).text);
+    assert.ok(texts(sc).includes("critical path (across ranks)"));
+    assert.ok(!texts(timelineScene(decodeTimeline(DATA), { width: 600 })).includes("critical path (across ranks)"));
+    assert.equal(timelineScene(decodeTimeline(DATA), { width: 600 }).critical.length, 0);
+  });
+
+  it("re-bins with the exported window: runs clipped to it, those outside left out", () => {
+    const r = rebin(d, [0.0005, 0.001]);
+    assert.equal(r.p, 2);
+    assert.deepEqual(r.path_lane, [0, 1]);
+    assert.ok(Math.abs(r.path_x0[0]) < 1e-12 && Math.abs(r.path_x1[1] - 0.0005) < 1e-9);
+  });
+});

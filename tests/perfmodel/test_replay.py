@@ -174,3 +174,24 @@ def test_a_receive_waits_for_its_send():
     assert set(seg["rank"]) == {0, 1}
     recv = seg[seg["path"].str.endswith("MPI_Recv")]
     assert (recv["kind"] == "comm").all() and len(recv)
+
+
+def test_the_timeline_draws_the_path_across_ranks(tmp_path):
+    from cctviz.views.timeline import TimelineView
+
+    tl = cctviz.read_timeline(PINGPONG)
+    with pytest.warns(ReplayWarning):
+        cp = replay(tl).critical_path()
+    view = TimelineView(tl, critical_path=cp)
+    data = view._data
+    assert data["p"] >= 2 and set(np.asarray(data["path_lane"]).tolist()) == {0, 1}
+    # its runs cover the path: their time is the path's within the window
+    covered = float(np.sum(np.asarray(data["path_x1"]) - np.asarray(data["path_x0"])))
+    shown = cp.segments["end [s]"] - cp.segments["start [s]"]
+    assert covered == pytest.approx(float(shown.sum()), rel=0.01)
+    svg = view.save(tmp_path / "path.svg", width="7in", font_size=8).read_text()
+    assert 'class="cctviz-critical"' in svg and "critical path (across ranks)" in svg
+    view.show_critical_path(None)
+    assert view._data["p"] == 0
+    with pytest.raises(TypeError, match="CriticalPath"):
+        view.show_critical_path("the path")
