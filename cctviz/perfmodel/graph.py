@@ -229,6 +229,12 @@ def build(tl: Timeline) -> Graph:
         span = (c_end[s_] - c_start[s_]).astype(np.float64)
         c_wait[s_] = np.clip(latest[s_] - c_start[s_], 0, span)
     notes = []
+    if kern.size and not g_sync.size:
+        notes.append(
+            "the trace has GPU work but no host call that waits for it (no "
+            "cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize or "
+            "blocking copy): the host is taken never to wait for the device"
+        )
     if (is_async & (sync_of[np.arange(n)] < 0)).any():
         notes.append("some asynchronous calls have no interval that waits for them")
     ev_first, ev_last = _event_pieces(owner, n)

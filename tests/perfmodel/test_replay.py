@@ -195,3 +195,8 @@ def test_the_timeline_draws_the_path_across_ranks(tmp_path):
     assert view._data["p"] == 0
     with pytest.raises(TypeError, match="CriticalPath"):
         view.show_critical_path("the path")
+
+
+def test_gpu_work_without_a_wait_is_said():
+    with pytest.warns(ReplayWarning, match="no host call that waits for it"):
+        replay(DATA / "kineto" / "hta_call_stack_backward_thread.json")

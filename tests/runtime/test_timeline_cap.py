@@ -252,3 +252,19 @@ def test_nothing_is_lost_from_the_profile(capped_runs):
         other = _calls_by_path(cctviz.read(capped_runs[name]))
         assert set(other.index) == set(plain.index), name
         pd.testing.assert_frame_equal(other.loc[plain.index], plain, check_names=False)
+
+
+def test_a_cut_timeline_replays_with_a_warning(capped_runs):
+    """The replay says the trace was cut and replays the recorded part as measured."""
+    from cctviz.perfmodel import ReplayWarning, replay
+
+    with pytest.warns(UserWarning, match="stops early"):
+        tl = cctviz.read_timeline(capped_runs["tiny"])
+    with pytest.warns(ReplayWarning, match="cut by --timeline-limit"):
+        rp = replay(tl)
+    s, e = rp.event_times()
+    ev = tl.events
+    done = np.isfinite(e)
+    assert done.any()
+    # what was recorded replays as measured
+    np.testing.assert_allclose(e[done], ev["end"].to_numpy()[done], rtol=0, atol=1_000)
