@@ -96,9 +96,6 @@ def test_the_sleep_is_on_the_critical_path(turns):
 
 
 @pytest.mark.parametrize(
-    "turns", [("ddp", 3)], ids=["ddp3"], indirect=True
-)  # FSDP2 on this 2-core machine: docs/known-issues, "Replay and what-if"
-@pytest.mark.parametrize(
     "change, measured_phase",
     [(Balance("mlp"), 1), (Delay("blocks.0/attn$", DELAY_MS / 1000, ranks=[1]), 2)],
     ids=["balance", "delay"],
