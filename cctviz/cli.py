@@ -71,7 +71,11 @@ def _cmd_whatif(a: argparse.Namespace) -> int:
     changes += [Delay(*_key_value(t, "--delay")) for t in a.delay]
     if a.bandwidth:
         changes.append(Bandwidth(a.bandwidth, collective=a.collective))
-    rp = replay(a.run)
+    try:
+        rp = replay(a.run)
+    except ValueError as e:
+        print(f"cctviz whatif: {e}", file=sys.stderr)
+        return 2
     steps = rp.steps[["measured [s]", "replayed [s]"]].copy()
     if changes:
         try:
@@ -92,7 +96,8 @@ def _cmd_whatif(a: argparse.Namespace) -> int:
         line = f"mean step: measured {mean['measured [s]']:.4g} s, replayed {mean['replayed [s]']:.4g} s"
         if changes:
             gain = 1 - mean["predicted [s]"] / mean["replayed [s]"]
-            line += f", predicted {mean['predicted [s]']:.4g} s ({gain:+.1%} faster)"
+            how = "faster" if gain >= 0 else "slower"
+            line += f", predicted {mean['predicted [s]']:.4g} s ({abs(gain):.1%} {how})"
         print(line)
         cp = rp.critical_path()
         print(f"\ncritical path ({cp.length:.4g} s over {len(steps)} step(s)), by context:")

@@ -45,7 +45,7 @@ from ..ops.collectives import instances
 #: chunk types
 PLAIN, COLL, ISSUE, SYNC, KERNEL = 0, 1, 2, 3, 4
 #: piece kinds (the critical path's ``kind``)
-KINDS = ("compute", "launch", "gpu", "comm", "wait", "idle")
+KINDS = ("compute", "launch", "gpu", "comm", "wait", "idle")  # "wait": see CriticalPath
 K_COMPUTE, K_LAUNCH, K_GPU, K_COMM, K_WAIT, K_IDLE = range(len(KINDS))
 #: a call completes asynchronously where its completion is this much after its return
 ASYNC_SLACK_NS = 1_000
@@ -228,6 +228,9 @@ def build(tl: Timeline) -> Graph:
         s_ = np.unique(s_key)
         span = (c_end[s_] - c_start[s_]).astype(np.float64)
         c_wait[s_] = np.clip(latest[s_] - c_start[s_], 0, span)
+        # a sync's one piece keeps its own time only: what-if changes scale that,
+        # never the measured wait (the replay recomputes the wait)
+        dur[c_first[s_]] = np.maximum(dur[c_first[s_]] - c_wait[s_], 0.0)
     notes = []
     if kern.size and not g_sync.size:
         notes.append(
@@ -411,7 +414,6 @@ def _messages(
         return none, none
     # the record's region: the deepest timed event with its span on its lane
     t = np.flatnonzero(timed)
-    key_t = pd.MultiIndex.from_arrays([prof[t], start[t], end[t]])
     depth = np.zeros(len(node), dtype=np.int64)
     p = parent.copy()
     while (p >= 0).any():
@@ -608,7 +610,7 @@ def _instances(
     out = np.full(len(node), -1, dtype=np.int64)
     if not comm.any():
         return out
-    inst = instances(tl, include_p2p=True)
+    inst = instances(tl)  # collectives; messages are paired by _messages
     inst = inst[inst["ranks"] >= 2]
     if inst.empty:
         return out
@@ -667,8 +669,13 @@ def _sync_targets(
     waits = np.flatnonzero(comm & (names[node] == WAIT_NAME))
     if waits.size:
         w = waits[np.lexsort((start[waits], prof[waits]))]
-        key_w = prof[w].astype(np.float64) * 1e19 + start[w]
-        k = np.searchsorted(key_w, prof[a].astype(np.float64) * 1e19 + start[a], side="right")
+        # the first wait after each call on its lane: (lane, start) ranked jointly
+        both = np.concatenate([start[w], start[a]])
+        _, rank = np.unique(both, return_inverse=True)
+        rank = rank.reshape(-1).astype(np.int64)
+        width = int(rank.max()) + 2
+        key_w = prof[w] * width + rank[: w.size]
+        k = np.searchsorted(key_w, prof[a] * width + rank[w.size :], side="right")
         ok = k < w.size
         cand = w[np.minimum(k, w.size - 1)]
         ok &= prof[cand] == prof[a]

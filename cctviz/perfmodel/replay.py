@@ -50,6 +50,8 @@ from .graph import COLL, ISSUE, K_COMM, KERNEL, KINDS, PLAIN, SYNC, Graph, build
 
 #: nanoseconds per second (the tables are in seconds)
 NS = 1e9
+#: a walk segment that is an asynchronous call's transfer, kept whole
+K_FREE_COMM = 100
 
 
 class ReplayWarning(UserWarning):
@@ -178,7 +180,9 @@ class Replay:
         self._transfer = transfer
         self.changes = tuple(changes)
         self._first: np.ndarray | None = None
-        self._sim = _simulate(graph, dur, transfer)
+        self._psteps: np.ndarray | None = None
+        self._base = int(graph.timeline.span[0])  # times inside are ns from here
+        self._sim = _simulate(graph, dur, transfer, self._base)
         self._times = _piece_times(graph, dur, self._sim)
         self.steps = self._step_table()
 
@@ -193,15 +197,19 @@ class Replay:
         """The dependency graph (:mod:`.graph`)."""
         return self._g
 
-    def event_times(self) -> tuple[np.ndarray, np.ndarray]:
+    def event_times(self, relative: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Replayed (start, end) of every event of the timeline, ns on its clock
-        (NaN for events folded into a communication call or left out)."""
+        (``relative``: ns from its start, exact to well below a ns; on the clock, a
+        float64 of an epoch's ns keeps about 256 ns), NaN for events folded into a
+        communication call or left out."""
         ps, pe = self._times
         g = self._g
         first, last = g.ev_first, g.ev_last
         s = np.where(first >= 0, ps[np.maximum(first, 0)], np.nan)
         e = np.where(last >= 0, pe[np.maximum(last, 0)], np.nan)
-        return s, e
+        if relative:
+            return s, e
+        return s + self._base, e + self._base
 
     @property
     def _first_of_lane(self) -> np.ndarray:
@@ -210,6 +218,34 @@ class Replay:
             lane = self._g.c_lane
             self._first = np.r_[True, lane[1:] != lane[:-1]] if lane.size else lane.astype(bool)
         return self._first
+
+    def piece_steps(self) -> np.ndarray:
+        """The step of every piece of the graph (-1: outside the steps): the step
+        interval of its profile that holds its measured start (every lane of a
+        profile: its threads and GPU streams); without step markers, step 0."""
+        if self._psteps is None:
+            g = self._g
+            rows = self._step_rows
+            out = np.full(g.lane.shape[0], -1, dtype=np.int64)
+            if not len(rows):
+                out[:] = 0
+            else:
+                ev = g.timeline.events
+                e = rows["event"].to_numpy(dtype=np.int64)
+                prof = ev["profile"].to_numpy(dtype=np.int64)[e]
+                s0, s1 = ev["start"].to_numpy()[e], ev["end"].to_numpy()[e]
+                order = np.lexsort((s0, prof))
+                prof, s0, s1, k = prof[order], s0[order], s1[order], rows["step"].to_numpy()[order]
+                p_prof = g.lane_prof[g.lane]
+                width = int(max(s1.max(), g.end.max()) - min(s0.min(), g.start.min())) + 2
+                base = min(s0.min(), g.start.min())
+                key = prof * width + (s0 - base)
+                at = np.searchsorted(key, p_prof * width + (g.start - base), side="right") - 1
+                ok = at >= 0
+                ok[ok] &= (prof[at[ok]] == p_prof[ok]) & (g.start[ok] < s1[at[ok]])
+                out[ok] = k[at[ok]]
+            self._psteps = out
+        return self._psteps
 
     def what_if(self, *changes: Any) -> Replay:
         """A new Replay with ``changes`` (:mod:`.whatif`) applied: its ``steps``
@@ -236,7 +272,8 @@ class Replay:
         return opportunities(self, top)
 
     def step_bounds(self) -> pd.DataFrame:
-        """Per step: ``start``, ``end`` (replayed, ns) and the lane whose step ends last."""
+        """Per step: ``start``, ``end`` (replayed, ns from the timeline's start) and
+        the lane whose step ends last."""
         return self._bounds(replayed=True)
 
     def __repr__(self) -> str:
@@ -261,16 +298,20 @@ class Replay:
         if len(rows):
             ev_idx = rows["event"].to_numpy()
             if replayed:
-                s_all, e_all = self.event_times()
+                s_all, e_all = self.event_times(relative=True)
                 s, e = s_all[ev_idx], e_all[ev_idx]
             else:
                 ev = g.timeline.events
-                s = ev["start"].to_numpy()[ev_idx].astype(np.float64)
-                e = ev["end"].to_numpy()[ev_idx].astype(np.float64)
+                s = (ev["start"].to_numpy()[ev_idx] - self._base).astype(np.float64)
+                e = (ev["end"].to_numpy()[ev_idx] - self._base).astype(np.float64)
             frame = pd.DataFrame({"step": rows["step"].to_numpy(), "lane": rows["lane"].to_numpy(),
                                   "start": s, "end": e, "event": ev_idx})  # fmt: skip
         else:  # the whole trace as one step, per profile (its lane that ends last)
-            ps, pe = self._times if replayed else (g.start.astype(float), g.end.astype(float))
+            ps, pe = (
+                self._times
+                if replayed
+                else ((g.start - self._base).astype(float), (g.end - self._base).astype(float))
+            )
             frame = pd.DataFrame(
                 {"lane": g.lane, "prof": g.lane_prof[g.lane], "start": ps, "end": pe}
             )
@@ -315,19 +356,20 @@ class _Sim:
         self.via = [-1] * n
         self.at = [math.nan] * n
         self.barrier_who: dict[int, int] = {}  # SYNC chunk: the member that decided
+        self.by_barrier: dict[int, bool] = {}  # SYNC chunk: decided by a last arrival
         self.last_arrival: Any = None  # instance -> (replayed last arrival, member chunk)
 
 
-def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
+def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Sim:
     """Chunk start and end times: a walk in the order of the measured ends (a
     valid order of the graph: everything a chunk waits for ended before it, in
     the measurement), resolving on demand what a tie left for later."""
     n = g.n_chunks
     c_dur = np.bincount(g.chunk, weights=dur, minlength=n) if n else np.zeros(0)
-    comp = (c_dur - g.c_wait).clip(min=0.0)  # a sync's own time after the wait
+    comp = c_dur  # a sync's piece holds its own time after the wait (graph.build)
     lane = g.c_lane
     prev = np.where(np.r_[False, lane[1:] == lane[:-1]], np.arange(n) - 1, -1).tolist()
-    t0 = g.c_start.astype(np.float64).tolist()
+    t0 = (g.c_start - base).astype(np.float64).tolist()
     typ = g.c_type.tolist()
     d = c_dur.tolist()
     own_after = comp.tolist()
@@ -361,25 +403,38 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
             got = barrier[j] = (best, who)
         return got
 
-    def completion(k: int) -> tuple[float, int]:
-        """When ISSUE chunk k's work completed, and the member chunk that decided it
-        (k itself where its own call ended last)."""
+    def completion(k: int) -> tuple[float, int, bool]:
+        """When ISSUE chunk k's work completed, the chunk that decided it and whether
+        that was its instance's last arrival (else k's own call, ending last)."""
         if end[k] != end[k]:
             resolve(k)
         a, who = last_arrival(inst[k])
         c = a + tr[k]
-        return (c, who) if c > end[k] else (end[k], k)
+        return (c, who, True) if c > end[k] else (end[k], k, False)
 
-    def done(k: int) -> tuple[float, int]:
+    def done(k: int) -> tuple[float, int, bool]:
         """When what a sync waits for is done: an asynchronous call's completion,
         GPU work's end."""
         if typ[k] == ISSUE:
             return completion(k)
         if end[k] != end[k]:
             resolve(k)
-        return end[k], k
+        return end[k], k, False
 
     def resolve(i: int) -> None:
+        if busy[i]:
+            raise ValueError(
+                "replay: the trace's dependencies form a cycle (chunk "
+                f"{i} on lane {int(g.c_lane[i])} waits for itself); the ranks' clocks "
+                "may disagree, or two calls were matched that are not one"
+            )
+        busy[i] = True
+        try:
+            resolve_one(i)
+        finally:
+            busy[i] = False
+
+    def resolve_one(i: int) -> None:
         t = typ[i]
         if t == KERNEL:
             resolve_kernel(i)
@@ -396,14 +451,15 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
             else:
                 end[i] = s
         else:  # SYNC
-            dep, which, by = -math.inf, -1, -1
+            dep, which, by, bar = -math.inf, -1, -1, False
             for k in sch[sptr[i] : sptr[i + 1]]:
-                c, who = done(k)
+                c, who, b = done(k)
                 if c > dep:
-                    dep, which, by = c, k, who
+                    dep, which, by, bar = c, k, who, b
             if dep > s:
                 end[i], cause[i], via[i], at[i] = dep + own_after[i], 2, which, dep
                 barrier_who[i] = by
+                sim.by_barrier[i] = bar
             else:
                 end[i] = s + own_after[i]
 
@@ -428,10 +484,17 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray) -> _Sim:
             cause[i], via[i] = by, la
 
     barrier_who = sim.barrier_who
+    busy = [False] * n
     order = np.lexsort((np.arange(n), g.c_start, g.c_end)).tolist()
-    for i in order:
-        if end[i] != end[i]:
-            resolve(i)
+    try:
+        for i in order:
+            if end[i] != end[i]:
+                resolve(i)
+    except RecursionError:
+        raise ValueError(
+            "replay: the measured order is far from the dependencies' (the ranks' "
+            "clocks may disagree by more than the time between their calls)"
+        ) from None
     sim.last_arrival = last_arrival
     return sim
 
@@ -462,12 +525,16 @@ class CriticalPath:
     for asynchronous work, that work's completion.
 
     Attributes:
-        segments: ``step``, ``rank``, ``profile`` (the lane), ``node``, ``path`` (the call path
+        segments: ``step``, ``rank``, ``profile``, ``node``, ``path`` (the call path
             as text), ``kind`` (compute, launch, gpu, comm, wait, idle), ``start
             [s]``, ``end [s]`` (seconds from the timeline's start), in time order.
+            (``wait`` never: where a rank waited, the path is on the rank it
+            waited for.)
         by_context: indexed by call path: ``time [s]`` on the path and ``share``.
-        length: the path's time in seconds: the steps' replayed ``span [s]``
-            (summed over the steps taken).
+        length: the path's time in seconds: the step's replayed ``span [s]``;
+            of every step, the paths one after the other, each from where the one
+            before ended (ranks drift: one starts a step while another ends the
+            step before).
     """
 
     def __init__(self, rp: Replay, step: int | None) -> None:
@@ -477,12 +544,24 @@ class CriticalPath:
             if step not in bounds.index:
                 raise ValueError(f"critical_path: no step {step}; steps are {list(bounds.index)}")
             bounds = bounds.loc[[step]]
+        if step is None and len(bounds) > 1:
+            # every step: each path from where the one before ended (ranks drift: a
+            # step starts on one rank while another still ends the step before)
+            bounds = bounds.sort_values("end")
+            before = np.r_[-np.inf, bounds["end"].to_numpy()[:-1]]
+            bounds = bounds.assign(start=np.maximum(bounds["start"].to_numpy(), before))
         cols: dict[str, list] = {"step": [], "chunk": [], "lo": [], "hi": [], "kind": []}
         for k, ev, lane, s0, s1 in zip(
             bounds.index, bounds["event"], bounds["lane"], bounds["start"], bounds["end"]
         ):
             _walk(rp, int(k), int(ev), int(lane), float(s0), float(s1), cols)
-        seg = pd.DataFrame(cols)
+        seg = pd.DataFrame({
+            "step": np.asarray(cols["step"], dtype=np.int64),
+            "chunk": np.asarray(cols["chunk"], dtype=np.int64),
+            "lo": np.asarray(cols["lo"], dtype=np.float64),
+            "hi": np.asarray(cols["hi"], dtype=np.float64),
+            "kind": np.asarray(cols["kind"], dtype=np.int64),
+        })  # fmt: skip
         self.segments = _segment_table(rp, seg)
         self.length = float((bounds["end"] - bounds["start"]).sum() / NS)
         t = self.segments.assign(time=self.segments["end [s]"] - self.segments["start [s]"])
@@ -548,12 +627,12 @@ def _walk(
             k = sim.via[i]
             who = sim.barrier_who[i]
             t = dep
-            if who == k:  # its own call ended last
+            if not sim.by_barrier.get(i, False):  # its own call (or GPU work) ended last
                 i = k
-            else:
+            else:  # the transfer after the last arrival, drawn where the call was issued
                 a = sim.last_arrival(int(g.c_inst[k]))[0]
                 out_chunk.append(k), out_lo.append(max(a, s_start)), out_hi.append(t)
-                out_kind.append(K_COMM)
+                out_kind.append(K_FREE_COMM)
                 t = a
                 i = who - 1 if not first_of_lane[who] else -1
             continue
@@ -579,19 +658,24 @@ def _segment_table(rp: Replay, walk: pd.DataFrame) -> UnitTable:
     counts = stop - first
     rows = np.repeat(np.arange(len(walk)), counts)
     piece = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + first[rows]
-    lo = np.maximum(ps[piece], walk["lo"].to_numpy()[rows])
-    hi = np.minimum(pe[piece], walk["hi"].to_numpy()[rows])
+    over = walk["kind"].to_numpy(dtype=np.int64)[rows]
+    free = over == K_FREE_COMM  # an asynchronous transfer: after its call returned
+    lo = np.where(
+        free, walk["lo"].to_numpy()[rows], np.maximum(ps[piece], walk["lo"].to_numpy()[rows])
+    )
+    hi = np.where(
+        free, walk["hi"].to_numpy()[rows], np.minimum(pe[piece], walk["hi"].to_numpy()[rows])
+    )
     keep = hi > lo
-    piece, rows, lo, hi = piece[keep], rows[keep], lo[keep], hi[keep]
+    piece, rows, lo, hi, over = piece[keep], rows[keep], lo[keep], hi[keep], over[keep]
     kind = g.kind[piece].astype(np.int64)
-    over = walk["kind"].to_numpy()[rows]
-    kind = np.where(over >= 0, over, kind)
+    kind = np.where(over == K_FREE_COMM, K_COMM, np.where(over >= 0, over, kind))
     node = g.node[piece]
     tl = g.timeline
     paths = tl.tree.callpaths.to_numpy(dtype=object)
     path = np.where(node >= 0, paths[np.maximum(node, 0)], "(idle)")
     lane = g.lane[piece]
-    t0 = tl.span[0]
+    t0 = 0.0  # the walk's times are ns from the timeline's start
     table = pd.DataFrame({
         "step": walk["step"].to_numpy()[rows], "rank": g.lane_rank[lane],
         "profile": g.lane_prof[lane],

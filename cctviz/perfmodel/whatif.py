@@ -7,7 +7,8 @@ recomputes every start, end and wait from the dependency graph:
 - :class:`Scale` ``(where, factor, ranks=None)``: the matched contexts (and
   everything they call) take ``factor`` x their time;
 - :class:`Delay` ``(where, seconds, ranks=None)``: every call of a matched
-  context takes ``seconds`` longer;
+  context takes ``seconds`` longer (a collective call: its transfer, after the
+  last arrival; an asynchronous one completes that much later);
 - :class:`Balance` ``(where=None)``: on each rank the matched contexts take, in
   each step, the median over the ranks of their time in that step (the
   stragglers removed; of an even number of ranks the lower median, so that of
@@ -17,8 +18,9 @@ recomputes every start, end and wait from the dependency graph:
   of the collective calls (of that name, under ``where``) takes 1/``factor`` of
   its time; waits follow.
 
-``where`` is a regular expression searched in the node names (in the call
-paths, names joined by ``/``, where it holds a ``/``: ``"blocks.0/attn$"``), a
+``where`` is a regular expression that matches node names whole (``"mlp"``,
+``"MPI_.*"``; searched in the call paths, names joined by ``/``, where it holds a
+``/``: ``"blocks.0/attn$"``), a
 query in Hatchet's string dialect (``MATCH ("*")->(a) WHERE a."name" = "mlp"``:
 the contexts at the ends of the paths it matches), a
 :class:`~cctviz.model.nodeset.NodeSet` or node ids. A ``where`` that matches
@@ -41,7 +43,6 @@ import pandas as pd
 
 from ..model.nodeset import NodeSet
 from ..model.tables import UnitTable, with_units
-from ..model.timeline import number_steps
 from .graph import COLL, ISSUE, K_COMM, K_IDLE
 
 if TYPE_CHECKING:
@@ -115,8 +116,11 @@ def matched(tree: Any, where: Any) -> np.ndarray:
             rx = re.compile(where)
         except re.error as e:
             raise ValueError(f"where={where!r}: not a regular expression ({e})") from None
-        text = tree.callpaths if "/" in where else tree.nodes["name"].astype(str)
-        ids = np.flatnonzero(text.map(lambda s: rx.search(s) is not None).to_numpy(dtype=bool))
+        if "/" in where:  # searched in the call paths
+            hit = tree.callpaths.map(lambda s: rx.search(s) is not None)
+        else:  # a name matches whole: "mlp" is not "c_mlp"
+            hit = tree.nodes["name"].astype(str).map(lambda s: rx.fullmatch(s) is not None)
+        ids = np.flatnonzero(hit.to_numpy(dtype=bool))
     else:
         ids = np.asarray(list(where), dtype=np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= n):
@@ -192,9 +196,11 @@ def _delay(rp: Replay, dur: np.ndarray, transfer: np.ndarray, ch: Delay) -> None
     last = g.ev_last[events]
     last = last[_on_ranks(rp, g.lane[last], ch.ranks)]
     add = float(ch.seconds) * 1e9
-    comm_piece = g.kind[last] == K_COMM
-    np.add.at(dur, last[~comm_piece], add)
-    np.add.at(transfer, g.chunk[last[comm_piece]], add)
+    # a collective call's extra time is in its transfer (after the last arrival);
+    # anything else's in its own time
+    coll = np.isin(g.c_type[g.chunk[last]], (COLL, ISSUE))
+    np.add.at(dur, last[~coll], add)
+    np.add.at(transfer, g.chunk[last[coll]], add)
 
 
 def _balance(rp: Replay, dur: np.ndarray, ch: Balance) -> None:
@@ -203,8 +209,7 @@ def _balance(rp: Replay, dur: np.ndarray, ch: Balance) -> None:
     compute = (g.node >= 0) & (g.kind != K_COMM) & (g.kind != K_IDLE)
     if ch.where is not None:
         compute &= matched(tl.tree, ch.where)[np.maximum(g.node, 0)]
-    step = number_steps(tl.events, tl.tree)
-    p_step = np.where(g.owner >= 0, step[np.maximum(g.owner, 0)], -1)
+    p_step = rp.piece_steps()
     sel = np.flatnonzero(compute & (p_step >= 0))
     if not sel.size:
         return

@@ -80,8 +80,12 @@ def test_a_where_that_matches_nothing_is_an_error_naming_it():
 def test_a_query_selects_as_a_name_does():
     rp = replay(two_ranks())
     by_query = rp.what_if(Scale('MATCH ("*")->(a) WHERE a."name" = "work"', 0.5)).steps
-    by_name = rp.what_if(Scale("^work$", 0.5)).steps
+    by_name = rp.what_if(Scale("work", 0.5)).steps
     assert by_query.equals(by_name)
+    assert by_name["replayed [s]"].iloc[0] == pytest.approx(35e-9)
+    # a name matches whole: "ork" names nothing
+    with pytest.raises(ValueError, match="matches no context"):
+        rp.what_if(Scale("ork", 0.5))
 
 
 def test_a_trace_without_steps_is_one_step_and_says_so():
@@ -98,7 +102,7 @@ def test_one_rank_the_path_is_that_ranks():
         warnings.simplefilter("ignore", ReplayWarning)  # the job's other ranks are missing
         rp = replay(CPU_ONLY)
     cp = rp.critical_path()
-    assert set(cp.segments["profile"]) <= set(range(rp.timeline.n_profiles))
+    assert set(cp.segments["profile"]) == {0}
     assert cp.length == pytest.approx(rp.steps["span [s]"].sum(), rel=0.01)
     ens = cp.ensemble()
     assert "critical" in ens.tree.metrics.columns
@@ -123,7 +127,7 @@ def test_every_kineto_sample_replays_within_2_percent(path):
         warnings.simplefilter("ignore", ReplayWarning)  # sampled ranks: the others missing
         rp = replay(path)
     err = (rp.steps["replayed [s]"] / rp.steps["measured [s]"] - 1).abs()
-    assert err.median() <= 0.02, rp.steps
+    assert err.max() <= 0.002, rp.steps  # every step within 0.2% (2% asked)
 
 
 def test_a_gpu_step_s_path_names_kernels_and_launches():
@@ -200,3 +204,114 @@ def test_the_timeline_draws_the_path_across_ranks(tmp_path):
 def test_gpu_work_without_a_wait_is_said():
     with pytest.warns(ReplayWarning, match="no host call that waits for it"):
         replay(DATA / "kineto" / "hta_call_stack_backward_thread.json")
+
+
+US = 1_000  # ns
+
+
+def async_rank(wait_leaf: bool = False, tail: int = 5) -> Timeline:
+    """Two ranks, in us: ``work`` (rank 0: 40, rank 1: 10), then an asynchronous
+    all-reduce issued at its end that returns 1 us later and completes at 60 (its
+    ``comm_time``: rank 0 arrives last, the transfer takes 20), then the rank waits
+    for it (a ``wait`` call, or the end of ``phase``) and works ``tail`` more."""
+    names = ["main", "step", "phase", "work", "all_reduce"] + (["wait"] if wait_leaf else [])
+    parent = [-1, 0, 1, 2, 2] + ([2] if wait_leaf else [])
+    kind = ["root", "step", "phase", "func", "comm"] + (["comm"] if wait_leaf else [])
+    tree = Tree.from_parents(parent, names, kind=kind)
+    rows = []
+    for r, work in enumerate((40, 10)):
+        end = (60 + tail) * US
+        rows += [(r, 0, 0, end, np.nan), (r, 1, 0, end, np.nan), (r, 2, 0, end, np.nan),
+                 (r, 3, 0, work * US, np.nan),
+                 (r, 4, work * US, (work + 1) * US, float((60 - work) * US))]  # fmt: skip
+        if wait_leaf:
+            rows.append((r, 5, (work + 2) * US, 60 * US, np.nan))
+    ev = pd.DataFrame(rows, columns=["profile", "node", "start", "end", "comm_time"])
+    return Timeline(
+        tree, ev, meta={"event_metrics": {"comm_time": "ns"}}, units={"comm_time": "ns"}
+    )
+
+
+@pytest.mark.parametrize("wait_leaf", [False, True], ids=["at-the-end", "wait-call"])
+def test_an_asynchronous_call_is_waited_for_where_the_rank_waits(wait_leaf):
+    rp = replay(async_rank(wait_leaf=wait_leaf))
+    assert (rp.graph.c_type == 2).sum() == 2  # two ISSUE chunks: the calls return early
+    s = rp.steps
+    assert s["replayed [s]"].iloc[0] == pytest.approx(s["measured [s]"].iloc[0])
+    # rank 0's work is what both wait for: halving it moves both by 20 us
+    faster = rp.what_if(Scale("work", 0.5, ranks=[0])).steps["replayed [s]"].iloc[0]
+    assert faster == pytest.approx(s["replayed [s]"].iloc[0] - 20e-6)
+    # rank 1's work is not
+    same = rp.what_if(Scale("work", 0.5, ranks=[1])).steps["replayed [s]"].iloc[0]
+    assert same == pytest.approx(s["replayed [s]"].iloc[0])
+    # the path: rank 0's work, the transfer, the tail; its segments cover its length
+    cp = rp.critical_path(0)
+    seg = cp.segments
+    covered = float((seg["end [s]"] - seg["start [s]"]).sum())
+    assert covered == pytest.approx(cp.length, rel=1e-3)
+    comm = seg[seg["kind"] == "comm"]
+    assert (comm["end [s]"] - comm["start [s]"]).sum() >= 19e-6  # the 20 us transfer
+    assert seg.loc[seg["path"].str.endswith("work"), "rank"].eq(0).all()
+
+
+def test_scale_and_balance_leave_a_measured_wait_out():
+    """A sync's own time after its wait is what a change scales, never the wait."""
+    rp = replay(async_rank(tail=5))
+    base = rp.steps["replayed [s]"].iloc[0]
+    # twice phase on rank 1: its work (10 -> 20 us, still early), its all-reduce's
+    # transfer (20 -> 40 us after the last arrival at 40) and its own 5 us tail after
+    # the wait (-> 10): rank 1 ends at 80 + 10 = 90 us, 25 us later (12.5 us on the
+    # mean over the ranks). Counting the 49 us wait as its own time would add 49 more.
+    doubled = rp.what_if(Scale("phase", 2.0, ranks=[1])).steps["replayed [s]"].iloc[0]
+    assert doubled - base == pytest.approx(12.5e-6, rel=0.01)
+    # balancing phase: its computation per rank is work + tail (45 and 15 us; the
+    # waits, 19 and 49 us, are not), rank 0 takes 15: work 13.3, tail 1.7 us; the
+    # all-reduce completes at 13.3 + 20 = 33.3; rank 0 ends at 35, rank 1 at 38.3
+    balanced = rp.what_if(Balance("phase")).steps["replayed [s]"].iloc[0]
+    assert balanced == pytest.approx((35 + 38.333333) / 2 * 1e-6, rel=1e-4)
+
+
+def test_every_step_s_path_starts_where_the_one_before_ended():
+    """Ranks drift: one starts a step while another ends the one before. The paths
+    of all steps do not overlap, and each covers its stretch."""
+    rp = replay(GPU)
+    cp = rp.critical_path()
+    seg = cp.segments.sort_values("start [s]")
+    assert (seg["start [s]"].to_numpy()[1:] >= seg["end [s]"].to_numpy()[:-1] - 1e-9).all()
+    total = float((seg["end [s]"] - seg["start [s]"]).sum())
+    assert total <= cp.length + 1e-9
+
+
+def test_balance_works_on_profiler_steps():
+    """Kineto's steps are ProfilerStep# intervals: Balance finds them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReplayWarning)
+        rp = replay(DATA / "kineto" / "hta_trace_filter_sampled_rank-0.json.gz")
+    assert (rp.piece_steps() >= 0).any()
+
+
+def test_a_delay_on_a_call_outside_any_collective_counts():
+    tree = Tree.from_parents(
+        [-1, 0, 1], ["main", "step", "barrier_wait"], kind=["root", "step", "comm"]
+    )
+    ev = pd.DataFrame(
+        {"profile": [0, 0, 0], "node": [0, 1, 2], "start": [0, 0, 10], "end": [50, 50, 40]}
+    )
+    rp = replay(Timeline(tree, ev))
+    later = rp.what_if(Delay("barrier_wait", 20e-9)).steps["replayed [s]"].iloc[0]
+    assert later == pytest.approx(70e-9)
+
+
+def test_sends_and_receives_without_their_peer_are_not_collectives():
+    """Without the peer of each message, a rank's k-th send is not matched with
+    another rank's k-th send (that made a cycle: each waited for the other)."""
+    tree = Tree.from_parents(
+        [-1, 0, 1, 1], ["main", "step", "send", "recv"], kind=["root", "step", "comm", "comm"]
+    )
+    ev = pd.DataFrame({
+        "profile": [0, 0, 0, 0, 1, 1, 1, 1], "node": [0, 1, 2, 3, 0, 1, 3, 2],
+        "start": [0, 0, 100, 300, 0, 0, 100, 500], "end": [700, 700, 200, 700, 700, 700, 500, 600],
+    })  # fmt: skip
+    rp = replay(Timeline(tree, ev))
+    assert (rp.graph.c_type == 0).all()  # nothing waits for anything across ranks
+    assert rp.steps["replayed [s]"].iloc[0] == pytest.approx(700e-9)
