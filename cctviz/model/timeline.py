@@ -10,9 +10,10 @@ tree as an :class:`~cctviz.model.ensemble.Ensemble`:
   record inside a region, is not), optionally ``event`` and ``parent_event`` (an
   id per event and the id of the timed event that encloses it in time, -1 at the
   top: where a source nests by time containment rather than by call path, as
-  Kineto's sweep does; ``launch_event``: the id of the CPU event that launched
-  a GPU event, and ``device``/``stream`` where it ran), and per event what is
-  known: metric columns
+  :func:`~cctviz.model.build.nest_intervals` does for Kineto and Nsight Systems;
+  ``launch_event``: the id of the CPU event that launched a GPU event, and
+  ``device``/``stream`` where it ran: :func:`~cctviz.model.gputrace.gpu_trace`),
+  and per event what is known: metric columns
   (``comm_bytes``, ``bus_bytes``, ``comm_time``: additive, named in
   ``meta["event_metrics"]`` with their units) and descriptive ones (``kind``,
   ``collective``, ``group``, ``seq``, ``step``; ``peer``: a point-to-point

@@ -43,6 +43,9 @@ time it spent). ``B`` events never closed end at the thread's last timestamp
 (``meta["chrome"]["unclosed"]``); ``E`` events with nothing open are dropped
 (``meta["chrome"]["unmatched_end"]``).
 
+The events are parsed into columns by the parse the Kineto reader shares
+(:func:`cctviz.readers._chrometrace.parse_trace`).
+
 Not read (ask if needed): ``args`` (py-spy's file and line, say), ``tts``/
 ``tdur`` thread clocks, ``id``-scoped counters, the unterminated JSON array the
 format allows (a truncated file is an error here).
@@ -69,8 +72,8 @@ from ..model.ensemble import Ensemble
 from ..model.timeline import Timeline
 from ..model.tree import Tree
 from . import head, register, register_timeline
-from ._json import first_byte, gc_paused
-from ._jsonstream import JsonStream
+from ._chrometrace import TraceEvents, described, ints, parse_trace
+from ._json import first_byte
 from .kineto import _key, is_kineto_head
 
 UNITS = {"time": "us", "calls": "count"}
@@ -98,123 +101,20 @@ def _sniff(path: Path, h: bytes) -> bool:
 
 
 # -------------------------------------------------------------------- parse
-class _Columns:
-    """What the parse keeps: flat typed arrays, interned names, categories, threads."""
-
-    def __init__(self) -> None:
-        self.names: dict[str, int] = {}
-        self.cats: dict[Any, int] = {}
-        self.threads: dict[tuple[Any, Any], int] = {}
-        # X events, and B/E events (sign +1 for B, -1 for E; name of the B)
-        self.x_th, self.x_name, self.x_cat = array("q"), array("q"), array("q")
-        self.x_ts, self.x_dur = array("d"), array("d")
-        self.b_th, self.b_name, self.b_cat = array("q"), array("q"), array("q")
-        self.b_ts, self.b_sign = array("d"), array("b")
-        self.process_names: dict[Any, str] = {}
-        self.thread_names: dict[tuple[Any, Any], str] = {}
-        self.counters: list[tuple[Any, str, float, float]] = []  # pid, track, ts, value
-        self.skipped: dict[str, int] = {}
+def _parse(path: Path) -> tuple[TraceEvents, dict[str, Any]]:
+    """The events as columns (the shared Chrome-trace parse); the other top-level keys."""
+    return parse_trace(path, what="a Chrome trace", problem=_problem, array_ok=True)
 
 
-def _parse(path: Path) -> tuple[_Columns, dict[str, Any]]:
-    """Stream the events into columns (see :class:`_Columns`); the other top-level keys."""
-    st = JsonStream(path)
-    top: dict[str, Any] = {}
-    col = _Columns()
-    k, ev = -1, None
-    with gc_paused():
-        try:
-            for k, ev in enumerate(st.items(top, "traceEvents", "a Chrome trace", array_ok=True)):
-                ph = ev.get("ph")
-                if ph == "X":
-                    th = _thread(col, ev)
-                    col.x_ts.append(ev["ts"])
-                    col.x_dur.append(ev["dur"])
-                    col.x_th.append(th)
-                    col.x_name.append(_code(col.names, _name(path, ev, k)))
-                    col.x_cat.append(_code(col.cats, ev.get("cat")))
-                elif ph == "B" or ph == "E":
-                    th = _thread(col, ev)
-                    col.b_ts.append(ev["ts"])
-                    col.b_th.append(th)
-                    col.b_sign.append(1 if ph == "B" else -1)
-                    col.b_name.append(_code(col.names, _name(path, ev, k)) if ph == "B" else -1)
-                    col.b_cat.append(_code(col.cats, ev.get("cat")))
-                elif ph == "M":
-                    _metadata(ev, col)
-                elif ph == "C":
-                    _counter(ev, col)
-                else:
-                    what = f"phase {ph!r}" if isinstance(ph, str) else "no phase"
-                    col.skipped[what] = col.skipped.get(what, 0) + 1
-        except ProfileError:
-            raise
-        except AttributeError:
-            what = f"{type(ev).__name__} {str(ev)[:40]!r}"
-            raise ProfileError(
-                path, f"expected an event (an object), got {what}", f"traceEvents[{k}]"
-            ) from None
-        except KeyError as e:
-            raise ProfileError(
-                path, f"a {ev.get('ph')!r} event without {e.args[0]!r}", f"traceEvents[{k}]"
-            ) from None
-        except (TypeError, OverflowError, ValueError) as e:
-            raise ProfileError(
-                path,
-                f"an event needs numeric ts (and dur for 'X') and hashable pid, tid and cat "
-                f"({type(e).__name__}: {e})",
-                f"traceEvents[{k}]",
-            ) from None
-        finally:
-            st.close()
-    return col, top
-
-
-def _code(table: dict[Any, int], key: Any) -> int:
-    c = table.get(key)
-    if c is None:
-        c = table[key] = len(table)
-    return c
-
-
-def _name(path: Path, ev: dict, k: int) -> str:
-    nm = ev.get("name", "")
-    if not isinstance(nm, str):
-        raise ProfileError(path, f"event name {nm!r} is not a string", f"traceEvents[{k}].name")
-    return nm
-
-
-def _thread(col: _Columns, ev: dict) -> int:
-    return _code(col.threads, (ev.get("pid"), ev.get("tid")))
-
-
-def _metadata(ev: dict, col: _Columns) -> None:
-    args = ev.get("args")
-    if not isinstance(args, dict):
-        return
-    nm = ev.get("name")
-    if nm == "process_name":
-        col.process_names[ev.get("pid")] = str(args.get("name"))
-    elif nm == "thread_name":
-        col.thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name"))
-
-
-def _counter(ev: dict, col: _Columns) -> None:
-    """A ``C`` event: one sample per numeric series in ``args`` (track ``name``
-    for a series called ``value`` or named as the event, else ``name key``)."""
-    args, ts, name = ev.get("args"), ev.get("ts"), str(ev.get("name", ""))
-    if not isinstance(args, dict) or not _is_number(ts):
-        what = "counter without args or ts"
-        col.skipped[what] = col.skipped.get(what, 0) + 1
-        return
-    for key, v in args.items():
-        if _is_number(v) and np.isfinite(v):
-            track = name if key in ("value", name) else f"{name} {key}"
-            col.counters.append((ev.get("pid"), track, float(ts), float(v)))
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+def _problem(e: BaseException, ev: Any) -> str:
+    if isinstance(e, AttributeError):
+        return f"expected an event (an object), got {described(ev)}"
+    if isinstance(e, KeyError):
+        return f"a {ev.get('ph')!r} event without {e.args[0]!r}"
+    return (
+        f"an event needs numeric ts (and dur for 'X') and hashable pid, tid and cat "
+        f"({type(e).__name__}: {e})"
+    )
 
 
 # ---------------------------------------------------------------- intervals
@@ -229,19 +129,19 @@ def _ns(path: Path, us: array, what: str) -> np.ndarray:
     return np.rint(a * 1e3).astype(np.int64)
 
 
-def _pair_begin_end(col: _Columns, path: Path, t_end: np.ndarray) -> tuple[np.ndarray, ...]:
+def _pair_begin_end(col: TraceEvents, path: Path, t_end: np.ndarray) -> tuple[np.ndarray, ...]:
     """``B``/``E`` events paired per thread (vectorised): an ``E`` closes the
     innermost open ``B``. Returns (thread, name, cat, start, end) of the pairs (a
     ``B`` never closed ends at ``t_end`` of its thread) and the counts of unclosed
     ``B`` and unmatched ``E`` events."""
     n = len(col.b_ts)
-    th = np.frombuffer(col.b_th, dtype=np.int64) if n else np.empty(0, np.int64)
+    th = ints(col.b_th)
     ts = _ns(path, col.b_ts, "ts")
     order = np.lexsort((np.arange(n), ts, th))
     th, ts = th[order], ts[order]
     sign = (np.frombuffer(col.b_sign, dtype=np.int8) if n else np.empty(0, np.int8))[order]
-    name = (np.frombuffer(col.b_name, dtype=np.int64) if n else np.empty(0, np.int64))[order]
-    cat = (np.frombuffer(col.b_cat, dtype=np.int64) if n else np.empty(0, np.int64))[order]
+    name = ints(col.b_name)[order]
+    cat = ints(col.b_cat)[order]
     # depth per thread; an E that goes below every earlier depth closes nothing
     seg = np.r_[True, th[1:] != th[:-1]] if n else np.empty(0, bool)
     cs = np.cumsum(sign.astype(np.int64))
@@ -280,27 +180,25 @@ class _Events:
     nest: dict[str, Any]
 
 
-def _intervals(path: Path, col: _Columns) -> tuple[_Events, dict[str, int]]:
+def _intervals(path: Path, col: TraceEvents) -> tuple[_Events, dict[str, int]]:
     """X events and paired B/E events as intervals in whole ns, nested per thread."""
     x_ts = _ns(path, col.x_ts, "ts")
     x_dur = _ns(path, col.x_dur, "dur")
     negative = int((x_dur < 0).sum())
     x_dur = np.maximum(x_dur, 0)
     nx = x_ts.shape[0]
-    x_th = np.frombuffer(col.x_th, dtype=np.int64) if nx else np.empty(0, np.int64)
+    x_th = ints(col.x_th)
     nth = len(col.threads)
     t_end = np.full(max(nth, 1), np.iinfo(np.int64).min)
     np.maximum.at(t_end, x_th, x_ts + x_dur)
     b_ts = _ns(path, col.b_ts, "ts")
     if b_ts.size:
-        np.maximum.at(t_end, np.frombuffer(col.b_th, dtype=np.int64), b_ts)
+        np.maximum.at(t_end, ints(col.b_th), b_ts)
     b_th, b_name, b_cat, b_start, b_end, unclosed, unmatched = _pair_begin_end(col, path, t_end)
     ev = _Events()
     ev.th = np.r_[x_th, b_th]
-    ev.name = np.r_[np.frombuffer(col.x_name, dtype=np.int64) if nx else [], b_name].astype(
-        np.int64
-    )
-    ev.cat = np.r_[np.frombuffer(col.x_cat, dtype=np.int64) if nx else [], b_cat].astype(np.int64)
+    ev.name = np.r_[ints(col.x_name), b_name].astype(np.int64)
+    ev.cat = np.r_[ints(col.x_cat), b_cat].astype(np.int64)
     ev.start = np.r_[x_ts, b_start]
     end = np.r_[x_ts + x_dur, b_end]
     ev.nest = nest_intervals(ev.th, ev.start, end)
@@ -317,7 +215,7 @@ def _intervals(path: Path, col: _Columns) -> tuple[_Events, dict[str, int]]:
 
 
 # --------------------------------------------------------------------- build
-def _thread_order(col: _Columns, ev: _Events) -> tuple[list[Any], list[list[int]]]:
+def _thread_order(col: TraceEvents, ev: _Events) -> tuple[list[Any], list[list[int]]]:
     """pids (sorted as numbers, then names) and each one's threads by first event."""
     keys = list(col.threads)
     first = np.full(max(len(keys), 1), np.iinfo(np.int64).max)
@@ -328,7 +226,7 @@ def _thread_order(col: _Columns, ev: _Events) -> tuple[list[Any], list[list[int]
 
 
 def _profile(
-    col: _Columns, ev: _Events, pid: Any, threads: list[int], thread_ids: bool
+    col: TraceEvents, ev: _Events, pid: Any, threads: list[int], thread_ids: bool
 ) -> tuple[Tree, pd.DataFrame]:
     """The tree of one pid and its events (``node`` in the tree's ids, ns)."""
     stream = ev.nest["stream"]
@@ -421,7 +319,7 @@ def _profile(
 
 def _build(
     path: Path, thread_ids: bool
-) -> tuple[Tree | Ensemble, list[Tree], list[pd.DataFrame], _Columns, pd.DataFrame]:
+) -> tuple[Tree | Ensemble, list[Tree], list[pd.DataFrame], TraceEvents, pd.DataFrame]:
     if is_kineto_head(head(path)):
         raise ProfileError(path, "a torch.profiler (Kineto) trace: read it with format='kineto'")
     col, top = _parse(path)

@@ -46,8 +46,10 @@ How the tree is built (the choices):
   ``process <pid>`` / ``thread <tid>`` instead.
 - CPU ``X`` events of the categories above (``xpu_runtime``,
   ``privateuse1_runtime``/``_driver`` and ``mtia_runtime`` count as runtime)
-  are sorted by (ts, -dur) per thread and nested with a stack: each goes under
-  the innermost event that contains it whole. A zero-length event that starts
+  are sorted by (ts, -dur) per thread and nested by the model's one interval
+  nester (:func:`cctviz.model.build.nest_intervals`, ``overlap="cut"``, the
+  Python frames giving way), as a stack walk would: each goes under the
+  innermost event that contains it whole. A zero-length event that starts
   where another ends goes inside it (in whole-us traces an op "ends" where its
   last sub-op starts), as HTA's call stacks do; a zero-length event holds
   nothing. Ends that differ by float rounding only count as equal.
@@ -92,8 +94,9 @@ How the tree is built (the choices):
   cpu_op or annotation (a Python callback inside ``aten::mm`` stays under it,
   where its time is). Links not followed are counted in
   ``meta["kineto"]["python_links_ignored"]``.
-- GPU events become children of the CPU event with the same correlation
-  (kinds ``"kernel"``, ``"memcpy"``, ``"memset"``; metric ``gpu_time``).
+- GPU events become children of the CPU event with the same correlation (the
+  first in CPU order; the model's :func:`cctviz.model.gputrace.gpu_trace`; kinds
+  ``"kernel"``, ``"memcpy"``, ``"memset"``; metric ``gpu_time``).
   Those without one go under ``(unattributed GPU)`` below a root
   ``device <pid>`` (kind ``"device"``), counted in
   ``meta["kineto"]["unattributed_gpu"]``.
@@ -133,11 +136,13 @@ use the same size, and ``bus_bytes`` is 0 where no size is known at all.
 Node columns of the collective: ``collective``, ``group_size``,
 ``process_group``, ``process_group_ranks``.
 
-Parsing streams the (gzipped) text with
+Parsing is the Chrome reader's too (:func:`cctviz.readers._chrometrace.parse_trace`):
+it streams the (gzipped) text with
 :class:`~cctviz.readers._jsonstream.JsonStream` (4 MiB pieces, about 64 KiB of
 events per ``json.loads`` call), with the garbage collector paused, and keeps
 only columns (interned names, ts, dur, thread, correlation) in :mod:`array`
-buffers, never a list of all events. A 1 GB synthetic trace in one file (4.4M
+buffers, never a list of all events; they are split into CPU and GPU events
+afterwards, vectorised. A 1 GB synthetic trace in one file (4.4M
 events, ``benchmarks/kineto_synth.py``) reads in 31 s of CPU time with a peak
 RSS of 0.8 GB (2026-11-27, a loaded 2-CPU machine); 1 GB as 4 rank files reads
 8-10x faster than Holistic Trace Analysis (7.4-9.2x in CPU time) with a 16x
@@ -166,13 +171,16 @@ import pandas as pd
 
 from ..errors import ProfileError
 from ..model._algo import merge_by_path
+from ..model.build import nest_intervals
 from ..model.collectives import NAME_PREFIX as _PREFIX
 from ..model.collectives import bus_factor, collective_kind, dtype_size, nccl_tests_elements
+from ..model.gputrace import GpuTrace, gpu_trace
 from ..model.timeline import Timeline
 from ..model.tree import Tree
 from . import register, register_timeline
-from ._json import first_byte, gc_paused
-from ._jsonstream import CHUNK, JsonStream
+from ._chrometrace import TraceEvents, described, floats, parse_trace
+from ._json import first_byte
+from ._jsonstream import CHUNK
 
 # ----------------------------------------------------------------- categories
 OP, ANNOT, PYF, RUNTIME = 0, 1, 2, 3  # CPU event classes
@@ -357,175 +365,121 @@ def _sniff(path: Path, h: bytes) -> bool:
 
 
 # --------------------------------------------------------------- the reader
-class _Columns:
-    """What the parse keeps of the events: flat typed arrays, interned strings."""
+class _Columns(TraceEvents):
+    """What the parse keeps of the events (the shared Chrome-trace columns,
+    :func:`~cctviz.readers._chrometrace.parse_trace`), its ``X`` events split by
+    :func:`_split` into CPU and GPU events: flat typed arrays, interned strings."""
 
     def __init__(self) -> None:
-        self.names: dict[Any, int] = {}
-        self.threads: dict[tuple[Any, Any], int] = {}
+        super().__init__()
         self.comm_codes: set[int] = set()
-        # CPU events
-        self.c_th = array("i")
-        self.c_name = array("i")
-        self.c_cls = array("b")
-        self.c_ts = array("d")
-        self.c_dur = array("d")
-        self.c_corr = array("q")
-        self.py: list[tuple[int, Any, Any]] = []  # (cpu index, Python id, Python parent id)
-        self.comm: dict[int, dict] = {}  # cpu index -> args of a comm event
-        # GPU events
-        self.g_name = array("i")
-        self.g_cls = array("b")
-        self.g_dev: list[Any] = []
-        self.g_stream: list[Any] = []  # the GPU event's tid: its stream
-        self.g_ts = array("d")
-        self.g_dur = array("d")
-        self.g_corr = array("q")
-        # M events
-        self.process_names: dict[Any, str] = {}
-        self.process_labels: dict[Any, str] = {}
-        self.thread_names: dict[tuple[Any, Any], str] = {}
-        self.skipped: dict[str, int] = {}
+        self.py: list[tuple[int, Any, Any]] = []  # (X index, Python id, Python parent id)
+        self.py_at = np.empty(0, dtype=np.int64)  # each frame's cpu index
+        self.comm: dict[int, dict] = {}  # X index, then cpu index -> args of a comm event
         # [memory] instant events: ts, device type and id, Bytes, Total Allocated/Reserved
         self.m_ts = array("d")
         self.m_dev = array("q")
         self.m_bytes = array("d")
         self.m_alloc = array("d")
         self.m_res = array("d")
+        # by _split: CPU events (threads: the CPU threads only), GPU events
+        self.c_th = self.c_name = self.c_cls = self.c_ts = self.c_dur = self.c_corr = _NONE
+        self.g_name = self.g_cls = self.g_ts = self.g_dur = self.g_corr = _NONE
+        self.g_dev = self.g_stream = _NONE  # the GPU event's pid and tid: device, stream
+
+
+_NONE = np.empty(0)
 
 
 def _parse(
     path: Path, python_functions: bool, chunk: int = CHUNK
 ) -> tuple[_Columns, dict[str, Any]]:
-    st = JsonStream(path, chunk)
-    top: dict[str, Any] = {}
+    """The trace's events as columns: the shared Chrome-trace parse (of the
+    categories above, with ``args.correlation``, Python ids, comm args and
+    ``[memory]`` events), then split into CPU and GPU events."""
     col = _Columns()
-    names, threads, comm_codes = col.names, col.threads, col.comm_codes
-    c_th, c_name, c_cls, c_ts, c_dur, c_corr = (
-        col.c_th.append,
-        col.c_name.append,
-        col.c_cls.append,
-        col.c_ts.append,
-        col.c_dur.append,
-        col.c_corr.append,
-    )
-    g_name, g_cls, g_dev, g_ts, g_dur, g_corr = (
-        col.g_name.append,
-        col.g_cls.append,
-        col.g_dev.append,
-        col.g_ts.append,
-        col.g_dur.append,
-        col.g_corr.append,
-    )
-    g_stream = col.g_stream.append
-    py, comm, skipped = col.py, col.comm, col.skipped
-    cats = CATEGORIES
-    empty: dict = {}
-    ncpu = 0
-    k0 = 0  # index of the batch's first event in traceEvents
-    batch: list = []
-    ev: Any = None
-    with gc_paused():
-        try:
-            for batch in st.batches(top, "traceEvents", "a Kineto trace"):
-                for ev in batch:
-                    ph = ev.get("ph")
-                    if ph == "X":
-                        cat = ev.get("cat")
-                        cls = cats.get(cat)
-                        if cls is None:
-                            skipped[cat] = skipped.get(cat, 0) + 1
-                            continue
-                        args = ev.get("args") or empty
-                        nm = ev.get("name")
-                        nc = names.get(nm)
-                        if nc is None:
-                            if not isinstance(nm, str):
-                                raise ProfileError(
-                                    path,
-                                    f"event name {nm!r} is not a string",
-                                    f"traceEvents[{_index(batch, ev, k0)}].name",
-                                )
-                            nc = names[nm] = len(names)
-                            if _COMM_NAME.match(nm):
-                                comm_codes.add(nc)
-                        corr = args.get("correlation")
-                        if cls >= 0:
-                            if cls == PYF:
-                                if not python_functions:
-                                    continue
-                                py.append(
-                                    (ncpu, args.get("Python id"), args.get("Python parent id"))
-                                )
-                            key = (ev.get("pid"), ev.get("tid"))
-                            th = threads.get(key)
-                            if th is None:
-                                th = threads[key] = len(threads)
-                            c_ts(ev["ts"])
-                            c_dur(ev["dur"])
-                            c_th(th)
-                            c_name(nc)
-                            c_cls(cls)
-                            c_corr(-1 if corr is None else corr)
-                            if nc in comm_codes:
-                                comm[ncpu] = args
-                            ncpu += 1
-                        else:
-                            g_ts(ev["ts"])
-                            g_dur(ev["dur"])
-                            g_name(nc)
-                            g_cls(cls)
-                            g_dev(ev.get("pid"))
-                            g_stream(ev.get("tid"))
-                            g_corr(-1 if corr is None else corr)
-                    elif ph == "M":
-                        _metadata(ev, col)
-                    elif ph == "i" and ev.get("name") == "[memory]":
-                        _memory_event(ev, col)
-                k0 += len(batch)
-        except ProfileError:
-            raise
-        except AttributeError:
-            what = "the event" if isinstance(ev, dict) else f"{type(ev).__name__} {str(ev)[:40]!r}"
-            raise ProfileError(
-                path,
-                f"expected an object with object 'args', got {what}",
-                f"traceEvents[{_index(batch, ev, k0)}]",
-            ) from None
-        except KeyError as e:
-            raise ProfileError(
-                path,
-                f"a complete ('X') event without {e.args[0]!r}",
-                f"traceEvents[{_index(batch, ev, k0)}]",
-            ) from None
-        except (TypeError, OverflowError, ValueError) as e:
-            raise ProfileError(
-                path,
-                f"an 'X' event needs numeric ts and dur, a hashable pid/tid/name/cat and an "
-                f"integer args.correlation ({type(e).__name__}: {e})",
-                f"traceEvents[{_index(batch, ev, k0)}]",
-            ) from None
-        finally:
-            st.close()
+    py, comm, comm_codes = col.py, col.comm, col.comm_codes
+
+    def on_name(nm: str, nc: int) -> None:
+        if _COMM_NAME.match(nm):
+            comm_codes.add(nc)
+
+    def on_x(kx: int, cat: Any, nc: int, args: dict) -> None:
+        cls = CATEGORIES[cat]
+        if cls == PYF:
+            py.append((kx, args.get("Python id"), args.get("Python parent id")))
+        if nc in comm_codes and cls >= 0:
+            comm[kx] = args
+
+    def on_instant(ev: dict) -> None:
+        if ev.get("name") == "[memory]":
+            _memory_event(ev, col)
+
+    cats = CATEGORIES if python_functions else {c: k for c, k in CATEGORIES.items() if k != PYF}
+    top = parse_trace(
+        path,
+        what="a Kineto trace",
+        problem=_problem,
+        categories=cats,
+        drop=() if python_functions else {c for c, k in CATEGORIES.items() if k == PYF},
+        correlation=True,
+        other_phases=False,
+        unnamed=None,
+        on_x=on_x,
+        on_name=on_name,
+        on_instant=on_instant,
+        chunk=chunk,
+        into=col,
+    )[1]
+    _split(col)
     return col, top
 
 
-def _index(batch: list, ev: Any, k0: int) -> int:
-    """Index in traceEvents of the event ``ev`` of a batch starting at ``k0``."""
-    return k0 + next((i for i, e in enumerate(batch) if e is ev), 0)
+def _problem(e: BaseException, ev: Any) -> str:
+    """An event the parse cannot read, in this reader's words."""
+    if isinstance(e, AttributeError):
+        what = "the event" if isinstance(ev, dict) else described(ev)
+        return f"expected an object with object 'args', got {what}"
+    if isinstance(e, KeyError):
+        return f"a complete ('X') event without {e.args[0]!r}"
+    return (
+        f"an 'X' event needs numeric ts and dur, a hashable pid/tid/name/cat and an "
+        f"integer args.correlation ({type(e).__name__}: {e})"
+    )
 
 
-def _metadata(ev: dict, col: _Columns) -> None:
-    args = ev.get("args")
-    if not isinstance(args, dict):
-        return
-    nm = ev.get("name")
-    if nm == "thread_name":
-        col.thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name"))
-    elif nm == "process_name":
-        col.process_names[ev.get("pid")] = str(args.get("name"))
-    elif nm == "process_labels":
-        col.process_labels[ev.get("pid")] = str(args.get("labels"))
+def _split(col: _Columns) -> None:
+    """The ``X`` events as CPU events (their threads renumbered in the order of
+    their first event, ``col.threads`` only theirs) and GPU events (their pid and
+    tid: device and stream), vectorised; the parse's columns freed."""
+    nx = len(col.x_ts)
+    kinds = np.asarray([CATEGORIES[c] for c in col.cats], dtype=np.int8)
+    cls = kinds[np.frombuffer(col.x_cat, dtype=np.int32)] if nx else np.empty(0, np.int8)
+    cpu = cls >= 0
+    ci, gi = np.flatnonzero(cpu), np.flatnonzero(~cpu)
+    th = np.frombuffer(col.x_th, dtype=np.int32) if nx else np.empty(0, np.int32)
+    name = np.frombuffer(col.x_name, dtype=np.int32) if nx else np.empty(0, np.int32)
+    ts, dur = floats(col.x_ts), floats(col.x_dur)
+    corr = np.frombuffer(col.x_corr, dtype=np.int64) if nx else np.empty(0, np.int64)
+    keys = list(col.threads)
+    cth = th[ci]
+    used, first = np.unique(cth, return_index=True)
+    used = used[np.argsort(first)]  # by first CPU event
+    renum = np.zeros(max(len(keys), 1), dtype=np.int32)
+    renum[used] = np.arange(used.shape[0], dtype=np.int32)
+    col.threads = {keys[t]: k for k, t in enumerate(used.tolist())}
+    col.c_th, col.c_name, col.c_cls = renum[cth], name[ci], cls[ci]
+    col.c_ts, col.c_dur, col.c_corr = ts[ci], dur[ci], corr[ci]
+    col.g_name, col.g_cls = name[gi], cls[gi]
+    col.g_ts, col.g_dur, col.g_corr = ts[gi], dur[gi], corr[gi]
+    pid, tid = np.empty(len(keys), dtype=object), np.empty(len(keys), dtype=object)
+    pid[:], tid[:] = [k[0] for k in keys], [k[1] for k in keys]
+    col.g_dev, col.g_stream = pid[th[gi]], tid[th[gi]]
+    at = np.cumsum(cpu) - 1  # X index -> cpu index
+    col.py_at = at[np.fromiter((k for k, _, _ in col.py), dtype=np.int64, count=len(col.py))]
+    col.comm = {int(at[k]): a for k, a in col.comm.items()}
+    for b in ("x_th", "x_name", "x_cat", "x_ts", "x_dur", "x_corr"):
+        setattr(col, b, array(getattr(col, b).typecode))
 
 
 def _memory_event(ev: dict, col: _Columns) -> None:
@@ -584,107 +538,12 @@ def _key(v: Any) -> Any:
         return (1, 0, s)
 
 
-class _Nesting:
-    """What the stack sweep found besides the parents (positions in sweep order)."""
-
-    def __init__(self) -> None:
-        self.reattached = 0  # events placed above an event they started in: they outlive it
-        self.overlapped: list[int] = []  # cpu_op/annotation/runtime outliving one of those
-        self.trimmed: list[int] = []  # frames that lost time to an event they overlap (repeats)
-        self.cut: list[int] = []  # other events that end, for the time, where a later one starts
-
-
-def _sweep(th: list, beg: list, end: list, frame: list, tol: float) -> tuple[list[int], _Nesting]:
-    """Nest intervals (sorted by thread, start, -duration) with a stack.
-
-    Returns each interval's parent position (-1 for a thread's top level) and
-    what had to be done where intervals partially overlap (the module
-    docstring's rules): an interval goes under the innermost open interval that
-    contains it (ends differing by ``tol``, float rounding, count as equal). One
-    that outlives open intervals (they started before it and end inside it):
-
-    - a Python frame (``frame[j]``) stays below them on the stack, so that they
-      keep what starts inside them; it starts, for the time accounting, where
-      the last of them ends (``beg[j]`` is raised in place);
-    - any other event closes them: they get no more children, and they end,
-      for the time accounting, where it starts (``end`` lowered in place): the
-      overlap is the later event's, which keeps its whole duration, so that a
-      thread's time is the union of its intervals. Frames cut so are listed in
-      ``trimmed``, other events in ``cut`` (the outliving event in
-      ``overlapped``).
-
-    The stack stays sorted by end (each interval below the ones it outlives).
-    """
-    n = len(beg)
-    parent = [-1] * n
-    st_end: list[float] = []
-    st_pos: list[int] = []
-    st_zero: list[bool] = []
-    prev = None
-    out = _Nesting()
-    for j in range(n):
-        t = th[j]
-        if t != prev:
-            st_end.clear()
-            st_pos.clear()
-            st_zero.clear()
-            prev = t
-        s = beg[j]
-        e = end[j]
-        # leave the intervals that ended before s; one ending exactly at s
-        # still holds a zero-length event starting at s (in whole-us traces an
-        # op "ends" where its last sub-op starts), unless it is zero-length too
-        while st_end:
-            pe = st_end[-1]
-            if pe > s or (pe == s and e == s and not st_zero[-1]):
-                break
-            st_end.pop()
-            st_pos.pop()
-            st_zero.pop()
-        if st_end:
-            pe = st_end[-1]
-            if e - pe > tol:  # it outlives the innermost open interval
-                k = len(st_end) - 2
-                while k >= 0 and e - st_end[k] > tol:
-                    k -= 1
-                out.reattached += 1
-                if k >= 0:
-                    parent[j] = st_pos[k]
-                    e = min(e, st_end[k])
-                if frame[j]:
-                    beg[j] = st_end[k + 1]  # the longest of those it outlives
-                    out.trimmed.append(j)
-                    st_end.insert(k + 1, e)
-                    st_pos.insert(k + 1, j)
-                    st_zero.insert(k + 1, False)
-                    continue
-                hard = False
-                for o in st_pos[k + 1 :]:
-                    end[o] = min(end[o], s)
-                    if frame[o]:
-                        out.trimmed.append(o)
-                    else:
-                        out.cut.append(o)
-                        hard = True
-                if hard:
-                    out.overlapped.append(j)
-                del st_end[k + 1 :], st_pos[k + 1 :], st_zero[k + 1 :]
-            else:
-                parent[j] = st_pos[-1]
-                if e > pe:
-                    e = pe
-        st_end.append(e)
-        st_pos.append(j)
-        st_zero.append(e == s)
-    return parent, out
-
-
 def _py_links(col: _Columns, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The python_function frames (cpu indices), the frame named by each one's
     ``Python parent id`` on the same thread (an index into the frames, -1:
     none) and each frame's depth along these links (to order frames with
     equal start and duration)."""
-    frames = np.fromiter((i for i, _, _ in col.py), dtype=np.int64, count=len(col.py))
+    frames = col.py_at
     link = _int_links(col.py, th[frames])
     if link is None:
         link = _any_links(col.py, th[frames].tolist())
@@ -785,7 +644,7 @@ class _Cpu:
 
     ts: np.ndarray  # start
     dur: np.ndarray  # duration (trimmed python frames: the part inside their parent)
-    tparent: np.ndarray  # the enclosing event in time (the sweep's; -1: none)
+    tparent: np.ndarray  # the enclosing event in time (the nester's; -1: none)
     th: np.ndarray  # thread code
     time: np.ndarray  # exclusive CPU time
     sparent: np.ndarray  # parent position (-1: the thread's top level)
@@ -793,14 +652,16 @@ class _Cpu:
     kind: np.ndarray  # kind code
     corr: np.ndarray  # correlation (-1: none)
     comm: dict[int, dict[str, Any]]  # head position -> collective
-    nest: _Nesting
+    reattached: int  # events placed above an event they started in: they outlive it
+    overlapped: int  # cpu_op/annotation/runtime events that cut another short
     frames_trimmed: int
     ignored: int  # Python parent ids not followed
 
 
 def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
-    """Sort the CPU events per thread and nest them (the stack sweep), link the
-    Python frames, find the collectives."""
+    """Sort the CPU events per thread and nest them (the model's
+    :func:`~cctviz.model.build.nest_intervals`, ``overlap="cut"``), link the Python
+    frames, find the collectives."""
     out = _Cpu()
     n = len(col.c_ts)
     ts0 = np.frombuffer(col.c_ts, dtype=np.float64) if n else np.empty(0)
@@ -818,21 +679,21 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     out.th = th = th0[order]
     cls = np.frombuffer(col.c_cls, dtype=np.int8)[order] if n else np.empty(0, np.int8)
     frame = cls == PYF
-    end = (ts + dur).tolist()
-    beg = ts.tolist()
+    # ends within float rounding count as equal; Python frames give way (module docstring)
     tol = 4 * float(np.spacing(np.abs(ts).max() + dur.max())) if n else 0.0
-    tparent_l, nest = _sweep(th.tolist(), beg, end, frame.tolist(), tol)
-    out.nest = nest
-    tparent = np.asarray(tparent_l, dtype=np.int64)
-    cdur = dur  # as given (ts + dur - ts loses digits at 1e15 us), but for trimmed frames
-    out.frames_trimmed = 0
-    if nest.trimmed or nest.cut:
-        ci = np.unique(np.asarray(nest.trimmed, dtype=np.int64))
-        out.frames_trimmed = int(ci.size)
-        ci = np.unique(np.asarray(nest.trimmed + nest.cut, dtype=np.int64))
-        part = np.asarray([end[i] - beg[i] for i in ci.tolist()], dtype=np.float64)
-        cdur[ci] = np.maximum(part, 0)
-    del end, beg
+    nest = nest_intervals(
+        th_rank[th], ts, ts + dur, overlap="cut", yields=frame, tol=tol, order=np.arange(n)
+    )
+    tparent = nest["parent"]
+    cut, trimmed = nest["cut"], nest["trimmed"]
+    changed = cut | trimmed
+    out.frames_trimmed = int(np.count_nonzero(changed & frame))
+    out.reattached = int(np.count_nonzero(trimmed) + np.unique(nest["cut_by"][cut]).size)
+    out.overlapped = int(np.unique(nest["cut_by"][cut & ~frame]).size)
+    cdur = dur  # as given (ts + dur - ts loses digits at 1e15 us), but where cut or trimmed
+    if changed.any():
+        cdur[changed] = np.maximum(nest["end"][changed] - nest["start"][changed], 0)
+    del nest, cut, trimmed, changed
     out.dur, out.tparent = cdur, tparent
     has = tparent >= 0
     time = cdur - np.bincount(tparent[has], weights=cdur[has], minlength=n)
@@ -881,9 +742,9 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
         head: dict[int, int] = {}
         nests: dict[int, list[int]] = {}
         for p in sorted(args_at):
-            a = tparent_l[p]
+            a = int(tparent[p])
             while a != -1 and a not in args_at:
-                a = tparent_l[a]
+                a = int(tparent[a])
             h = p if a == -1 else head[a]
             head[p] = h
             nests.setdefault(h, []).append(p)
@@ -900,24 +761,6 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
                 c["time"] = float(cdur[h])
                 out.comm[h] = c
     return out
-
-
-def _attach_gpu(col: _Columns, cpu_corr: np.ndarray) -> np.ndarray:
-    """Position of each GPU event's launch among the sorted CPU events (-1: none)."""
-    ng = len(col.g_ts)
-    gparent = np.full(ng, -1, dtype=np.int64)
-    if not ng:
-        return gparent
-    gcorr = np.frombuffer(col.g_corr, dtype=np.int64)
-    kpos = np.flatnonzero(cpu_corr >= 0)
-    keys = cpu_corr[kpos]
-    srt = np.argsort(keys, kind="stable")
-    sk = keys[srt]
-    if sk.size:
-        gi = np.minimum(np.searchsorted(sk, gcorr), sk.size - 1)
-        ok = (gcorr >= 0) & (sk[gi] == gcorr)
-        gparent[ok] = kpos[srt[gi[ok]]]
-    return gparent
 
 
 def _check_numbers(path: Path, col: _Columns) -> int:
@@ -1048,14 +891,26 @@ def _build(
     th_rank = np.zeros(max(nth, 1), dtype=np.int64)
     th_rank[[t for t, *_ in thr]] = np.arange(nth)
     cpu = _nest_cpu(path, col, th_rank)
-    gparent = _attach_gpu(col, cpu.corr)
-    del cpu.corr
+    # GPU events under the CPU event of their correlation (the first, in CPU order);
+    # those without one: per device (the trace's pid, by its name)
+    dev_code, dev_vals = pd.factorize(pd.Series(col.g_dev, dtype=object), use_na_sentinel=False)
+    dev_names = [str(d) for d in dev_vals]
+    dev_sorted = sorted(set(dev_names), key=_key)
+    dev_rank = {d: k for k, d in enumerate(dev_sorted)}
+    gt = gpu_trace(
+        cpu.corr,
+        np.frombuffer(col.g_corr, dtype=np.int64) if ng else np.empty(0, np.int64),
+        device=col.g_dev,
+        stream=col.g_stream,
+        cpu_rank=-np.arange(n, dtype=np.int64),
+        group=np.asarray([dev_rank[d] for d in dev_names], dtype=np.int64)[dev_code],
+    )
+    del cpu.corr, dev_code, dev_vals, dev_names
     gts = np.frombuffer(col.g_ts, dtype=np.float64) if ng else np.empty(0)
     gdur = np.frombuffer(col.g_dur, dtype=np.float64) if ng else np.empty(0)
     gname = np.frombuffer(col.g_name, dtype=np.int32) if ng else np.empty(0, np.int32)
     gcls = np.frombuffer(col.g_cls, dtype=np.int8) if ng else np.empty(0, np.int8)
-    missing = np.flatnonzero(gparent < 0)
-    unattributed = int(missing.size)
+    unattributed = int(np.count_nonzero(gt.unattributed))
 
     # ---- synthetic roots: processes > threads; devices > (unattributed GPU)
     s_parent: list[int] = []
@@ -1077,17 +932,12 @@ def _build(
     keys = list(col.threads)
     for t, pid, nm, label in thr:
         thread_node[t] = synthetic(proc_node[pid], nm, "thread", label, keys[t][1])
-    gp_missing = np.empty(0, dtype=np.int64)
-    if unattributed:
-        devs = [str(col.g_dev[g]) for g in missing]
-        uniq = sorted(set(devs), key=_key)
-        under: dict[str, int] = {}
-        for k, d in enumerate(uniq):
-            label = col.process_labels.get(int(d) if d.lstrip("-").isdigit() else d)
-            nm = f"device {d}" if thread_ids else ("device" if len(uniq) == 1 else f"device {k}")
-            dev = synthetic(-1, nm, "device", label, d)
-            under[d] = synthetic(dev, UNATTRIBUTED, "region", None)
-        gp_missing = np.asarray([under[d] for d in devs], dtype=np.int64)
+    under: list[int] = []  # per group of unattributed GPU events: its node
+    for k, d in enumerate(dev_sorted[int(i)] for i in gt.groups):
+        label = col.process_labels.get(int(d) if d.lstrip("-").isdigit() else d)
+        nm = f"device {d}" if thread_ids else ("device" if len(gt.groups) == 1 else f"device {k}")
+        dev = synthetic(-1, nm, "device", label, d)
+        under.append(synthetic(dev, UNATTRIBUTED, "region", None))
     S = len(s_parent)
 
     # ---- all nodes: synthetic, CPU (sorted), GPU
@@ -1096,11 +946,7 @@ def _build(
     parent[:S] = s_parent
     parent[S : S + n] = np.where(cpu.sparent >= 0, cpu.sparent + S, thread_node[cpu.th])
     del cpu.sparent, cpu.th
-    gp = np.where(gparent >= 0, gparent + S, -1)
-    gp[missing] = gp_missing
-    parent[S + n :] = gp
-    launch = gparent  # each GPU event's launching CPU event (its event id), -1: none
-    del gp, gparent
+    parent[S + n :] = gt.parent(S, np.asarray(under, dtype=np.int64))
     kind = np.empty(total, dtype=np.int64)
     kind[:S] = s_kind
     kind[S : S + n] = cpu.kind
@@ -1143,9 +989,9 @@ def _build(
         gpu_events=ng,
         threads=nth,
         clamped=0,  # no event is shortened any more; kept for readers of older meta
-        reattached=cpu.nest.reattached,
+        reattached=cpu.reattached,
         frames_trimmed=cpu.frames_trimmed,
-        overlapped=len(cpu.nest.overlapped),
+        overlapped=cpu.overlapped,
         unattributed_gpu=unattributed,
         skipped={str(k): v for k, v in col.skipped.items()},
         python_links_ignored=cpu.ignored,
@@ -1227,11 +1073,7 @@ def _build(
         "group": np.asarray([c["process_group"] for c in coll], dtype=object),
         "seq": np.asarray([np.nan if c["seq"] is None else c["seq"] for c in coll], dtype=float),
     }
-    ev = _events(new_id[uid_events][S:], cpu_part, gts, gdur, heads - S, comm_vals)
-    if ng:  # where each GPU event ran and which CPU event launched it
-        ev["device"] = np.r_[np.full(n, None, dtype=object), np.asarray(col.g_dev, dtype=object)]
-        ev["stream"] = np.r_[np.full(n, None, dtype=object), np.asarray(col.g_stream, dtype=object)]
-        ev["launch_event"] = np.r_[np.full(n, -1, dtype=np.int64), launch]
+    ev = _events(new_id[uid_events][S:], cpu_part, gt, gts, gdur, heads - S, comm_vals)
     for k, v in calls.items():  # what identifies a call across ranks, where recorded
         if pd.notna(v).any():
             col_ = np.full(len(ev), None if k == "group" else np.nan, dtype=v.dtype)
@@ -1243,33 +1085,38 @@ def _build(
 def _events(
     node: np.ndarray,
     cpu: tuple[np.ndarray, np.ndarray, np.ndarray],
+    gt: GpuTrace,
     gts: np.ndarray,
     gdur: np.ndarray,
     heads: np.ndarray,
     comm_vals: dict[str, np.ndarray],
 ) -> pd.DataFrame:
     """The trace's intervals in the tree's ids (us -> whole ns): CPU events nested
-    as the sweep nested them (``parent_event``: the same exclusive time as the
+    as the nester nested them (``parent_event``: the same exclusive time as the
     tree's), GPU kernels, copies and sets beside them (untimed, with their
-    ``gpu_time``), collectives with their bytes and time."""
+    ``gpu_time``, ``device``, ``stream`` and ``launch_event``: the model's
+    :func:`~cctviz.model.gputrace.gpu_trace`), collectives with their bytes and time."""
     cpu_ts, cpu_dur, tparent = cpu
     n, ng = cpu_ts.shape[0], gts.shape[0]
     start = np.r_[cpu_ts, gts]
     dur = np.r_[cpu_dur, gdur]
     begin = _whole_ns(start)  # and each end from its given duration (ts + dur - ts loses digits)
+    g = gt.event_columns(tparent, gdur * 1e3)
     cols: dict[str, Any] = {
         "node": node,
         "start": begin,
         "end": begin + np.rint(dur * 1e3).astype(np.int64),
-        "timed": np.r_[np.ones(n, dtype=bool), np.zeros(ng, dtype=bool)],
+        "timed": g["timed"],
         "event": np.arange(n + ng, dtype=np.int64),
-        "parent_event": np.r_[tparent, np.full(ng, -1, dtype=np.int64)],
-        "gpu_time": np.r_[np.full(n, np.nan), gdur * 1e3],
+        "parent_event": g["parent_event"],
+        "gpu_time": g["gpu_time"],
     }
     for k, v in comm_vals.items():
         c = np.full(n + ng, np.nan)
         c[heads] = v * (1e3 if k == "comm_time" else 1.0)
         cols[k] = c
+    if ng:  # where each GPU event ran and which CPU event launched it
+        cols.update((k, g[k]) for k in ("device", "stream", "launch_event"))
     return pd.DataFrame(cols)
 
 

@@ -40,16 +40,19 @@ How the profiles are built (the choices):
 - NVTX ranges (kind ``"region"``; ``domain`` column) and CUDA API calls (kind
   ``"runtime"``) are nested by time on their thread (a start/end range on the
   thread that started it): each goes under the innermost interval that contains
-  it whole, vectorised (a pointer-jumping search for the nearest earlier interval
-  that ends no earlier). Intervals that overlap without nesting are siblings.
+  it whole (the model's :func:`~cctviz.model.build.nest_intervals`,
+  ``overlap="outside"``). Intervals that overlap without nesting are siblings.
   A range never ended ends at the last event of the capture
   (``meta["nsys"]["unfinished_ranges"]``).
 - Kernels, copies and sets (kinds ``"kernel"``, ``"memcpy"``, ``"memset"``;
   kernels named by ``demangledName``, or ``shortName`` with
   ``kernel_names="short"``; copies ``Memcpy HtoD``...) go under the API call of
   their process with their correlation id (the innermost, where nsys recorded a
-  call at two levels, e.g. ``cudaMalloc > cudaMalloc_v3020``); those without one
-  under a root ``(unattributed GPU)`` (``meta["nsys"]["unattributed_gpu"]``).
+  call at two levels, e.g. ``cudaMalloc > cudaMalloc_v3020``; the model's
+  :func:`~cctviz.model.gputrace.gpu_trace`); those without one under a root
+  ``(unattributed GPU)`` (``meta["nsys"]["unattributed_gpu"]``). Their events
+  carry ``device`` (``deviceId``), ``stream`` (``device D stream S``) and
+  ``launch_event`` (the event id of the API call, -1 for none).
 - Communication: NCCL kernels (``nccl...``) keep kind ``"kernel"`` (what
   :func:`~cctviz.ops.gpu.gpu_breakdown` counts) and add their GPU time as
   ``comm_time``; NCCL-domain ranges and MPI ranges are kind ``"comm"`` with a
@@ -86,8 +89,10 @@ import pandas as pd
 
 from ..errors import ProfileError
 from ..model._algo import merge_by_path
+from ..model.build import nest_intervals
 from ..model.collectives import OTF2_OPS, collective_kind
 from ..model.ensemble import Ensemble
+from ..model.gputrace import gpu_trace
 from ..model.timeline import Timeline
 from ..model.tree import Tree
 from . import register, register_timeline
@@ -443,42 +448,6 @@ def _scalar(db: _Db, sql: str) -> Any:
     return row[0] if row else None
 
 
-# ------------------------------------------------------------------ nesting
-def nest_intervals(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """The parent of every interval: the innermost interval of its thread that
-    contains it whole (ties: the earlier one in the given order is the outer),
-    -1 for none. Vectorised: over the intervals sorted by (thread, start, -end),
-    each looks for the nearest earlier one that ends no earlier than it, jumping
-    along the candidates' own candidates (a few rounds, about log2 of the
-    siblings); one that no earlier interval of its thread outlasts is top-level
-    at once.
-
-    >>> nest_intervals(np.zeros(4, int), np.array([0, 1, 2, 6]), np.array([10, 5, 3, 12])).tolist()
-    [-1, 0, 1, -1]
-    """
-    n = start.shape[0]
-    order = np.lexsort((np.arange(n), -end, start, thread))
-    th, e = thread[order], end[order]
-    cand = np.arange(n, dtype=np.int64) - 1
-    parent_sorted = np.full(n, -1, dtype=np.int64)
-    # none before it on its thread ends as late: a top-level interval, settled at once
-    reach = pd.Series(e).groupby(th).cummax().groupby(th).shift(1).to_numpy(dtype=np.float64)
-    active = np.flatnonzero(reach >= e)
-    while active.size:
-        c = cand[active]
-        ok = c >= 0
-        ok[ok] = th[c[ok]] == th[active[ok]]
-        active, c = active[ok], c[ok]
-        found = e[c] >= e[active]
-        parent_sorted[active[found]] = c[found]
-        active, c = active[~found], c[~found]
-        cand[active] = cand[c]
-    out = np.full(n, -1, dtype=np.int64)
-    has = parent_sorted >= 0
-    out[order[has]] = order[parent_sorted[has]]
-    return out
-
-
 # ------------------------------------------------------------------ building
 def _proc(gid: np.ndarray) -> np.ndarray:
     """The process part of serialized global ids (the tid bits cleared)."""
@@ -556,28 +525,32 @@ def _build(
     n, g = len(cpu), len(gpu)
     gtid = cpu["gtid"].to_numpy()
     start, end = cpu["start"].to_numpy(), cpu["end"].to_numpy()
-    tparent = nest_intervals(gtid, start, end)
+    tparent = nest_intervals(gtid, start, end, overlap="outside")["parent"]
 
     # ---- GPU work -> the innermost API call of its process with its correlation id
     cproc = _proc(gtid)
-    corr = cpu["corr"].to_numpy()
-    calls = pd.DataFrame({"proc": cproc, "corr": corr, "start": start, "idx": np.arange(n)})
-    calls = calls[corr >= 0].sort_values(["start", "idx"], kind="stable")
     gcorr = pd.to_numeric(gpu["corr"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
     gpid = pd.to_numeric(gpu["gpid"], errors="coerce")
-    if g and gpid.notna().all():
-        gkeys = pd.DataFrame({"proc": _proc(gpid.to_numpy(dtype=np.int64)), "corr": gcorr})
-        inner = calls.drop_duplicates(["proc", "corr"], keep="last")
-        hit = gkeys.merge(inner[["proc", "corr", "idx"]], how="left", on=["proc", "corr"])
-    else:  # no process column: by correlation id alone
-        inner = calls.drop_duplicates(["corr"], keep="last")
-        hit = pd.DataFrame({"corr": gcorr}).merge(inner[["corr", "idx"]], how="left", on="corr")
-    launcher = hit["idx"].fillna(-1).to_numpy(dtype=np.int64)
-    gproc = np.where(
-        launcher >= 0,
-        cproc[np.maximum(launcher, 0)] if n else 0,
-        _proc(gpid.fillna(-1).to_numpy(dtype=np.int64)) if g else 0,
+    own = _proc(gpid.fillna(-1).to_numpy(dtype=np.int64))  # the activity's process
+    scoped = g and gpid.notna().all()  # else by correlation id alone
+    inner = np.empty(n, dtype=np.int64)  # the call that starts last launches
+    inner[np.lexsort((np.arange(n), start))] = np.arange(n)
+    gt = gpu_trace(
+        cpu["corr"].to_numpy(),
+        gcorr,
+        device=gpu["device"].to_numpy(dtype=object),
+        stream=(
+            "device " + gpu["device"].astype(str) + " stream " + gpu["stream"].astype(str)
+        ).to_numpy(dtype=object)
+        if g
+        else np.empty(0, dtype=object),
+        cpu_scope=cproc if scoped else None,
+        gpu_scope=own if scoped else None,
+        cpu_rank=inner,
+        group=own,  # unattributed: a root per process
     )
+    launcher = gt.launch
+    gproc = np.where(launcher >= 0, cproc[np.maximum(launcher, 0)] if n else 0, own)
 
     # ---- profiles: processes, in rank order where MPI ranks are known, else pid order
     procs = np.unique(np.r_[cproc, gproc]).astype(np.int64)
@@ -618,8 +591,8 @@ def _build(
     tname = np.where(tmain, "main thread", np.char.add("thread ", number.astype(str)))
     tlabel = tnames.reindex(threads).to_numpy(dtype=object)
 
-    # ---- unattributed GPU work: a root per process
-    unattributed = launcher < 0
+    # ---- unattributed GPU work: a root per process (per profile, in profile order)
+    unattributed = gt.unattributed
     uprofs = np.unique(gprof[unattributed])
 
     # ---- the event forest: thread roots, unattributed roots, CPU events, GPU events
@@ -629,8 +602,8 @@ def _build(
     parent = np.empty(total, dtype=np.int64)
     parent[:S] = -1
     parent[S : S + n] = np.where(tparent >= 0, tparent + S, tinv)
-    uroot = T + np.searchsorted(uprofs, gprof)
-    parent[S + n :] = np.where(unattributed, uroot, launcher + S)
+    group_prof = profile_of.reindex(gt.groups).to_numpy(dtype=np.int64)
+    parent[S + n :] = gt.parent(S, T + np.searchsorted(uprofs, group_prof))
     names = np.empty(total, dtype=object)
     names[:T] = tname
     names[T:S] = UNATTRIBUTED
@@ -685,27 +658,23 @@ def _build(
     comm = cpu["comm"].to_numpy(dtype=bool)
     gbytes = pd.to_numeric(gpu["bytes"], errors="coerce").to_numpy(dtype=np.float64)
     epoch = int(info.get("epoch") or 0)
+    gcols = gt.event_columns(tparent, gdur)
     events = pd.DataFrame(
         {
             "profile": np.r_[cprof, gprof],
             "node": node[S:],
             "start": np.r_[start, gpu["start"].to_numpy()] + epoch,
             "end": np.r_[end, gpu["end"].to_numpy()] + epoch,
-            "timed": np.r_[np.ones(n, bool), np.zeros(g, bool)],
+            "timed": gcols["timed"],
             "event": np.arange(n + g, dtype=np.int64),
-            "parent_event": np.r_[tparent, np.full(g, -1, dtype=np.int64)],
-            "gpu_time": np.r_[np.full(n, np.nan), gdur],
+            "parent_event": gcols["parent_event"],
+            "gpu_time": gcols["gpu_time"],
             "gpu_bytes": np.r_[np.full(n, np.nan), gbytes],
             "comm_time": np.r_[np.where(comm, cdur, np.nan), np.where(nccl, gdur, np.nan)],
             "collective": np.r_[cpu["collective"].to_numpy(dtype=object), gcoll],
-            "stream": np.r_[
-                np.full(n, None, dtype=object),
-                (
-                    "device " + gpu["device"].astype(str) + " stream " + gpu["stream"].astype(str)
-                ).to_numpy(dtype=object)
-                if g
-                else np.empty(0, dtype=object),
-            ],
+            "stream": gcols["stream"],
+            "device": gcols["device"],
+            "launch_event": gcols["launch_event"],
         }
     )
     nmeta = {
@@ -778,4 +747,4 @@ def read_nsys(path: Path, *, kernel_names: str = "demangled") -> Tree | Ensemble
     return tree
 
 
-__all__ = ["nest_intervals", "read_nsys", "read_nsys_timeline"]
+__all__ = ["read_nsys", "read_nsys_timeline"]

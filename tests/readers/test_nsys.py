@@ -13,8 +13,8 @@ import pytest
 
 import cctviz
 from cctviz import ProfileError
+from cctviz.model.build import nest_intervals
 from cctviz.readers import detect
-from cctviz.readers.nsys import nest_intervals
 from tests.conftest import DATA
 from tests.readers.fuzz import assert_wrong_format_rejected, fuzz_sample
 
@@ -394,4 +394,5 @@ def test_nesting_matches_brute_force(seed):
     thread = rng.integers(0, 3, n)
     start = rng.integers(0, 50, n)
     end = start + rng.integers(0, 30, n)  # zero-length, nested, overlapping, equal
-    assert nest_intervals(thread, start, end).tolist() == brute_parent(thread, start, end)
+    got = nest_intervals(thread, start, end, overlap="outside")["parent"]
+    assert got.tolist() == brute_parent(thread, start, end)
