@@ -211,6 +211,42 @@ class Replay:
             return s, e
         return s + self._base, e + self._base
 
+    def replayed(self, label: str | None = None) -> Timeline:
+        """The replayed run as a Timeline (every event at its replayed times, on
+        the measured run's clock; events folded into a communication call left
+        out), its profiles' ``run`` column ``label`` (default: "what if: " and the
+        changes, or "replayed")."""
+        tl = self._g.timeline
+        s, e = self.event_times(relative=True)
+        keep = np.isfinite(s) & np.isfinite(e)
+        ev = tl.events[keep].copy()
+        ev["start"] = self._base + np.rint(s[keep]).astype(np.int64)
+        ev["end"] = np.maximum(self._base + np.rint(e[keep]).astype(np.int64), ev["start"])
+        if label is None:
+            from .whatif import describe
+
+            label = (
+                "what if: " + "; ".join(describe(c) for c in self.changes)
+                if self.changes
+                else "replayed"
+            )
+        profiles = tl.profiles.reset_index(drop=True).assign(run=label)
+        meta = {k: v for k, v in tl.meta.items() if k not in ("cut_ns", "path")}
+        return Timeline(tl.tree, ev, profiles, units=tl.units, meta=meta)
+
+    def beside(self, label: str = "measured") -> Timeline:
+        """The measured run and this replay (a what-if's prediction) in one Timeline,
+        the measured lanes first: ``TimelineView(rp.what_if(...).beside())`` draws
+        the predicted steps beside the measured ones (lanes "measured · rank 0",
+        "what if: ... · rank 0")."""
+        tl = self._g.timeline
+        measured = Timeline(
+            tl.tree, tl.events, tl.profiles.reset_index(drop=True).assign(run=label),
+            counters=tl.counters if len(tl.counters) else None, units=tl.units,
+            meta={k: v for k, v in tl.meta.items() if k != "path"},
+        )  # fmt: skip
+        return Timeline.concat([measured, self.replayed()])
+
     @property
     def _first_of_lane(self) -> np.ndarray:
         """Per chunk: whether it is its lane's first (made once)."""

@@ -315,3 +315,30 @@ def test_sends_and_receives_without_their_peer_are_not_collectives():
     rp = replay(Timeline(tree, ev))
     assert (rp.graph.c_type == 0).all()  # nothing waits for anything across ranks
     assert rp.steps["replayed [s]"].iloc[0] == pytest.approx(700e-9)
+
+
+def test_a_what_if_run_beside_the_measured_one():
+    """The replayed run as a Timeline on the measured clock; a what-if's lanes beside
+    the measured ones, the prediction's steps as long as its table says."""
+    from cctviz.views.timeline import TimelineView
+
+    rp = replay(async_rank())
+    same = rp.replayed()
+    ev = rp.timeline.events
+    assert same.events["end"].tolist() == ev["end"].tolist()  # unchanged: as measured
+    w = rp.what_if(Scale("work", 0.5, ranks=[0]))
+    both = w.beside()
+    assert both.n_profiles == 2 * rp.timeline.n_profiles
+    runs = both.profiles["run"].tolist()
+    assert runs[:2] == ["measured"] * 2 and all(
+        r.startswith("what if: scale work") for r in runs[2:]
+    )
+    # the predicted lanes' step intervals: the table's replayed step
+    names = both.tree.nodes["name"].to_numpy()
+    step = both.events[
+        (names[both.events["node"].to_numpy()] == "step") & (both.events["profile"] >= 2)
+    ]
+    per_rank = (step["end"] - step["start"]).mean() / 1e9
+    assert per_rank == pytest.approx(w.steps["replayed [s]"].iloc[0])
+    lanes = TimelineView(both)._data["lanes"]
+    assert lanes[0].startswith("measured · ") and lanes[2].startswith("what if: scale work")
