@@ -160,7 +160,8 @@ def build(tl: Timeline) -> Graph:
     gpu_sync = timed & np.isin(names, GPU_SYNC_NAMES)[node]
     gpu_sync |= _blocking_launches(launch_of, gpu, end, n)
     # chunk boundaries: every comm, launch, GPU and sync piece is a chunk of its own
-    last_piece = _last_piece_of(owner, n)
+    ev_first, ev_last = _event_pieces(owner, n)
+    last_piece = np.r_[ev_last, -1]  # (index -1: no event)
     is_comm_piece = (owner >= 0) & comm[np.maximum(owner, 0)]
     waits = np.zeros(n + 1, dtype=bool)
     waits[sync_of[sync_of >= 0]] = True
@@ -240,7 +241,6 @@ def build(tl: Timeline) -> Graph:
         )
     if (is_async & (sync_of[np.arange(n)] < 0)).any():
         notes.append("some asynchronous calls have no interval that waits for them")
-    ev_first, ev_last = _event_pieces(owner, n)
     lane_rank = profile_ranks(tl.profiles)[lane_prof]
     return Graph(
         tl, p_lane, p_start, p_end, dur, owner, p_node, kind, chunk, c_lane, c_type, c_first,
@@ -682,14 +682,6 @@ def _sync_targets(
         ok &= parent[cand] == parent[a]
         out[a[ok]] = cand[ok]
     return out
-
-
-def _last_piece_of(owner: np.ndarray, n: int) -> np.ndarray:
-    """Each event's last piece (-1: none)."""
-    out = np.full(n + 1, -1, dtype=np.int64)
-    has = np.flatnonzero(owner >= 0)
-    out[owner[has]] = has  # later pieces overwrite: the last wins
-    return out[: n + 1]
 
 
 def _event_pieces(owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

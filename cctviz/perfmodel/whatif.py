@@ -85,7 +85,7 @@ class Bandwidth:
     where: Any = None
 
 
-def describe(change: Any, tree: Any = None) -> str:
+def describe(change: Any) -> str:
     """A change as text, with its where as a call path where it is node ids."""
     where = getattr(change, "where", None)
     if isinstance(where, NodeSet):

@@ -116,6 +116,20 @@ def parse_trace(
     batch: list = []
     ev: Any = None
     empty: dict = {}
+
+    def new_name(nm: Any, batch: list, ev: Any, k0: int) -> int:
+        """The code of a name not seen yet (the hot path looks codes up inline)."""
+        if not isinstance(nm, str):
+            raise ProfileError(
+                path,
+                f"event name {nm!r} is not a string",
+                f"traceEvents[{_index(batch, ev, k0)}].name",
+            )
+        nc = names[nm] = len(names)
+        if on_name is not None:
+            on_name(nm, nc)
+        return nc
+
     with gc_paused():
         try:
             for batch in st.batches(top, "traceEvents", what, array_ok=array_ok):
@@ -134,15 +148,7 @@ def parse_trace(
                         nm = ev.get("name", unnamed)
                         nc = names.get(nm)
                         if nc is None:
-                            if not isinstance(nm, str):
-                                raise ProfileError(
-                                    path,
-                                    f"event name {nm!r} is not a string",
-                                    f"traceEvents[{_index(batch, ev, k0)}].name",
-                                )
-                            nc = names[nm] = len(names)
-                            if on_name is not None:
-                                on_name(nm, nc)
+                            nc = new_name(nm, batch, ev, k0)
                         cc = cats.get(cat)
                         if cc is None:
                             cc = cats[cat] = len(cats)
@@ -177,15 +183,7 @@ def parse_trace(
                             nm = ev.get("name", unnamed)
                             nc = names.get(nm)
                             if nc is None:
-                                if not isinstance(nm, str):
-                                    raise ProfileError(
-                                        path,
-                                        f"event name {nm!r} is not a string",
-                                        f"traceEvents[{_index(batch, ev, k0)}].name",
-                                    )
-                                nc = names[nm] = len(names)
-                                if on_name is not None:
-                                    on_name(nm, nc)
+                                nc = new_name(nm, batch, ev, k0)
                             col.b_name.append(nc)
                         else:
                             col.b_name.append(-1)
