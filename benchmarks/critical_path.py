@@ -8,8 +8,10 @@ one process, one after the other:
 * ``build s``: ``replay(timeline)``: the dependency graph (pieces, chunks,
   collective instances matched across the ranks) and the replay of every step;
 * ``path s``: ``critical_path()`` of every step (segments, by context);
-* ``what-if s``: one ``what_if(Scale(...))`` (durations changed, replayed again);
-* ``total s``: the three.
+* ``build+path s``: the two (the issue's goal: under 5 s at 10M events), ``of it
+  user s`` and ``system s`` the process's CPU time in user and kernel mode over
+  them (the kernel's: mostly page faults on fresh memory);
+* ``what-if s``: one ``what_if(Scale(...))`` (durations changed, replayed again).
 
 Peer (``--hta``): HTA's ``critical_path_analysis`` of one step of a real rank-0 GPU
 trace (HTA's own test data; HTA's analysis is of one rank and needs ProfilerStep
@@ -20,23 +22,27 @@ Usage::
 
     python benchmarks/critical_path.py [--events 100000 1000000 10000000] [--ranks 64] [--hta]
 
-Measured 2026-12-06, 64 ranks, this machine (2 cores, other jobs running beside)::
+Measured 2026-12-07, 64 ranks, this machine (2 cores)::
 
-     events  ranks  steps  chunks  build s  path s  what-if s  total s
-     99,520     64     74   9,536    0.516   0.051      0.134    0.701
-  1,000,000     64    744  95,296    5.477   0.353      0.727    6.557
-  9,999,424     64  7,440 952,384   34.786   0.457      4.572   39.814
+     events  steps  chunks  build s  path s  build+path s  user s  system s  what-if s
+     99,520     74   9,536    0.072   0.010         0.082   0.062     0.020      0.024
+  1,000,000    744  95,296    0.568   0.031         0.599   0.523     0.076      0.147
+  9,999,424  7,440 952,384    9.476   0.227         9.703   5.854     3.844      1.785
 
-The goal (10M events in under 5 s) is not met: 40 s (NOTES.md, "Replay and
-what-if"). HTA, on one step of its own rank-0 GPU sample (45,404 events): its
-``critical_path_analysis`` 1.92 s after 5.2 s of loading; cctviz's replay and path
-0.50 s after 0.64 s of reading (0.26x HTA's path time); the paths' lengths 95.70 ms
-(cctviz) and 95.57 ms (HTA).
+The goal (10M events in under 5 s) is not met: 9.7 s (40 s before the pieces
+came from the nester's stream; NOTES.md, "Replay and what-if"). 1M events take
+0.6 s; from 1M to 10M the time grows 16x, the kernel's share from 13% to 40%:
+arrays past glibc's 32 MB mmap threshold are fresh pages each time, and a fresh
+page costs about 1.6 ms per MB on this virtual machine. HTA, on one step of its
+own rank-0 GPU sample (45,404 events): its ``critical_path_analysis`` 0.43 s
+after 1.4 s of loading; cctviz's replay and path 0.14 s after 0.26 s of reading
+(0.33x HTA's path time); the paths' lengths 95.70 ms (cctviz) and 95.57 ms (HTA).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import tempfile
 import time
@@ -115,8 +121,10 @@ def measure(n_events: int, ranks: int) -> dict:
     tl = synthetic(n_events, ranks)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReplayWarning)
+        cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         rp, build_s = timed(lambda: replay(tl))
         cp, path_s = timed(rp.critical_path)
+        cpu1 = resource.getrusage(resource.RUSAGE_SELF)
         _, whatif_s = timed(lambda: rp.what_if(Scale("forward", 0.5)))
     return {
         "events": len(tl),
@@ -125,8 +133,10 @@ def measure(n_events: int, ranks: int) -> dict:
         "chunks": rp.graph.n_chunks,
         "build s": build_s,
         "path s": path_s,
+        "build+path s": build_s + path_s,
+        "of it user s": cpu1.ru_utime - cpu0.ru_utime,
+        "system s": cpu1.ru_stime - cpu0.ru_stime,
         "what-if s": whatif_s,
-        "total s": build_s + path_s + whatif_s,
         "path segments": len(cp.segments),
     }
 

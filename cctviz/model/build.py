@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._algo import TrieBuilder
+from ._algo import TrieBuilder, as_whole, lexsort, stable_order
 
 #: name of the root that samples with an empty stack are charged to (py-spy's
 #: samples of a thread without Python frames: `` 4`` in its raw output)
@@ -307,7 +307,7 @@ def nest_intervals(
     end0 = np.maximum(np.asarray(end, dtype=np.float64), start)
     n = start.shape[0]
     if order is None:
-        order = np.lexsort((np.arange(n), start - end0, start, group))  # outer first
+        order = lexsort((start - end0, start, group))  # outer first, then as given
     order = np.asarray(order, dtype=np.int64)
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
@@ -369,7 +369,10 @@ def _stream_order(
     zero = end <= start
     ce = np.ones(n, np.int8) if enter_class is None else enter_class.astype(np.int8)
     cl = np.zeros(n, np.int8) if leave_late is None else (2 * leave_late).astype(np.int8)
-    return np.lexsort(
+    packed = _packed_stream(group, start, end, zero, ce, cl)
+    if packed is not None:
+        return _arranged_order(packed, rank, zero)
+    return lexsort(
         (
             np.concatenate([2 * rank, np.where(zero, 2 * rank + 1, -rank)]),
             np.concatenate([ce, np.where(zero, ce, cl)]),
@@ -377,6 +380,56 @@ def _stream_order(
             np.concatenate([group, group]),
         )
     )
+
+
+def _packed_stream(
+    group: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    zero: np.ndarray,
+    ce: np.ndarray,
+    cl: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (group, time, class) keys of the Enters and of the Leaves packed into
+    int64s, where the times are whole numbers and the keys fit; else None."""
+    if not start.size:
+        return None
+    s, e = as_whole(start), as_whole(end)
+    if s is None or e is None:
+        return None
+    g = group.astype(np.int64, copy=False)
+    lo, width = int(s.min()), int(max(e.max(), s.max()) - s.min()) + 1
+    g_lo, g_width = int(g.min()), int(g.max() - g.min()) + 1
+    if g_width * width * 4 >= 2**62:
+        return None
+    k_enter = ((g - g_lo) * width + (s - lo)) * 4 + ce
+    k_leave = np.where(zero, k_enter, ((g - g_lo) * width + (e - lo)) * 4 + cl)
+    return k_enter, k_leave
+
+
+def _arranged_order(
+    packed: tuple[np.ndarray, np.ndarray], rank: np.ndarray, zero: np.ndarray
+) -> np.ndarray:
+    """:func:`_stream_order` by one stable sort of the packed keys: the Leaves of
+    intervals longer than zero laid out first in decreasing rank (inner first
+    where they tie), then the Enters in rank order, each zero-length interval's
+    Leave right after its Enter, so that ties keep the sub-order."""
+    k_enter, k_leave = packed
+    n = rank.shape[0]
+    order = np.empty(n, dtype=np.int64)
+    order[rank] = np.arange(n)
+    desc = order[::-1]
+    longer = desc[~zero[desc]]
+    m = longer.size
+    z = zero[order]
+    at = m + np.arange(n) + np.cumsum(z) - z  # where each Enter goes
+    seq = np.empty(2 * n, dtype=np.int64)
+    key = np.empty(2 * n, dtype=np.int64)
+    seq[:m], key[:m] = n + longer, k_leave[longer]
+    seq[at], key[at] = order, k_enter[order]
+    zs = order[z]
+    seq[at[z] + 1], key[at[z] + 1] = n + zs, k_enter[zs]
+    return seq[np.argsort(key, kind="stable")]
 
 
 def _interval_stream(
@@ -402,19 +455,13 @@ def _interval_stream(
     del is_enter
     where = np.empty(2 * n, dtype=ix)
     where[pos] = np.arange(2 * n, dtype=ix)
+    entered = pos[pos < n]  # the intervals in the order of their Enters
     del pos
     out.e_pos = e_pos = where[:n]
     l_pos = where[n:]
     out.level = level = depth[e_pos]
-    # the parent: the last Enter one level up before it (a group starts at depth 0)
-    span = 2 * n + 1
-    key = level.astype(np.int64) * span + e_pos
-    by_key = np.argsort(key, kind="stable")
-    key = key[by_key]
-    k = np.searchsorted(key, (level.astype(np.int64) - 1) * span + e_pos) - 1
-    del key
-    out.parent = np.where(level > 1, by_key[np.maximum(k, 0)], -1)
-    del by_key, k
+    out.parent = _last_enter_above(e_pos, level, entered)
+    del entered
     after = depth[l_pos]
     if (after == level - 1).all():
         out.settled = None
@@ -426,6 +473,24 @@ def _interval_stream(
     bad = np.flatnonzero(after > level - 1)
     out.settled = ~_tainted(depth, l_pos[bad], level[bad] - 1)[e_pos]
     return out
+
+
+def _last_enter_above(e_pos: np.ndarray, level: np.ndarray, entered: np.ndarray) -> np.ndarray:
+    """Each interval's parent: the last Enter one level up before its Enter (a
+    group starts at depth 0), -1 at the top. The intervals in the order of their
+    Enters (``entered``) sorted stably by level (a radix sort of small
+    integers), so each level's are in stream order; then per level one search
+    among the level above."""
+    parent = np.full(e_pos.shape[0], -1, dtype=np.int64)
+    by_level = entered[stable_order(level[entered])]
+    lv = level[by_level]
+    bounds = np.searchsorted(lv, np.arange(1, int(lv[-1]) + 2) if lv.size else [])
+    for h in range(1, bounds.shape[0] - 1):  # a loop per level, vectorised within
+        up = by_level[bounds[h - 1] : bounds[h]]
+        here = by_level[bounds[h] : bounds[h + 1]]
+        k = np.searchsorted(e_pos[up], e_pos[here]) - 1
+        parent[here] = up[np.maximum(k, 0)]
+    return parent
 
 
 def _tainted(depth: np.ndarray, p: np.ndarray, h: np.ndarray) -> np.ndarray:

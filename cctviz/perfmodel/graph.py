@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..model._algo import level_order, lexsort, preorder_permutation, subtree_sizes
 from ..model.build import nest_intervals
 from ..model.collectives import collective_kind
 from ..model.timeline import Timeline, profile_ranks
@@ -121,24 +122,19 @@ def build(tl: Timeline) -> Graph:
     is_comm_node = kinds == "comm" if kinds is not None else np.zeros(len(tree), dtype=bool)
     gpu = _gpu_events(ev, timed)
     lane, lane_prof = _lanes(tl, node, prof, gpu, ev)
-    parent, end = _parents(ev, lane, start, end, timed)
+    parent, end, stream = _parents(ev, lane, start, end, timed)
     comm = timed & is_comm_node[node]
     msg_send, msg_recv = _messages(tl, node, names, prof, start, end, timed, parent)
     comm[msg_send] = True  # a blocking send or receive: its region is the call
     comm[msg_recv] = True
     inside = _inside(parent, comm)  # below a comm call: folded into it
-    kept = np.flatnonzero((timed | gpu) & ~inside)
-    owner, p_start, p_end = _own_pieces(kept, parent, start, end, comm)
-    i_owner, i_start, i_end = _idle_pieces(kept[~gpu[kept]], parent, lane, start, end)
-    owner = np.concatenate([owner, i_owner])
-    p_start = np.concatenate([p_start, i_start])
-    p_end = np.concatenate([p_end, i_end])
-    p_lane = np.where(owner >= 0, lane[np.maximum(owner, 0)], -1 - owner)
-    order = np.lexsort((p_end, p_start, p_lane))
-    owner, p_start, p_end, p_lane = owner[order], p_start[order], p_end[order], p_lane[order]
-    p_node = np.where(owner >= 0, node[np.maximum(owner, 0)], -1)
-    kind = _piece_kinds(owner, p_node, kinds, names, comm, gpu)
-    dur = np.maximum(p_end - p_start, 0).astype(np.float64)
+    owner, p_start, p_end, p_lane, ev_first, ev_last = _pieces(
+        stream, timed & ~inside, gpu & ~inside, lane, parent, start, end
+    )
+    n_lanes = lane_prof.shape[0]
+    p_node = _of_owner(node, -1, n_lanes)[owner]
+    kind = _of_owner(_event_kinds(node, kinds, names, comm, gpu), K_IDLE, n_lanes)[owner]
+    dur = (p_end - p_start).astype(np.float64)  # (p_end >= p_start; int64 first: epoch ns)
 
     comp = start + _comm_time(ev, start, end)  # completion of every call
     inst = _instances(tl, comm, node, prof, start)
@@ -160,9 +156,8 @@ def build(tl: Timeline) -> Graph:
     gpu_sync = timed & np.isin(names, GPU_SYNC_NAMES)[node]
     gpu_sync |= _blocking_launches(launch_of, gpu, end, n)
     # chunk boundaries: every comm, launch, GPU and sync piece is a chunk of its own
-    ev_first, ev_last = _event_pieces(owner, n)
     last_piece = np.r_[ev_last, -1]  # (index -1: no event)
-    is_comm_piece = (owner >= 0) & comm[np.maximum(owner, 0)]
+    is_comm_piece = _of_owner(comm, False, n_lanes)[owner]
     waits = np.zeros(n + 1, dtype=bool)
     waits[sync_of[sync_of >= 0]] = True
     waits[:n] |= gpu_sync
@@ -172,7 +167,8 @@ def build(tl: Timeline) -> Graph:
     new_lane = np.r_[True, p_lane[1:] != p_lane[:-1]] if len(p_lane) else np.zeros(0, bool)
     after_special = np.r_[False, special[:-1]] if len(special) else special
     boundary = new_lane | special | after_special
-    chunk = np.cumsum(boundary) - 1
+    chunk = np.cumsum(boundary, dtype=np.int64)
+    chunk -= 1
     c_first = np.flatnonzero(boundary)
     c_stop = np.r_[c_first[1:], len(owner)].astype(np.int64)
     n_chunks = c_first.shape[0]
@@ -197,11 +193,13 @@ def build(tl: Timeline) -> Graph:
     c_transfer[member] = np.maximum(c_end[member] - last_arrival[c_inst[member]], 0)
     inst_ptr, inst_chunks = _csr(c_inst[member], np.flatnonzero(member), n_inst)
     # what each sync waits for: asynchronous collectives, GPU work
-    chunk_of_event = np.full(n + 1, -1, dtype=np.int64)
-    has_piece = last_piece[:n] >= 0
-    chunk_of_event[:n][has_piece] = chunk[last_piece[:n][has_piece]]
+
+    def chunk_of_event(e: np.ndarray) -> np.ndarray:  # -1: no event, or no piece
+        p = last_piece[e]
+        return np.where(p >= 0, chunk[np.maximum(p, 0)], -1)
+
     issue = np.flatnonzero(c_type == ISSUE)
-    target = chunk_of_event[sync_of[c_owner[issue]]]
+    target = chunk_of_event(sync_of[c_owner[issue]])
     ok = target >= 0
     c_transfer[issue] = _issue_transfer(
         issue, target, c_inst, c_start, c_end, comp[c_owner[issue]], known[c_owner[issue]],
@@ -210,7 +208,7 @@ def build(tl: Timeline) -> Graph:
     done = last_arrival[c_inst[issue[ok]]] + c_transfer[issue[ok]]
     kern = np.flatnonzero(c_type == KERNEL)
     c_launch = np.full(n_chunks, -1, dtype=np.int64)
-    c_launch[kern] = chunk_of_event[launch_of[c_owner[kern]]]
+    c_launch[kern] = chunk_of_event(launch_of[c_owner[kern]])
     c_gap, c_into = _kernel_gaps(kern, c_launch, c_lane, c_start, c_end, n_chunks)
     g_sync, g_dep = _gpu_waits(
         np.flatnonzero((c_type == SYNC) & gpu_sync[co]), kern, c_launch, c_lane, c_start,
@@ -492,9 +490,12 @@ def _issue_transfer(
 
 
 def _parents(
-    ev: pd.DataFrame, prof: np.ndarray, start: np.ndarray, end: np.ndarray, timed: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each event's enclosing timed event (-1 at the top) and the ends used."""
+    ev: pd.DataFrame, lane: np.ndarray, start: np.ndarray, end: np.ndarray, timed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each event's enclosing timed event (-1 at the top), the ends used (a child
+    that outlives its parent clamped to it: the nester's policy) and the timed
+    events as one Enter/Leave stream, lane after lane (``k`` the Enter of event
+    ``k``, ``-1 - k`` its Leave)."""
     n = len(ev)
     parent = np.full(n, -1, dtype=np.int64)
     end = end.copy()
@@ -508,23 +509,119 @@ def _parents(
         parent[ok] = pos[par[ok]]
         parent[~timed] = -1
         parent = np.where((parent >= 0) & timed[np.maximum(parent, 0)], parent, -1)
-        # a child that outlives its parent is clamped to it (the nester's policy)
         has = parent >= 0
         end[has] = np.maximum(np.minimum(end[has], end[parent[has]]), start[has])
-        return parent, end
+        return parent, end, _euler_stream(idx, parent, lane, start)
+    stream = np.zeros(0, dtype=np.int64)
     if idx.size:
         nested = nest_intervals(
-            prof[idx], start[idx].astype(np.float64), end[idx].astype(np.float64)
+            lane[idx], start[idx].astype(np.float64), end[idx].astype(np.float64)
         )
         p = nested["parent"]
         parent[idx] = np.where(p >= 0, idx[np.maximum(p, 0)], -1)
         end[idx] = np.maximum(nested["end"].astype(np.int64), start[idx])
-    return parent, end
+        stream = nested["stream"]
+        if idx.size < n:  # positions among the timed events: the events'
+            stream = np.where(
+                stream >= 0, idx[stream ^ (stream >> 63)], -1 - idx[stream ^ (stream >> 63)]
+            )
+    return parent, end, stream
+
+
+def _euler_stream(
+    idx: np.ndarray, parent: np.ndarray, lane: np.ndarray, start: np.ndarray
+) -> np.ndarray:
+    """The Enter/Leave stream of the events ``idx`` whose parents are given (each
+    lane's events in pre-order, siblings by start): in pre-order, the Enter of
+    the ``i``-th event comes after ``i - depth`` Leaves, its Leave after its
+    subtree's Enters and Leaves."""
+    m = idx.size
+    if not m:
+        return np.zeros(0, dtype=np.int64)
+    local = np.full(parent.shape[0], -1, dtype=np.int64)
+    local[idx] = np.arange(m)
+    par = np.where(parent[idx] >= 0, local[np.maximum(parent[idx], 0)], -1)
+    key = lexsort((start[idx], lane[idx]))
+    sibling_key = np.empty(m, dtype=np.int64)
+    sibling_key[key] = np.arange(m)  # lanes in order, each by start
+    perm = preorder_permutation(par, sibling_key)
+    depth, levels = level_order(par)
+    size = subtree_sizes(par, levels)
+    i = np.arange(m)
+    enter = 2 * i - depth[perm]
+    leave = enter + 2 * size[perm] - 1
+    stream = np.empty(2 * m, dtype=np.int64)
+    stream[enter] = idx[perm]
+    stream[leave] = -1 - idx[perm]
+    return stream
+
+
+def _pieces(
+    stream: np.ndarray,
+    host: np.ndarray,
+    gpu: np.ndarray,
+    lane: np.ndarray,
+    parent: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """The pieces, in lane then time order: (owner, start, end, lane) and each
+    event's first and last piece (-1: none).
+
+    On the host, one piece per entry of the Enter/Leave stream of the ``host``
+    events (the others taken out: what is inside a comm call folds into it),
+    until the lane's next entry: a piece of the interval entered (an Enter) or
+    of the one left to (a Leave: the parent), an idle piece (owner ``-1 -
+    lane``) where that is the top (a lane's last piece, from its last Leave, is
+    idle and empty). A ``gpu`` event is one piece."""
+    n = lane.shape[0]
+    ev = stream ^ (stream >> 63)  # Enter k, Leave -1 - k: the event k
+    keep = host[ev]
+    if not keep.all():
+        stream, ev = stream[keep], ev[keep]
+    del keep
+    is_enter = stream >= 0
+    ln = lane[ev]
+    t = np.where(is_enter, start[ev], end[ev])
+    up = parent[ev]
+    owner = np.where(is_enter, ev, np.where(up >= 0, up, -1 - ln))
+    del up
+    p_end = np.empty_like(t)
+    p_end[:-1] = t[1:]
+    lane_end = np.flatnonzero(ln[1:] != ln[:-1])  # a lane's last entry
+    p_end[lane_end] = t[lane_end]
+    if t.size:
+        p_end[-1] = t[-1]
+    np.maximum(p_end, t, out=p_end)
+    first = np.full(n, -1, dtype=np.int64)
+    last = np.full(n, -1, dtype=np.int64)
+    at = np.flatnonzero(is_enter)
+    first[ev[at]] = at
+    at = np.flatnonzero(~is_enter)
+    last[ev[at]] = at - 1
+    del at
+    g = np.flatnonzero(gpu)
+    if not g.size:
+        return owner, t, p_end, ln, first, last
+    g = g[lexsort((end[g], start[g], lane[g]))]
+    first[g] = last[g] = owner.shape[0] + np.arange(g.size)
+    order = np.argsort(np.concatenate([ln, lane[g]]), kind="stable")
+    where = np.empty_like(order)
+    where[order] = np.arange(order.size)
+    has = first >= 0
+    first[has], last[has] = where[first[has]], where[last[has]]
+    owner = np.concatenate([owner, g])[order]
+    p_start = np.concatenate([t, start[g]])[order]
+    p_end = np.maximum(np.concatenate([p_end, end[g]])[order], p_start)
+    return owner, p_start, p_end, np.concatenate([ln, lane[g]])[order], first, last
 
 
 def _inside(parent: np.ndarray, comm: np.ndarray) -> np.ndarray:
     """Whether an event lies (strictly) inside a comm event."""
     out = np.zeros(parent.shape[0], dtype=bool)
+    has = parent >= 0
+    if not comm[parent[has]].any():  # no comm event holds another
+        return out
     p = parent.copy()
     while (p >= 0).any():
         live = p >= 0
@@ -533,62 +630,23 @@ def _inside(parent: np.ndarray, comm: np.ndarray) -> np.ndarray:
     return out
 
 
-def _own_pieces(
-    kept: np.ndarray, parent: np.ndarray, start: np.ndarray, end: np.ndarray, comm: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(owner, start, end) of the own-time pieces of the kept events: the
-    stretches between each one's children (a comm event: itself, whole)."""
-    par = parent[kept]
-    child = kept[(par >= 0) & ~comm[np.maximum(par, 0)]]
-    cp = parent[child]
-    owners = kept
-    # piece starts: the owner's start, then each child's end; ends: each child's
-    # start, then the owner's end; both sorted by (owner, time) they pair up
-    s_owner = np.concatenate([owners, cp])
-    s_time = np.concatenate([start[owners], end[child]])
-    s_tie = np.concatenate([np.zeros(owners.size, np.int8), np.ones(child.size, np.int8)])
-    e_owner = np.concatenate([cp, owners])
-    e_time = np.concatenate([start[child], end[owners]])
-    e_tie = np.concatenate([np.zeros(child.size, np.int8), np.ones(owners.size, np.int8)])
-    so = np.lexsort((s_tie, s_time, s_owner))
-    eo = np.lexsort((e_tie, e_time, e_owner))
-    owner = s_owner[so]
-    p_start, p_end = s_time[so], e_time[eo]
-    return owner, p_start, np.maximum(p_end, p_start)
+def _of_owner(per_event: np.ndarray, idle: object, n_lanes: int) -> np.ndarray:
+    """``per_event`` padded with ``idle`` for the idle owners: indexed by a
+    piece's owner (``-1 - lane`` from the end), one gather gives every piece's."""
+    return np.concatenate([per_event, np.full(n_lanes, idle, dtype=per_event.dtype)])
 
 
-def _idle_pieces(
-    kept: np.ndarray, parent: np.ndarray, prof: np.ndarray, start: np.ndarray, end: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The gaps between a lane's top intervals: owner ``-1 - lane``."""
-    top = kept[parent[kept] < 0]
-    top = top[np.lexsort((start[top], prof[top]))]
-    if top.size < 2:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    same = prof[top[1:]] == prof[top[:-1]]
-    a, b = top[:-1][same], top[1:][same]
-    g0 = end[a]
-    g1 = np.maximum(start[b], g0)
-    return -1 - prof[a], g0, g1
-
-
-def _piece_kinds(
-    owner: np.ndarray,
-    p_node: np.ndarray,
-    kinds: np.ndarray | None,
-    names: np.ndarray,
-    comm: np.ndarray,
-    gpu: np.ndarray,
+def _event_kinds(
+    node: np.ndarray, kinds: np.ndarray | None, names: np.ndarray, comm: np.ndarray, gpu: np.ndarray
 ) -> np.ndarray:
-    kind = np.full(owner.shape[0], K_COMPUTE, dtype=np.int8)
-    has = owner >= 0
-    nd = np.maximum(p_node, 0)
+    """Each event's kind of piece (the critical path's ``kind``)."""
+    of_node = np.full(names.shape[0], K_COMPUTE, dtype=np.int8)
     if kinds is not None:
-        kind[has & np.isin(kinds, GPU_KINDS)[nd]] = K_GPU
-    kind[has & gpu[np.maximum(owner, 0)]] = K_GPU
-    kind[has & np.isin(names, LAUNCH_NAMES)[nd]] = K_LAUNCH
-    kind[has & comm[np.maximum(owner, 0)]] = K_COMM
-    kind[~has] = K_IDLE
+        of_node[np.isin(kinds, GPU_KINDS)] = K_GPU
+    of_node[np.isin(names, LAUNCH_NAMES)] = K_LAUNCH
+    kind = of_node[node]
+    kind[gpu & (kind != K_LAUNCH)] = K_GPU
+    kind[comm] = K_COMM
     return kind
 
 
@@ -682,15 +740,6 @@ def _sync_targets(
         ok &= parent[cand] == parent[a]
         out[a[ok]] = cand[ok]
     return out
-
-
-def _event_pieces(owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    first = np.full(n, -1, dtype=np.int64)
-    last = np.full(n, -1, dtype=np.int64)
-    has = np.flatnonzero(owner >= 0)
-    last[owner[has]] = has
-    first[owner[has[::-1]]] = has[::-1]
-    return first, last
 
 
 def _csr(key: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..model._algo import lexsort
 from ..model.ensemble import Ensemble
 from ..model.tables import UnitTable, with_units
 from ..model.timeline import Timeline, number_steps
@@ -94,7 +95,7 @@ def replay(timeline_or_path: Any, **read_kw: Any) -> Replay:
     _warn_lacks(tl, graph)
     steps = _steps(tl)
     steps["lane"] = graph.ev_lane[steps["event"].to_numpy(dtype=np.int64)]
-    return Replay(graph, steps, graph.dur.copy(), graph.c_transfer.copy())
+    return Replay(graph, steps, graph.dur, graph.c_transfer.copy())  # (what-ifs copy)
 
 
 def _warn_lacks(tl: Timeline, graph: Graph) -> None:
@@ -183,7 +184,7 @@ class Replay:
         self._psteps: np.ndarray | None = None
         self._base = int(graph.timeline.span[0])  # times inside are ns from here
         self._sim = _simulate(graph, dur, transfer, self._base)
-        self._times = _piece_times(graph, dur, self._sim)
+        self._cum: np.ndarray | None = None  # per piece: the durations before it
         self.steps = self._step_table()
 
     # ------------------------------------------------------------------ API
@@ -202,11 +203,18 @@ class Replay:
         (``relative``: ns from its start, exact to well below a ns; on the clock, a
         float64 of an epoch's ns keeps about 256 ns), NaN for events folded into a
         communication call or left out."""
-        ps, pe = self._times
+        return self._event_times(None, relative)
+
+    def _event_times(
+        self, events: np.ndarray | None, relative: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`event_times` of ``events`` (indices; None: all)."""
         g = self._g
         first, last = g.ev_first, g.ev_last
-        s = np.where(first >= 0, ps[np.maximum(first, 0)], np.nan)
-        e = np.where(last >= 0, pe[np.maximum(last, 0)], np.nan)
+        if events is not None:
+            first, last = first[events], last[events]
+        s = np.where(first >= 0, self._piece_times(np.maximum(first, 0))[0], np.nan)
+        e = np.where(last >= 0, self._piece_times(np.maximum(last, 0))[1], np.nan)
         if relative:
             return s, e
         return s + self._base, e + self._base
@@ -318,6 +326,24 @@ class Replay:
         return f"<Replay: {n} step(s), {self._g.n_chunks} chunks{what}>"
 
     # ------------------------------------------------------------ internals
+    def _piece_times(self, pieces: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Replayed start and end of ``pieces`` (indices; None: every piece), ns
+        from the timeline's start: a chunk's pieces one after the other from its
+        start; a collective's or sync's one piece spans the chunk."""
+        g = self._g
+        if not g.n_chunks:
+            return np.zeros(0), np.zeros(0)
+        if self._cum is None:  # made once, for the pieces asked for after
+            self._cum = np.cumsum(self._dur) - self._dur  # the durations of the pieces before
+            self._chunk_times = np.asarray(self._sim.start), np.asarray(self._sim.end)
+        cs, ce = self._chunk_times
+        cum = self._cum if pieces is None else self._cum[pieces]
+        ch = g.chunk if pieces is None else g.chunk[pieces]
+        dur = self._dur if pieces is None else self._dur[pieces]
+        ps = cs[ch] + (cum - self._cum[g.c_first[ch]])
+        whole = (g.c_type[ch] == COLL) | (g.c_type[ch] == SYNC)
+        return ps, np.where(whole, ce[ch], ps + dur)
+
     def _bounds(self, replayed: bool) -> pd.DataFrame:
         """Per step across the lanes: first start, last end (ns), the lane that ends
         last and its step event."""
@@ -334,8 +360,7 @@ class Replay:
         if len(rows):
             ev_idx = rows["event"].to_numpy()
             if replayed:
-                s_all, e_all = self.event_times(relative=True)
-                s, e = s_all[ev_idx], e_all[ev_idx]
+                s, e = self._event_times(ev_idx)
             else:
                 ev = g.timeline.events
                 s = (ev["start"].to_numpy()[ev_idx] - self._base).astype(np.float64)
@@ -344,7 +369,7 @@ class Replay:
                                   "start": s, "end": e, "event": ev_idx})  # fmt: skip
         else:  # the whole trace as one step, per profile (its lane that ends last)
             ps, pe = (
-                self._times
+                self._piece_times()
                 if replayed
                 else ((g.start - self._base).astype(float), (g.end - self._base).astype(float))
             )
@@ -521,10 +546,17 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
 
     barrier_who = sim.barrier_who
     busy = [False] * n
-    order = np.lexsort((np.arange(n), g.c_start, g.c_end)).tolist()
+    order = lexsort((g.c_start, g.c_end)).tolist()
     try:
         for i in order:
-            if end[i] != end[i]:
+            if end[i] == end[i]:
+                continue
+            p = prev[i]
+            if typ[i] == PLAIN and (p < 0 or end[p] == end[p]):  # the most common case
+                s = t0[i] if p < 0 else end[p]
+                start[i] = s
+                end[i] = s + d[i]
+            else:
                 resolve(i)
     except RecursionError:
         raise ValueError(
@@ -533,23 +565,6 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
         ) from None
     sim.last_arrival = last_arrival
     return sim
-
-
-def _piece_times(g: Graph, dur: np.ndarray, sim: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Replayed start and end of every piece: a chunk's pieces one after the
-    other from its start; a collective's or sync's one piece spans the chunk."""
-    if not g.n_chunks:
-        return np.zeros(0), np.zeros(0)
-    cs = np.asarray(sim.start, dtype=np.float64)
-    ce = np.asarray(sim.end, dtype=np.float64)
-    cum = np.cumsum(dur) - dur
-    offset = cum - cum[g.c_first][g.chunk]
-    ps = cs[g.chunk] + offset
-    pe = ps + dur
-    whole = (g.c_type == COLL) | (g.c_type == SYNC)
-    span = whole[g.chunk]
-    pe = np.where(span, ce[g.chunk], pe)
-    return ps, pe
 
 
 # ----------------------------------------------------------- the critical path
@@ -688,20 +703,16 @@ def _walk(
 def _segment_table(rp: Replay, walk: pd.DataFrame) -> UnitTable:
     """The walk's chunks cut into their pieces (vectorised), in time order."""
     g = rp._g
-    ps, pe = rp._times
     ch = walk["chunk"].to_numpy(dtype=np.int64)
     first, stop = g.c_first[ch], g.c_stop[ch]
     counts = stop - first
     rows = np.repeat(np.arange(len(walk)), counts)
     piece = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + first[rows]
+    ps, pe = rp._piece_times(piece)
     over = walk["kind"].to_numpy(dtype=np.int64)[rows]
     free = over == K_FREE_COMM  # an asynchronous transfer: after its call returned
-    lo = np.where(
-        free, walk["lo"].to_numpy()[rows], np.maximum(ps[piece], walk["lo"].to_numpy()[rows])
-    )
-    hi = np.where(
-        free, walk["hi"].to_numpy()[rows], np.minimum(pe[piece], walk["hi"].to_numpy()[rows])
-    )
+    lo = np.where(free, walk["lo"].to_numpy()[rows], np.maximum(ps, walk["lo"].to_numpy()[rows]))
+    hi = np.where(free, walk["hi"].to_numpy()[rows], np.minimum(pe, walk["hi"].to_numpy()[rows]))
     keep = hi > lo
     piece, rows, lo, hi, over = piece[keep], rows[keep], lo[keep], hi[keep], over[keep]
     kind = g.kind[piece].astype(np.int64)
