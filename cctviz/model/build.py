@@ -272,7 +272,8 @@ def nest_intervals(
       interval where another ends, or one equal to another, goes inside it.
 
     Returns a dict: per interval ``parent`` (the enclosing interval, -1 at the
-    top), ``level`` (1 at the top), ``start`` and ``end`` (the times used, float64:
+    top), ``level`` (1 at the top), ``start`` and ``end`` (the times used, float64;
+    for ``"clamp"``, int64 where both were given as integers:
     ``end`` lowered where an interval was clamped or cut, ``start`` raised where
     one was trimmed) and ``clamped`` (its end was lowered); ``stream`` (for
     ``"clamp"``: the intervals as Enter/Leave events in order, ``k`` for the Enter
@@ -303,17 +304,21 @@ def nest_intervals(
     if overlap not in OVERLAP_POLICIES:
         raise ValueError(f"overlap: one of {OVERLAP_POLICIES}, not {overlap!r}")
     group = np.asarray(group, dtype=np.int64)
+    whole = _whole_times(start, end)  # integers given: the sorts take them as they are
     start = np.asarray(start, dtype=np.float64)
     end0 = np.maximum(np.asarray(end, dtype=np.float64), start)
     n = start.shape[0]
     if order is None:
-        order = lexsort((start - end0, start, group))  # outer first, then as given
+        s, e = whole if whole is not None else (start, end0)
+        order = lexsort((s - e, s, group))  # outer first, then as given
     order = np.asarray(order, dtype=np.int64)
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
     if overlap == "outside":
         return _nest_outside(group, start, end0, order)
     if overlap == "clamp":
+        if whole is not None:  # integers: exact past 2**53 (epoch ns), and no conversions
+            start, end0 = whole
         end = end0.copy()
         while True:
             s = _interval_stream(group, start, end, rank, with_stream=True)
@@ -334,6 +339,16 @@ def nest_intervals(
             "clamped": end < end0,
         }
     return _nest_cut(group, start, end0, rank, yields, float(tol))
+
+
+def _whole_times(start: Any, end: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """``start`` and ``end`` (end no earlier than start) as int64 where both are
+    given as integers, else None."""
+    s, e = np.asarray(start), np.asarray(end)
+    if s.dtype.kind not in "iu" or e.dtype.kind not in "iu":
+        return None
+    s = s.astype(np.int64, copy=False)
+    return s, np.maximum(e.astype(np.int64, copy=False), s)
 
 
 class _Stream:
@@ -394,7 +409,7 @@ def _packed_stream(
     int64s, where the times are whole numbers and the keys fit; else None."""
     if not start.size:
         return None
-    s, e = as_whole(start), as_whole(end)
+    s, e = as_whole(start), as_whole(end)  # (integers: as they are)
     if s is None or e is None:
         return None
     g = group.astype(np.int64, copy=False)

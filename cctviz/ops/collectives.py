@@ -33,8 +33,9 @@ rule matched each call):
 Per (instance, rank): ``arrival`` (the rank's start), ``end``, ``wait`` (the last
 rank's arrival minus this rank's: time spent waiting for the others), ``transfer``
 (end minus the last arrival: the part every rank spends once all are there),
-``bytes``, ``last_to_arrive`` and ``last_by`` (below), and the ``step``. Times in
-ns, bytes in B (``attrs["units"]``: the table shows them with their units).
+``bytes``, ``last_to_arrive`` and ``last_by`` (below), the ``step``, and the
+call's ``event`` (its position among the timeline's events). Times in ns, bytes
+in B (``attrs["units"]``: the table shows them with their units).
 
 Whom the others wait for, named once each (``docs/architecture.md`` section 2);
 the words are never used for one another:
@@ -94,6 +95,7 @@ from ..model.tree import Tree
 COLUMNS = (
     "instance", "node", "collective", "seq", "profile", "rank", "arrival", "end", "wait",
     "transfer", "bytes", "last_to_arrive", "last_by", "ranks", "step", "group", "matched",
+    "event",
 )  # fmt: skip
 #: units of the measured columns of :func:`instances` (bytes: the events' own unit if stated)
 UNITS = {
@@ -147,7 +149,8 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
     cut = timeline.meta.get("cut_ns")
     if cut is not None:  # a capped trace: past the earliest cut some ranks' calls are gone
         keep &= ev["start"].to_numpy() < int(cut)
-    e = ev[keep]
+    rows = np.flatnonzero(keep)
+    e = ev.iloc[rows]
     if not len(e):
         return _empty()
     node = e["node"].to_numpy()
@@ -213,6 +216,7 @@ def _match_calls(timeline: Timeline, include_p2p: bool) -> pd.DataFrame:
             if "group" in e.columns
             else pd.Categorical.from_codes(np.full(len(e), -1), pd.Index([], dtype=object)),
             "matched": pd.Categorical.from_codes(matched, ["seq", "order", "aligned"]),
+            "event": rows,
         }
     )
     out = out.sort_values(["instance", "profile"], kind="stable").reset_index(drop=True)

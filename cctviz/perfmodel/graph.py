@@ -32,12 +32,22 @@ Times are int64 ns on the timeline's clock; durations float64 ns.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..model._algo import level_order, lexsort, preorder_permutation, subtree_sizes
+from ..model._algo import (
+    level_order,
+    lexsort,
+    preorder_permutation,
+    subtree_sizes,
+)
 from ..model.build import nest_intervals
 from ..model.collectives import collective_kind
 from ..model.timeline import Timeline, profile_ranks
@@ -68,14 +78,10 @@ class Graph:
 
     timeline: Timeline
     # pieces, in lane then time order
-    lane: np.ndarray
     start: np.ndarray  # measured, ns
     end: np.ndarray
     dur: np.ndarray  # float64 ns
-    owner: np.ndarray  # event index (of the timeline's events), -1 idle
-    node: np.ndarray  # the owner's node, -1 idle
-    kind: np.ndarray  # K_*
-    chunk: np.ndarray  # chunk id per piece
+    owner: np.ndarray  # event index (of the timeline's events), -1 - lane idle
     # chunks
     c_lane: np.ndarray
     c_type: np.ndarray
@@ -101,10 +107,50 @@ class Graph:
     c_into: np.ndarray | None = None  # GPU chunk: how far into its launch it can start
     lane_prof: np.ndarray | None = None  # per lane: its profile
     ev_lane: np.ndarray | None = None  # per event: its lane
+    ev_node: np.ndarray | None = None  # per event: its node
+    ev_kind: np.ndarray | None = None  # per event: its pieces' kind (K_*)
 
     @property
     def n_chunks(self) -> int:
         return int(self.c_lane.shape[0])
+
+    # per piece, made when first asked for (each a full-size array: the build
+    # leaves out what the replay does not need)
+    @cached_property
+    def lane(self) -> np.ndarray:
+        """Each piece's lane."""
+        return self.lane_of(self.owner)
+
+    def lane_of(self, owners: np.ndarray) -> np.ndarray:
+        """The lane of pieces with these ``owners`` (an idle one's: ``-1 - owner``)."""
+        return np.where(owners >= 0, self.ev_lane[np.maximum(owners, 0)], -1 - owners)
+
+    @cached_property
+    def node(self) -> np.ndarray:
+        """Each piece's owner's node, -1 idle."""
+        return self.node_of(self.owner)
+
+    @cached_property
+    def kind(self) -> np.ndarray:
+        """Each piece's kind (K_*)."""
+        return self.kind_of(self.owner)
+
+    def node_of(self, owners: np.ndarray) -> np.ndarray:
+        """The node of pieces with these ``owners`` (-1 idle)."""
+        return _of_owner(self.ev_node, -1, self.lane_prof.shape[0])[owners]
+
+    def kind_of(self, owners: np.ndarray) -> np.ndarray:
+        """The kind (K_*) of pieces with these ``owners``."""
+        return _of_owner(self.ev_kind, K_IDLE, self.lane_prof.shape[0])[owners]
+
+    @cached_property
+    def chunk(self) -> np.ndarray:
+        """Each piece's chunk."""
+        return np.repeat(np.arange(self.n_chunks), self.c_stop - self.c_first)
+
+    def chunk_of(self, pieces: np.ndarray | int) -> np.ndarray:
+        """The chunk of each of ``pieces`` (chunks are runs of pieces)."""
+        return np.searchsorted(self.c_first, pieces, side="right") - 1
 
 
 def build(tl: Timeline) -> Graph:
@@ -122,23 +168,27 @@ def build(tl: Timeline) -> Graph:
     is_comm_node = kinds == "comm" if kinds is not None else np.zeros(len(tree), dtype=bool)
     gpu = _gpu_events(ev, timed)
     lane, lane_prof = _lanes(tl, node, prof, gpu, ev)
-    parent, end, stream = _parents(ev, lane, start, end, timed)
+    with ThreadPoolExecutor(1) as side:  # the collectives matched beside the nesting
+        matched = side.submit(instances, tl) if is_comm_node.any() else None
+        parent, end, stream = _parents(ev, lane, start, end, timed)
+        if matched is not None:
+            matched.result()  # (memoised on the timeline: _instances takes it from there)
     comm = timed & is_comm_node[node]
     msg_send, msg_recv = _messages(tl, node, names, prof, start, end, timed, parent)
     comm[msg_send] = True  # a blocking send or receive: its region is the call
     comm[msg_recv] = True
     inside = _inside(parent, comm)  # below a comm call: folded into it
-    owner, p_start, p_end, p_lane, ev_first, ev_last = _pieces(
+    owner, p_start, p_end, new_lane, dur, ev_first, ev_last = _pieces(
         stream, timed & ~inside, gpu & ~inside, lane, parent, start, end
     )
     n_lanes = lane_prof.shape[0]
-    p_node = _of_owner(node, -1, n_lanes)[owner]
-    kind = _of_owner(_event_kinds(node, kinds, names, comm, gpu), K_IDLE, n_lanes)[owner]
-    dur = (p_end - p_start).astype(np.float64)  # (p_end >= p_start; int64 first: epoch ns)
 
-    comp = start + _comm_time(ev, start, end)  # completion of every call
-    inst = _instances(tl, comm, node, prof, start)
-    known = comm & (inst >= 0) & (comp > end + ASYNC_SLACK_NS)  # completion recorded
+    inst = _instances(tl, comm)
+    calls = np.flatnonzero(comm & (inst >= 0))
+    comp = np.zeros(n, dtype=np.int64)  # completion of every matched call
+    comp[calls] = start[calls] + _comm_time(ev, start, end, calls)
+    known = np.zeros(n, dtype=bool)  # completion recorded
+    known[calls] = comp[calls] > end[calls] + ASYNC_SLACK_NS
     inferred = _returns_early(inst, node, start, end, len(tree))  # completion not recorded
     # a message: the receive waits for the send (an instance of the two); the send
     # waits for nobody (eager)
@@ -149,14 +199,14 @@ def build(tl: Timeline) -> Graph:
     is_async = known | inferred
     blocking = comm & (inst >= 0) & ~is_async
     blocking[msg_send] = False
-    sync_of = _sync_targets(is_async, parent, lane, start, node, names, comm, n)
-    launch_of = _launch_of(ev, gpu)
+    async_calls, sync_of = _sync_targets(is_async, parent, lane, start, node, names, comm)
+    launched, launch_of = _launch_of(ev, gpu)
     launches = np.zeros(n, dtype=bool)
-    launches[launch_of[launch_of >= 0]] = True
+    launches[launch_of] = True
     gpu_sync = timed & np.isin(names, GPU_SYNC_NAMES)[node]
-    gpu_sync |= _blocking_launches(launch_of, gpu, end, n)
+    gpu_sync |= _blocking_launches(launched, launch_of, end, n)
     # chunk boundaries: every comm, launch, GPU and sync piece is a chunk of its own
-    last_piece = np.r_[ev_last, -1]  # (index -1: no event)
+    last_piece = ev_last
     is_comm_piece = _of_owner(comm, False, n_lanes)[owner]
     waits = np.zeros(n + 1, dtype=bool)
     waits[sync_of[sync_of >= 0]] = True
@@ -164,15 +214,12 @@ def build(tl: Timeline) -> Graph:
     is_sync_piece = _last_pieces(last_piece, waits[:n], len(owner))
     is_own = _last_pieces(last_piece, launches | gpu, len(owner))
     special = is_comm_piece | is_sync_piece | is_own
-    new_lane = np.r_[True, p_lane[1:] != p_lane[:-1]] if len(p_lane) else np.zeros(0, bool)
     after_special = np.r_[False, special[:-1]] if len(special) else special
     boundary = new_lane | special | after_special
-    chunk = np.cumsum(boundary, dtype=np.int64)
-    chunk -= 1
     c_first = np.flatnonzero(boundary)
     c_stop = np.r_[c_first[1:], len(owner)].astype(np.int64)
     n_chunks = c_first.shape[0]
-    c_lane = p_lane[c_first]
+    c_lane = np.where(owner[c_first] >= 0, lane[np.maximum(owner[c_first], 0)], -1 - owner[c_first])
     c_start = p_start[c_first]
     c_end = p_end[c_stop - 1] if n_chunks else np.zeros(0, np.int64)
     c_owner = owner[c_first]
@@ -195,11 +242,11 @@ def build(tl: Timeline) -> Graph:
     # what each sync waits for: asynchronous collectives, GPU work
 
     def chunk_of_event(e: np.ndarray) -> np.ndarray:  # -1: no event, or no piece
-        p = last_piece[e]
-        return np.where(p >= 0, chunk[np.maximum(p, 0)], -1)
+        p = np.where(e >= 0, last_piece[np.maximum(e, 0)], -1)
+        return np.where(p >= 0, np.searchsorted(c_first, p, side="right") - 1, -1)
 
     issue = np.flatnonzero(c_type == ISSUE)
-    target = chunk_of_event(sync_of[c_owner[issue]])
+    target = chunk_of_event(_looked_up(async_calls, sync_of, c_owner[issue]))
     ok = target >= 0
     c_transfer[issue] = _issue_transfer(
         issue, target, c_inst, c_start, c_end, comp[c_owner[issue]], known[c_owner[issue]],
@@ -208,7 +255,7 @@ def build(tl: Timeline) -> Graph:
     done = last_arrival[c_inst[issue[ok]]] + c_transfer[issue[ok]]
     kern = np.flatnonzero(c_type == KERNEL)
     c_launch = np.full(n_chunks, -1, dtype=np.int64)
-    c_launch[kern] = chunk_of_event(launch_of[c_owner[kern]])
+    c_launch[kern] = chunk_of_event(_looked_up(launched, launch_of, c_owner[kern]))
     c_gap, c_into = _kernel_gaps(kern, c_launch, c_lane, c_start, c_end, n_chunks)
     g_sync, g_dep = _gpu_waits(
         np.flatnonzero((c_type == SYNC) & gpu_sync[co]), kern, c_launch, c_lane, c_start,
@@ -237,14 +284,14 @@ def build(tl: Timeline) -> Graph:
             "cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize or "
             "blocking copy): the host is taken never to wait for the device"
         )
-    if (is_async & (sync_of[np.arange(n)] < 0)).any():
+    if (sync_of < 0).any():
         notes.append("some asynchronous calls have no interval that waits for them")
     lane_rank = profile_ranks(tl.profiles)[lane_prof]
     return Graph(
-        tl, p_lane, p_start, p_end, dur, owner, p_node, kind, chunk, c_lane, c_type, c_first,
-        c_stop, c_start, c_end, c_inst, c_transfer, c_wait, inst_ptr, inst_chunks, sync_ptr,
-        sync_chunks, ev_first, ev_last, lane_rank, notes, c_launch, c_gap, c_into, lane_prof,
-        lane,
+        tl, p_start, p_end, dur, owner, c_lane, c_type, c_first, c_stop, c_start,
+        c_end, c_inst, c_transfer, c_wait, inst_ptr, inst_chunks, sync_ptr, sync_chunks,
+        ev_first, ev_last, lane_rank, notes, c_launch, c_gap, c_into, lane_prof, lane, node,
+        _event_kinds(node, kinds, names, comm, gpu),
     )  # fmt: skip
 
 
@@ -290,13 +337,21 @@ def _lanes(
     return lane, lane_prof
 
 
-def _launch_of(ev: pd.DataFrame, gpu: np.ndarray) -> np.ndarray:
-    """Per event: the index of the event that launched it (-1: none); ``n``-sized
-    plus one so that -1 indexes a sentinel."""
+def _looked_up(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The value of each of ``query`` among ``keys`` (ascending), -1 where absent."""
+    if not keys.size:
+        return np.full(query.shape[0], -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, query), keys.size - 1)
+    return np.where(keys[at] == query, values[at], -1)
+
+
+def _launch_of(ev: pd.DataFrame, gpu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU events with a known launch (ascending) and the events that
+    launched them."""
     n = len(ev)
-    out = np.full(n + 1, -1, dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
     if "launch_event" not in ev.columns or not gpu.any():
-        return out
+        return none, none
     le = pd.to_numeric(ev["launch_event"], errors="coerce").to_numpy(dtype=np.float64)
     ids = ev["event"].to_numpy(dtype=np.int64) if "event" in ev.columns else np.arange(n)
     pos = pd.Series(np.arange(n), index=ids)
@@ -304,18 +359,13 @@ def _launch_of(ev: pd.DataFrame, gpu: np.ndarray) -> np.ndarray:
     g = np.flatnonzero(gpu & np.isfinite(le) & (le >= 0))
     at = pos.reindex(le[g].astype(np.int64)).to_numpy(dtype=np.float64)
     ok = np.isfinite(at)
-    out[g[ok]] = at[ok].astype(np.int64)
-    return out
+    return g[ok], at[ok].astype(np.int64)
 
 
-def _blocking_launches(
-    launch_of: np.ndarray, gpu: np.ndarray, end: np.ndarray, n: int
-) -> np.ndarray:
+def _blocking_launches(g: np.ndarray, la: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
     """Host calls that returned only once the work they launched was done (a
     ``cudaMemcpyAsync`` to or from pageable memory): they wait for it."""
     out = np.zeros(n, dtype=bool)
-    g = np.flatnonzero(gpu & (launch_of[:n] >= 0))
-    la = launch_of[g]
     out[la[end[g] <= end[la] + ASYNC_SLACK_NS]] = True
     return out
 
@@ -323,8 +373,9 @@ def _blocking_launches(
 def _last_pieces(last_piece: np.ndarray, events: np.ndarray, n_pieces: int) -> np.ndarray:
     """Piece mask: the last piece of each of ``events`` (a bool per event)."""
     out = np.zeros(n_pieces, dtype=bool)
-    e = np.flatnonzero(events & (last_piece[: events.shape[0]] >= 0))
-    out[last_piece[e]] = True
+    e = np.flatnonzero(events)
+    p = last_piece[e]
+    out[p[p >= 0]] = True
     return out
 
 
@@ -444,16 +495,18 @@ def _returns_early(
     """Calls of contexts whose calls return before the last member arrives at
     some instance: they do not block (DDP's bucket all-reduces, issued from a
     comm hook; their completion is not recorded)."""
-    m = inst >= 0
     out = np.zeros(inst.shape[0], dtype=bool)
-    if not m.any():
+    m = np.flatnonzero(inst >= 0)  # the members (few of the events)
+    if not m.size:
         return out
-    last = np.full(int(inst.max()) + 1, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(last, inst[m], start[m])
-    early = m & (end + ASYNC_SLACK_NS < last[np.maximum(inst, 0)])
+    j = inst[m]
+    last = np.full(int(j.max()) + 1, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last, j, start[m])
+    early = m[end[m] + ASYNC_SLACK_NS < last[j]]
     async_node = np.zeros(n_nodes, dtype=bool)
     async_node[node[early]] = True
-    return m & async_node[node]
+    out[m] = async_node[node[m]]
+    return out
 
 
 def _issue_transfer(
@@ -489,18 +542,54 @@ def _issue_transfer(
     return np.maximum(out, 0.0)
 
 
+#: events per block of lanes that the build nests and cuts into pieces at a time:
+#: a block's arrays stay below glibc's mmap threshold (32 MB), so their memory is
+#: reused rather than fresh pages each time (about 2x faster at 10M events), and
+#: the blocks run on the machine's cores
+BLOCK_EVENTS = 1 << 20
+
+
+def _lane_blocks(lane: np.ndarray, which: np.ndarray) -> list[Callable[[], np.ndarray]]:
+    """The events ``which`` (a mask) in blocks of whole lanes of about
+    :data:`BLOCK_EVENTS` each, in lane order: for each block, a function that
+    finds its events (ascending), to run where the block is worked on."""
+    n_lanes = int(lane.max()) + 1 if lane.size else 0
+    per_lane = np.bincount(lane, weights=which, minlength=n_lanes)
+    upto = np.cumsum(per_lane)  # events of the lanes up to each
+    total = float(upto[-1]) if n_lanes else 0.0
+    cuts = np.unique(np.searchsorted(upto, np.arange(BLOCK_EVENTS, total, BLOCK_EVENTS)))
+    bounds = [0, *(int(c) + 1 for c in cuts if c + 1 < n_lanes), n_lanes]
+    if len(bounds) == 2:
+        return [lambda: np.flatnonzero(which)]
+
+    def block(lo: int, hi: int) -> Callable[[], np.ndarray]:
+        return lambda: np.flatnonzero(which & (lane >= lo) & (lane < hi))
+
+    return [block(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def _on_blocks(fn: Callable[[Any], Any], blocks: list[Any]) -> list[Any]:
+    """``fn`` of each block, on up to as many threads as the machine has cores
+    (numpy's sorts, gathers and arithmetic run without the GIL)."""
+    workers = min(len(blocks), os.cpu_count() or 1)
+    if workers <= 1:
+        return [fn(b) for b in blocks]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, blocks))
+
+
 def _parents(
     ev: pd.DataFrame, lane: np.ndarray, start: np.ndarray, end: np.ndarray, timed: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Each event's enclosing timed event (-1 at the top), the ends used (a child
     that outlives its parent clamped to it: the nester's policy) and the timed
-    events as one Enter/Leave stream, lane after lane (``k`` the Enter of event
-    ``k``, ``-1 - k`` its Leave)."""
+    events as Enter/Leave streams (``k`` the Enter of event ``k``, ``-1 - k`` its
+    Leave), one per block of lanes (:func:`_lane_blocks`), in lane order."""
     n = len(ev)
-    parent = np.full(n, -1, dtype=np.int64)
-    end = end.copy()
-    idx = np.flatnonzero(timed)
+    blocks = _lane_blocks(lane, timed)
     if "parent_event" in ev.columns:
+        parent = np.full(n, -1, dtype=np.int64)
+        end = end.copy()
         ids = ev["event"].to_numpy(dtype=np.int64)
         pos = np.full(int(ids.max()) + 2 if n else 1, -1, dtype=np.int64)
         pos[ids] = np.arange(n)
@@ -511,21 +600,26 @@ def _parents(
         parent = np.where((parent >= 0) & timed[np.maximum(parent, 0)], parent, -1)
         has = parent >= 0
         end[has] = np.maximum(np.minimum(end[has], end[parent[has]]), start[has])
-        return parent, end, _euler_stream(idx, parent, lane, start)
-    stream = np.zeros(0, dtype=np.int64)
-    if idx.size:
-        nested = nest_intervals(
-            lane[idx], start[idx].astype(np.float64), end[idx].astype(np.float64)
-        )
+        return parent, end, _on_blocks(lambda b: _euler_stream(b(), parent, lane, start), blocks)
+    # the untimed here, the timed by their blocks (on the threads: apart)
+    parent = np.empty(n, dtype=np.int64)
+    parent[~timed] = -1
+    clamped = np.empty_like(end)
+    clamped[~timed] = end[~timed]
+
+    def nest(block: Callable[[], np.ndarray]) -> np.ndarray:
+        idx = block()
+        if not idx.size:
+            return idx
+        nested = nest_intervals(lane[idx], start[idx], end[idx])
         p = nested["parent"]
         parent[idx] = np.where(p >= 0, idx[np.maximum(p, 0)], -1)
-        end[idx] = np.maximum(nested["end"].astype(np.int64), start[idx])
-        stream = nested["stream"]
-        if idx.size < n:  # positions among the timed events: the events'
-            stream = np.where(
-                stream >= 0, idx[stream ^ (stream >> 63)], -1 - idx[stream ^ (stream >> 63)]
-            )
-    return parent, end, stream
+        clamped[idx] = nested["end"]  # (int64: the times given)
+        k = nested["stream"]
+        at = idx[k ^ (k >> 63)]
+        return np.where(k >= 0, at, -1 - at)
+
+    return parent, clamped, _on_blocks(nest, blocks)
 
 
 def _euler_stream(
@@ -534,13 +628,14 @@ def _euler_stream(
     """The Enter/Leave stream of the events ``idx`` whose parents are given (each
     lane's events in pre-order, siblings by start): in pre-order, the Enter of
     the ``i``-th event comes after ``i - depth`` Leaves, its Leave after its
-    subtree's Enters and Leaves."""
+    subtree's Enters and Leaves. A parent outside ``idx`` counts as none."""
     m = idx.size
     if not m:
         return np.zeros(0, dtype=np.int64)
-    local = np.full(parent.shape[0], -1, dtype=np.int64)
-    local[idx] = np.arange(m)
-    par = np.where(parent[idx] >= 0, local[np.maximum(parent[idx], 0)], -1)
+    idx = np.sort(idx)
+    up = parent[idx]
+    at = np.minimum(np.searchsorted(idx, up), m - 1)
+    par = np.where((up >= 0) & (idx[at] == up), at, -1)
     key = lexsort((start[idx], lane[idx]))
     sibling_key = np.empty(m, dtype=np.int64)
     sibling_key[key] = np.arange(m)  # lanes in order, each by start
@@ -557,7 +652,7 @@ def _euler_stream(
 
 
 def _pieces(
-    stream: np.ndarray,
+    streams: list[np.ndarray],
     host: np.ndarray,
     gpu: np.ndarray,
     lane: np.ndarray,
@@ -565,44 +660,38 @@ def _pieces(
     start: np.ndarray,
     end: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
-    """The pieces, in lane then time order: (owner, start, end, lane) and each
-    event's first and last piece (-1: none).
+    """The pieces, in lane then time order: (owner, start, end, whether it is its
+    lane's first, duration (float64)) and each event's first and last piece (-1:
+    none).
 
     On the host, one piece per entry of the Enter/Leave stream of the ``host``
     events (the others taken out: what is inside a comm call folds into it),
     until the lane's next entry: a piece of the interval entered (an Enter) or
     of the one left to (a Leave: the parent), an idle piece (owner ``-1 -
     lane``) where that is the top (a lane's last piece, from its last Leave, is
-    idle and empty). A ``gpu`` event is one piece."""
+    idle and empty). A ``gpu`` event is one piece. Block by block (``streams``)."""
     n = lane.shape[0]
-    ev = stream ^ (stream >> 63)  # Enter k, Leave -1 - k: the event k
-    keep = host[ev]
-    if not keep.all():
-        stream, ev = stream[keep], ev[keep]
-    del keep
-    is_enter = stream >= 0
-    ln = lane[ev]
-    t = np.where(is_enter, start[ev], end[ev])
-    up = parent[ev]
-    owner = np.where(is_enter, ev, np.where(up >= 0, up, -1 - ln))
-    del up
-    p_end = np.empty_like(t)
-    p_end[:-1] = t[1:]
-    lane_end = np.flatnonzero(ln[1:] != ln[:-1])  # a lane's last entry
-    p_end[lane_end] = t[lane_end]
-    if t.size:
-        p_end[-1] = t[-1]
-    np.maximum(p_end, t, out=p_end)
-    first = np.full(n, -1, dtype=np.int64)
-    last = np.full(n, -1, dtype=np.int64)
-    at = np.flatnonzero(is_enter)
-    first[ev[at]] = at
-    at = np.flatnonzero(~is_enter)
-    last[ev[at]] = at - 1
-    del at
+    sizes = [int(host[st[st >= 0]].sum()) * 2 for st in streams]  # 2 entries an event
+    at = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
+    index = np.int32 if at[-1] + gpu.sum() < 2**31 else np.int64  # (half the memory)
+    first = np.full(n, -1, dtype=index)
+    last = np.full(n, -1, dtype=index)
+    owner, t, p_end = (np.empty(int(at[-1]), dtype=np.int64) for _ in range(3))
+    dur = np.empty(int(at[-1]), dtype=np.float64)
+    new_lane = np.empty(int(at[-1]), dtype=bool)
+
+    def cut(k: int) -> None:  # block k writes its slice (threads: apart)
+        part = slice(at[k], at[k + 1])
+        _host_pieces(
+            streams[k], host, lane, parent, start, end, owner[part], t[part], p_end[part],
+            new_lane[part], dur[part], first, last, int(at[k]),
+        )  # fmt: skip
+
+    _on_blocks(cut, list(range(len(streams))))
     g = np.flatnonzero(gpu)
     if not g.size:
-        return owner, t, p_end, ln, first, last
+        return owner, t, p_end, new_lane, dur, first, last
+    ln = np.where(owner >= 0, lane[np.maximum(owner, 0)], -1 - owner)
     g = g[lexsort((end[g], start[g], lane[g]))]
     first[g] = last[g] = owner.shape[0] + np.arange(g.size)
     order = np.argsort(np.concatenate([ln, lane[g]]), kind="stable")
@@ -613,7 +702,56 @@ def _pieces(
     owner = np.concatenate([owner, g])[order]
     p_start = np.concatenate([t, start[g]])[order]
     p_end = np.maximum(np.concatenate([p_end, end[g]])[order], p_start)
-    return owner, p_start, p_end, np.concatenate([ln, lane[g]])[order], first, last
+    dur = (p_end - p_start).astype(np.float64)  # (int64 first: epoch ns)
+    ln = np.concatenate([ln, lane[g]])[order]
+    new_lane = np.r_[True, ln[1:] != ln[:-1]]
+    return owner, p_start, p_end, new_lane, dur, first, last
+
+
+def _host_pieces(
+    stream: np.ndarray,
+    host: np.ndarray,
+    lane: np.ndarray,
+    parent: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    owner: np.ndarray,
+    t: np.ndarray,
+    p_end: np.ndarray,
+    new_lane: np.ndarray,
+    dur: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+    offset: int,
+) -> None:
+    """:func:`_pieces` of one block's stream, into ``owner``, ``t`` (start),
+    ``p_end``, ``new_lane`` (its lane's first), ``dur``: its slices of the
+    pieces; and each of its events' first (its Enter's) and last (before its
+    Leave) piece, ``offset`` on."""
+    ev = stream ^ (stream >> 63)  # Enter k, Leave -1 - k: the event k
+    keep = host[ev]
+    if not keep.all():
+        stream, ev = stream[keep], ev[keep]
+    is_enter = stream >= 0
+    ln = lane[ev]
+    np.copyto(t, np.where(is_enter, start[ev], end[ev]))
+    up = parent[ev]
+    np.copyto(owner, np.where(is_enter, ev, np.where(up >= 0, up, -1 - ln)))
+    p_end[:-1] = t[1:]
+    lane_end = np.flatnonzero(ln[1:] != ln[:-1])  # a lane's last entry
+    new_lane[:] = False
+    new_lane[lane_end + 1] = True
+    if t.size:
+        new_lane[0] = True
+    p_end[lane_end] = t[lane_end]
+    if t.size:
+        p_end[-1] = t[-1]
+    np.maximum(p_end, t, out=p_end)
+    np.copyto(dur, p_end - t)  # (int64 first: epoch ns)
+    at = np.flatnonzero(is_enter)
+    first[ev[at]] = at + offset
+    at = np.flatnonzero(~is_enter)
+    last[ev[at]] = at - 1 + offset
 
 
 def _inside(parent: np.ndarray, comm: np.ndarray) -> np.ndarray:
@@ -650,60 +788,35 @@ def _event_kinds(
     return kind
 
 
-def _comm_time(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Issue to completion, ns: the recorded ``comm_time`` where it is longer
-    than the call (asynchronous work), else the call."""
-    dur = end - start
+def _comm_time(
+    ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, calls: np.ndarray
+) -> np.ndarray:
+    """Issue to completion of ``calls`` (event indices), ns: the recorded
+    ``comm_time`` where it is longer than the call (asynchronous work), else the
+    call."""
+    dur = end[calls] - start[calls]
     if "comm_time" not in ev.columns:
         return dur
-    ct = ev["comm_time"].to_numpy(dtype=np.float64)
+    ct = ev["comm_time"].to_numpy(dtype=np.float64)[calls]
     ok = np.isfinite(ct)
     return np.where(ok, np.maximum(np.where(ok, ct, 0).astype(np.int64), dur), dur)
 
 
-def _instances(
-    tl: Timeline, comm: np.ndarray, node: np.ndarray, prof: np.ndarray, start: np.ndarray
-) -> np.ndarray:
+def _instances(tl: Timeline, comm: np.ndarray) -> np.ndarray:
     """The instance of every comm event among two ranks or more (-1 else)."""
-    out = np.full(len(node), -1, dtype=np.int64)
+    out = np.full(len(comm), -1, dtype=np.int32 if len(comm) < 2**31 else np.int64)
     if not comm.any():
         return out
     inst = instances(tl)  # collectives; messages are paired by _messages
     inst = inst[inst["ranks"] >= 2]
     if inst.empty:
         return out
-    # only comm events are looked up: by (profile, node, start), one sort
-    c = np.flatnonzero(comm)
-    ip, inode = inst["profile"].to_numpy(np.int64), inst["node"].to_numpy(np.int64)
-    iarr = inst["arrival"].to_numpy(np.int64)
-    order = np.lexsort((np.arange(ip.shape[0]), iarr, inode, ip))  # the first of equals first
-    pos = _lookup((ip[order], inode[order], iarr[order]), (prof[c], node[c], start[c]))
-    found = pos >= 0
     # renumber the instances densely
     _, dense = np.unique(inst["instance"].to_numpy(np.int64), return_inverse=True)
-    out[c[found]] = dense.reshape(-1)[order[pos[found]]]
+    calls = inst["event"].to_numpy(np.int64)
+    mine = comm[calls]
+    out[calls[mine]] = dense.reshape(-1)[mine]
     return out
-
-
-def _lookup(keys: tuple[np.ndarray, ...], query: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Position of each query row among the rows of ``keys`` (sorted by its columns
-    in order), the first of equal ones; -1 where absent. Vectorised: the columns
-    are ranked jointly, then one searchsorted."""
-    n = keys[0].shape[0]
-    code = np.zeros(n + query[0].shape[0], dtype=np.int64)
-    span = 1.0
-    for k, q in zip(keys, query):
-        values, inverse = np.unique(np.concatenate([k, q]), return_inverse=True)
-        span *= max(values.shape[0], 1)
-        if span >= 2.0**62:  # codes would overflow: rank the combined code again
-            _, code = np.unique(code, return_inverse=True)
-            span = float(code.max() + 1) * values.shape[0]
-        code = code.reshape(-1) * values.shape[0] + inverse.reshape(-1)
-    kc, qc = code[:n], code[n:]
-    at = np.searchsorted(kc, qc)
-    ok = at < n
-    ok[ok] = kc[at[ok]] == qc[ok]
-    return np.where(ok, at, -1)
 
 
 def _sync_targets(
@@ -714,16 +827,14 @@ def _sync_targets(
     node: np.ndarray,
     names: np.ndarray,
     comm: np.ndarray,
-    n: int,
-) -> np.ndarray:
-    """The event that waits for each asynchronous call (``n``-sized; -1 none):
-    the first ``wait`` call after it on its lane, within the interval that
+) -> tuple[np.ndarray, np.ndarray]:
+    """The asynchronous calls (ascending) and the event that waits for each (-1
+    none): the first ``wait`` call after it on its lane, within the interval that
     issued it, else that interval (its end)."""
-    out = np.full(n + 1, -1, dtype=np.int64)
     a = np.flatnonzero(is_async)
+    out = parent[a]
     if not a.size:
-        return out
-    out[a] = parent[a]
+        return a, out
     waits = np.flatnonzero(comm & (names[node] == WAIT_NAME))
     if waits.size:
         w = waits[np.lexsort((start[waits], prof[waits]))]
@@ -738,8 +849,8 @@ def _sync_targets(
         cand = w[np.minimum(k, w.size - 1)]
         ok &= prof[cand] == prof[a]
         ok &= parent[cand] == parent[a]
-        out[a[ok]] = cand[ok]
-    return out
+        out[ok] = cand[ok]
+    return a, out
 
 
 def _csr(key: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -185,6 +185,8 @@ class Replay:
         self._base = int(graph.timeline.span[0])  # times inside are ns from here
         self._sim = _simulate(graph, dur, transfer, self._base)
         self._cum: np.ndarray | None = None  # per piece: the durations before it
+        self._chunk_times: tuple[np.ndarray, np.ndarray] | None = None
+        self._lane_bounds_made: dict[bool, pd.DataFrame] = {}
         self.steps = self._step_table()
 
     # ------------------------------------------------------------------ API
@@ -326,6 +328,22 @@ class Replay:
         return f"<Replay: {n} step(s), {self._g.n_chunks} chunks{what}>"
 
     # ------------------------------------------------------------ internals
+    def _offsets(self, pieces: np.ndarray, chunks: np.ndarray) -> np.ndarray:
+        """The durations of the pieces before each of ``pieces`` in its chunk: summed
+        over those pieces where they are few against all (the steps' first and
+        last pieces, a critical path's), else from one cumulative sum of every
+        piece's (made once)."""
+        lo = self._g.c_first[chunks]
+        counts = pieces - lo
+        total = int(counts.sum())
+        if self._cum is None and total <= self._dur.shape[0] // 4:
+            rows = np.repeat(np.arange(pieces.size), counts)
+            at = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts) + lo[rows]
+            return np.bincount(rows, weights=self._dur[at], minlength=pieces.size)
+        if self._cum is None:
+            self._cum = np.cumsum(self._dur) - self._dur
+        return self._cum[pieces] - self._cum[lo]
+
     def _piece_times(self, pieces: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Replayed start and end of ``pieces`` (indices; None: every piece), ns
         from the timeline's start: a chunk's pieces one after the other from its
@@ -333,14 +351,12 @@ class Replay:
         g = self._g
         if not g.n_chunks:
             return np.zeros(0), np.zeros(0)
-        if self._cum is None:  # made once, for the pieces asked for after
-            self._cum = np.cumsum(self._dur) - self._dur  # the durations of the pieces before
+        if self._chunk_times is None:
             self._chunk_times = np.asarray(self._sim.start), np.asarray(self._sim.end)
         cs, ce = self._chunk_times
-        cum = self._cum if pieces is None else self._cum[pieces]
-        ch = g.chunk if pieces is None else g.chunk[pieces]
+        ch = g.chunk if pieces is None else g.chunk_of(pieces)
         dur = self._dur if pieces is None else self._dur[pieces]
-        ps = cs[ch] + (cum - self._cum[g.c_first[ch]])
+        ps = cs[ch] + self._offsets(np.arange(g.dur.shape[0]) if pieces is None else pieces, ch)
         whole = (g.c_type[ch] == COLL) | (g.c_type[ch] == SYNC)
         return ps, np.where(whole, ce[ch], ps + dur)
 
@@ -355,6 +371,12 @@ class Replay:
         return out
 
     def _lane_bounds(self, replayed: bool) -> pd.DataFrame:
+        """Each lane's start and end (ns) of each step (made once per flag)."""
+        if replayed not in self._lane_bounds_made:
+            self._lane_bounds_made[replayed] = self._make_lane_bounds(replayed)
+        return self._lane_bounds_made[replayed]
+
+    def _make_lane_bounds(self, replayed: bool) -> pd.DataFrame:
         rows = self._step_rows
         g = self._g
         if len(rows):
@@ -418,7 +440,17 @@ class _Sim:
         self.at = [math.nan] * n
         self.barrier_who: dict[int, int] = {}  # SYNC chunk: the member that decided
         self.by_barrier: dict[int, bool] = {}  # SYNC chunk: decided by a last arrival
-        self.last_arrival: Any = None  # instance -> (replayed last arrival, member chunk)
+        self.barrier: dict[int, tuple[float, int]] = {}  # instance: its last arrival
+        self.members: tuple[list[int], list[int]] = ([0], [])  # instances' chunks (CSR)
+
+    def last_arrival(self, j: int) -> tuple[float, int]:
+        """Instance ``j``'s replayed last arrival and the member chunk that made it."""
+        got = self.barrier.get(j)
+        if got is None:  # (a walk ends with every chunk's start known)
+            ptr, chunks = self.members
+            who = max(chunks[ptr[j] : ptr[j + 1]], key=self.start.__getitem__)
+            got = self.barrier[j] = (self.start[who], who)
+        return got
 
 
 def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Sim:
@@ -426,24 +458,30 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
     valid order of the graph: everything a chunk waits for ended before it, in
     the measurement), resolving on demand what a tie left for later."""
     n = g.n_chunks
-    c_dur = np.bincount(g.chunk, weights=dur, minlength=n) if n else np.zeros(0)
-    comp = c_dur  # a sync's piece holds its own time after the wait (graph.build)
+    c_dur = np.add.reduceat(dur, g.c_first) if n else np.zeros(0)
     lane = g.c_lane
     prev = np.where(np.r_[False, lane[1:] == lane[:-1]], np.arange(n) - 1, -1).tolist()
     t0 = (g.c_start - base).astype(np.float64).tolist()
     typ = g.c_type.tolist()
-    d = c_dur.tolist()
-    own_after = comp.tolist()
+    # (a sync's piece holds its own time after the wait: graph.build)
+    d = own_after = c_dur.tolist()
     tr = transfer.tolist()
     inst = g.c_inst.tolist()
     iptr, ich = g.inst_ptr.tolist(), g.inst_chunks.tolist()
-    launch = g.c_launch.tolist()
-    gap = g.c_gap.tolist()
-    into = g.c_into.tolist()
-    sptr, sch = g.sync_ptr.tolist(), g.sync_chunks.tolist()
+    # what only GPU work and syncs use, for those chunks only
+    kern = np.flatnonzero(g.c_type == KERNEL)
+    launch = dict(zip(kern.tolist(), g.c_launch[kern].tolist()))
+    gap = dict(zip(kern.tolist(), g.c_gap[kern].tolist()))
+    into = dict(zip(kern.tolist(), g.c_into[kern].tolist()))
+    syncs = np.flatnonzero(g.c_type == SYNC)
+    sptr = dict(
+        zip(syncs.tolist(), zip(g.sync_ptr[syncs].tolist(), g.sync_ptr[syncs + 1].tolist()))
+    )
+    sch = g.sync_chunks.tolist()
     sim = _Sim(n)
     start, end, cause, via, at = sim.start, sim.end, sim.cause, sim.via, sim.at
-    barrier: dict[int, tuple[float, int]] = {}
+    barrier = sim.barrier
+    sim.members = (iptr, ich)
 
     def begin(i: int) -> float:
         p = prev[i]
@@ -513,7 +551,8 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
                 end[i] = s
         else:  # SYNC
             dep, which, by, bar = -math.inf, -1, -1, False
-            for k in sch[sptr[i] : sptr[i + 1]]:
+            lo, hi = sptr[i]
+            for k in sch[lo:hi]:
                 c, who, b = done(k)
                 if c > dep:
                     dep, which, by, bar = c, k, who, b
@@ -552,10 +591,24 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
             if end[i] == end[i]:
                 continue
             p = prev[i]
-            if typ[i] == PLAIN and (p < 0 or end[p] == end[p]):  # the most common case
+            t = typ[i]
+            if p >= 0 and end[p] != end[p]:
+                resolve(i)
+            elif t == PLAIN:  # the common cases inline: the lane's work
                 s = t0[i] if p < 0 else end[p]
                 start[i] = s
                 end[i] = s + d[i]
+            elif t == COLL:  # a blocking collective
+                s = t0[i] if p < 0 else end[p]
+                start[i] = s
+                busy[i] = True
+                a, who = last_arrival(inst[i])
+                busy[i] = False
+                e = a + tr[i]
+                if e > s:
+                    end[i], cause[i], via[i] = e, 1, who
+                else:
+                    end[i] = s
             else:
                 resolve(i)
     except RecursionError:
@@ -563,7 +616,9 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
             "replay: the measured order is far from the dependencies' (the ranks' "
             "clocks may disagree by more than the time between their calls)"
         ) from None
-    sim.last_arrival = last_arrival
+    # the helpers refer to one another: let them go with this call, and with them
+    # the graph and lists they hold (no cycle left for the garbage collector)
+    begin = last_arrival = completion = done = resolve = resolve_one = resolve_kernel = None  # noqa: F811
     return sim
 
 
@@ -650,7 +705,7 @@ def _walk(
     passes through, back from its end (a loop per chunk on the path)."""
     g, sim = rp._g, rp._sim
     if ev >= 0 and g.ev_last[ev] >= 0:
-        i = int(g.chunk[g.ev_last[ev]])
+        i = int(g.chunk_of(g.ev_last[ev]))
     else:
         on_lane = np.flatnonzero(g.c_lane == lane)
         ends = np.asarray(sim.end)[on_lane]
@@ -715,13 +770,13 @@ def _segment_table(rp: Replay, walk: pd.DataFrame) -> UnitTable:
     hi = np.where(free, walk["hi"].to_numpy()[rows], np.minimum(pe, walk["hi"].to_numpy()[rows]))
     keep = hi > lo
     piece, rows, lo, hi, over = piece[keep], rows[keep], lo[keep], hi[keep], over[keep]
-    kind = g.kind[piece].astype(np.int64)
+    kind = g.kind_of(g.owner[piece]).astype(np.int64)
     kind = np.where(over == K_FREE_COMM, K_COMM, np.where(over >= 0, over, kind))
-    node = g.node[piece]
+    node = g.node_of(g.owner[piece])
     tl = g.timeline
     paths = tl.tree.callpaths.to_numpy(dtype=object)
     path = np.where(node >= 0, paths[np.maximum(node, 0)], "(idle)")
-    lane = g.lane[piece]
+    lane = g.lane_of(g.owner[piece])
     t0 = 0.0  # the walk's times are ns from the timeline's start
     table = pd.DataFrame({
         "step": walk["step"].to_numpy()[rows], "rank": g.lane_rank[lane],

@@ -194,13 +194,13 @@ def _delay(rp: Replay, dur: np.ndarray, transfer: np.ndarray, ch: Delay) -> None
     ev = g.timeline.events
     events = np.flatnonzero(top[ev["node"].to_numpy()] & (g.ev_last >= 0))
     last = g.ev_last[events]
-    last = last[_on_ranks(rp, g.lane[last], ch.ranks)]
+    last = last[_on_ranks(rp, g.lane_of(g.owner[last]), ch.ranks)]
     add = float(ch.seconds) * 1e9
     # a collective call's extra time is in its transfer (after the last arrival);
     # anything else's in its own time
-    coll = np.isin(g.c_type[g.chunk[last]], (COLL, ISSUE))
+    coll = np.isin(g.c_type[g.chunk_of(last)], (COLL, ISSUE))
     np.add.at(dur, last[~coll], add)
-    np.add.at(transfer, g.chunk[last[coll]], add)
+    np.add.at(transfer, g.chunk_of(last[coll]), add)
 
 
 def _balance(rp: Replay, dur: np.ndarray, ch: Balance) -> None:

@@ -292,6 +292,19 @@ def test_whole_and_fractional_times_nest_alike(rows, policy):
         assert a["stream"].tolist() == b["stream"].tolist()
 
 
+def test_integer_times_nest_exactly_past_float_precision():
+    """Epoch nanoseconds (past 2**53) given as integers nest and clamp to the ns:
+    as floats, these four intervals' times would round to the same 256 ns."""
+    t = 1_700_000_000_000_000_000
+    start = np.array([t, t + 1, t + 2, t + 3], dtype=np.int64)
+    end = np.array([t + 9, t + 4, t + 3, t + 12], dtype=np.int64)
+    n = nest_intervals(np.zeros(4, int), start, end)
+    assert n["parent"].tolist() == [-1, 0, 1, 1]  # the last starts in the second
+    assert n["end"].dtype == np.int64
+    assert (n["end"] - t).tolist() == [9, 4, 3, 4]  # and is clamped to its end
+    assert n["clamped"].tolist() == [False, False, False, True]
+
+
 # ------------------------------------------------------------------ the GPU builder
 def test_gpu_trace_attaches_by_correlation_within_a_scope():
     cpu_corr = np.array([5, 5, 6, -1, 5])

@@ -44,6 +44,20 @@ def test_instances_by_construction():
     assert table["share"].tolist() == [1 / 3, 1 / 3]  # of the 3 calls, a tie included
 
 
+def test_each_call_names_its_event():
+    """``event`` is the call's position among the timeline's events: its rank,
+    node and arrival are that event's (on a real OTF2 trace too)."""
+    for tl in (
+        _two_rank_timeline([(0, 30), (100, 90)], [50, 120]),
+        cctviz.read_timeline(PING_PONG),
+    ):
+        inst = instances(tl, include_p2p=True)
+        ev = tl.events.iloc[inst["event"].to_numpy()]
+        assert len(inst) and ev["node"].tolist() == inst["node"].tolist()
+        assert ev["profile"].tolist() == inst["profile"].tolist()
+        assert ev["start"].tolist() == inst["arrival"].tolist()
+
+
 def test_point_to_point_is_left_out_unless_asked():
     tl = cctviz.read_timeline(PING_PONG)
     assert instances(tl).empty  # sends and receives only

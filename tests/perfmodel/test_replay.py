@@ -342,3 +342,43 @@ def test_a_what_if_run_beside_the_measured_one():
     assert per_rank == pytest.approx(w.steps["replayed [s]"].iloc[0])
     lanes = TimelineView(both)._data["lanes"]
     assert lanes[0].startswith("measured · ") and lanes[2].startswith("what if: scale work")
+
+
+@pytest.mark.parametrize(
+    "path", [PINGPONG, GPU, DATA / "kineto" / "hta_trace_filter_sampled_rank-0.json.gz"],
+    ids=lambda p: p.name,
+)  # fmt: skip
+def test_blocks_of_lanes_build_the_graph_whole_builds(path, monkeypatch):
+    """The build nests and cuts a few lanes at a time, on threads: blocks of one
+    or two lanes give the graph and the replay that one block gives (the nester's
+    streams and the parents given by ``parent_event`` alike)."""
+    import cctviz.perfmodel.graph as graph
+
+    whole = replay(path)
+    monkeypatch.setattr(graph, "BLOCK_EVENTS", 5)
+    blocks = graph._lane_blocks(whole.graph.ev_lane, np.ones(len(whole.timeline), bool))
+    assert len(blocks) > 1
+    cut = replay(path)
+    for name in ("owner", "start", "end", "lane", "chunk", "c_type", "c_transfer", "ev_last"):
+        assert np.array_equal(getattr(cut.graph, name), getattr(whole.graph, name)), name
+    pd.testing.assert_frame_equal(cut.steps, whole.steps)
+
+
+def test_a_replay_lets_go_of_its_graph_without_the_garbage_collector():
+    """Nothing of a replay is held in a reference cycle: its graph (arrays of
+    every piece) is freed as soon as the replay is, even with the cyclic garbage
+    collector off (a long session builds many)."""
+    import gc
+    import weakref
+
+    tl = cctviz.read_timeline(PINGPONG)
+    gc.collect()
+    gc.disable()
+    try:
+        rp = replay(tl)
+        rp.critical_path()
+        graph = weakref.ref(rp.graph)
+        del rp
+        assert graph() is None
+    finally:
+        gc.enable()
