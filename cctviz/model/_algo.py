@@ -410,7 +410,10 @@ def lexsort(keys: Sequence[np.ndarray]) -> np.ndarray:
             key = keys[k][rows]
             sub = np.lexsort((key, run))
             key, r = key[sub], run[sub]
-            tie = (key[1:] == key[:-1]) & (r[1:] == r[:-1])
+            same = key[1:] == key[:-1]
+            if key.dtype.kind in "fc":  # numpy's lexsort ties NaN with NaN
+                same |= np.isnan(key[1:]) & np.isnan(key[:-1])
+            tie = same & (r[1:] == r[:-1])
             used = 1
         else:
             sub = np.argsort(packed, kind="stable")
@@ -429,7 +432,7 @@ def lexsort(keys: Sequence[np.ndarray]) -> np.ndarray:
 def as_whole(a: np.ndarray) -> np.ndarray | None:
     """``a`` as int64 where all of it is whole numbers within float64's exact
     range, else None."""
-    if a.dtype.kind in "biu":
+    if a.dtype.kind in "bi" or (a.dtype.kind == "u" and (not a.size or a.max() < 2**63)):
         return a.astype(np.int64, copy=False)
     if a.dtype.kind != "f" or not a.size:
         return None

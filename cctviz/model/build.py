@@ -413,8 +413,9 @@ def _packed_stream(
     if s is None or e is None:
         return None
     g = group.astype(np.int64, copy=False)
-    lo, width = int(s.min()), int(max(e.max(), s.max()) - s.min()) + 1
-    g_lo, g_width = int(g.min()), int(g.max() - g.min()) + 1
+    lo = int(s.min())  # (Python integers: no wrap past 2**63)
+    width = max(int(e.max()), int(s.max())) - lo + 1
+    g_lo, g_width = int(g.min()), int(g.max()) - int(g.min()) + 1
     if g_width * width * 4 >= 2**62:
         return None
     k_enter = ((g - g_lo) * width + (s - lo)) * 4 + ce

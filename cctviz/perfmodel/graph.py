@@ -739,19 +739,29 @@ def _host_pieces(
     np.copyto(owner, np.where(is_enter, ev, np.where(up >= 0, up, -1 - ln)))
     p_end[:-1] = t[1:]
     lane_end = np.flatnonzero(ln[1:] != ln[:-1])  # a lane's last entry
-    new_lane[:] = False
-    new_lane[lane_end + 1] = True
-    if t.size:
-        new_lane[0] = True
     p_end[lane_end] = t[lane_end]
     if t.size:
         p_end[-1] = t[-1]
     np.maximum(p_end, t, out=p_end)
+    enter_at = np.flatnonzero(is_enter)
+    leave_at = np.flatnonzero(~is_enter) - 1  # the piece before each Leave
+    same = ln[1:] == ln[:-1]
+    if (same & (t[1:] < t[:-1])).any() or (ln[1:] < ln[:-1]).any():
+        # given parents whose children overlap (siblings that overlap in time, an
+        # Euler tour goes subtree by subtree): the lane's pieces in time order
+        order = lexsort((p_end, t, ln))
+        for a in (owner, t, p_end):
+            a[:] = a[order]
+        ln = ln[order]
+        at = np.empty_like(order)
+        at[order] = np.arange(order.size)
+        enter_at, leave_at = at[enter_at], at[leave_at]
+        same = ln[1:] == ln[:-1]
     np.copyto(dur, p_end - t)  # (int64 first: epoch ns)
-    at = np.flatnonzero(is_enter)
-    first[ev[at]] = at + offset
-    at = np.flatnonzero(~is_enter)
-    last[ev[at]] = at - 1 + offset
+    new_lane[:1] = True
+    new_lane[1:] = ~same
+    first[ev[is_enter]] = enter_at + offset
+    last[ev[~is_enter]] = leave_at + offset
 
 
 def _inside(parent: np.ndarray, comm: np.ndarray) -> np.ndarray:

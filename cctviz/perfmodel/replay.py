@@ -215,6 +215,9 @@ class Replay:
         first, last = g.ev_first, g.ev_last
         if events is not None:
             first, last = first[events], last[events]
+        if not g.n_chunks:  # nothing replayed (no timed event)
+            nan = np.full(first.shape[0], np.nan)
+            return nan, nan.copy()
         s = np.where(first >= 0, self._piece_times(np.maximum(first, 0))[0], np.nan)
         e = np.where(last >= 0, self._piece_times(np.maximum(last, 0))[1], np.nan)
         if relative:

@@ -111,7 +111,7 @@ def test_combine_rows_equals_one_row_at_a_time(case):
         assert conflicts == [0] * len(rules)
 
 
-key_arrays = st.sampled_from(["small", "wide", "huge", "halves", "bool"])
+key_arrays = st.sampled_from(["small", "wide", "huge", "halves", "bool", "nan", "uint"])
 
 
 @given(st.integers(0, 30), st.lists(key_arrays, min_size=1, max_size=4), st.integers(0, 2**32))
@@ -125,6 +125,8 @@ def test_lexsort_is_numpys(n, kinds, seed):
         "huge": lambda: rng.integers(-(2**62), 2**62, n),
         "halves": lambda: rng.integers(-4, 4, n) * 0.5,
         "bool": lambda: rng.integers(0, 2, n).astype(bool),
+        "nan": lambda: np.where(rng.random(n) < 0.5, np.nan, rng.integers(0, 3, n) * 1.0),
+        "uint": lambda: rng.choice(np.array([0, 5, 2**63, 2**64 - 1], dtype=np.uint64), n),
     }
     keys = [make[k]() for k in kinds]
     assert lexsort(keys).tolist() == np.lexsort(keys).tolist()
