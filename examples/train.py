@@ -18,16 +18,19 @@ module (a straggler to replay, balance or delay: ``cctviz whatif``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import gc
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 # Import the model next to this script even when its directory is not on sys.path.
@@ -64,6 +67,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--timings", metavar="PATH", help="write per-rank step times as JSON; {rank} is formatted"
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--count-saved",
+        action="store_true",
+        help="count the bytes autograd saves for backward each step (each storage once,"
+        " parameters left out) with torch's saved-tensor hooks; into --timings as saved_bytes",
+    )
     p.add_argument(
         "--sleep",
         metavar="RANK:MODULE:MS[,...]",
@@ -246,6 +255,25 @@ def shard_units(model: torch.nn.Module, strategy: str, world_size: int) -> list[
     return units
 
 
+@contextlib.contextmanager
+def counting_saved(on: bool) -> Iterator[dict[int, int]]:
+    """Within: the storages autograd saves for backward and their bytes (each once;
+    parameters and views of them left out), counted by torch's saved-tensor hooks."""
+    saved: dict[int, int] = {}
+    if not on:
+        yield saved
+        return
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if not isinstance(t, nn.Parameter) and not isinstance(t._base, nn.Parameter):
+            storage = t.untyped_storage()
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        yield saved
+
+
 def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.device) -> None:
     # Same seed on every rank: identical initial weights (FSDP2 does not broadcast).
     torch.manual_seed(args.seed)
@@ -280,14 +308,18 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
     if args.torch_profiler != "off":  # a peer to compare against (benchmarks/runtime_overhead.py)
         tprof = torch.profiler.profile(with_stack=args.torch_profiler == "stack")
         tprof.__enter__()
+    saved_bytes: list[int] = []
     for step in range(args.steps):
         CURRENT_STEP[0] = step
         t0 = time.perf_counter_ns()
         x, y = next(batches)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         opt.zero_grad(set_to_none=True)
-        logits, loss = model(x, y)
+        with counting_saved(args.count_saved) as saved:
+            logits, loss = model(x, y)
         loss.backward()
+        if args.count_saved:
+            saved_bytes.append(sum(saved.values()))
         opt.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -322,6 +354,7 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
             "params": num_params,
             "grad_bytes": grad_bytes,
             "shard_units": shard_units(model, args.strategy, world_size),
+            "saved_bytes": saved_bytes,
         }
         path.write_text(json.dumps(record) + "\n")
 

@@ -14,6 +14,14 @@ Cheapest first (costs measured on CPU with gloo, docs/architecture.md section 9)
   wrapper sees. Async work: the span from issue to the return of
   ``Work.wait()`` is the collective's ``comm_time``; the wait itself is a
   ``wait`` leaf where the user waits.
+- activations: ``torch.autograd.graph.saved_tensors_hooks`` (the default hooks
+  of the training thread) see every tensor autograd saves for backward; its
+  storage's bytes go to the context on top as ``act_bytes``, each storage once
+  per forward pass (views share one), parameters left out (they are model
+  states). Not where the job's own saved-tensor hooks are active (activation
+  offloading, checkpointing that packs): those run instead, so nothing is
+  counted inside them, and none are installed where hooks were active at
+  start.
 - ``mode="detailed"`` adds a ``TorchDispatchMode`` that records every
   aten/c10d op as a leaf (about 4 us per op) and attributes backward time to
   modules through pre-hooks on their outputs' ``grad_fn``.
@@ -168,6 +176,8 @@ class TorchHooks:
         self.world_size: int | None = None
         self.facts: dict[str, Any] = {"strategy": "none"}
         self.failed: BaseException | None = None
+        self._saved: set[int] = set()  # storages counted in act_bytes this forward pass
+        self._parameter: type | None = None
 
     # ----------------------------------------------------------- plumbing
     def _mine(self) -> bool:
@@ -212,6 +222,7 @@ class TorchHooks:
         it = dataloader._BaseDataLoaderIter
         self._patch(it, "__next__", self._data_wrapper(it.__next__))
         self._install_dist()
+        self._install_saved()
         if self.mode == "detailed":
             self._install_dispatch()
         if self.python_frames:
@@ -318,6 +329,7 @@ class TorchHooks:
             tok = self._enter("backward")
             if tok is None:
                 return fn(*args, **kwargs)
+            self._saved.clear()  # the next forward pass saves anew
             self._in_backward += 1
             try:
                 return fn(*args, **kwargs)
@@ -351,6 +363,7 @@ class TorchHooks:
     def end_step(self, *, by_optimizer: bool = False) -> None:
         try:
             self.rec.end_step(by_optimizer=by_optimizer)
+            self._saved.clear()
             del self._mods[:]
             self._capture_dist()
             if self.on_step_end is not None:
@@ -639,6 +652,46 @@ class TorchHooks:
             rec.enter_path(k, names)
         except Exception as e:  # noqa: BLE001
             self.fail(e)
+
+    def _install_saved(self) -> None:
+        """``act_bytes`` through the training thread's default saved-tensor hooks
+        (module docstring), unless the job's own are active already."""
+        import torch
+
+        graph = torch.autograd.graph
+        top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
+        if top is not None and top(False) is not None:
+            log.info("cctviz: saved-tensor hooks are active: no act_bytes")
+            return
+        self._parameter = torch.nn.Parameter
+        hooks = graph.saved_tensors_hooks(self._pack, self._unpack)
+        try:
+            hooks.__enter__()
+        except RuntimeError as e:  # e.g. inside disable_saved_tensors_hooks
+            log.info("cctviz: no act_bytes: %s", e)
+            return
+        self._undo.append(lambda: hooks.__exit__(None, None, None))
+
+    def _pack(self, t: Any) -> Any:
+        """A tensor saved for backward: its storage's bytes to the context on top,
+        once per forward pass; parameters (and views of them) left out."""
+        if not self._mine() or self._in_backward:
+            return t
+        if isinstance(t, self._parameter) or isinstance(t._base, self._parameter):
+            return t
+        try:
+            storage = t.untyped_storage()
+            key, nbytes = storage.data_ptr(), storage.nbytes()
+        except (RuntimeError, NotImplementedError):  # no storage (sparse, nested, fake)
+            return t
+        if key not in self._saved:
+            self._saved.add(key)
+            self.rec.add(self.rec.top, "act_bytes", float(nbytes))
+        return t
+
+    @staticmethod
+    def _unpack(t: Any) -> Any:
+        return t
 
     def _install_dispatch(self) -> None:
         from torch.utils._python_dispatch import TorchDispatchMode

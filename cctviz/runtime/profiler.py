@@ -45,6 +45,7 @@ UNITS = {
     "comm_time": "ns",
     "gpu_time": "ns",
     "mem_peak": "B",
+    "act_bytes": "B",
     "data_in_bytes": "B",
     "data_out_bytes": "B",
 }
