@@ -23,25 +23,26 @@ Usage::
     python benchmarks/critical_path.py [--events 100000 1000000 10000000] [--ranks 64] [--hta]
 
 Each size is measured in a Python process of its own (as a user replays one
-trace: what an earlier size left in the allocator is not counted; after the two
-smaller sizes in one process, 10M took 5.2-5.6 s). Measured 2026-12-07, 64
-ranks, this machine (2 cores), three runs::
+trace: what an earlier size left in the allocator is not counted). Measured
+2026-12-07, 64 ranks, this machine (2 cores), one run of the three sizes::
 
      events  steps  chunks  build s  path s  build+path s  user s  system s  what-if s
-     99,520     74   9,536    0.070   0.009         0.079   0.072     0.012      0.018
-  1,000,000    744  95,296    0.515   0.032         0.546   0.485     0.100      0.132
-  9,999,424  7,440 952,384    4.276   0.296         4.572   5.867     0.634      3.206
+     99,520     74   9,536    0.070   0.009         0.079   0.072     0.012      0.023
+  1,000,000    744  95,296    0.554   0.037         0.591   0.485     0.149      0.176
+  9,999,424  7,440 952,384    4.935   0.285         5.220   5.946     1.202      3.279
 
-  10M, build+path, the three runs: 4.57, 4.66 and 3.98 s (the goal: under 5 s).
+  10M, build+path, 18 runs of the same code within half an hour: 4.29-5.99 s,
+  median 5.0 s (the goal: under 5 s); the system time (page faults on fresh
+  memory) 0.5-1.2 s of it, and most of the spread.
 
 The build nests and cuts the lanes in blocks of about 1M events on both cores
 (user time above wall time); the replay's walk of 952k chunks is one Python loop
 (about 0.9 s). The one what-if also makes the per-piece node, kind and lane
-arrays the build leaves out (made once, kept). Before this work the same
-10M trace took 40 s. HTA, on one step of its own rank-0 GPU sample (45,404
-events): its ``critical_path_analysis`` 0.37-0.55 s after 1.3 s of loading;
-cctviz's replay and path 0.12-0.13 s after 0.16-0.17 s of reading (0.22-0.34x
-HTA's path time); the paths' lengths 95.70 ms (cctviz) and 95.57 ms (HTA).
+arrays the build leaves out (made once, kept). Before this work the same 10M
+trace took 40 s. HTA, on one step of its own rank-0 GPU sample (45,404 events):
+its ``critical_path_analysis`` 0.37-0.55 s after 1.3 s of loading; cctviz's
+replay and path 0.12-0.13 s after 0.16-0.20 s of reading (0.22-0.34x HTA's path
+time); the paths' lengths 95.70 ms (cctviz) and 95.57 ms (HTA).
 """
 
 from __future__ import annotations

@@ -676,7 +676,8 @@ def _pieces(
     index = np.int32 if at[-1] + gpu.sum() < 2**31 else np.int64  # (half the memory)
     first = np.full(n, -1, dtype=index)
     last = np.full(n, -1, dtype=index)
-    owner, t, p_end = (np.empty(int(at[-1]), dtype=np.int64) for _ in range(3))
+    t, p_end = (np.empty(int(at[-1]), dtype=np.int64) for _ in range(2))
+    owner = np.empty(int(at[-1]), dtype=index if n < 2**31 else np.int64)  # (-1 - lane: idle)
     dur = np.empty(int(at[-1]), dtype=np.float64)
     new_lane = np.empty(int(at[-1]), dtype=bool)
 
