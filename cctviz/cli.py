@@ -538,7 +538,9 @@ def _cmd_run(rest: Sequence[str]) -> int:
         from .runtime import launch
 
         print("usage: cctviz run [torchrun options] [--out DIR] [--mode light|detailed]")
-        print("                  [--warmup N] [--per-step] [--python-frames] [--trace DIR]")
+        print(
+            "                  [--warmup N] [--per-step] [--python-frames] [--act-bytes] [--trace DIR]"
+        )
         print(
             "                  [--timeline]  (trace into DIR/timeline: cctviz.read_timeline(DIR))"
         )

@@ -268,7 +268,7 @@ def counting_saved(on: bool) -> Iterator[dict[int, int]]:
         if not isinstance(t, nn.Parameter) and not isinstance(t._base, nn.Parameter):
             storage = t.untyped_storage()
             saved[storage.data_ptr()] = storage.nbytes()
-        return t
+        return t.detach() if t.requires_grad else t  # (an output kept with its grad_fn: a cycle)
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         yield saved

@@ -14,14 +14,15 @@ Cheapest first (costs measured on CPU with gloo, docs/architecture.md section 9)
   wrapper sees. Async work: the span from issue to the return of
   ``Work.wait()`` is the collective's ``comm_time``; the wait itself is a
   ``wait`` leaf where the user waits.
-- activations: ``torch.autograd.graph.saved_tensors_hooks`` (the default hooks
-  of the training thread) see every tensor autograd saves for backward; its
-  storage's bytes go to the context on top as ``act_bytes``, each storage once
-  per forward pass (views share one), parameters left out (they are model
-  states). Not where the job's own saved-tensor hooks are active (activation
-  offloading, checkpointing that packs): those run instead, so nothing is
-  counted inside them, and none are installed where hooks were active at
-  start.
+- activations (``act_bytes=True``): ``torch.autograd.graph.saved_tensors_hooks``
+  (the default hooks of the training thread) see every tensor autograd saves
+  for backward; its storage's bytes go to the context on top as ``act_bytes``,
+  each storage once per forward pass (views share one), parameters left out
+  (they are model states; buffers count). Not where the job's own saved-tensor
+  hooks are active (activation offloading, checkpointing that packs): those
+  run instead, so nothing is counted inside them, and none are installed where
+  hooks were active at start. Off by default: ``torch.func``'s transforms
+  refuse to run while saved-tensor hooks are pushed.
 - ``mode="detailed"`` adds a ``TorchDispatchMode`` that records every
   aten/c10d op as a leaf (about 4 us per op) and attributes backward time to
   modules through pre-hooks on their outputs' ``grad_fn``.
@@ -144,6 +145,7 @@ class TorchHooks:
         mode: str = "light",
         auto_steps: bool = True,
         python_frames: bool = False,
+        act_bytes: bool = False,
         clock: Callable[[], int] = time.perf_counter_ns,
         on_phase: Callable[[int], None] | None = None,
         on_step_end: Callable[[], None] | None = None,
@@ -155,6 +157,7 @@ class TorchHooks:
         self.mode = mode
         self.auto_steps = auto_steps
         self.python_frames = python_frames
+        self.act_bytes = act_bytes
         self.clock = clock
         self.on_phase = on_phase
         self.on_step_end = on_step_end
@@ -178,6 +181,7 @@ class TorchHooks:
         self.failed: BaseException | None = None
         self._saved: set[int] = set()  # storages counted in act_bytes this forward pass
         self._parameter: type | None = None
+        self._counting = False
 
     # ----------------------------------------------------------- plumbing
     def _mine(self) -> bool:
@@ -222,7 +226,8 @@ class TorchHooks:
         it = dataloader._BaseDataLoaderIter
         self._patch(it, "__next__", self._data_wrapper(it.__next__))
         self._install_dist()
-        self._install_saved()
+        if self.act_bytes:
+            self._install_saved()
         if self.mode == "detailed":
             self._install_dispatch()
         if self.python_frames:
@@ -658,36 +663,54 @@ class TorchHooks:
         (module docstring), unless the job's own are active already."""
         import torch
 
-        graph = torch.autograd.graph
         top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
-        if top is not None and top(False) is not None:
+        if top is not None and top(True) is not None:
             log.info("cctviz: saved-tensor hooks are active: no act_bytes")
             return
         self._parameter = torch.nn.Parameter
-        hooks = graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._counting = True
+        pack, unpack = self._pack, self._unpack
+        hooks = torch.autograd.graph.saved_tensors_hooks(pack, unpack)
         try:
             hooks.__enter__()
         except RuntimeError as e:  # e.g. inside disable_saved_tensors_hooks
             log.info("cctviz: no act_bytes: %s", e)
             return
-        self._undo.append(lambda: hooks.__exit__(None, None, None))
+
+        def remove() -> None:
+            # the hook stack is per thread: popped on the thread that pushed it,
+            # and only while ours is on top (never the job's); else left in
+            # place, counting nothing
+            self._counting = False
+            mine = top is None or (top(True) or (None,))[0] == pack
+            if threading.get_ident() == self.main and mine:
+                hooks.__exit__(None, None, None)
+
+        self._undo.append(remove)
 
     def _pack(self, t: Any) -> Any:
         """A tensor saved for backward: its storage's bytes to the context on top,
-        once per forward pass; parameters (and views of them) left out."""
-        if not self._mine() or self._in_backward:
-            return t
+        once per forward pass; parameters (and views of them) left out. Returns
+        it detached where it has a history: an op's output saved with its
+        ``grad_fn`` would hold itself (a cycle no collector frees)."""
+        if self._counting and self._mine() and not self._in_backward:
+            try:
+                self._count_saved(t)
+            except Exception as e:  # noqa: BLE001
+                self.fail(e)
+        return t.detach() if t.requires_grad else t
+
+    def _count_saved(self, t: Any) -> None:
         if isinstance(t, self._parameter) or isinstance(t._base, self._parameter):
-            return t
+            return
         try:
             storage = t.untyped_storage()
             key, nbytes = storage.data_ptr(), storage.nbytes()
         except (RuntimeError, NotImplementedError):  # no storage (sparse, nested, fake)
-            return t
-        if key not in self._saved:
+            return
+        if key and key not in self._saved:  # (0: empty, or a subclass's placeholder)
             self._saved.add(key)
             self.rec.add(self.rec.top, "act_bytes", float(nbytes))
-        return t
 
     @staticmethod
     def _unpack(t: Any) -> Any:

@@ -52,6 +52,7 @@ OPTIONS = {
     "--warmup": True,
     "--per-step": False,
     "--python-frames": False,
+    "--act-bytes": False,
     "--trace": True,
     "--timeline": False,
     "--timeline-limit": True,
@@ -251,6 +252,7 @@ def run(argv: Sequence[str]) -> int:
     worker += ["--warmup", str(warmup)]
     worker += ["--per-step"] if ours.get("per_step") else []
     worker += ["--python-frames"] if ours.get("python_frames") else []
+    worker += ["--act-bytes"] if ours.get("act_bytes") else []
     worker += ["--module"] if module else []
     worker += ["--trace", str(trace)] if trace is not None else []
     worker += ["--timeline-limit", str(limit)] if trace is not None else []
@@ -325,6 +327,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--warmup", type=int, default=0)
     p.add_argument("--per-step", action="store_true")
     p.add_argument("--python-frames", action="store_true")
+    p.add_argument("--act-bytes", action="store_true")
     p.add_argument("--module", action="store_true")
     p.add_argument("--trace", default=None)
     p.add_argument("--timeline-limit", default=None)
@@ -344,6 +347,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
         warmup=a.warmup,
         per_step=a.per_step,
         python_frames=a.python_frames,
+        act_bytes=a.act_bytes,
         root=root,
         trace=a.trace,
         timeline_limit=parse_limit(a.timeline_limit),
