@@ -123,7 +123,7 @@ class Graph:
 
     def lane_of(self, owners: np.ndarray) -> np.ndarray:
         """The lane of pieces with these ``owners`` (an idle one's: ``-1 - owner``)."""
-        return np.where(owners >= 0, self.ev_lane[np.maximum(owners, 0)], -1 - owners)
+        return _lane_of(owners, self.ev_lane)
 
     @cached_property
     def node(self) -> np.ndarray:
@@ -219,7 +219,7 @@ def build(tl: Timeline) -> Graph:
     c_first = np.flatnonzero(boundary)
     c_stop = np.r_[c_first[1:], len(owner)].astype(np.int64)
     n_chunks = c_first.shape[0]
-    c_lane = np.where(owner[c_first] >= 0, lane[np.maximum(owner[c_first], 0)], -1 - owner[c_first])
+    c_lane = _lane_of(owner[c_first], lane)
     c_start = p_start[c_first]
     c_end = p_end[c_stop - 1] if n_chunks else np.zeros(0, np.int64)
     c_owner = owner[c_first]
@@ -692,7 +692,7 @@ def _pieces(
     g = np.flatnonzero(gpu)
     if not g.size:
         return owner, t, p_end, new_lane, dur, first, last
-    ln = np.where(owner >= 0, lane[np.maximum(owner, 0)], -1 - owner)
+    ln = _lane_of(owner, lane)
     g = g[lexsort((end[g], start[g], lane[g]))]
     first[g] = last[g] = owner.shape[0] + np.arange(g.size)
     order = np.argsort(np.concatenate([ln, lane[g]]), kind="stable")
@@ -777,6 +777,11 @@ def _inside(parent: np.ndarray, comm: np.ndarray) -> np.ndarray:
         out[live] |= comm[p[live]]
         p = np.where(live, parent[np.maximum(p, 0)], -1)
     return out
+
+
+def _lane_of(owners: np.ndarray, ev_lane: np.ndarray) -> np.ndarray:
+    """The lane of pieces with these ``owners``: the event's, or ``-1 - owner`` (idle)."""
+    return np.where(owners >= 0, ev_lane[np.maximum(owners, 0)], -1 - owners)
 
 
 def _of_owner(per_event: np.ndarray, idle: object, n_lanes: int) -> np.ndarray:
