@@ -46,6 +46,7 @@ from ..model._algo import (
     level_order,
     lexsort,
     preorder_permutation,
+    sorted_unique,
     subtree_sizes,
 )
 from ..model.build import nest_intervals
@@ -181,7 +182,6 @@ def build(tl: Timeline) -> Graph:
     owner, p_start, p_end, new_lane, dur, ev_first, ev_last = _pieces(
         stream, timed & ~inside, gpu & ~inside, lane, parent, start, end
     )
-    n_lanes = lane_prof.shape[0]
 
     inst = _instances(tl, comm)
     calls = np.flatnonzero(comm & (inst >= 0))
@@ -206,17 +206,18 @@ def build(tl: Timeline) -> Graph:
     gpu_sync = timed & np.isin(names, GPU_SYNC_NAMES)[node]
     gpu_sync |= _blocking_launches(launched, launch_of, end, n)
     # chunk boundaries: every comm, launch, GPU and sync piece is a chunk of its own
+    # (as sorted piece indices: a comm call is one piece, what it holds folded in)
     last_piece = ev_last
-    is_comm_piece = _of_owner(comm, False, n_lanes)[owner]
+    comm_pieces = _last_pieces(last_piece, comm)
     waits = np.zeros(n + 1, dtype=bool)
     waits[sync_of[sync_of >= 0]] = True
     waits[:n] |= gpu_sync
-    is_sync_piece = _last_pieces(last_piece, waits[:n], len(owner))
-    is_own = _last_pieces(last_piece, launches | gpu, len(owner))
-    special = is_comm_piece | is_sync_piece | is_own
-    after_special = np.r_[False, special[:-1]] if len(special) else special
-    boundary = new_lane | special | after_special
-    c_first = np.flatnonzero(boundary)
+    sync_pieces = _last_pieces(last_piece, waits[:n])
+    special = sorted_unique(
+        np.concatenate([comm_pieces, sync_pieces, _last_pieces(last_piece, launches | gpu)])
+    )
+    after = special[special + 1 < len(owner)] + 1
+    c_first = sorted_unique(np.concatenate([np.flatnonzero(new_lane), special, after]))
     c_stop = np.r_[c_first[1:], len(owner)].astype(np.int64)
     n_chunks = c_first.shape[0]
     c_lane = _lane_of(owner[c_first], lane)
@@ -224,13 +225,16 @@ def build(tl: Timeline) -> Graph:
     c_end = p_end[c_stop - 1] if n_chunks else np.zeros(0, np.int64)
     c_owner = owner[c_first]
     c_type = np.full(n_chunks, PLAIN, dtype=np.int8)
-    first_special = special[c_first]
-    co = np.maximum(c_owner, 0)
-    c_type[first_special & is_comm_piece[c_first] & blocking[co]] = COLL
-    c_type[first_special & is_comm_piece[c_first] & is_async[co]] = ISSUE
-    c_type[first_special & is_sync_piece[c_first]] = SYNC
-    c_type[first_special & (c_owner >= 0) & gpu[co]] = KERNEL
-    c_inst = np.where(first_special & is_comm_piece[c_first], inst[co], -1)
+    at_comm = np.searchsorted(c_first, comm_pieces)
+    of_comm = c_owner[at_comm]
+    c_type[at_comm[blocking[of_comm]]] = COLL
+    c_type[at_comm[is_async[of_comm]]] = ISSUE
+    c_type[np.searchsorted(c_first, sync_pieces)] = SYNC
+    at_special = np.searchsorted(c_first, special)
+    of_special = c_owner[at_special]
+    c_type[at_special[(of_special >= 0) & gpu[np.maximum(of_special, 0)]]] = KERNEL
+    c_inst = np.full(n_chunks, -1, dtype=inst.dtype)
+    c_inst[at_comm] = inst[of_comm]
     # the last arrival of every instance, measured
     member = c_inst >= 0
     n_inst = int(inst.max()) + 1 if n and inst.max() >= 0 else 0
@@ -258,7 +262,7 @@ def build(tl: Timeline) -> Graph:
     c_launch[kern] = chunk_of_event(_looked_up(launched, launch_of, c_owner[kern]))
     c_gap, c_into = _kernel_gaps(kern, c_launch, c_lane, c_start, c_end, n_chunks)
     g_sync, g_dep = _gpu_waits(
-        np.flatnonzero((c_type == SYNC) & gpu_sync[co]), kern, c_launch, c_lane, c_start,
+        np.flatnonzero((c_type == SYNC) & gpu_sync[np.maximum(c_owner, 0)]), kern, c_launch, c_lane, c_start,
         lane_prof,
     )  # fmt: skip
     # a sync waited only for work the measurement shows done when it returned
@@ -370,13 +374,10 @@ def _blocking_launches(g: np.ndarray, la: np.ndarray, end: np.ndarray, n: int) -
     return out
 
 
-def _last_pieces(last_piece: np.ndarray, events: np.ndarray, n_pieces: int) -> np.ndarray:
-    """Piece mask: the last piece of each of ``events`` (a bool per event)."""
-    out = np.zeros(n_pieces, dtype=bool)
-    e = np.flatnonzero(events)
-    p = last_piece[e]
-    out[p[p >= 0]] = True
-    return out
+def _last_pieces(last_piece: np.ndarray, events: np.ndarray) -> np.ndarray:
+    """The last piece of each of ``events`` (a bool per event), sorted."""
+    p = last_piece[events]
+    return np.sort(p[p >= 0])
 
 
 def _kernel_gaps(
@@ -828,7 +829,7 @@ def _instances(tl: Timeline, comm: np.ndarray) -> np.ndarray:
     if inst.empty:
         return out
     # renumber the instances densely
-    _, dense = np.unique(inst["instance"].to_numpy(np.int64), return_inverse=True)
+    _, dense = sorted_unique(inst["instance"].to_numpy(np.int64), return_inverse=True)
     calls = inst["event"].to_numpy(np.int64)
     mine = comm[calls]
     out[calls[mine]] = dense.reshape(-1)[mine]

@@ -185,7 +185,6 @@ class Replay:
         self._base = int(graph.timeline.span[0])  # times inside are ns from here
         self._sim = _simulate(graph, dur, transfer, self._base)
         self._cum: np.ndarray | None = None  # per piece: the durations before it
-        self._chunk_times: tuple[np.ndarray, np.ndarray] | None = None
         self._lane_bounds_made: dict[bool, pd.DataFrame] = {}
         self.steps = self._step_table()
 
@@ -332,15 +331,8 @@ class Replay:
 
     # ------------------------------------------------------------ internals
     def _chunk_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """The replayed chunk starts and ends as arrays (made once from the walk's
-        lists; fromiter: a third faster than asarray on a million floats)."""
-        if self._chunk_times is None:
-            n = len(self._sim.start)
-            self._chunk_times = (
-                np.fromiter(self._sim.start, np.float64, count=n),
-                np.fromiter(self._sim.end, np.float64, count=n),
-            )
-        return self._chunk_times
+        """The replayed chunk starts and ends (ns from the timeline's start)."""
+        return self._sim.start, self._sim.end
 
     def _offsets(self, pieces: np.ndarray, chunks: np.ndarray) -> np.ndarray:
         """The durations of the pieces before each of ``pieces`` in its chunk: summed
@@ -439,11 +431,12 @@ class Replay:
 
 # ------------------------------------------------------------------ the replay
 class _Sim:
-    """Replayed chunk times and, per chunk, what decided its end."""
+    """Replayed chunk times (arrays, once the walk is done) and, per chunk, what
+    decided its end."""
 
     def __init__(self, n: int) -> None:
-        self.start = [math.nan] * n
-        self.end = [math.nan] * n
+        self.start: Any = [math.nan] * n  # (lists while walking: a Python loop's)
+        self.end: Any = [math.nan] * n
         # cause: 0 its lane (start + own time); 1 its instance's last arrival
         # (via: that member's chunk); 2 a completion it waited for (via: the
         # ISSUE or GPU chunk; at: when that completed); 3 GPU work's launch (via)
@@ -461,19 +454,41 @@ class _Sim:
         if got is None:  # (a walk ends with every chunk's start known)
             ptr, chunks = self.members
             who = max(chunks[ptr[j] : ptr[j + 1]], key=self.start.__getitem__)
-            got = self.barrier[j] = (self.start[who], who)
+            got = self.barrier[j] = (float(self.start[who]), who)
         return got
 
 
+def _runs(g: Graph, d: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per chunk: the last chunk before it on its lane that waits for something
+    (not PLAIN; -1: none), the own time of the PLAIN chunks in between (``lead``),
+    and where it starts when nothing before it waits (``alone``: its lane's
+    start plus the PLAIN chunks before it). A PLAIN chunk starts ``lead`` after
+    that chunk's end: runs of them are offsets, not steps of the walk."""
+    n = g.n_chunks
+    at = np.arange(n)
+    lane = g.c_lane
+    lane_first = np.maximum.accumulate(np.where(np.r_[True, lane[1:] != lane[:-1]], at, 0))
+    waits = np.where(g.c_type != PLAIN, at, -1)
+    before = np.r_[-1, np.maximum.accumulate(waits)[:-1]] if n else waits
+    before = np.where(before >= lane_first, before, -1)
+    cum = np.r_[0.0, np.cumsum(np.where(g.c_type == PLAIN, d, 0.0))]  # before each chunk
+    lead = cum[at] - cum[np.maximum(before, lane_first)]  # (a waiting chunk adds 0)
+    alone = (g.c_start[lane_first] - base).astype(np.float64) + (cum[at] - cum[lane_first])
+    return before, lead, alone
+
+
 def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Sim:
-    """Chunk start and end times: a walk in the order of the measured ends (a
-    valid order of the graph: everything a chunk waits for ended before it, in
-    the measurement), resolving on demand what a tie left for later."""
+    """Chunk start and end times: a walk of the chunks that wait for something
+    (the others: offsets from them, :func:`_runs`) in the order of the measured
+    ends (a valid order of the graph: everything a chunk waits for ended before
+    it, in the measurement), resolving on demand what a tie left for later."""
     n = g.n_chunks
     c_dur = np.add.reduceat(dur, g.c_first) if n else np.zeros(0)
+    before_a, lead_a, alone_a = _runs(g, c_dur, base)
     lane = g.c_lane
-    prev = np.where(np.r_[False, lane[1:] == lane[:-1]], np.arange(n) - 1, -1).tolist()
-    t0 = (g.c_start - base).astype(np.float64).tolist()
+    first_a = np.r_[True, lane[1:] != lane[:-1]] if n else np.zeros(0, dtype=bool)
+    prev_b, lead, alone = before_a.tolist(), lead_a.tolist(), alone_a.tolist()
+    first = first_a.tolist()
     typ = g.c_type.tolist()
     # (a sync's piece holds its own time after the wait: graph.build)
     d = own_after = c_dur.tolist()
@@ -496,19 +511,29 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
     sim.members = (iptr, ich)
 
     def begin(i: int) -> float:
-        p = prev[i]
+        """When the chunk before ``i`` on its lane ends."""
+        p = prev_b[i]
         if p < 0:
-            return t0[i]
+            return alone[i]
         if end[p] != end[p]:
             resolve(p)
-        return end[p]
+        return end[p] + lead[i]
 
     def last_arrival(j: int) -> tuple[float, int]:
+        """Instance ``j``'s last arrival and who made it (its members' starts
+        kept: the values they resolve to)."""
         got = barrier.get(j)
         if got is None:
             best, who = -math.inf, -1
             for m in ich[iptr[j] : iptr[j + 1]]:
-                s = begin(m)
+                p = prev_b[m]  # (begin, inline: a call per member costs a third more)
+                if p < 0:
+                    s = alone[m]
+                else:
+                    if end[p] != end[p]:
+                        resolve(p)
+                    s = end[p] + lead[m]
+                start[m] = s
                 if s > best:
                     best, who = s, m
             got = barrier[j] = (best, who)
@@ -577,12 +602,8 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
 
     def resolve_kernel(i: int) -> None:
         """GPU work starts after the work before it on its stream and its launch."""
-        p, la = prev[i], launch[i]
-        ready, by = -math.inf, 0
-        if p >= 0:
-            if end[p] != end[p]:
-                resolve(p)
-            ready = end[p]
+        la = launch[i]
+        ready, by = (-math.inf if first[i] else begin(i)), 0
         if la >= 0:
             if start[la] != start[la]:  # (a blocking launch waits for this work)
                 resolve(la)
@@ -595,32 +616,30 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
         if by:
             cause[i], via[i] = by, la
 
+    t0 = alone  # (a lane's first chunk: its measured start)
     barrier_who = sim.barrier_who
     busy = [False] * n
-    order = lexsort((g.c_start, g.c_end)).tolist()
+    waiting = np.flatnonzero(g.c_type != PLAIN)
+    order = waiting[lexsort((g.c_start[waiting], g.c_end[waiting]))].tolist()
     try:
         for i in order:
             if end[i] == end[i]:
                 continue
-            p = prev[i]
-            t = typ[i]
+            p = prev_b[i]
             if p >= 0 and end[p] != end[p]:
                 resolve(i)
-            elif t == PLAIN:  # the common cases inline: the lane's work
-                s = t0[i] if p < 0 else end[p]
-                start[i] = s
-                end[i] = s + d[i]
-            elif t == COLL:  # a blocking collective
-                s = t0[i] if p < 0 else end[p]
-                start[i] = s
+            elif typ[i] == COLL:  # the common case: a blocking collective, all its members
+                j = inst[i]
                 busy[i] = True
-                a, who = last_arrival(inst[i])
+                a, who = last_arrival(j)
                 busy[i] = False
-                e = a + tr[i]
-                if e > s:
-                    end[i], cause[i], via[i] = e, 1, who
-                else:
-                    end[i] = s
+                for m in ich[iptr[j] : iptr[j + 1]]:
+                    if typ[m] == COLL:
+                        s, e = start[m], a + tr[m]
+                        if e > s:
+                            end[m], cause[m], via[m] = e, 1, who
+                        else:
+                            end[m] = s
             else:
                 resolve(i)
     except RecursionError:
@@ -631,7 +650,30 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
     # the helpers refer to one another: let them go with this call, and with them
     # the graph and lists they hold (no cycle left for the garbage collector)
     begin = last_arrival = completion = done = resolve = resolve_one = resolve_kernel = None  # noqa: F811
+    sim.start, sim.end = _filled_runs(start, end, g.c_type, c_dur, before_a, lead_a, alone_a)
     return sim
+
+
+def _filled_runs(
+    start: list,
+    end: list,
+    typ: np.ndarray,
+    d: np.ndarray,
+    before: np.ndarray,
+    lead: np.ndarray,
+    alone: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The walk's start and end lists as arrays, the PLAIN chunks' filled in
+    from the chunks before them that wait (:func:`_runs`; the same sums as the
+    walk's, so the values it made on demand are made again to the bit)."""
+    n = len(start)
+    s = np.fromiter(start, np.float64, count=n)  # (a third faster than asarray)
+    e = np.fromiter(end, np.float64, count=n)
+    plain = np.flatnonzero(typ == PLAIN)
+    b = before[plain]
+    s[plain] = np.where(b >= 0, e[np.maximum(b, 0)] + lead[plain], alone[plain])
+    e[plain] = s[plain] + d[plain]
+    return s, e
 
 
 # ----------------------------------------------------------- the critical path
