@@ -47,6 +47,7 @@ from ..model._algo import (
     lexsort,
     preorder_permutation,
     sorted_unique,
+    stable_order,
     subtree_sizes,
 )
 from ..model.build import nest_intervals
@@ -544,27 +545,32 @@ def _issue_transfer(
 
 
 #: events per block of lanes that the build nests and cuts into pieces at a time:
-#: a block's arrays stay below glibc's mmap threshold (32 MB), so their memory is
-#: reused rather than fresh pages each time (about 2x faster at 10M events), and
-#: the blocks run on the machine's cores
-BLOCK_EVENTS = 1 << 20
+#: a block's arrays stay well below glibc's mmap threshold (32 MB) and near the
+#: L3 cache's size, so their memory is reused rather than fresh pages each time
+#: (1M events a block: about 2x faster at 10M events than one; 256k: 15% more),
+#: and the blocks run on the machine's cores
+BLOCK_EVENTS = 1 << 18
 
 
 def _lane_blocks(lane: np.ndarray, which: np.ndarray) -> list[Callable[[], np.ndarray]]:
     """The events ``which`` (a mask) in blocks of whole lanes of about
     :data:`BLOCK_EVENTS` each, in lane order: for each block, a function that
-    finds its events (ascending), to run where the block is worked on."""
+    gives its events (grouped by lane, each lane's ascending). One stable
+    sort by lane (radix) for all the blocks."""
     n_lanes = int(lane.max()) + 1 if lane.size else 0
-    per_lane = np.bincount(lane, weights=which, minlength=n_lanes)
+    per_lane = np.bincount(lane, weights=which, minlength=n_lanes).astype(np.int64)
     upto = np.cumsum(per_lane)  # events of the lanes up to each
-    total = float(upto[-1]) if n_lanes else 0.0
+    total = int(upto[-1]) if n_lanes else 0
     cuts = np.unique(np.searchsorted(upto, np.arange(BLOCK_EVENTS, total, BLOCK_EVENTS)))
     bounds = [0, *(int(c) + 1 for c in cuts if c + 1 < n_lanes), n_lanes]
     if len(bounds) == 2:
         return [lambda: np.flatnonzero(which)]
+    idx = np.flatnonzero(which)
+    idx = idx[stable_order(lane[idx])]
+    at = np.r_[0, upto]
 
     def block(lo: int, hi: int) -> Callable[[], np.ndarray]:
-        return lambda: np.flatnonzero(which & (lane >= lo) & (lane < hi))
+        return lambda: idx[at[lo] : at[hi]]
 
     return [block(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 

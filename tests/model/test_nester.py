@@ -290,6 +290,12 @@ def test_whole_and_fractional_times_nest_alike(rows, policy):
     assert (a["end"] / 2 + 0.25).tolist() == b["end"].tolist()
     if a.get("stream") is not None:
         assert a["stream"].tolist() == b["stream"].tolist()
+    # integers: the clamp's first pass ties by the intervals' own keys, no order sorted
+    c = nest_intervals(group, start.astype(np.int64), end.astype(np.int64), overlap=policy, **kw)
+    assert c["parent"].tolist() == a["parent"].tolist()
+    assert c["end"].tolist() == a["end"].tolist()
+    if a.get("stream") is not None:
+        assert c["stream"].tolist() == a["stream"].tolist()
 
 
 def test_integer_times_nest_exactly_past_float_precision():
