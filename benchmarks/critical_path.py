@@ -20,7 +20,8 @@ of the same step; the ratio of the times and both paths' lengths and GPU shares.
 
 Usage::
 
-    python benchmarks/critical_path.py [--events 100000 1000000 10000000] [--ranks 64] [--hta]
+    python benchmarks/critical_path.py [--events 100000 1000000 10000000] [--ranks 64]
+                                       [--repeat K] [--hta]
 
 Each size is measured in a Python process of its own (as a user replays one
 trace: what an earlier size left in the allocator is not counted). Measured
@@ -208,16 +209,19 @@ def main() -> None:
     ap.add_argument("--events", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--hta", action="store_true", help="also HTA's critical path of one rank")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each size (a process each)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # (one size, in this process)
     a = ap.parse_args()
     if a.one:
         print(json.dumps(measure(a.one, a.ranks)))
         return
-    import pandas as pd
-
-    rows = [in_own_process(n, a.ranks) for n in a.events]
+    rows = [in_own_process(n, a.ranks) for _ in range(a.repeat) for n in a.events]
+    table = pd.DataFrame(rows)
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
-        print(pd.DataFrame(rows).to_string(index=False))
+        print(table.to_string(index=False))
+        if a.repeat > 1:  # the spread of the runs of each size
+            runs = table.groupby("events")["build+path s"]
+            print(runs.agg(["count", "min", "median", "max"]).to_string())
     if a.hta:
         got = hta_peer()
         if got:

@@ -587,11 +587,13 @@ def _on_blocks(fn: Callable[[Any], Any], blocks: list[Any]) -> list[Any]:
 
 def _parents(
     ev: pd.DataFrame, lane: np.ndarray, start: np.ndarray, end: np.ndarray, timed: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """Each event's enclosing timed event (-1 at the top), the ends used (a child
     that outlives its parent clamped to it: the nester's policy) and the timed
-    events as Enter/Leave streams (``k`` the Enter of event ``k``, ``-1 - k`` its
-    Leave), one per block of lanes (:func:`_lane_blocks`), in lane order."""
+    events as Enter/Leave streams, one per block of lanes (:func:`_lane_blocks`),
+    in lane order: each the block's events ``idx`` and its stream of them (``k``
+    the Enter of event ``idx[k]``, ``-1 - k`` its Leave: the pieces gather from
+    the block's arrays, not from every event's)."""
     n = len(ev)
     blocks = _lane_blocks(lane, timed)
     if "parent_event" in ev.columns:
@@ -614,32 +616,31 @@ def _parents(
     clamped = np.empty_like(end)
     clamped[~timed] = end[~timed]
 
-    def nest(block: Callable[[], np.ndarray]) -> np.ndarray:
+    def nest(block: Callable[[], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         idx = block()
         if not idx.size:
-            return idx
+            return idx, idx
         nested = nest_intervals(lane[idx], start[idx], end[idx])
         p = nested["parent"]
         parent[idx] = np.where(p >= 0, idx[np.maximum(p, 0)], -1)
         clamped[idx] = nested["end"]  # (int64: the times given)
-        k = nested["stream"]
-        at = idx[k ^ (k >> 63)]
-        return np.where(k >= 0, at, -1 - at)
+        return idx, nested["stream"]
 
     return parent, clamped, _on_blocks(nest, blocks)
 
 
 def _euler_stream(
     idx: np.ndarray, parent: np.ndarray, lane: np.ndarray, start: np.ndarray
-) -> np.ndarray:
-    """The Enter/Leave stream of the events ``idx`` whose parents are given (each
-    lane's events in pre-order, siblings by start): in pre-order, the Enter of
-    the ``i``-th event comes after ``i - depth`` Leaves, its Leave after its
-    subtree's Enters and Leaves. A parent outside ``idx`` counts as none."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The events ``idx`` (sorted) and their Enter/Leave stream (of positions in
+    it), where their parents are given (each lane's events in pre-order,
+    siblings by start): in pre-order, the Enter of the ``i``-th event comes
+    after ``i - depth`` Leaves, its Leave after its subtree's Enters and Leaves.
+    A parent outside ``idx`` counts as none."""
     m = idx.size
-    if not m:
-        return np.zeros(0, dtype=np.int64)
     idx = np.sort(idx)
+    if not m:
+        return idx, np.zeros(0, dtype=np.int64)
     up = parent[idx]
     at = np.minimum(np.searchsorted(idx, up), m - 1)
     par = np.where((up >= 0) & (idx[at] == up), at, -1)
@@ -653,13 +654,13 @@ def _euler_stream(
     enter = 2 * i - depth[perm]
     leave = enter + 2 * size[perm] - 1
     stream = np.empty(2 * m, dtype=np.int64)
-    stream[enter] = idx[perm]
-    stream[leave] = -1 - idx[perm]
-    return stream
+    stream[enter] = perm
+    stream[leave] = -1 - perm
+    return idx, stream
 
 
 def _pieces(
-    streams: list[np.ndarray],
+    streams: list[tuple[np.ndarray, np.ndarray]],
     host: np.ndarray,
     gpu: np.ndarray,
     lane: np.ndarray,
@@ -676,9 +677,10 @@ def _pieces(
     until the lane's next entry: a piece of the interval entered (an Enter) or
     of the one left to (a Leave: the parent), an idle piece (owner ``-1 -
     lane``) where that is the top (a lane's last piece, from its last Leave, is
-    idle and empty). A ``gpu`` event is one piece. Block by block (``streams``)."""
+    idle and empty). A ``gpu`` event is one piece. Block by block (``streams``:
+    :func:`_parents`)."""
     n = lane.shape[0]
-    sizes = [int(host[st[st >= 0]].sum()) * 2 for st in streams]  # 2 entries an event
+    sizes = [int(host[idx].sum()) * 2 for idx, _ in streams]  # 2 entries an event
     at = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
     index = np.int32 if at[-1] + gpu.sum() < 2**31 else np.int64  # (half the memory)
     first = np.full(n, -1, dtype=index)
@@ -690,8 +692,9 @@ def _pieces(
 
     def cut(k: int) -> None:  # block k writes its slice (threads: apart)
         part = slice(at[k], at[k + 1])
+        idx, stream = streams[k]
         _host_pieces(
-            streams[k], host, lane, parent, start, end, owner[part], t[part], p_end[part],
+            idx, stream, host, lane, parent, start, end, owner[part], t[part], p_end[part],
             new_lane[part], dur[part], first, last, int(at[k]),
         )  # fmt: skip
 
@@ -717,6 +720,7 @@ def _pieces(
 
 
 def _host_pieces(
+    idx: np.ndarray,
     stream: np.ndarray,
     host: np.ndarray,
     lane: np.ndarray,
@@ -735,15 +739,21 @@ def _host_pieces(
     """:func:`_pieces` of one block's stream, into ``owner``, ``t`` (start),
     ``p_end``, ``new_lane`` (its lane's first), ``dur``: its slices of the
     pieces; and each of its events' first (its Enter's) and last (before its
-    Leave) piece, ``offset`` on."""
-    ev = stream ^ (stream >> 63)  # Enter k, Leave -1 - k: the event k
-    keep = host[ev]
+    Leave) piece, ``offset`` on. The stream is of positions in ``idx``: what
+    it needs of the events is gathered once into the block's arrays (small:
+    the gathers per entry stay in the cache)."""
+    k = stream ^ (stream >> 63)  # Enter k, Leave -1 - k: the event idx[k]
+    keep = host[idx][k]
     if not keep.all():
-        stream, ev = stream[keep], ev[keep]
+        stream, k = stream[keep], k[keep]
     is_enter = stream >= 0
-    ln = lane[ev]
-    np.copyto(t, np.where(is_enter, start[ev], end[ev]))
-    up = parent[ev]
+    ln = lane[idx][k]
+    enter_at = np.flatnonzero(is_enter)
+    leave_at = np.flatnonzero(~is_enter)
+    t[enter_at] = start[idx][k[enter_at]]
+    t[leave_at] = end[idx][k[leave_at]]
+    up = parent[idx][k]
+    ev = idx[k]
     np.copyto(owner, np.where(is_enter, ev, np.where(up >= 0, up, -1 - ln)))
     p_end[:-1] = t[1:]
     lane_end = np.flatnonzero(ln[1:] != ln[:-1])  # a lane's last entry
@@ -751,8 +761,7 @@ def _host_pieces(
     if t.size:
         p_end[-1] = t[-1]
     np.maximum(p_end, t, out=p_end)
-    enter_at = np.flatnonzero(is_enter)
-    leave_at = np.flatnonzero(~is_enter) - 1  # the piece before each Leave
+    leave_at = leave_at - 1  # the piece before each Leave
     same = ln[1:] == ln[:-1]
     if (same & (t[1:] < t[:-1])).any() or (ln[1:] < ln[:-1]).any():
         # given parents whose children overlap (siblings that overlap in time, an
