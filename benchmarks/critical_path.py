@@ -24,26 +24,33 @@ Usage::
                                        [--repeat K] [--hta]
 
 Each size is measured in a Python process of its own (as a user replays one
-trace: what an earlier size left in the allocator is not counted). Measured
-2026-12-07, 64 ranks, this machine (2 cores), one run of the three sizes::
+trace: what an earlier size left in the allocator is not counted); ``--repeat K``
+runs the sizes K times over and prints each size's min, median and max.
+Measured 2026-12-07, 64 ranks, this machine (2 cores), the first of 12 runs::
 
      events  steps  chunks  build s  path s  build+path s  user s  system s  what-if s
-     99,520     74   9,536    0.070   0.009         0.079   0.072     0.012      0.023
-  1,000,000    744  95,296    0.554   0.037         0.591   0.485     0.149      0.176
-  9,999,424  7,440 952,384    4.935   0.285         5.220   5.946     1.202      3.279
+     99,520     74   9,536    0.093   0.012         0.106   0.097     0.016      0.023
+  1,000,000    744  95,296    0.383   0.036         0.419   0.441     0.137      0.116
+  9,999,424  7,440 952,384    3.529   0.275         3.804   5.016     0.584      2.804
 
-  10M, build+path, 18 runs of the same code within half an hour: 4.29-5.99 s,
-  median 5.0 s (the goal: under 5 s); the system time (page faults on fresh
-  memory) 0.5-1.2 s of it, and most of the spread.
+  build+path s over the 12 runs (``--repeat 12``): min / median / max
+     99,520:  0.066 / 0.086 / 0.125
+  1,000,000:  0.360 / 0.433 / 0.539
+  9,999,424:  3.804 / 4.096 / 5.273   (goal: under 5 s)
 
-The build nests and cuts the lanes in blocks of about 1M events on both cores
-(user time above wall time); the replay's walk of 952k chunks is one Python loop
-(about 0.9 s). The one what-if also makes the per-piece node, kind and lane
-arrays the build leaves out (made once, kept). Before this work the same 10M
-trace took 40 s. HTA, on one step of its own rank-0 GPU sample (45,404 events):
-its ``critical_path_analysis`` 0.37-0.55 s after 1.3 s of loading; cctviz's
-replay and path 0.12-0.13 s after 0.16-0.20 s of reading (0.22-0.34x HTA's path
-time); the paths' lengths 95.70 ms (cctviz) and 95.57 ms (HTA).
+  The one 10M run over 5 s came late in the series, when the machine as a whole
+  was slower (its user time 6.3 s against 5.0 s for the first runs, the same
+  work); six runs of 10M alone just before: 3.45-3.73 s.
+
+The build nests and cuts the lanes in blocks of about 256k events on both cores
+(user time above wall time); the replay walks only the chunks that wait for
+something (the 476k collective chunks here; the plain ones are offsets from them)
+in one Python loop, each blocking instance's members at once (about 0.7 s).
+Before this work the same 10M trace took 40 s. HTA, on one step of its own
+rank-0 GPU sample (45,404 events): its ``critical_path_analysis`` 0.42-0.44 s (two runs)
+after 1.0-1.6 s of loading; cctviz's replay and path 0.10-0.16 s after 0.19-0.27
+s of reading (0.23-0.36x HTA's path time); the paths' lengths 95.70 ms (cctviz)
+and 95.57 ms (HTA).
 """
 
 from __future__ import annotations
