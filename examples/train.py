@@ -7,10 +7,12 @@ Plain (one process)::
 Distributed, 2 processes on CPU (gloo)::
 
     torchrun --nproc-per-node 2 examples/train.py --strategy ddp
+    torchrun --nproc-per-node 2 examples/train.py --strategy zero1   # DDP + ZeroRedundancyOptimizer
     torchrun --nproc-per-node 2 examples/train.py --strategy fsdp    # FSDP2, fully_shard
     torchrun --nproc-per-node 2 examples/train.py --strategy fsdp1   # FullyShardedDataParallel
 
-Pass ``--timings /tmp/t-{rank}.json`` to have each rank write its per-step wall times,
+Pass ``--timings /tmp/t-{rank}.json`` to have each rank write its per-step wall times
+(and the bytes it holds of parameters, gradients and optimizer states after step 1),
 and ``--sleep 1:blocks.1.mlp:30`` to have rank 1 sleep 30 ms in every call of that
 module (a straggler to replay, balance or delay: ``cctviz whatif``).
 """
@@ -38,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpt import GPT, Block, GPTConfig  # noqa: E402
 
-STRATEGIES = ("none", "ddp", "fsdp", "fsdp1")
+STRATEGIES = ("none", "ddp", "zero1", "fsdp", "fsdp1")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -190,7 +192,7 @@ def add_sleeps(model: torch.nn.Module, spec: str, rank: int, block: int) -> None
 def wrap_model(model: torch.nn.Module, strategy: str, device: torch.device) -> torch.nn.Module:
     if strategy == "none":
         return model
-    if strategy == "ddp":
+    if strategy in ("ddp", "zero1"):  # zero1: DDP with ZeroRedundancyOptimizer (make_optimizer)
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         if device.type == "cuda":
@@ -211,6 +213,16 @@ def wrap_model(model: torch.nn.Module, strategy: str, device: torch.device) -> t
         # device_id is needed on CPU too: without it FSDP1 looks for an accelerator.
         return FSDP(model, auto_wrap_policy=policy, use_orig_params=True, device_id=device)
     raise ValueError(f"unknown strategy {strategy!r}")
+
+
+def make_optimizer(model: torch.nn.Module, strategy: str, lr: float) -> torch.optim.Optimizer:
+    """AdamW; under ``zero1`` its states partitioned over the ranks (torch's
+    ZeroRedundancyOptimizer, ZeRO stage 1)."""
+    if strategy == "zero1":
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        return ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=lr)
+    return torch.optim.AdamW(model.parameters(), lr=lr)
 
 
 def shard_units(model: torch.nn.Module, strategy: str, world_size: int) -> list[dict]:
@@ -255,6 +267,33 @@ def shard_units(model: torch.nn.Module, strategy: str, world_size: int) -> list[
     return units
 
 
+def held_bytes(model: torch.nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
+    """The bytes this rank holds of parameters, gradients and optimizer states:
+    each storage once, its whole size, a DTensor's local shard (FSDP2)."""
+    seen: set[int] = set()
+
+    def total(tensors: Iterator[torch.Tensor | None]) -> int:
+        out = 0
+        for t in tensors:
+            if t is None:
+                continue
+            if hasattr(t, "to_local"):  # a DTensor
+                t = t.to_local()
+            s = t.untyped_storage()
+            if s.nbytes() and s.data_ptr() not in seen:
+                seen.add(s.data_ptr())
+                out += s.nbytes()
+        return out
+
+    params = list(dict.fromkeys(model.parameters()))
+    states = (v for st in opt.state.values() for v in st.values() if torch.is_tensor(v))
+    return {
+        "params": total(iter(params)),
+        "grads": total(p.grad for p in params),
+        "optimizer": total(states),
+    }
+
+
 @contextlib.contextmanager
 def counting_saved(on: bool) -> Iterator[dict[int, int]]:
     """Within: the storages autograd saves for backward and their bytes (each once;
@@ -291,7 +330,7 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
 
     model = wrap_model(model, args.strategy, device)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    opt = make_optimizer(model, args.strategy, args.lr)
     loader = make_loader(args, rank)
 
     if rank == 0:
@@ -321,6 +360,8 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
         if args.count_saved:
             saved_bytes.append(sum(saved.values()))
         opt.step()
+        if step == 0:
+            states = held_bytes(model, getattr(opt, "optim", opt))
         if device.type == "cuda":
             torch.cuda.synchronize()
         if tprof is not None:
@@ -355,6 +396,7 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
             "grad_bytes": grad_bytes,
             "shard_units": shard_units(model, args.strategy, world_size),
             "saved_bytes": saved_bytes,
+            "model_states": states,
         }
         path.write_text(json.dumps(record) + "\n")
 

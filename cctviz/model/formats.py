@@ -99,6 +99,13 @@ LAUNCHER_KEEPS = ("command",)
 #: none), the rows kept, the transitions dropped past the cap, and the cut (ns on
 #: the trace's clock; absent: the trace has the whole rank)
 TIMELINE_FACTS = ("timeline_limit", "timeline_events", "timeline_dropped", "timeline_cut_ns")
+#: the model states a rank holds after its first optimizer step, in its profile
+#: meta: parameters, gradients, optimizer states (bytes: its local shards, each
+#: storage once; cctviz/runtime/states.py)
+STATE_FACTS = ("state_params", "state_grads", "state_optimizer")
+#: the optimizer's class and its state per parameter (the same on every rank:
+#: kept with the model's facts in the run's meta)
+OPTIMIZER_FACTS = ("optimizer", "optimizer_layout")
 #: the namespace of cctviz's own OTF2 definitions (attributes, location properties)
 OTF2_NAMESPACE = "cctviz::"
 

@@ -4,6 +4,9 @@
   strategy (DDP, ZeRO-1/2/3, FSDP, tensor and pipeline parallel), alpha-beta
   times with nccl-tests' bus-bandwidth factors, memory per rank (model states,
   activations);
+- :mod:`.footprint`: each rank's model states to the byte by strategy
+  (parameters, gradients, optimizer states; DDP, ZeRO-1, FSDP2), beside what a
+  run measured;
 - :mod:`.scaling`: empirical scaling models across runs in Extra-P's
   performance-model normal form, fitted per node, vectorised;
 - :mod:`.replay` (:mod:`.graph`, :mod:`.whatif`): a trace replayed from its
@@ -27,6 +30,7 @@ from .analytic import (
     memory,
 )
 from .compare import annotate, fit_interconnect, wait_transfer
+from .footprint import OptimizerLayout, model_states, states_of_run
 from .replay import CriticalPath, Replay, ReplayWarning, replay
 from .scaling import fit_scaling
 from .whatif import Balance, Bandwidth, Delay, Scale
@@ -43,6 +47,7 @@ __all__ = [
     "INTERCONNECTS",
     "Interconnect",
     "ModelSpec",
+    "OptimizerLayout",
     "ParallelSpec",
     "annotate",
     "collective_time",
@@ -51,5 +56,7 @@ __all__ = [
     "fit_interconnect",
     "fit_scaling",
     "memory",
+    "model_states",
+    "states_of_run",
     "wait_transfer",
 ]

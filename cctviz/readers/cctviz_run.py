@@ -30,8 +30,10 @@ import pandas as pd
 from ..errors import ProfileError
 from ..model.ensemble import Ensemble
 from ..model.formats import (
+    OPTIMIZER_FACTS,
     RANK_GLOB,
     RUN_FILE,
+    STATE_FACTS,
     TIMELINE_FACTS,
     rank_file,
     rank_of,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from ._batch import FileArrays
 
 _PROFILE_META = (
+    *STATE_FACTS,  # the model states each rank holds
     "component",  # a workflow's processes (cctviz run --workflow)
     "component_rank",
     "local_rank",
@@ -59,7 +62,7 @@ _PROFILE_META = (
 )
 #: what the runtime records of the model, the same on every rank: kept in the
 #: ensemble's meta for the performance models (cctviz.perfmodel)
-_MODEL_META = ("model_spec", "params", "model", "bucket_bytes")
+_MODEL_META = ("model_spec", "params", "model", "bucket_bytes", *OPTIMIZER_FACTS)
 
 
 def _sniff(path: Path, head: bytes) -> bool:

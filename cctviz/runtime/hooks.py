@@ -49,6 +49,7 @@ from ..model.formats import K_COMM, K_FUNC, K_OP, K_REGION
 from ..perfmodel.analytic import WRAPPER_SEGMENTS, ModelSpec, module_class_name, unwrap_once
 from .comm import COLLECTIVES, bus_factor, collective_bytes
 from .recorder import Recorder
+from .states import model_states
 
 log = logging.getLogger("cctviz.runtime")
 
@@ -170,6 +171,8 @@ class TorchHooks:
         self._mods: list[tuple[Any, int, int]] = []  # (module, depth, ctx) or depth -1
         self._names: dict[int, dict[int, str]] = {}
         self._keep: dict[int, Any] = {}  # modules whose ids are cached
+        self._model: Any = None  # the root module (its parameters: the model states)
+        self._states_measured = False
         self._group_size: dict[int, int] = {}
         self._trace_comms: dict[int, tuple[int, list[int]]] = {}
         self._pending: dict[int, tuple[int, int]] = {}
@@ -272,6 +275,8 @@ class TorchHooks:
             return
         self._keep[id(module)] = module
         s = strategy_of(module)
+        if self._model is None or s is not None:
+            self._model = module
         if s is not None:
             self.facts["strategy"] = s
         if "params" not in self.facts or s is not None:
@@ -356,14 +361,45 @@ class TorchHooks:
         return __next__
 
     def _opt_pre(self, opt: Any, args: Any, kwargs: Any) -> None:
-        self._tls.opt = self._enter("optimizer")
+        stack = self._optimizers()
+        stack.append(opt)
+        if len(stack) == 1:  # (an optimizer stepped inside another's step is part of it)
+            self._tls.opt = self._enter("optimizer")
 
     def _opt_post(self, opt: Any, args: Any, kwargs: Any) -> None:
+        stack = self._optimizers()
+        if stack and stack[-1] is opt:
+            stack.pop()
+        if not self._states_measured and self._mine():
+            self._measure_states(opt, stack)
+        if stack:  # ZeroRedundancyOptimizer's local optimizer: its step goes on
+            return
         tok = getattr(self._tls, "opt", None)
         self._tls.opt = None
         self._exit(tok)
         if self.auto_steps and tok is not None and self.on:
             self.end_step(by_optimizer=True)
+
+    def _optimizers(self) -> list[Any]:
+        """The optimizers whose steps this thread is in, outermost first."""
+        stack = getattr(self._tls, "optimizers", None)
+        if stack is None:
+            stack = self._tls.optimizers = []
+        return stack
+
+    def _measure_states(self, opt: Any, outer: list[Any]) -> None:
+        """Once, after the first (innermost) optimizer step: the states exist.
+        ``opt`` holds this rank's states (ZeroRedundancyOptimizer's local one:
+        its partition); its name says what wraps it."""
+        self._states_measured = True
+        try:
+            states = model_states(self._model, opt)
+        except Exception as e:  # noqa: BLE001 - a model whose tensors it cannot read
+            log.warning("cctviz: model states not measured: %r", e)
+            return
+        for o in reversed(outer):
+            states["optimizer"] = f"{type(o).__name__}({states['optimizer']})"
+        self.facts.update(states)
 
     def end_step(self, *, by_optimizer: bool = False) -> None:
         try:

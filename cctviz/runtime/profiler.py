@@ -31,7 +31,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..model.formats import LAUNCHER_KEEPS, RUN_FILE, merge_run_facts, rank0_facts, rank_file
+from ..model.formats import (
+    LAUNCHER_KEEPS,
+    OPTIMIZER_FACTS,
+    RUN_FILE,
+    STATE_FACTS,
+    merge_run_facts,
+    rank0_facts,
+    rank_file,
+)
 from .recorder import Recorder
 from .trace import DEFAULT_LIMIT, check_limit
 
@@ -469,7 +477,16 @@ class Profiler:
             info["rank"] = _env_int(ENV_RANK_OFFSET, 0) + int(rank)
             if os.environ.get(ENV_WORKFLOW_SIZE):
                 info["workflow_size"] = _env_int(ENV_WORKFLOW_SIZE, 0)
-        for k in ("params", "model", "ddp_comm_hook", "model_spec", "bucket_bytes", "mpi"):
+        for k in (
+            "params",
+            "model",
+            "ddp_comm_hook",
+            "model_spec",
+            "bucket_bytes",
+            "mpi",
+            *STATE_FACTS,
+            *OPTIMIZER_FACTS,
+        ):
             if k in facts:
                 info[k] = facts[k]
         import torch
