@@ -7,6 +7,9 @@
 - :mod:`.footprint`: each rank's model states to the byte by strategy
   (parameters, gradients, optimizer states; DDP, ZeRO-1, FSDP2), beside what a
   run measured;
+- :mod:`.plan`: what one measured run tells the models (``plan(run).spec``:
+  the model, each module's shapes in a step, optimizer, batch, sequence,
+  world size, strategy);
 - :mod:`.scaling`: empirical scaling models across runs in Extra-P's
   performance-model normal form, fitted per node, vectorised;
 - :mod:`.replay` (:mod:`.graph`, :mod:`.whatif`): a trace replayed from its
@@ -31,6 +34,7 @@ from .analytic import (
 )
 from .compare import annotate, fit_interconnect, wait_transfer
 from .footprint import OptimizerLayout, model_states, states_of_run
+from .plan import Plan, plan
 from .replay import CriticalPath, Replay, ReplayWarning, replay
 from .scaling import fit_scaling
 from .whatif import Balance, Bandwidth, Delay, Scale
@@ -48,6 +52,7 @@ __all__ = [
     "Interconnect",
     "ModelSpec",
     "OptimizerLayout",
+    "Plan",
     "ParallelSpec",
     "annotate",
     "collective_time",
@@ -57,6 +62,7 @@ __all__ = [
     "fit_scaling",
     "memory",
     "model_states",
+    "plan",
     "states_of_run",
     "wait_transfer",
 ]

@@ -62,7 +62,7 @@ _PROFILE_META = (
 )
 #: what the runtime records of the model, the same on every rank: kept in the
 #: ensemble's meta for the performance models (cctviz.perfmodel)
-_MODEL_META = ("model_spec", "params", "model", "bucket_bytes", *OPTIMIZER_FACTS)
+_MODEL_META = ("model_spec", "params", "model", "bucket_bytes", "module_shapes", *OPTIMIZER_FACTS)
 
 
 def _sniff(path: Path, head: bytes) -> bool:

@@ -102,6 +102,25 @@ def _model_spec(module: Any) -> dict[str, Any] | None:
         return None
 
 
+def tensor_shapes(obj: Any, depth: int = 2) -> list[list[Any]]:
+    """``[[shape], dtype]`` of the tensors in ``obj`` (a tensor, or tuples,
+    lists and dicts of them, ``depth`` levels down), in order.
+
+    >>> import torch
+    >>> tensor_shapes((torch.zeros(2, 3, dtype=torch.int64), {"mask": torch.ones(3)}, 4))
+    [[[2, 3], 'int64'], [[3], 'float32']]
+    """
+    if hasattr(obj, "shape") and hasattr(obj, "dtype") and hasattr(obj, "untyped_storage"):
+        return [[[int(d) for d in obj.shape], str(obj.dtype).removeprefix("torch.")]]
+    if depth <= 0:
+        return []
+    if isinstance(obj, dict):
+        obj = list(obj.values())
+    if isinstance(obj, (list, tuple)):
+        return [s for item in obj for s in tensor_shapes(item, depth - 1)]
+    return []
+
+
 def strategy_of(m: Any) -> str | None:
     """``"DDP"``, ``"FSDP"`` (FSDP1), ``"FSDP2"`` (``fully_shard``) or None."""
     for _ in range(8):
@@ -173,6 +192,10 @@ class TorchHooks:
         self._keep: dict[int, Any] = {}  # modules whose ids are cached
         self._model: Any = None  # the root module (its parameters: the model states)
         self._states_measured = False
+        #: the first measured step's module contexts: their inputs' and outputs'
+        #: tensor shapes and dtypes (recorded for that step only)
+        self._shapes: dict[int, list[Any]] = {}
+        self._shapes_open = True
         self._group_size: dict[int, int] = {}
         self._trace_comms: dict[int, tuple[int, list[int]]] = {}
         self._pending: dict[int, tuple[int, int]] = {}
@@ -267,6 +290,8 @@ class TorchHooks:
                 self._root_module(module)
                 depth = self.rec.enter_module(module_class_name(module), root=True)
             mods.append((module, depth, self.rec.top))
+            if self._shapes_open and depth >= 0:
+                self._note_inputs(self.rec.top, args)
         except Exception as e:  # noqa: BLE001
             self.fail(e)
 
@@ -289,6 +314,28 @@ class TorchHooks:
             if cap is not None:
                 self.facts["bucket_bytes"] = int(cap)
 
+    def _note_inputs(self, ctx: int, args: Any) -> None:
+        """The shapes of a module context's inputs, at its first call in the
+        first measured step (the outputs' at its return)."""
+        rec = self.rec
+        if ctx in self._shapes or not rec.in_step or rec.steps_started <= rec.warmup:
+            return
+        self._shapes[ctx] = [tensor_shapes(args), None]
+
+    def _close_shapes(self) -> None:
+        """At the end of the step that recorded shapes: into the facts, by context path."""
+        self._shapes_open = False
+        rec = self.rec
+        out = {}
+        for ctx, (ins, outs) in self._shapes.items():
+            path = []
+            while ctx >= 0:
+                path.append(rec.name[ctx])
+                ctx = rec.parent[ctx]
+            out["/".join(reversed(path))] = {"in": ins, "out": outs or []}
+        self.facts["module_shapes"] = out
+        self._shapes.clear()
+
     def _fwd_post(self, module: Any, args: Any, output: Any) -> None:
         if not self._mine():
             return
@@ -305,6 +352,10 @@ class TorchHooks:
                 return
             if self.mode == "detailed":
                 self._backward_marker(output, depth)
+            if self._shapes_open:
+                noted = self._shapes.get(ctx)
+                if noted is not None and noted[1] is None:
+                    noted[1] = tensor_shapes(output)
             self.leave(depth, ctx)
         except Exception as e:  # noqa: BLE001
             self.fail(e)
@@ -403,6 +454,8 @@ class TorchHooks:
 
     def end_step(self, *, by_optimizer: bool = False) -> None:
         try:
+            if self._shapes_open and self._shapes:
+                self._close_shapes()
             self.rec.end_step(by_optimizer=by_optimizer)
             self._saved.clear()
             del self._mods[:]

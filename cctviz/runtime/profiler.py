@@ -486,6 +486,7 @@ class Profiler:
             "mpi",
             *STATE_FACTS,
             *OPTIMIZER_FACTS,
+            "module_shapes",
         ):
             if k in facts:
                 info[k] = facts[k]
