@@ -21,6 +21,9 @@ class GPTConfig:
     n_layer: int = 4
     n_head: int = 4
     n_embd: int = 128
+    #: "sdpa" (torch's fused attention: saves no seq x seq scores on CPU) or "math"
+    #: (softmax(q k^T) v written out: saves the seq x seq probabilities)
+    attention: str = "sdpa"
 
 
 class CausalSelfAttention(nn.Module):
@@ -32,6 +35,7 @@ class CausalSelfAttention(nn.Module):
         self.n_embd = config.n_embd
         self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd)
+        self.math = config.attention == "math"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -40,7 +44,12 @@ class CausalSelfAttention(nn.Module):
         q = q.view(B, T, self.n_head, hs).transpose(1, 2)
         k = k.view(B, T, self.n_head, hs).transpose(1, 2)
         v = v.view(B, T, self.n_head, hs).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.math:
+            scores = (q @ k.transpose(-2, -1)) / hs**0.5
+            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            y = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1) @ v
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.c_proj(y)
 

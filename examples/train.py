@@ -100,6 +100,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--n-head", type=int, default=defaults.n_head)
     p.add_argument("--n-embd", type=int, default=defaults.n_embd)
     p.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
+    p.add_argument(
+        "--attention",
+        choices=("sdpa", "math"),
+        default=defaults.attention,
+        help="sdpa: torch's fused attention; math: softmax(q k^T) v written out (saves"
+        " the seq x seq probabilities for backward)",
+    )
     args = p.parse_args(argv)
     if args.steps < 1:
         p.error("--steps must be >= 1")
@@ -317,6 +324,7 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
     # Same seed on every rank: identical initial weights (FSDP2 does not broadcast).
     torch.manual_seed(args.seed)
     config = GPTConfig(
+        attention=args.attention,
         vocab_size=args.vocab_size,
         block_size=args.seq_len,
         n_layer=args.n_layer,

@@ -66,6 +66,42 @@ class Plan:
         self.modules = _modules(self._shapes, self.model)
         self.states = states_of_run(ens)
         self.spec = self._spec(ens)
+        self._ens = ens
+
+    def activations(self, batch: int | None = None, seq: int | None = None) -> UnitTable:
+        """The bytes each module context saves for backward in a step, at
+        ``batch`` and ``seq`` (default: the run's), from what the run measured
+        (``act_bytes``, per step, the ranks' mean; needs ``--act-bytes``): the
+        part in seq x seq tensors (``act_sq_bytes``: attention's scores) scales
+        with batch x seq², the rest with batch x seq (the tokens).
+
+        Returns one row per context: ``context``, ``measured [B]``, of it
+        ``seq² [B]``, and ``predicted [B]``; the ``total`` row last."""
+        b0, s0 = self.spec["batch"], self.spec["seq"]
+        b = b0 if batch is None else int(batch)
+        s = s0 if seq is None else int(seq)
+        if b0 is None or (seq is not None and s0 is None):
+            raise ValueError(
+                f"the run's batch ({b0}) or sequence ({s0}) is not known from the "
+                "model's first input: activations cannot be scaled to other sizes"
+            )
+        act = _per_step(self._ens, "act_bytes")
+        if act is None:
+            raise ValueError(
+                "the run has no act_bytes: re-run it with `cctviz run --act-bytes` "
+                "(or cctviz.profile(act_bytes=True))"
+            )
+        sq = _per_step(self._ens, "act_sq_bytes")
+        sq = sq.reindex(act.index, fill_value=0.0) if sq is not None else act * 0.0
+        tokens = (b / b0) * (s / s0 if s0 else 1.0)
+        square = tokens * (s / s0 if s0 else 1.0)
+        table = pd.DataFrame({
+            "context": act.index, "measured [B]": act.to_numpy(), "seq² [B]": sq.to_numpy(),
+        })  # fmt: skip
+        table["predicted [B]"] = (act - sq).to_numpy() * tokens + sq.to_numpy() * square
+        total = table.drop(columns="context").sum().to_frame().T.assign(context="total")
+        table = pd.concat([table, total[table.columns]], ignore_index=True)
+        return with_units(table, {c: "B" for c in table.columns if c.endswith("[B]")})
 
     def _spec(self, ens: Ensemble) -> pd.Series:
         meta = ens.meta
@@ -105,6 +141,21 @@ def plan(run: Any) -> Plan:
     if not isinstance(run, Ensemble):
         raise TypeError(f"plan: expected a run folder or an Ensemble, got {type(run).__name__}")
     return Plan(run)
+
+
+def _per_step(ens: Ensemble, metric: str) -> pd.Series | None:
+    """``metric`` per step of each context of the measured steps (call path),
+    the ranks' mean; None where the run did not record it."""
+    rows = ens.exclusive_rows
+    if metric not in rows.columns:
+        return None
+    steps = ens.profiles["steps"].to_numpy(dtype=np.float64)
+    per = rows[metric].to_numpy(dtype=np.float64) / steps[rows["profile"].to_numpy()]
+    paths = ens.tree.callpaths.to_numpy(dtype=object)[rows["node"].to_numpy()]
+    frame = pd.DataFrame({"context": paths, "value": per})
+    frame = frame[frame["context"].str.split("/").str[1] == "step"]
+    by = frame.groupby("context", sort=False)["value"].sum() / len(ens.profiles)
+    return by[by > 0]
 
 
 def _modules(shapes: dict[str, dict[str, list]], model: ModelSpec) -> UnitTable:

@@ -800,6 +800,9 @@ class TorchHooks:
         if key and key not in self._saved:  # (0: empty, or a subclass's placeholder)
             self._saved.add(key)
             self.rec.add(self.rec.top, "act_bytes", float(nbytes))
+            shape = t.shape
+            if len(shape) >= 3 and shape[-1] == shape[-2] > 1:  # attention's seq x seq
+                self.rec.add(self.rec.top, "act_sq_bytes", float(nbytes))
 
     @staticmethod
     def _unpack(t: Any) -> Any:

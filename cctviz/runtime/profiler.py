@@ -54,6 +54,7 @@ UNITS = {
     "gpu_time": "ns",
     "mem_peak": "B",
     "act_bytes": "B",
+    "act_sq_bytes": "B",
     "data_in_bytes": "B",
     "data_out_bytes": "B",
 }
