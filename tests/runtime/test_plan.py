@@ -44,14 +44,14 @@ def test_a_profile_without_the_spec_is_refused_with_what_to_rerun():
 
 def test_activations_at_other_batch_and_seq_within_5_percent(tmp_path):
     """From one run (batch 4, seq 48; attention written out, so its seq x seq
-    probabilities are saved), the bytes saved for backward at twice the batch,
-    twice the sequence and both, each against that configuration run and
+    probabilities are saved), the bytes saved for backward at twice the batch
+    and at twice the sequence, each against that configuration run and
     measured (issue 37: within 5%)."""
     model = ("--attention", "math", "--n-layer", "2", "--n-head", "8")
 
     def measured_plan(b: int, s: int):
         run, _ = example_run(
-            tmp_path / f"b{b}-s{s}", "none", nproc=1, steps=3, warmup=1,
+            tmp_path / f"b{b}-s{s}", "none", nproc=1, steps=2, warmup=1,
             extra=("--act-bytes",),
             script_args=(*model, "--batch-size", str(b), "--seq-len", str(s)),
         )  # fmt: skip
@@ -61,16 +61,13 @@ def test_activations_at_other_batch_and_seq_within_5_percent(tmp_path):
     calibrated = base.activations()
     # seq x seq: a share that a model linear in the tokens would miss by over 5% at seq x 2
     assert calibrated["seq² [B]"].iloc[-1] > 0.1 * calibrated["measured [B]"].iloc[-1]
-    for b, s in [(8, 48), (4, 96), (8, 96)]:
+    for b, s in [(8, 48), (4, 96)]:
         want = measured_plan(b, s).activations()["measured [B]"].iloc[-1]
         got = base.activations(batch=b, seq=s)["predicted [B]"].iloc[-1]
         assert abs(got - want) <= 0.05 * want, (b, s, got, want)
+
+
+def test_activations_of_a_run_without_act_bytes_are_refused(ddp_run):
+    run, _ = ddp_run
     with pytest.raises(ValueError, match="--act-bytes"):
-        plan(_run_without_act_bytes(tmp_path)).activations(batch=8)
-
-
-def _run_without_act_bytes(tmp_path: Path) -> Path:
-    """A run without --act-bytes."""
-    run, _ = example_run(tmp_path / "plain", "none", nproc=1, steps=2, warmup=1,
-                         script_args=("--n-layer", "1"))  # fmt: skip
-    return run
+        plan(run).activations(batch=16)
