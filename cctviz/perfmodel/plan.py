@@ -41,8 +41,8 @@ class Plan:
             ``param_bytes [B]``, ``world_size``, ``strategy``, ``optimizer``,
             ``batch`` and ``seq`` (from the model's first input: a
             ``(batch, seq)`` of token ids, or ``(batch, seq, features)``; ``seq``
-            None for ``(batch, features)``), ``steps`` measured and their median
-            ``step_time [s]``.
+            None for ``(batch, features)``), ``steps`` measured (the fewest of
+            any rank) and their median ``step_time [s]``.
         modules: one row per module context of the measured step: ``context``
             (its call path), ``module`` (its path in the model), ``params`` (the
             parameters it owns), ``inputs`` and ``outputs`` (tensor shapes and
@@ -118,7 +118,7 @@ class Plan:
                 "optimizer": meta.get("optimizer"),
                 "batch": batch,
                 "seq": seq,
-                "steps": meta.get("steps"),
+                "steps": int(prof["steps"].min()) if "steps" in prof else None,
                 "step_time [s]": float(np.nanmedian(step)) / 1e9 if len(step) else np.nan,
             },
             dtype=object,

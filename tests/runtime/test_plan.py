@@ -14,8 +14,10 @@ from tests.runtime.conftest import example_run
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
-@pytest.mark.parametrize(("fixture", "strategy"), [("ddp_run", "ddp"), ("fsdp_run", "fsdp")])
-def test_plan_infers_what_the_job_was_run_with(request, fixture, strategy):
+@pytest.mark.parametrize(
+    ("fixture", "strategy", "warmup"), [("ddp_run", "ddp", 2), ("fsdp_run", "fsdp", 1)]
+)
+def test_plan_infers_what_the_job_was_run_with(request, fixture, strategy, warmup):
     run, recs = request.getfixturevalue(fixture)
     p = plan(run)
     s = p.spec
@@ -23,7 +25,7 @@ def test_plan_infers_what_the_job_was_run_with(request, fixture, strategy):
     assert (s["batch"], s["seq"], s["world_size"]) == (8, 64, 2)
     assert (s["strategy"], s["optimizer"]) == (strategy, "AdamW")
     assert s["params"] == recs[0]["params"]
-    assert s["step_time [s]"] > 0
+    assert s["step_time [s]"] > 0 and s["steps"] == len(recs[0]["step_ns"]) - warmup
     m = p.modules.set_index("module")
     assert (m["params"].sum(), m.index[0]) == (p.model.params, "")  # the root first
     # every module's owned parameters, and the model's output: logits and the loss
