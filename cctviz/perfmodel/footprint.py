@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +43,7 @@ import pandas as pd
 
 from ..model.formats import STATE_FACTS
 from ..model.tables import UnitTable, with_units
-from .analytic import ModelSpec
+from .analytic import ModelSpec, fsdp_padded_numel
 
 #: the strategies :func:`model_states` models to the byte
 STRATEGIES = ("none", "ddp", "zero1", "fsdp")
@@ -131,7 +132,7 @@ def model_states(
     if strategy == "fsdp":
         held, own = _fsdp_rows(shapes, n)  # (elements per rank: padded, own rows)
     else:
-        numel = np.array([_numel(s) for s in shapes], dtype=np.int64)
+        numel = np.array([math.prod(s) for s in shapes], dtype=np.int64)
         held = own = np.broadcast_to(numel, (n, numel.size))
     params = (held * item).sum(axis=1)
     grads = (held * item * train).sum(axis=1)  # (FSDP2: views of the padded reduce-scatter output)
@@ -202,23 +203,17 @@ def states_of_run(ens: Any) -> UnitTable:
     return with_units(table, {c: "B" for c in ("measured [B]", "predicted [B]", "error [B]")})
 
 
-def _numel(shape: Sequence[int]) -> int:
-    out = 1
-    for d in shape:
-        out *= int(d)
-    return out
-
-
 def _fsdp_rows(shapes: Sequence[Sequence[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per rank and parameter: the elements of its padded chunk, and of the
     rows it owns (``torch.chunk`` of dim 0: ``ceil(dim0 / n)`` rows a chunk)."""
     dim0 = np.array([s[0] if len(s) else 1 for s in shapes], dtype=np.int64)
-    numel = np.array([_numel(s) for s in shapes], dtype=np.int64)
+    numel = np.array([math.prod(s) for s in shapes], dtype=np.int64)
     rest = np.where(dim0 > 0, numel // np.maximum(dim0, 1), 0)
     chunk = -(-dim0 // n)
     start = np.arange(n, dtype=np.int64)[:, None] * chunk[None, :]
     rows = np.clip(dim0[None, :] - start, 0, chunk[None, :])
-    return np.broadcast_to(chunk * rest, (n, dim0.size)), rows * rest[None, :]
+    held = fsdp_padded_numel(shapes, n) // n  # (the all-gather's padding, per rank)
+    return np.broadcast_to(held, (n, dim0.size)), rows * rest[None, :]
 
 
 def _zero1_owner(shapes: Sequence[Sequence[int]], n: int) -> np.ndarray:
@@ -226,7 +221,7 @@ def _zero1_owner(shapes: Sequence[Sequence[int]], n: int) -> np.ndarray:
     ``ZeroRedundancyOptimizer``: the parameters by size, largest first (ties
     in their order), each to the rank with the fewest elements so far (the
     first such). A loop over the parameters (thousands, not millions)."""
-    numel = [_numel(s) for s in shapes]
+    numel = [math.prod(s) for s in shapes]
     sizes = [0] * n
     owner = np.zeros(len(numel), dtype=np.int64)
     for k in sorted(range(len(numel)), key=numel.__getitem__, reverse=True):

@@ -18,6 +18,7 @@ examples/train.py --strategy ddp``; tests/runtime/test_plan.py runs it)::
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -207,9 +208,7 @@ def _shape_text(shapes: list) -> str:
 
 def _nbytes(shape: list, dtype: str) -> int:
     """Bytes of a tensor of ``shape`` and torch ``dtype`` (its name)."""
-    n = 1
-    for d in shape:
-        n *= int(d)
+    n = math.prod(int(d) for d in shape)
     size = _ITEMSIZE.get(dtype)
     if size is None:
         size = np.dtype(dtype).itemsize  # (the names numpy shares with torch)

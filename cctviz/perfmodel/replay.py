@@ -610,13 +610,12 @@ def _simulate(g: Graph, dur: np.ndarray, transfer: np.ndarray, base: int) -> _Si
             at = start[la] + into[i]
             if at >= ready:
                 ready, by = at, 3
-        s = t0[i] if ready == -math.inf else ready + gap[i]
+        s = alone[i] if ready == -math.inf else ready + gap[i]  # (alone: its measured start)
         start[i] = s
         end[i] = s + d[i]
         if by:
             cause[i], via[i] = by, la
 
-    t0 = alone  # (a lane's first chunk: its measured start)
     barrier_who = sim.barrier_who
     busy = [False] * n
     waiting = np.flatnonzero(g.c_type != PLAIN)
