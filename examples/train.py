@@ -55,7 +55,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=8, help="per-rank batch size")
-    p.add_argument("--seq-len", type=int, default=64, help="also the model's block_size")
+    p.add_argument("--seq-len", type=int, default=64)
+    p.add_argument(
+        "--block-size",
+        type=int,
+        default=None,
+        help="the model's longest sequence (its position embedding; default: --seq-len)",
+    )
+    p.add_argument(
+        "--grad-accum",
+        type=int,
+        default=1,
+        metavar="K",
+        help="micro-batches of --batch-size per optimizer step (gradients synchronised"
+        " once per step: DDP's no_sync, FSDP2's set_requires_gradient_sync)",
+    )
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument(
@@ -72,7 +86,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--count-saved",
         action="store_true",
-        help="count the bytes autograd saves for backward each step (each storage once,"
+        help="count the bytes autograd saves for backward each micro-batch (each storage once,"
         " parameters left out) with torch's saved-tensor hooks; into --timings as saved_bytes",
     )
     p.add_argument(
@@ -110,6 +124,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.steps < 1:
         p.error("--steps must be >= 1")
+    if args.grad_accum < 1:
+        p.error("--grad-accum must be >= 1")
+    if args.block_size is None:
+        args.block_size = args.seq_len
+    if args.block_size < args.seq_len:
+        p.error("--block-size must be >= --seq-len")
     if args.strategy != "none" and "WORLD_SIZE" not in os.environ:
         p.error(f"--strategy {args.strategy} needs a process group: launch under torchrun")
     return args
@@ -143,7 +163,7 @@ def make_loader(args: argparse.Namespace, rank: int) -> DataLoader:
     there is something to learn and the loss visibly drops within a few steps.
     """
     gen = torch.Generator().manual_seed(args.seed + rank)
-    n_samples = args.steps * args.batch_size
+    n_samples = args.steps * args.grad_accum * args.batch_size
     weights = 1.0 / torch.arange(1, args.vocab_size + 1, dtype=torch.float)
     tokens = torch.multinomial(
         weights.expand(n_samples, -1), args.seq_len + 1, replacement=True, generator=gen
@@ -302,6 +322,20 @@ def held_bytes(model: torch.nn.Module, opt: torch.optim.Optimizer) -> dict[str, 
 
 
 @contextlib.contextmanager
+def gradient_sync(model: torch.nn.Module, on: bool) -> Iterator[None]:
+    """Within: a backward that synchronises gradients across ranks only when
+    ``on`` (the last micro-batch of a step): DDP's ``no_sync``, FSDP2's
+    ``set_requires_gradient_sync``; a model of neither always synchronises."""
+    if not on and hasattr(model, "no_sync"):
+        with model.no_sync():
+            yield
+        return
+    if hasattr(model, "set_requires_gradient_sync"):  # FSDP2
+        model.set_requires_gradient_sync(on)
+    yield
+
+
+@contextlib.contextmanager
 def counting_saved(on: bool) -> Iterator[dict[int, int]]:
     """Within: the storages autograd saves for backward and their bytes (each once;
     parameters and views of them left out), counted by torch's saved-tensor hooks."""
@@ -326,7 +360,7 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
     config = GPTConfig(
         attention=args.attention,
         vocab_size=args.vocab_size,
-        block_size=args.seq_len,
+        block_size=args.block_size,
         n_layer=args.n_layer,
         n_head=args.n_head,
         n_embd=args.n_embd,
@@ -359,14 +393,16 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
     for step in range(args.steps):
         CURRENT_STEP[0] = step
         t0 = time.perf_counter_ns()
-        x, y = next(batches)
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         opt.zero_grad(set_to_none=True)
-        with counting_saved(args.count_saved) as saved:
-            logits, loss = model(x, y)
-        loss.backward()
-        if args.count_saved:
-            saved_bytes.append(sum(saved.values()))
+        for micro in range(args.grad_accum):
+            x, y = next(batches)
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            with gradient_sync(model, micro + 1 == args.grad_accum):
+                with counting_saved(args.count_saved) as saved:
+                    logits, loss = model(x, y)
+                (loss / args.grad_accum).backward()
+            if args.count_saved:
+                saved_bytes.append(sum(saved.values()))
         opt.step()
         if step == 0:
             states = held_bytes(model, getattr(opt, "optim", opt))

@@ -15,6 +15,7 @@ is for what a person reads ("1.32 s", "75.3 ms", "3.73 MB", "2.1 GB/s").
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -118,6 +119,49 @@ def factor(src: Any, dst: Any) -> float:
         bn, bd = b.split("/", 1)  # type: ignore[union-attr]
         return factor(an, bn) / factor(ad, bd)
     raise ValueError(f"cannot convert {src!r} to {dst!r}")
+
+
+#: binary prefixes, for sizes people give (memory per GPU: "80 GiB")
+_BINARY = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def bytes_of(value: Any, what: str = "size") -> float:
+    """A size in bytes: a number (bytes), or text with its unit (``B``, ``kB``,
+    ``MB``, ``GB``, ``TB`` or ``KiB``, ``MiB``, ``GiB``, ``TiB``). Anything else
+    is refused, naming ``what`` was given.
+
+    >>> bytes_of(1e9), bytes_of("16 GiB"), bytes_of("80GB")
+    (1000000000.0, 17179869184.0, 80000000000.0)
+    >>> bytes_of("16 s", "memory_limit")
+    Traceback (most recent call last):
+    ...
+    ValueError: memory_limit: '16 s' is not a size: give bytes (a number) or text with a unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)
+    """
+    units = ", ".join([*BYTES, *_BINARY])
+    problem = ValueError(
+        f"{what}: {value!r} is not a size: give bytes (a number) or text with a unit ({units})"
+    )
+    if isinstance(value, bool):
+        raise problem
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        number, scale = float(value), 1.0
+    elif isinstance(value, str):
+        parts = re.fullmatch(r"\s*([-+0-9.eE]+)\s*([A-Za-z]+)\s*", value)
+        try:
+            number, unit = float(parts[1]), parts[2]  # type: ignore[index]
+        except (TypeError, ValueError):
+            raise problem from None
+        if unit in _BINARY:
+            scale = float(_BINARY[unit])
+        elif canonical(unit) in BYTES:
+            scale = BYTES[canonical(unit)]  # type: ignore[index]
+        else:
+            raise problem
+    else:
+        raise problem
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError(f"{what}: {value!r} is not a positive size")
+    return number * scale
 
 
 def convert(values: Any, src: Any, dst: Any) -> Any:

@@ -18,17 +18,25 @@ examples/train.py --strategy ddp``; tests/runtime/test_plan.py runs it)::
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..model import units as _units
 from ..model.ensemble import Ensemble
 from ..model.tables import UnitTable, with_units
 from .analytic import ModelSpec
-from .footprint import run_strategy, states_of_run
+from .footprint import STRATEGIES, OptimizerLayout, model_states, run_strategy, states_of_run
+from .steptime import (
+    Config,
+    Measured,
+    module_of,
+    per_step,
+    step_terms,
+    tensor_bytes,
+)
 
 #: what a run must hold for a plan (the runtime's facts)
 NEEDS = ("model_spec", "module_shapes", "optimizer_layout")
@@ -104,6 +112,180 @@ class Plan:
         table = pd.concat([table, total[table.columns]], ignore_index=True)
         return with_units(table, {c: "B" for c in table.columns if c.endswith("[B]")})
 
+    def predict(
+        self,
+        strategy: str | None = None,
+        world_size: int | None = None,
+        batch: int | None = None,
+        seq: int | None = None,
+        grad_accum: int = 1,
+        interconnect: Any = None,
+        units: Any = None,
+    ) -> pd.Series:
+        """One rank's step at another configuration (default: the run's), from
+        this run (:mod:`~.steptime` says how each term scales).
+
+        Args:
+            strategy: ``"ddp"``, ``"zero1"``, ``"fsdp"`` (FSDP2) or ``"none"``;
+                others are refused by name.
+            world_size: data-parallel ranks; ``batch`` and ``seq``: one
+                micro-batch per rank; ``grad_accum``: micro-batches per step.
+            interconnect: a name of :data:`~.analytic.INTERCONNECTS`, an
+                :class:`~.analytic.Interconnect`, or None: fitted to the run's
+                collectives.
+            units: FSDP's wrapped modules (default: the run's, else the
+                model's repeated blocks).
+
+        Returns:
+            a Series: ``step_time [s]`` and its terms (``forward [s]``,
+            ``backward [s]``, ``optimizer [s]``, ``data [s]``, ``other [s]``,
+            ``comm_exposed [s]``); ``memory [B]`` = ``model_states [B]`` (the
+            largest rank's) + ``activations [B]`` (NaN for a run without
+            ``--act-bytes``); ``comm [B]`` per rank per step.
+
+        Example (the run of the module docstring)::
+
+            p.predict(strategy="fsdp")["step_time [s]"]
+            p.predict(batch=16, grad_accum=2)[["step_time [s]", "memory [B]"]]
+        """
+        new = self._config(strategy, world_size, batch, seq, grad_accum)
+        base = self._base_config()
+        states_new, states_base = self._states(new), self._states(base)
+        held = states_base["optimizer [B]"]
+        terms, comm = step_terms(
+            Measured(self._ens, self._shapes, self.model, base, float(self.spec["step_time [s]"])),
+            new,
+            interconnect,
+            units=units,
+            optimizer_scale=states_new["optimizer [B]"] / held if held else 1.0,
+        )
+        activations = self._activation_total(new)
+        return _step_series(
+            _describe(new),
+            terms,
+            float(states_new["total [B]"]),
+            activations,
+            float(comm["bytes"].sum()),
+        )
+
+    def measured(self) -> pd.Series:
+        """What the run measured, in :meth:`predict`'s terms: the median
+        ``step_time [s]`` split as predict splits it (on CPU, the time
+        asynchronous collectives ran beside backward counts as communication),
+        the largest rank's measured ``model_states [B]``, the ``activations
+        [B]`` one micro-batch saved (NaN without ``--act-bytes``), ``comm
+        [B]`` per rank per step."""
+        base = self._base_config()
+        run = Measured(self._ens, self._shapes, self.model, base, float(self.spec["step_time [s]"]))
+        terms, _ = step_terms(run, base)
+        states = float(self.states.groupby("rank")["measured [B]"].sum().max())
+        sent = _per_step(self._ens, "comm_bytes")
+        return _step_series(
+            f"measured: {_describe(base)}",
+            terms,
+            states,
+            self._activation_total(base, measured=True),
+            float(sent.sum()) if sent is not None else 0.0,
+        )
+
+    def table(
+        self,
+        strategies: Any = ("ddp", "zero1", "fsdp"),
+        world_sizes: Any = None,
+        memory_limit: Any = None,
+        **kw: Any,
+    ) -> UnitTable:
+        """:meth:`predict` for every strategy and world size (default: the
+        run's), ranked by predicted step time; a configuration the model cannot
+        express is a row of its own, last, with its ``refused`` reason.
+
+        ``memory_limit``: bytes per rank (a number, or text with a unit:
+        ``"16 GiB"``, ``"80 GB"``); each row's ``fits`` says whether its
+        predicted memory stays under it. ``kw`` go to :meth:`predict` (batch,
+        seq, grad_accum, interconnect, units).
+
+        Example::
+
+            p.table(["ddp", "fsdp"], [2, 4], memory_limit="24 MiB")
+        """
+        limit = None if memory_limit is None else _units.bytes_of(memory_limit, "memory_limit")
+        sizes = [self.spec["world_size"]] if world_sizes is None else list(world_sizes)
+        rows = []
+        for strategy in [strategies] if isinstance(strategies, str) else list(strategies):
+            for size in sizes:
+                row: dict[str, Any] = {"strategy": strategy, "world_size": size}
+                try:
+                    row.update(self.predict(strategy=strategy, world_size=size, **kw).to_dict())
+                except ValueError as e:
+                    row["refused"] = str(e)
+                rows.append(row)
+        table = pd.DataFrame(rows)
+        if "refused" not in table:
+            table["refused"] = None
+        if limit is not None:
+            if "memory [B]" in table and table["memory [B]"].notna().any():
+                table["fits"] = table["memory [B]"] <= limit
+            else:
+                raise ValueError(
+                    "memory_limit: the run's memory per rank is unknown (no act_bytes): re-run "
+                    "it with `cctviz run --act-bytes`"
+                )
+        table = table.sort_values(
+            ["step_time [s]"] if "step_time [s]" in table else ["strategy"], na_position="last"
+        ).reset_index(drop=True)
+        return with_units(table, {c: c[c.index("[") + 1 : -1] for c in table if c.endswith("]")})
+
+    def _config(
+        self,
+        strategy: str | None,
+        world_size: int | None,
+        batch: int | None,
+        seq: int | None,
+        grad_accum: int,
+    ) -> Config:
+        """The configuration asked for, the run's where not given; refused by name
+        where the models cannot express it."""
+        base = self._base_config()
+        strategy = base.strategy if strategy is None else str(strategy)
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"strategy {strategy!r} cannot be predicted: the plan models {STRATEGIES} "
+                "(zero2, zero3, fsdp1, tensor and pipeline parallel are not modelled)"
+            )
+        size = base.world_size if world_size is None else world_size
+        for name, value in (("world_size", size), ("batch", batch), ("grad_accum", grad_accum)):
+            if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if seq is not None:
+            if not isinstance(seq, (int, np.integer)) or seq < 1:
+                raise ValueError(f"seq must be a positive integer, not {seq!r}")
+            if base.seq is None:
+                raise ValueError("the run's model has no sequence dimension: seq cannot change")
+        if strategy == "none" and size != 1:
+            raise ValueError(f"strategy 'none' runs on one rank, not world_size={size}")
+        return Config(
+            strategy, int(size), int(batch or base.batch), seq or base.seq, int(grad_accum)
+        )
+
+    def _base_config(self) -> Config:
+        s = self.spec
+        return Config(s["strategy"], s["world_size"], s["batch"], s["seq"], s["grad_accum"])
+
+    def _states(self, config: Config) -> pd.Series:
+        """The model states of the largest rank under ``config``."""
+        layout = OptimizerLayout.from_record(self._ens.meta["optimizer_layout"])
+        table = model_states(self.model, config.strategy, config.world_size, layout)
+        return table.loc[table["total [B]"].idxmax()]
+
+    def _activation_total(self, config: Config, *, measured: bool = False) -> float:
+        """Bytes saved for backward by one micro-batch at ``config``'s sizes (or
+        as measured; NaN for a run without act_bytes)."""
+        if "act_bytes" not in self._ens.exc_metrics:
+            return float("nan")
+        table = self.activations(batch=config.batch, seq=config.seq)
+        column = "measured [B]" if measured else "predicted [B]"
+        return float(table[column].iloc[-1]) / self.spec["grad_accum"]
+
     def _spec(self, ens: Ensemble) -> pd.Series:
         meta = ens.meta
         batch, seq = _batch_and_seq(self._shapes)
@@ -119,11 +301,19 @@ class Plan:
                 "optimizer": meta.get("optimizer"),
                 "batch": batch,
                 "seq": seq,
+                "grad_accum": self._grad_accum(ens),
                 "steps": int(prof["steps"].min()) if "steps" in prof else None,
                 "step_time [s]": float(np.nanmedian(step)) / 1e9 if len(step) else np.nan,
             },
             dtype=object,
         )
+
+    def _grad_accum(self, ens: Ensemble) -> int:
+        """Micro-batches per step: the calls of the model's root context per step."""
+        root = min(self._shapes, key=lambda p: p.count("/"))
+        paths = ens.tree.callpaths.to_numpy(dtype=object)
+        calls = per_step(ens, "calls")[paths == root]
+        return max(1, int(round(float(calls.sum())))) if calls.size else 1
 
     def __repr__(self) -> str:
         s = self.spec
@@ -147,15 +337,12 @@ def plan(run: Any) -> Plan:
 def _per_step(ens: Ensemble, metric: str) -> pd.Series | None:
     """``metric`` per step of each context of the measured steps (call path),
     the ranks' mean; None where the run did not record it."""
-    rows = ens.exclusive_rows
-    if metric not in rows.columns:
+    if metric not in ens.exc_metrics:
         return None
-    steps = ens.profiles["steps"].to_numpy(dtype=np.float64)
-    per = rows[metric].to_numpy(dtype=np.float64) / steps[rows["profile"].to_numpy()]
-    paths = ens.tree.callpaths.to_numpy(dtype=object)[rows["node"].to_numpy()]
-    frame = pd.DataFrame({"context": paths, "value": per})
-    frame = frame[frame["context"].str.split("/").str[1] == "step"]
-    by = frame.groupby("context", sort=False)["value"].sum() / len(ens.profiles)
+    paths = ens.tree.callpaths.to_numpy(dtype=object)
+    by = pd.Series(per_step(ens, metric), index=paths)
+    in_step = np.array([p.split("/")[1:2] == ["step"] for p in paths], dtype=bool)
+    by = by[in_step]
     return by[by > 0]
 
 
@@ -168,8 +355,7 @@ def _modules(shapes: dict[str, dict[str, list]], model: ModelSpec) -> UnitTable:
     owned = model.module_params()
     rows = []
     for path in paths:
-        below = path[len(root) :].lstrip("/")
-        module = below.replace("/", ".")
+        module = module_of(path, root)
         ins, outs = shapes[path]["in"], shapes[path]["out"]
         rows.append({
             "context": path,
@@ -177,7 +363,7 @@ def _modules(shapes: dict[str, dict[str, list]], model: ModelSpec) -> UnitTable:
             "params": owned.get(module, 0),
             "inputs": _shape_text(ins),
             "outputs": _shape_text(outs),
-            "output_bytes [B]": sum(_nbytes(s, d) for s, d in outs),
+            "output_bytes [B]": sum(tensor_bytes(s, d) for s, d in outs),
         })  # fmt: skip
     return with_units(pd.DataFrame(rows), {"output_bytes [B]": "B"})
 
@@ -201,23 +387,37 @@ def _batch_and_seq(shapes: dict[str, dict[str, list]]) -> tuple[int | None, int 
     return int(dims[0]), None
 
 
+def _step_series(
+    name: str, terms: dict[str, float], states: float, activations: float, comm: float
+) -> pd.Series:
+    """:meth:`Plan.predict`'s Series: the step time and its terms, memory,
+    communication; its units in ``attrs["units"]``."""
+    out = pd.Series(
+        {
+            "step_time [s]": sum(terms.values()),
+            **terms,
+            "memory [B]": states + activations,
+            "model_states [B]": states,
+            "activations [B]": activations,
+            "comm [B]": comm,
+        },
+        name=name,
+        dtype=np.float64,
+    )
+    out.attrs["units"] = {k: k[k.index("[") + 1 : -1] for k in out.index}
+    return out
+
+
+def _describe(config: Config) -> str:
+    """``fsdp on 2 ranks, batch 8, seq 64, 2 micro-batches``."""
+    text = f"{config.strategy} on {config.world_size} rank(s), batch {config.batch}"
+    text += f", seq {config.seq}" if config.seq else ""
+    return text + (f", {config.grad_accum} micro-batches" if config.grad_accum > 1 else "")
+
+
 def _shape_text(shapes: list) -> str:
     """``[2x16] int64, [2x16x30] float32``: the tensors' shapes and dtypes."""
     return ", ".join(f"[{'x'.join(str(d) for d in s)}] {dtype}" for s, dtype in shapes)
-
-
-def _nbytes(shape: list, dtype: str) -> int:
-    """Bytes of a tensor of ``shape`` and torch ``dtype`` (its name)."""
-    n = math.prod(int(d) for d in shape)
-    size = _ITEMSIZE.get(dtype)
-    if size is None:
-        size = np.dtype(dtype).itemsize  # (the names numpy shares with torch)
-    return n * size
-
-
-#: bytes per element of torch's dtypes that numpy lacks
-_ITEMSIZE = {"bfloat16": 2, "complex32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1,
-             "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1}  # fmt: skip
 
 
 __all__ = ["NEEDS", "Plan", "plan"]

@@ -291,7 +291,7 @@ class TorchHooks:
                 depth = self.rec.enter_module(module_class_name(module), root=True)
             mods.append((module, depth, self.rec.top))
             if self._shapes_open and depth >= 0:
-                self._note_inputs(self.rec.top, args)
+                self._note_inputs(self.rec.top, module, args)
         except Exception as e:  # noqa: BLE001
             self.fail(e)
 
@@ -314,25 +314,25 @@ class TorchHooks:
             if cap is not None:
                 self.facts["bucket_bytes"] = int(cap)
 
-    def _note_inputs(self, ctx: int, args: Any) -> None:
-        """The shapes of a module context's inputs, at its first call in the
-        first measured step (the outputs' at its return)."""
+    def _note_inputs(self, ctx: int, module: Any, args: Any) -> None:
+        """The shapes of a module context's inputs and its class, at its first
+        call in the first measured step (the outputs' at its return)."""
         rec = self.rec
         if ctx in self._shapes or not rec.in_step or rec.steps_started <= rec.warmup:
             return
-        self._shapes[ctx] = [tensor_shapes(args), None]
+        self._shapes[ctx] = [tensor_shapes(args), None, module_class_name(module)]
 
     def _close_shapes(self) -> None:
         """At the end of the step that recorded shapes: into the facts, by context path."""
         self._shapes_open = False
         rec = self.rec
         out = {}
-        for ctx, (ins, outs) in self._shapes.items():
+        for ctx, (ins, outs, cls) in self._shapes.items():
             path = []
             while ctx >= 0:
                 path.append(rec.name[ctx])
                 ctx = rec.parent[ctx]
-            out["/".join(reversed(path))] = {"in": ins, "out": outs or []}
+            out["/".join(reversed(path))] = {"in": ins, "out": outs or [], "class": cls}
         self.facts["module_shapes"] = out
         self._shapes.clear()
 

@@ -111,6 +111,36 @@ def collectives_run(tmp_path_factory):
     return out
 
 
+#: examples/train.py's configurations that tests/runtime/test_plan.py predicts
+#: from a DDP run (name, train.py's options); one model (positions for 128)
+PLAN_BASE = "--strategy ddp --block-size 128"
+PLAN_CONFIGS = (
+    ("fsdp", "--strategy fsdp --block-size 128"),
+    ("batch2", f"{PLAN_BASE} --batch-size 16"),
+    ("seq2", f"{PLAN_BASE} --seq-len 128"),
+    ("accum2", f"{PLAN_BASE} --grad-accum 2"),
+)
+PLAN_ROUNDS = 3
+
+
+@pytest.fixture(scope="session")
+def plan_runs(tmp_path_factory):
+    """PLAN_CONFIGS, each run PLAN_ROUNDS times right after a DDP run of its
+    own (``ddp.NAME-R``) on 2 gloo ranks, in turns (scripts/configs.py: 16
+    steps, 2 of warm-up, act_bytes): the folder that holds the runs
+    (``NAME-R``)."""
+    out = tmp_path_factory.mktemp("plan") / "runs"
+    pairs = [(f"ddp.{name}={PLAN_BASE}", f"{name}={options}") for name, options in PLAN_CONFIGS]
+    run_job(
+        [
+            *TORCHRUN, "--standalone", "--nproc-per-node", "2", str(SCRIPTS / "configs.py"),
+            str(out), str(PLAN_ROUNDS), "16", *(item for pair in pairs for item in pair),
+        ],
+        timeout=400,
+    )  # fmt: skip
+    return out
+
+
 #: the late-rank job: rank LATE sleeps SLEEP_MS before each all-reduce of region "exchange"
 LATE, SLEEP_MS, LATE_STEPS = 2, 150, 3  # long enough that a loaded machine's jitter stays small
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import cctviz
 from cctviz.perfmodel import plan
-from tests.runtime.conftest import example_run
+from tests.runtime.conftest import PLAN_ROUNDS, example_run
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
@@ -73,3 +74,90 @@ def test_activations_of_a_run_without_act_bytes_are_refused(ddp_run):
     run, _ = ddp_run
     with pytest.raises(ValueError, match="--act-bytes"):
         plan(run).activations(batch=16)
+
+
+#: what each configuration of tests/runtime/conftest.py's PLAN_CONFIGS asks of
+#: the DDP run's plan (the FSDP2 step's collectives on the named gloo figures,
+#: scaled to what the DDP run's took: a DDP run's own collectives, all alike in
+#: size per call, do not pin a latency and a bandwidth apart)
+ASKS = {
+    "batch2": {"batch": 16},
+    "seq2": {"seq": 128},
+    "accum2": {"grad_accum": 2},
+    "fsdp": {"strategy": "fsdp", "interconnect": "gloo-loopback"},
+}
+
+
+def test_predictions_against_the_configurations_run_and_measured(plan_runs):
+    """Issue 37. Each configuration predicted from the DDP run just before it
+    and compared with that configuration run and measured, in every round:
+
+    - activations within 5% of its measured act_bytes (one micro-batch), model
+      states to the byte (FSDP2: the local shards), bytes sent per step equal
+      to its measured comm_bytes, memory (states + activations) within 5%;
+    - step time (batch x2, sequence x2, 2 micro-batches; the runtime's step
+      clock): the medians over the rounds within 10%, beyond half the spread
+      of the same DDP run on this machine (a shared 2-core VM, where one run's
+      speed moves by up to 50% within seconds; benchmarks/plan.py gives the
+      figures over many rounds). FSDP2's step is not asserted: the model
+      lacks its CPU overheads (docs/known-issues.md).
+
+    One test, so that the runs are made once (xdist spreads tests over
+    workers, each with its own session fixtures)."""
+    bases = {n: [plan(plan_runs / f"ddp.{n}-{r}") for r in range(PLAN_ROUNDS)] for n in ASKS}
+    steps = [b.spec["step_time [s]"] for runs in bases.values() for b in runs]
+    noise = (max(steps) - min(steps)) / float(np.median(steps))
+    for name, ask in ASKS.items():
+        pairs = [
+            (b.predict(**ask), plan(plan_runs / f"{name}-{r}").measured())
+            for r, b in enumerate(bases[name])
+        ]
+        for predicted, measured in pairs:
+            for term, within in (("activations [B]", 0.05), ("memory [B]", 0.05)):
+                want = measured[term]
+                assert abs(predicted[term] - want) <= within * want, (name, term)
+            for term in ("model_states [B]", "comm [B]"):
+                assert predicted[term] == measured[term], (name, term)
+        if name == "fsdp":
+            continue
+        got = np.median([p["step_time [s]"] for p, _ in pairs])
+        want = np.median([m["step_time [s]"] for _, m in pairs])
+        assert abs(got - want) <= (0.10 + noise / 2) * want, (name, got, want, noise)
+
+    # the plan's table: a limit between FSDP2's predicted memory and DDP's
+    p = bases["fsdp"][0]
+    m, fsdp = p.measured(), p.predict(**ASKS["fsdp"])
+    limit = (fsdp["memory [B]"] + m["memory [B]"]) / 2
+    table = p.table(["ddp", "fsdp", "zero3"], memory_limit=f"{limit / 2**20} MiB",
+                    interconnect="gloo-loopback")  # fmt: skip
+    rows = table.set_index("strategy")
+    # ranked by predicted step time, the refused last
+    assert set(table["strategy"].iloc[:2]) == {"ddp", "fsdp"}
+    assert table["strategy"].iloc[-1] == "zero3"
+    assert table["step_time [s]"].iloc[:2].is_monotonic_increasing
+    assert rows.loc["fsdp", "fits"] and not rows.loc["ddp", "fits"]
+    assert "not modelled" in rows.loc["zero3", "refused"]
+    assert np.isnan(rows.loc["zero3", "step_time [s]"])
+    # the run's own configuration: its measured step, term by term
+    assert p.predict()["step_time [s]"] == pytest.approx(m["step_time [s]"])
+
+
+def test_bad_asks_are_refused_by_name(ddp_run):
+    run, _ = ddp_run  # recorded without --act-bytes
+    p = plan(run)
+    for strategy in ("zero3", "tp", "fsdp1"):
+        with pytest.raises(ValueError, match=rf"strategy '{strategy}' cannot be predicted"):
+            p.predict(strategy=strategy)
+    with pytest.raises(ValueError, match="batch must be a positive integer"):
+        p.predict(batch=0)
+    with pytest.raises(ValueError, match="'none' runs on one rank"):
+        p.predict(strategy="none")
+    with pytest.raises(ValueError, match="interconnect 'infiniband' is not one of"):
+        p.predict(strategy="fsdp", interconnect="infiniband")
+    for limit in ("16 s", "16", -1, True, "16 Gb"):
+        with pytest.raises(ValueError, match="memory_limit"):
+            p.table(["ddp"], memory_limit=limit)
+    # no activations measured: no memory, so no limit to hold it to
+    assert np.isnan(p.predict()["memory [B]"])
+    with pytest.raises(ValueError, match="--act-bytes"):
+        p.table(["ddp"], memory_limit="1 GiB")
