@@ -10,6 +10,8 @@ Not part of the test suite (CI has no GPU). Runs, on the GPU of the machine:
    training, read back with cctviz; ``cctviz.profile()`` of the same steps
    (``mem_peak`` against ``torch.cuda.max_memory_allocated`` of an unprofiled
    step); the sampler on a busy matmul loop; paired overhead.
+3. The plan (issue 37): from a 1-rank DDP run, batch x2 and FSDP2 predicted
+   and run: step time within 10%, memory against the measured peak within 3%.
 
 Every check prints one line ``PASS name: figures`` or ``FAIL name: figures``
 (``SKIP`` where a precondition is missing, with the reason), and a summary
@@ -49,7 +51,14 @@ def check(name: str, ok: bool | None, figures: str) -> None:
 
 # ------------------------------------------------------------ cctviz run
 def cctviz_run(
-    out: Path, nproc: int, strategy: str, backend: str, steps: int, trace: bool, extra=()
+    out: Path,
+    nproc: int,
+    strategy: str,
+    backend: str,
+    steps: int,
+    trace: bool,
+    extra=(),
+    script=(),
 ) -> int:
     cmd = [
         sys.executable,
@@ -64,7 +73,7 @@ def cctviz_run(
     cmd += ["--timeline"] if trace else []
     cmd += [str(ROOT / "examples" / "train.py"), "--device", "cuda", "--strategy", strategy]
     cmd += ["--backend", backend, "--steps", str(steps), "--batch-size", "16", "--seq-len", "128"]
-    cmd += ["--timings", str(out.parent / f"{out.name}-timings-{{rank}}.json")]
+    cmd += ["--timings", str(out.parent / f"{out.name}-timings-{{rank}}.json"), *script]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
     (out.parent / f"{out.name}.log").write_text(p.stdout + "\n" + p.stderr)
@@ -237,6 +246,51 @@ def mem_peak_check(out: Path) -> None:
     )
 
 
+def plan_check(out: Path, steps: int = 12) -> None:
+    """Issue 37 on the GPU: a 1-rank DDP run on NCCL with act_bytes; its plan's
+    predictions of batch x2 and of FSDP2, each against that configuration run:
+    step time within 10%, predicted memory (model states + activations) against
+    the measured peak of a step (``mem_peak``) within 3%."""
+    from cctviz.perfmodel import plan
+
+    model = ("--block-size", "128")
+    cases = {
+        "plan-ddp": ("ddp", model),
+        "plan-ddp-batch32": ("ddp", (*model, "--batch-size", "32")),
+        "plan-fsdp2": ("fsdp", model),
+    }
+    for name, (strategy, script) in cases.items():
+        rc = cctviz_run(out / name, 1, strategy, "nccl", steps, False, ("--act-bytes",), script)
+        if rc != 0:
+            check(f"{name}: cctviz run", False, f"exit {rc} (log in {name}.log)")
+            return
+    base = plan(out / "plan-ddp")
+    asks = {"plan-ddp": {}, "plan-ddp-batch32": {"batch": 32}, "plan-fsdp2": {"strategy": "fsdp"}}
+    for name, ask in asks.items():
+        predicted = base.predict(interconnect="nvlink4", **ask)
+        ens = cctviz.read(out / name)
+        measured = plan(ens).measured()
+        in_step = [i for i in range(len(ens.tree)) if ens.tree.path(i)[1:2] == ("step",)]
+        peaks = ens.values("mem_peak")[in_step] if "mem_peak" in ens.exc_metrics else [np.nan]
+        peak = float(np.nanmax(peaks))  # the largest of any context of the measured steps
+        t_err = predicted["step_time [s]"] / measured["step_time [s]"] - 1
+        m_err = predicted["memory [B]"] / peak - 1
+        check(
+            f"{name}: predicted step time within 10% of the run's",
+            bool(abs(t_err) <= 0.10),
+            f"{predicted['step_time [s]'] * 1e3:.2f} ms vs {measured['step_time [s]'] * 1e3:.2f} ms"
+            f" ({100 * t_err:+.1f}%)",
+        )
+        check(
+            f"{name}: predicted memory within 3% of the step's measured peak",
+            bool(abs(m_err) <= 0.03),
+            f"{predicted['memory [B]'] / 2**20:.2f} MiB (states "
+            f"{predicted['model_states [B]'] / 2**20:.2f} + activations "
+            f"{predicted['activations [B]'] / 2**20:.2f}) vs peak {peak / 2**20:.2f} MiB"
+            f" ({100 * m_err:+.1f}%)",
+        )
+
+
 def gpu_util_check(out: Path) -> None:
     a = torch.randn(8192, 8192, device="cuda")
     with cctviz.profile(out=out / "util", sample_hz=20):
@@ -353,7 +407,7 @@ def main() -> int:
             check_run(name, out / name, nproc, traced)
         except Exception as e:  # noqa: BLE001 - one failure must not hide the others
             check(f"{name}: checks", False, f"{type(e).__name__}: {e}")
-    for fn in (kineto_check, mem_peak_check, gpu_util_check, overhead_check):
+    for fn in (kineto_check, mem_peak_check, plan_check, gpu_util_check, overhead_check):
         try:
             fn(out)
         except Exception as e:  # noqa: BLE001

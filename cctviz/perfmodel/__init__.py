@@ -9,7 +9,9 @@
   run measured;
 - :mod:`.plan`: what one measured run tells the models (``plan(run).spec``:
   the model, each module's shapes in a step, optimizer, batch, sequence,
-  world size, strategy);
+  world size, strategy) and what it predicts of other configurations
+  (``predict``, ``table``: step time and memory per rank, term by term;
+  :mod:`.steptime` says how each term scales);
 - :mod:`.scaling`: empirical scaling models across runs in Extra-P's
   performance-model normal form, fitted per node, vectorised;
 - :mod:`.replay` (:mod:`.graph`, :mod:`.whatif`): a trace replayed from its

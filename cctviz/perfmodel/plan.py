@@ -140,7 +140,8 @@ class Plan:
             a Series: ``step_time [s]`` and its terms (``forward [s]``,
             ``backward [s]``, ``optimizer [s]``, ``data [s]``, ``other [s]``,
             ``comm_exposed [s]``); ``memory [B]`` = ``model_states [B]`` (the
-            largest rank's) + ``activations [B]`` (NaN for a run without
+            largest rank's: ``params [B]``, ``grads [B]``, ``optimizer [B]``)
+            + ``activations [B]`` (one micro-batch's; NaN for a run without
             ``--act-bytes``); ``comm [B]`` per rank per step.
 
         Example (the run of the module docstring)::
@@ -163,7 +164,7 @@ class Plan:
         return _step_series(
             _describe(new),
             terms,
-            float(states_new["total [B]"]),
+            [float(states_new[f"{t} [B]"]) for t in STATE_TERMS],
             activations,
             float(comm["bytes"].sum()),
         )
@@ -178,12 +179,13 @@ class Plan:
         base = self._base_config()
         run = Measured(self._ens, self._shapes, self.model, base, float(self.spec["step_time [s]"]))
         terms, _ = step_terms(run, base)
-        states = float(self.states.groupby("rank")["measured [B]"].sum().max())
+        by_rank = self.states.pivot(index="rank", columns="term", values="measured [B]")
+        largest = by_rank.loc[by_rank.sum(axis=1).idxmax()]
         sent = _per_step(self._ens, "comm_bytes")
         return _step_series(
             f"measured: {_describe(base)}",
             terms,
-            states,
+            [float(largest[t]) for t in STATE_TERMS],
             self._activation_total(base, measured=True),
             float(sent.sum()) if sent is not None else 0.0,
         )
@@ -387,17 +389,23 @@ def _batch_and_seq(shapes: dict[str, dict[str, list]]) -> tuple[int | None, int 
     return int(dims[0]), None
 
 
+#: the model states' terms, as :func:`~.footprint.model_states` names them
+STATE_TERMS = ("params", "grads", "optimizer")
+
+
 def _step_series(
-    name: str, terms: dict[str, float], states: float, activations: float, comm: float
+    name: str, terms: dict[str, float], states: list[float], activations: float, comm: float
 ) -> pd.Series:
-    """:meth:`Plan.predict`'s Series: the step time and its terms, memory,
+    """:meth:`Plan.predict`'s Series: the step time and its terms, memory and
+    its terms (``states``: :data:`STATE_TERMS` of the largest rank),
     communication; its units in ``attrs["units"]``."""
     out = pd.Series(
         {
             "step_time [s]": sum(terms.values()),
             **terms,
-            "memory [B]": states + activations,
-            "model_states [B]": states,
+            "memory [B]": sum(states) + activations,
+            "model_states [B]": sum(states),
+            **{f"{t} [B]": b for t, b in zip(STATE_TERMS, states, strict=True)},
             "activations [B]": activations,
             "comm [B]": comm,
         },

@@ -4,13 +4,14 @@
 measured steps keeps its measured time, scaled to the new configuration term
 by term:
 
-- **forward modules**: per call, ``alpha + beta * flops + gamma * bytes +
-  delta * s2``, fitted (non-negative least squares) across the run's own module
-  contexts. ``flops`` are a call's matrix products (2 x tokens x the module's
-  own weight matrices), ``bytes`` its outputs, ``s2`` attention's seq x seq
-  work (4 x batch x seq² x width, for modules whose class is an attention).
-  A context's measured time gains the fitted marginal costs of the new sizes:
-  ``flops`` and ``bytes`` grow with the tokens, ``s2`` with batch x seq².
+- **forward modules**: each module context's measured time grows in
+  proportion to its work: a call's matrix products (``flops``: 2 x tokens x
+  the module's own weight matrices) and output ``bytes`` with the tokens,
+  attention's seq x seq work (``s2``: 4 x batch x seq² x width, for modules
+  whose class is an attention) with batch x seq². How much of a context's
+  time is ``s2`` comes from a flop's and a byte's cost, fitted (non-negative
+  least squares) across the run's own module contexts. An FSDP unit's own
+  context (its hooks: gathering, resharding) keeps its measured time.
 - **backward**: as the forward modules together (the runtime's light mode
   keeps backward as one context).
 - **optimizer**: with the optimizer states the rank holds (the footprint
@@ -33,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ from .analytic import (
     collective_time,
     communication,
     ddp_buckets,
+    module_path,
 )
 
 #: phases of a runtime step (``<script>/step/<phase>/...``) and what scales them
@@ -139,8 +141,9 @@ def module_work(shapes: Mapping[str, Mapping[str, Any]], model: ModelSpec) -> pd
             b, s, width = dims
             s2 = 4.0 * b * s * s * width
         out = float(sum(tensor_bytes(s, d) for s, d in rec.get("out") or []))
-        rows.append({"context": context, "flops": flops, "bytes": out, "s2": s2})
-    return pd.DataFrame(rows, columns=["context", "flops", "bytes", "s2"])
+        rows.append({"context": context, "module": module_of(context, root), "flops": flops,
+                     "bytes": out, "s2": s2})  # fmt: skip
+    return pd.DataFrame(rows, columns=["context", "module", "flops", "bytes", "s2"])
 
 
 def module_of(context: str, root: str) -> str:
@@ -262,28 +265,61 @@ def resolve_interconnect(ens: Ensemble, interconnect: Any) -> Interconnect:
 def calibrated(
     net: Interconnect, model: ModelSpec, par: ParallelSpec, measured_s: float
 ) -> Interconnect:
-    """``net`` scaled so that the run's own collectives (``par``) take the
-    ``measured_s`` they took per step (latency and bandwidth alike); ``net``
-    where the run has none.
+    """``net`` with the bandwidth that makes the run's own collectives (``par``)
+    take the ``measured_s`` they took per step, its latency kept (a DDP run's
+    calls are all alike: they cannot tell the two apart); where even the
+    latency alone is more than was measured, latency and bandwidth scaled
+    alike. ``net`` itself where the run has no collectives.
 
     >>> from cctviz.perfmodel.analytic import ModelSpec, ParallelSpec
-    >>> spec = ModelSpec.from_shapes({"w": (1000,)})
-    >>> net = calibrated(Interconnect("x", 1e-3, 1e9), spec, ParallelSpec(2), 0.004)
-    >>> net.name  # one all-reduce of 4000 B: 1 ms + 4 us predicted, 4 ms measured
-    'x (x3.98, from the run)'
-    >>> round(net.time("all_reduce", 4000, 2), 9)
-    0.004
+    >>> spec = ModelSpec.from_shapes({"w": (250_000,)})  # 1 MB of gradients
+    >>> net = calibrated(Interconnect("x", 1e-3, 1e9), spec, ParallelSpec(2), 0.003)
+    >>> net.name, net.bandwidth  # 1 ms + 1 MB / bandwidth = 3 ms
+    ('x (bandwidth from the run)', 500000000.0)
     """
-    predicted = float(comm_seconds(model, par, net)["time [s]"].sum())
+    comm = comm_seconds(model, par, net)
+    predicted = float(comm["time [s]"].sum())
     if predicted <= 0 or measured_s <= 0:
         return net
+    latency = float(comm["calls"].sum()) * net.alpha
+    bus = float(comm["bus_bytes"].sum())
+    if measured_s > latency and bus > 0:
+        return Interconnect(
+            f"{net.name} (bandwidth from the run)", net.alpha, bus / (measured_s - latency)
+        )
     k = measured_s / predicted
     return Interconnect(f"{net.name} (x{k:.3g}, from the run)", net.alpha * k, net.bandwidth / k)
 
 
+def collectives(model: ModelSpec, par: ParallelSpec) -> pd.DataFrame:
+    """The collectives of a step (:func:`~.analytic.communication`'s rows); ZeRO-1
+    as torch's ``ZeroRedundancyOptimizer`` does it (the strategy the runtime
+    and the footprint model call ``zero1``): DDP's all-reduce of the gradients,
+    then each parameter broadcast by the rank that updated it, one call each.
+
+    >>> from cctviz.perfmodel.analytic import ModelSpec, ParallelSpec
+    >>> spec = ModelSpec.from_shapes({"a.w": (4, 4), "b.w": (4,)})
+    >>> collectives(spec, ParallelSpec(2, "zero1"))[["context", "kind", "calls"]]
+         context        kind  calls
+    0   backward  all_reduce      1
+    1  optimizer   broadcast      2
+    """
+    if par.strategy != "zero1":
+        return communication(model, par)
+    rows = communication(model, replace(par, strategy="ddp"))
+    if par.dp <= 1:
+        return rows
+    weights = [p.numel * p.itemsize for p in model.trainable]
+    cast = rows.iloc[:0].copy()
+    cast.loc[0] = ["optimizer", "broadcast", len(weights), sum(weights), float(sum(weights)),
+                   par.dp, "parameters (from their owners)"]  # fmt: skip
+    out = pd.concat([rows, cast], ignore_index=True)
+    return out.astype({"calls": np.int64, "bytes": np.int64, "ranks": np.int64})
+
+
 def comm_seconds(model: ModelSpec, par: ParallelSpec, net: Interconnect) -> pd.DataFrame:
-    """:func:`~.analytic.communication` of ``par`` with each row's ``time [s]``."""
-    comm = communication(model, par).copy()
+    """:func:`collectives` of ``par`` with each row's ``time [s]``."""
+    comm = collectives(model, par).copy()
     comm["time [s]"] = collective_time(comm, net).to_numpy(dtype=np.float64)
     return comm
 
@@ -336,6 +372,15 @@ class Measured:
     step_s: float
 
 
+def fsdp_units(run: Measured) -> tuple[str, ...]:
+    """The modules FSDP wraps in ``run`` (their paths; "" the root), () where
+    it ran without FSDP."""
+    if run.config.strategy not in ("fsdp", "fsdp1"):
+        return ()
+    units = run.ens.meta.get("fsdp_units") or run.model.fsdp_units or ()
+    return tuple(module_path(u) for u in units)
+
+
 def step_terms(
     run: Measured,
     new: Config,
@@ -358,26 +403,31 @@ def step_terms(
 
     work = module_work(run.shapes, run.model).merge(ctx, on="context")
     modules = float(work["time [s]"].sum())
-    grown = scaled_forward(work, fit_costs(work), tokens, longer)
+    # an FSDP unit's own time is mostly its hooks (gathering, resharding): as measured
+    hooks = work["module"].isin(fsdp_units(run)).to_numpy()
+    kept = float(work["time [s]"][hooks].sum())
+    grown = scaled_forward(work[~hooks], fit_costs(work[~hooks]), tokens, longer) + kept
     ratio = grown / modules if modules > 0 else tokens
     extra = grown - modules
 
     meta = run.ens.meta
     par_new = parallel_of(new, run.model, meta, units)
     par_base = parallel_of(base, run.model, meta, units)
-    same = communication(run.model, par_new).equals(communication(run.model, par_base))
+    same = collectives(run.model, par_new).equals(collectives(run.model, par_base))
     # the run's own collectives, as they ran, need no interconnect
     net = None if same and interconnect is None else resolve_interconnect(run.ens, interconnect)
-    comm_new = comm_seconds(run.model, par_new, net) if net else communication(run.model, par_new)
+    comm_new = comm_seconds(run.model, par_new, net) if net else collectives(run.model, par_new)
     measured_comm = float(time.get("comm", 0.0))
     backward = float(time.get("backward", 0.0))
     serial = str(meta.get("device", "")) == "cpu"
     if serial:
         # on CPU the collectives' work takes cores from the computation: the time
-        # an asynchronous collective ran (comm_time) beyond what the rank waited
-        # in its context was spent in backward, beside the computation
-        hidden = float(ctx["hidden [s]"].sum())
-        backward = max(backward - hidden, 0.5 * backward)
+        # an asynchronous collective of backward ran (comm_time) beyond what the
+        # rank waited in its context was spent in backward, beside the
+        # computation (at most half of backward's time is taken for it)
+        under = (ctx["phase"] == "comm") & ctx["context"].str.contains("/backward/", regex=False)
+        hidden = min(float(ctx.loc[under, "hidden [s]"].sum()), 0.5 * backward)
+        backward -= hidden
         measured_comm += hidden
     backward *= micro * ratio
     if net is None:
@@ -407,9 +457,11 @@ __all__ = [
     "PHASES",
     "TERMS",
     "calibrated",
+    "collectives",
     "comm_seconds",
     "exposed_comm",
     "fit_costs",
+    "fsdp_units",
     "module_work",
     "parallel_of",
     "module_of",
