@@ -34,6 +34,7 @@ from .steptime import (
     Measured,
     module_of,
     per_step,
+    root_context,
     step_terms,
     tensor_bytes,
 )
@@ -50,8 +51,9 @@ class Plan:
             ``param_bytes [B]``, ``world_size``, ``strategy``, ``optimizer``,
             ``batch`` and ``seq`` (from the model's first input: a
             ``(batch, seq)`` of token ids, or ``(batch, seq, features)``; ``seq``
-            None for ``(batch, features)``), ``steps`` measured (the fewest of
-            any rank) and their median ``step_time [s]``.
+            None for ``(batch, features)``), ``grad_accum`` (micro-batches per
+            step: the model's calls per step), ``steps`` measured (the fewest
+            of any rank) and their median ``step_time [s]``.
         modules: one row per module context of the measured step: ``context``
             (its call path), ``module`` (its path in the model), ``params`` (the
             parameters it owns), ``inputs`` and ``outputs`` (tensor shapes and
@@ -78,7 +80,8 @@ class Plan:
         self._ens = ens
 
     def activations(self, batch: int | None = None, seq: int | None = None) -> UnitTable:
-        """The bytes each module context saves for backward in a step, at
+        """The bytes each module context saves for backward in a step (all its
+        micro-batches; :meth:`predict` gives one micro-batch's), at
         ``batch`` and ``seq`` (default: the run's), from what the run measured
         (``act_bytes``, per step, the ranks' mean; needs ``--act-bytes``): the
         part in seq x seq tensors (``act_sq_bytes``: attention's scores) scales
@@ -118,7 +121,7 @@ class Plan:
         world_size: int | None = None,
         batch: int | None = None,
         seq: int | None = None,
-        grad_accum: int = 1,
+        grad_accum: int | None = None,
         interconnect: Any = None,
         units: Any = None,
     ) -> pd.Series:
@@ -129,7 +132,8 @@ class Plan:
             strategy: ``"ddp"``, ``"zero1"``, ``"fsdp"`` (FSDP2) or ``"none"``;
                 others are refused by name.
             world_size: data-parallel ranks; ``batch`` and ``seq``: one
-                micro-batch per rank; ``grad_accum``: micro-batches per step.
+                micro-batch per rank; ``grad_accum``: micro-batches per step
+                (each, where not given, the run's).
             interconnect: a name of :data:`~.analytic.INTERCONNECTS`, an
                 :class:`~.analytic.Interconnect`, or None: fitted to the run's
                 collectives.
@@ -211,9 +215,18 @@ class Plan:
             p.table(["ddp", "fsdp"], [2, 4], memory_limit="24 MiB")
         """
         limit = None if memory_limit is None else _units.bytes_of(memory_limit, "memory_limit")
-        sizes = [self.spec["world_size"]] if world_sizes is None else list(world_sizes)
+        if limit is not None and "act_bytes" not in self._ens.exc_metrics:
+            raise ValueError(
+                "memory_limit: the run's memory per rank is unknown (no act_bytes): re-run it "
+                "with `cctviz run --act-bytes`"
+            )
+        sizes = self.spec["world_size"] if world_sizes is None else world_sizes
+        sizes = [sizes] if np.ndim(sizes) == 0 else list(sizes)
+        names = [strategies] if isinstance(strategies, str) else list(strategies)
+        sizes_kw = {k: kw.get(k) for k in ("batch", "seq", "grad_accum")}
+        self._config(None, None, **sizes_kw)  # what every row shares: refused once, here
         rows = []
-        for strategy in [strategies] if isinstance(strategies, str) else list(strategies):
+        for strategy in names:
             for size in sizes:
                 row: dict[str, Any] = {"strategy": strategy, "world_size": size}
                 try:
@@ -224,17 +237,14 @@ class Plan:
         table = pd.DataFrame(rows)
         if "refused" not in table:
             table["refused"] = None
+        if "step_time [s]" not in table:  # every row refused
+            table["step_time [s]"] = np.nan
         if limit is not None:
-            if "memory [B]" in table and table["memory [B]"].notna().any():
-                table["fits"] = table["memory [B]"] <= limit
-            else:
-                raise ValueError(
-                    "memory_limit: the run's memory per rank is unknown (no act_bytes): re-run "
-                    "it with `cctviz run --act-bytes`"
-                )
-        table = table.sort_values(
-            ["step_time [s]"] if "step_time [s]" in table else ["strategy"], na_position="last"
-        ).reset_index(drop=True)
+            memory = table.get("memory [B]", pd.Series(np.nan, index=table.index))
+            fits = (memory <= limit).astype("boolean")  # NA where unknown: masks as False
+            table["fits"] = fits.mask(memory.isna())
+        table = table.sort_values("step_time [s]", na_position="last", kind="stable")
+        table = table.reset_index(drop=True)
         return with_units(table, {c: c[c.index("[") + 1 : -1] for c in table if c.endswith("]")})
 
     def _config(
@@ -243,7 +253,7 @@ class Plan:
         world_size: int | None,
         batch: int | None,
         seq: int | None,
-        grad_accum: int,
+        grad_accum: int | None,
     ) -> Config:
         """The configuration asked for, the run's where not given; refused by name
         where the models cannot express it."""
@@ -254,19 +264,32 @@ class Plan:
                 f"strategy {strategy!r} cannot be predicted: the plan models {STRATEGIES} "
                 "(zero2, zero3, fsdp1, tensor and pipeline parallel are not modelled)"
             )
-        size = base.world_size if world_size is None else world_size
-        for name, value in (("world_size", size), ("batch", batch), ("grad_accum", grad_accum)):
-            if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
+        asked = {"world_size": world_size, "batch": batch, "seq": seq, "grad_accum": grad_accum}
+        for name, value in asked.items():
+            if value is None:
+                continue
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
-        if seq is not None:
-            if not isinstance(seq, (int, np.integer)) or seq < 1:
-                raise ValueError(f"seq must be a positive integer, not {seq!r}")
-            if base.seq is None:
-                raise ValueError("the run's model has no sequence dimension: seq cannot change")
+            if value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if base.batch is None:
+            raise ValueError(
+                "the run's batch is not known (the model's first input is no tensor of "
+                "(batch, ...)): its step cannot be scaled"
+            )
+        if seq is not None and base.seq is None:
+            raise ValueError("the run's model has no sequence dimension: seq cannot change")
+        if not np.isfinite(float(self.spec["step_time [s]"])):
+            raise ValueError("the run has no measured step time (step_time_ns): nothing to scale")
+        size = base.world_size if world_size is None else int(world_size)
         if strategy == "none" and size != 1:
             raise ValueError(f"strategy 'none' runs on one rank, not world_size={size}")
         return Config(
-            strategy, int(size), int(batch or base.batch), seq or base.seq, int(grad_accum)
+            strategy,
+            size,
+            int(base.batch if batch is None else batch),
+            base.seq if seq is None else int(seq),
+            int(base.grad_accum if grad_accum is None else grad_accum),
         )
 
     def _base_config(self) -> Config:
@@ -312,7 +335,7 @@ class Plan:
 
     def _grad_accum(self, ens: Ensemble) -> int:
         """Micro-batches per step: the calls of the model's root context per step."""
-        root = min(self._shapes, key=lambda p: p.count("/"))
+        root = root_context(self._shapes)
         paths = ens.tree.callpaths.to_numpy(dtype=object)
         calls = per_step(ens, "calls")[paths == root]
         return max(1, int(round(float(calls.sum())))) if calls.size else 1
@@ -353,7 +376,7 @@ def _modules(shapes: dict[str, dict[str, list]], model: ModelSpec) -> UnitTable:
     context's module path is its call path below the model's root context
     (the shortest), segments joined by dots."""
     paths = list(shapes)
-    root = min(paths, key=lambda p: p.count("/"))
+    root = root_context(shapes)
     owned = model.module_params()
     rows = []
     for path in paths:
@@ -379,7 +402,7 @@ def _batch_and_seq(shapes: dict[str, dict[str, list]]) -> tuple[int | None, int 
     >>> _batch_and_seq({"m/MLP": {"in": [[[16, 32], "float32"]]}})
     (16, None)
     """
-    root = min(shapes, key=lambda p: p.count("/")) if shapes else None
+    root = root_context(shapes) if shapes else None
     ins = shapes[root]["in"] if root is not None else []
     if not ins or not ins[0][0]:
         return None, None

@@ -23,8 +23,10 @@ by term:
   they took (:func:`calibrated`). On CPU the collectives' work takes cores
   from the computation, so the time an asynchronous collective ran beside
   backward counts as communication, and every collective as exposed. On a
-  GPU, a data-parallel all-reduce overlaps backward except its last bucket;
-  the collectives of sharded strategies are counted as exposed.
+  GPU, the run's own collectives keep the share of their time it waited for;
+  under another strategy, the gradient all-reduce of DDP's reducer (DDP,
+  ZeRO-1) overlaps the last micro-batch's backward except its last bucket, and
+  every other collective is exposed.
 
 Forward, backward and data run once per micro-batch (``grad_accum``).
 """
@@ -47,6 +49,7 @@ from .analytic import (
     Interconnect,
     ModelSpec,
     ParallelSpec,
+    _row,
     collective_time,
     communication,
     ddp_buckets,
@@ -128,7 +131,7 @@ def module_work(shapes: Mapping[str, Mapping[str, Any]], model: ModelSpec) -> pd
     for p in model.parameters:
         if len(p.shape) >= 2:
             matrices[p.module] = matrices.get(p.module, 0) + p.numel
-    root = min(shapes, key=lambda c: c.count("/"))
+    root = root_context(shapes)
     rows = []
     for context, rec in shapes.items():
         ins = rec.get("in") or []
@@ -144,6 +147,16 @@ def module_work(shapes: Mapping[str, Mapping[str, Any]], model: ModelSpec) -> pd
         rows.append({"context": context, "module": module_of(context, root), "flops": flops,
                      "bytes": out, "s2": s2})  # fmt: skip
     return pd.DataFrame(rows, columns=["context", "module", "flops", "bytes", "s2"])
+
+
+def root_context(shapes: Mapping[str, Any]) -> str:
+    """The model's root module context among ``module_shapes``' call paths: the
+    shortest.
+
+    >>> root_context({"t/step/forward/GPT/wte": {}, "t/step/forward/GPT": {}})
+    't/step/forward/GPT'
+    """
+    return min(shapes, key=lambda c: c.count("/"))
 
 
 def module_of(context: str, root: str) -> str:
@@ -205,6 +218,8 @@ def fit_costs(work: pd.DataFrame) -> pd.Series:
     batch x seq² (:func:`forward_ratio`)."""
     from scipy.optimize import nnls
 
+    if work.empty:
+        return pd.Series(0.0, index=list(TERMS))  # (no context to scale: nothing grows)
     calls = work["calls"].to_numpy(dtype=np.float64)
     flops = (work["flops"] + work["s2"]).to_numpy(dtype=np.float64)
     design = np.column_stack([calls * flops, calls * work["bytes"].to_numpy(np.float64)])
@@ -310,11 +325,9 @@ def collectives(model: ModelSpec, par: ParallelSpec) -> pd.DataFrame:
     if par.dp <= 1:
         return rows
     weights = [p.numel * p.itemsize for p in model.trainable]
-    cast = rows.iloc[:0].copy()
-    cast.loc[0] = ["optimizer", "broadcast", len(weights), sum(weights), float(sum(weights)),
-                   par.dp, "parameters (from their owners)"]  # fmt: skip
-    out = pd.concat([rows, cast], ignore_index=True)
-    return out.astype({"calls": np.int64, "bytes": np.int64, "ranks": np.int64})
+    cast = _row("optimizer", "broadcast", len(weights), sum(weights), par.dp,
+                "parameters (from their owners)")  # fmt: skip
+    return pd.concat([rows, pd.DataFrame([cast])], ignore_index=True)
 
 
 def comm_seconds(model: ModelSpec, par: ParallelSpec, net: Interconnect) -> pd.DataFrame:
@@ -332,31 +345,36 @@ def exposed_comm(
     backward_s: float,
 ) -> float:
     """Seconds of ``par``'s collectives (``comm``, :func:`comm_seconds`) a
-    step waits for under a strategy the run did not measure: DDP's all-reduce
-    overlaps backward (``backward_s``) except its last bucket; the rest is
-    exposed."""
+    step waits for on a GPU under a strategy the run did not measure: the
+    gradient all-reduce of DDP's reducer (DDP and ZeRO-1) overlaps the last
+    micro-batch's backward (``backward_s`` / micro-batches) except its last
+    bucket; every other collective is exposed."""
     total = float(comm["time [s]"].sum())
-    if par.strategy != "ddp" or comm.empty:
+    reducer = (comm["kind"] == "all_reduce") & (comm["context"] == "backward")
+    if par.strategy not in ("ddp", "zero1") or not reducer.any():
         return total
     sizes = [p.numel * p.itemsize for p in reversed(model.trainable)]
     last = ddp_buckets(sizes, par.bucket_bytes, par.first_bucket_bytes)[-1] if sizes else 0
     last_s = net.time("all_reduce", last, par.dp)
-    return last_s + max(0.0, total - last_s - backward_s)
+    overlapped = float(comm.loc[reducer, "time [s]"].sum())
+    window = backward_s / max(par.micro_batches, 1)
+    return total - overlapped + last_s + max(0.0, overlapped - last_s - window)
 
 
 def parallel_of(
     config: Config, model: ModelSpec, meta: Mapping[str, Any], units: Any = None
 ) -> ParallelSpec:
-    """The :class:`~.analytic.ParallelSpec` of ``config``: FSDP units given,
-    else the run's, else the model's repeated blocks."""
+    """The :class:`~.analytic.ParallelSpec` of ``config`` (the run's DDP bucket
+    size, :meth:`~.analytic.ParallelSpec.from_meta`); FSDP's units: ``units``,
+    else the run's, else the model's, else its repeated blocks."""
     kw: dict[str, Any] = {"micro_batches": config.grad_accum}
-    if units is None and meta.get("fsdp_units") is None and config.strategy == "fsdp":
-        units = repeated_blocks(model) or None
+    if units is None and config.strategy in ("fsdp", "fsdp1"):
+        units = meta.get("fsdp_units") or model.fsdp_units or repeated_blocks(model) or None
     if units is not None:
         kw["fsdp_units"] = tuple(units)
-    if meta.get("bucket_bytes"):
-        kw["bucket_bytes"] = int(meta["bucket_bytes"])
-    return ParallelSpec(world_size=config.world_size, strategy=config.strategy, **kw)
+    return ParallelSpec.from_meta(
+        meta, world_size=config.world_size, strategy=config.strategy, **kw
+    )
 
 
 @dataclass(frozen=True)
@@ -377,8 +395,8 @@ def fsdp_units(run: Measured) -> tuple[str, ...]:
     it ran without FSDP."""
     if run.config.strategy not in ("fsdp", "fsdp1"):
         return ()
-    units = run.ens.meta.get("fsdp_units") or run.model.fsdp_units or ()
-    return tuple(module_path(u) for u in units)
+    par = parallel_of(run.config, run.model, run.ens.meta)
+    return tuple(module_path(u) for u in par.fsdp_units or ())
 
 
 def step_terms(
@@ -412,31 +430,36 @@ def step_terms(
 
     meta = run.ens.meta
     par_new = parallel_of(new, run.model, meta, units)
-    par_base = parallel_of(base, run.model, meta, units)
+    par_base = parallel_of(base, run.model, meta)  # as the run ran
     same = collectives(run.model, par_new).equals(collectives(run.model, par_base))
     # the run's own collectives, as they ran, need no interconnect
     net = None if same and interconnect is None else resolve_interconnect(run.ens, interconnect)
     comm_new = comm_seconds(run.model, par_new, net) if net else collectives(run.model, par_new)
-    measured_comm = float(time.get("comm", 0.0))
+    exposed = float(time.get("comm", 0.0))
     backward = float(time.get("backward", 0.0))
+    # backward's asynchronous collectives (DDP's buckets) ran longer than the rank
+    # waited in them (comm_time less time): beside the computation
+    under = (ctx["phase"] == "comm") & ctx["context"].str.contains("/backward/", regex=False)
+    hidden = min(float(ctx.loc[under, "hidden [s]"].sum()), 0.5 * backward)
     serial = str(meta.get("device", "")) == "cpu"
     if serial:
-        # on CPU the collectives' work takes cores from the computation: the time
-        # an asynchronous collective of backward ran (comm_time) beyond what the
-        # rank waited in its context was spent in backward, beside the
-        # computation (at most half of backward's time is taken for it)
-        under = (ctx["phase"] == "comm") & ctx["context"].str.contains("/backward/", regex=False)
-        hidden = min(float(ctx.loc[under, "hidden [s]"].sum()), 0.5 * backward)
+        # on CPU the collectives' threads take the cores from the computation:
+        # the time they ran beside backward was spent by it (at most half of it)
         backward -= hidden
-        measured_comm += hidden
+        exposed += hidden
     backward *= micro * ratio
     if net is None:
-        comm = measured_comm
+        comm = exposed
     else:
-        net = calibrated(net, run.model, par_base, measured_comm)
+        # the interconnect as the run's collectives ran: their whole time
+        net = calibrated(net, run.model, par_base, exposed + (0.0 if serial else hidden))
         comm_new = comm_seconds(run.model, par_new, net)
-        if serial or (new.strategy, new.world_size) == (base.strategy, base.world_size):
-            comm = float(comm_new["time [s]"].sum())
+        predicted = float(comm_new["time [s]"].sum())
+        if serial:
+            comm = predicted
+        elif (new.strategy, new.world_size) == (base.strategy, base.world_size):
+            ran = float(comm_seconds(run.model, par_base, net)["time [s]"].sum())
+            comm = exposed * (predicted / ran if ran else 1.0)
         else:
             comm = exposed_comm(run.model, par_new, net, comm_new, backward)
     terms = {
@@ -468,6 +491,7 @@ __all__ = [
     "per_step",
     "repeated_blocks",
     "resolve_interconnect",
+    "root_context",
     "scaled_forward",
     "step_contexts",
     "step_terms",

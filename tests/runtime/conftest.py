@@ -126,7 +126,7 @@ PLAN_ROUNDS = 3
 @pytest.fixture(scope="session")
 def plan_runs(tmp_path_factory):
     """PLAN_CONFIGS, each run PLAN_ROUNDS times right after a DDP run of its
-    own (``ddp.NAME-R``) on 2 gloo ranks, in turns (scripts/configs.py: 16
+    own (``ddp.NAME-R``) on 2 gloo ranks, in turns (scripts/configs.py: 12
     steps, 2 of warm-up, act_bytes): the folder that holds the runs
     (``NAME-R``)."""
     out = tmp_path_factory.mktemp("plan") / "runs"
@@ -134,7 +134,7 @@ def plan_runs(tmp_path_factory):
     run_job(
         [
             *TORCHRUN, "--standalone", "--nproc-per-node", "2", str(SCRIPTS / "configs.py"),
-            str(out), str(PLAN_ROUNDS), "16", *(item for pair in pairs for item in pair),
+            str(out), str(PLAN_ROUNDS), "12", *(item for pair in pairs for item in pair),
         ],
         timeout=400,
     )  # fmt: skip

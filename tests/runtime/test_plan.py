@@ -138,8 +138,12 @@ def test_predictions_against_the_configurations_run_and_measured(plan_runs):
     assert rows.loc["fsdp", "fits"] and not rows.loc["ddp", "fits"]
     assert "not modelled" in rows.loc["zero3", "refused"]
     assert np.isnan(rows.loc["zero3", "step_time [s]"])
-    # the run's own configuration: its measured step, term by term
-    assert p.predict()["step_time [s]"] == pytest.approx(m["step_time [s]"])
+    # the run's own configuration is the default, its micro-batches included
+    accum = plan(plan_runs / "accum2-0")
+    assert accum.spec["grad_accum"] == 2
+    own, measured = accum.predict(), accum.measured()
+    assert own["step_time [s]"] == pytest.approx(measured["step_time [s]"])
+    assert own["activations [B]"] == pytest.approx(measured["activations [B]"])
 
 
 def test_bad_asks_are_refused_by_name(ddp_run):
@@ -148,8 +152,14 @@ def test_bad_asks_are_refused_by_name(ddp_run):
     for strategy in ("zero3", "tp", "fsdp1"):
         with pytest.raises(ValueError, match=rf"strategy '{strategy}' cannot be predicted"):
             p.predict(strategy=strategy)
+    for bad in ({"batch": 0}, {"batch": True}, {"grad_accum": 1.5}, {"world_size": "2"}):
+        with pytest.raises(ValueError, match="must be a positive integer"):
+            p.predict(**bad)
     with pytest.raises(ValueError, match="batch must be a positive integer"):
-        p.predict(batch=0)
+        p.table(["ddp", "fsdp"], batch=0)  # what every row shares: refused once
+    refused = p.table(["zero3", "tp"])
+    assert refused["refused"].str.contains("cannot be predicted").all()
+    assert refused["step_time [s]"].isna().all()
     with pytest.raises(ValueError, match="'none' runs on one rank"):
         p.predict(strategy="none")
     with pytest.raises(ValueError, match="interconnect 'infiniband' is not one of"):
