@@ -30,25 +30,27 @@ Usage::
     python benchmarks/plan.py [--rounds 8] [--steps 16]
 
 Measured 2026-12-07 on this machine (2 cores, 2 ranks; a shared VM whose
-speed moves by up to 50% within seconds: "measured spread" is the spread of
-each case's own 16 runs), ``--rounds 16``::
+speed moves by up to 50% within seconds: "spread" is the spread of each
+case's own 16 runs), ``--rounds 16``::
 
                  predicted ms  measured ms  error %  each round: min %  median %  max %  spread %
-    fsdp                89.28       134.95   -33.85             -48.69    -33.51  -1.99     37.34
-    zero1              140.30       102.88    36.38              10.57     32.38  56.29     29.85
-    batch2             130.46       131.15    -0.52             -17.56      1.41  60.20     46.17
-    seq2               136.49       137.03    -0.40             -13.10      2.14  24.43     39.43
-    accum2             130.41       134.80    -3.26             -12.05     -6.34  23.56     50.57
-    fsdp-batch2        187.24       192.14    -2.55             -28.38     -3.68  12.33     48.62
+    fsdp                72.44       108.40   -33.17             -40.71    -31.29 -25.23     31.84
+    zero1              118.34        84.63    39.84              19.01     39.52  56.68     26.82
+    batch2              97.17        99.17    -2.03              -9.77     -0.29   6.36     20.62
+    seq2               105.21       105.37    -0.14              -6.18     -0.81   4.22     14.76
+    accum2              98.87       105.19    -6.01             -11.09     -6.39   7.01      7.31
+    fsdp-batch2        147.92       149.85    -1.29             -10.18     -0.41  12.37     12.85
 
-Other sizes of the run's own strategy come within 4% (the medians). Another
+Other sizes of the run's own strategy come within 6% (the medians). Another
 strategy does not: the terms table shows why. DDP -> FSDP2: its collectives
-within 4 ms (34.9 ms against 38.8), but FSDP2's own work on CPU is not in a DDP
-run: forward -9.7 ms (its hooks per unit), backward -18.5 ms, optimizer 2.6 ms
-against 17.9 ms (AdamW on DTensors). DDP -> ZeRO-1: 83 ms of collectives
-against 49 ms, the named latency (1 ms a call) on each of its 53 broadcasts.
+within 5 ms (28.9 ms against 34.0), but FSDP2's own work on CPU is not in a DDP
+run: forward -6.8 ms (its hooks per unit), backward -14.0 ms, optimizer 1.9 ms
+against 10.9 ms (AdamW on DTensors). DDP -> ZeRO-1: 75 ms of collectives
+against 43 ms, the named latency (1 ms a call) on each of its 53 broadcasts.
 Memory by term is exact in every case: model states to the byte, activations
-within 516 B of 37 MB (batch x2).
+within 516 B of 37 MB (batch x2). (An earlier series of 16, in a noisier
+spell: batch x2 -0.5%, seq x2 -0.4%, 2 micro-batches -3.3%, FSDP2 batch x2
+-2.6%, DDP -> FSDP2 -33.9%, DDP -> ZeRO-1 +36.4%.)
 """
 
 from __future__ import annotations
