@@ -48,9 +48,7 @@ run: forward -6.8 ms (its hooks per unit), backward -14.0 ms, optimizer 1.9 ms
 against 10.9 ms (AdamW on DTensors). DDP -> ZeRO-1: 75 ms of collectives
 against 43 ms, the named latency (1 ms a call) on each of its 53 broadcasts.
 Memory by term is exact in every case: model states to the byte, activations
-within 516 B of 37 MB (batch x2). (An earlier series of 16, in a noisier
-spell: batch x2 -0.5%, seq x2 -0.4%, 2 micro-batches -3.3%, FSDP2 batch x2
--2.6%, DDP -> FSDP2 -33.9%, DDP -> ZeRO-1 +36.4%.)
+within 516 B of 37 MB (batch x2).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ examples/train.py --strategy ddp``; tests/runtime/test_plan.py runs it)::
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -158,7 +159,7 @@ class Plan:
         states_new, states_base = self._states(new), self._states(base)
         held = states_base["optimizer [B]"]
         terms, comm = step_terms(
-            Measured(self._ens, self._shapes, self.model, base, float(self.spec["step_time [s]"])),
+            self._measured,
             new,
             interconnect,
             units=units,
@@ -181,8 +182,7 @@ class Plan:
         [B]`` one micro-batch saved (NaN without ``--act-bytes``), ``comm
         [B]`` per rank per step."""
         base = self._base_config()
-        run = Measured(self._ens, self._shapes, self.model, base, float(self.spec["step_time [s]"]))
-        terms, _ = step_terms(run, base)
+        terms, _ = step_terms(self._measured, base)
         by_rank = self.states.pivot(index="rank", columns="term", values="measured [B]")
         largest = by_rank.loc[by_rank.sum(axis=1).idxmax()]
         sent = _per_step(self._ens, "comm_bytes")
@@ -246,6 +246,13 @@ class Plan:
         table = table.sort_values("step_time [s]", na_position="last", kind="stable")
         table = table.reset_index(drop=True)
         return with_units(table, {c: c[c.index("[") + 1 : -1] for c in table if c.endswith("]")})
+
+    @functools.cached_property
+    def _measured(self) -> Measured:
+        """The run as :func:`~.steptime.step_terms` predicts from (its step
+        contexts made once)."""
+        step_s = float(self.spec["step_time [s]"])
+        return Measured(self._ens, self._shapes, self.model, self._base_config(), step_s)
 
     def _config(
         self,

@@ -37,6 +37,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -389,6 +390,11 @@ class Measured:
     config: Config
     step_s: float
 
+    @cached_property
+    def contexts(self) -> pd.DataFrame:
+        """:func:`step_contexts` of the run, made once for every prediction."""
+        return step_contexts(self.ens)
+
 
 def fsdp_units(run: Measured) -> tuple[str, ...]:
     """The modules FSDP wraps in ``run`` (their paths; "" the root), () where
@@ -413,7 +419,7 @@ def step_terms(
     ``optimizer_scale``: the optimizer states the rank holds at ``new`` over
     those it held."""
     base = run.config
-    ctx = step_contexts(run.ens)
+    ctx = run.contexts
     time = ctx.groupby("phase")["time [s]"].sum()
     longer = new.seq / base.seq if base.seq else 1.0
     tokens = new.batch / base.batch * longer
