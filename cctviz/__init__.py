@@ -47,7 +47,11 @@ def __getattr__(name: str):
         from .views.timeline import TimelineView
 
         return TimelineView
-    if name in ("perfmodel", "workflow", "examples"):  # submodules (`from .` asks here)
+    if name in ("watch", "Watch"):
+        from . import live
+
+        return getattr(live, name)
+    if name in ("perfmodel", "workflow", "examples", "live"):  # submodules (`from .` asks here)
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -78,6 +82,8 @@ __all__ = [
     "Profiler",
     "region",
     "moved",
+    "watch",
+    "Watch",
     "write",
     "diff",
     "diff_table",

@@ -1,5 +1,6 @@
 """Command line: ``cctviz tree FILE``, ``cctviz info FILE``, ``cctviz export FILE -o fig.pdf``,
-``cctviz view FILE``, ``cctviz whatif RUN``, ``cctviz run ...``, ``cctviz demo``."""
+``cctviz view FILE``, ``cctviz whatif RUN``, ``cctviz watch RUN``, ``cctviz run ...``,
+``cctviz demo``."""
 
 from __future__ import annotations
 
@@ -515,6 +516,46 @@ def _depth(text: str) -> int:
     return n
 
 
+def _cmd_watch(a: argparse.Namespace) -> int:
+    """``cctviz watch RUN``: a line per step as the ranks end it, the alerts as
+    they come, until the run ends (or Ctrl-C)."""
+    import time
+
+    from .live import watch
+
+    try:
+        w = watch(a.run, wait=a.wait)
+    except TimeoutError as e:
+        print(f"cctviz: {e}", file=sys.stderr)
+        return 2
+    shown_step, shown_alerts = -1, 0
+    try:
+        while True:
+            ended = w.ended
+            w.poll()
+            steps = w.by_step()
+            for step, row in steps.loc[steps.index > shown_step].iterrows():
+                print(
+                    f"step {step:>6}  {row['time [s]'] * 1e3:9.1f} ms"
+                    f"  ({row['min [s]'] * 1e3:.1f}-{row['max [s]'] * 1e3:.1f} over"
+                    f" {int(row['ranks'])} ranks)  wait {row['wait [s]'] * 1e3:.1f} ms,"
+                    f" least: rank {int(row['least wait'])}",
+                    flush=True,
+                )
+                shown_step = int(step)
+            alerts = w.alerts
+            for _, al in alerts.iloc[shown_alerts:].iterrows():
+                print(f"ALERT {al['kind']}: {al['message']}", flush=True)
+            shown_alerts = len(alerts)
+            if ended:
+                break
+            time.sleep(a.every)
+    except KeyboardInterrupt:
+        return 130
+    print(f"cctviz: the run has ended ({len(w.ranks)} ranks, {shown_alerts} alert(s))")
+    return 0
+
+
 def _cmd_demo(a: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -771,6 +812,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.add_argument("--collective", default=None, help="with --bandwidth: only this collective")
     w.add_argument("--top", type=int, default=10, help="rows of the path and the opportunities")
     w.set_defaults(fn=_cmd_whatif)  # fmt: skip
+    wa = sub.add_parser(
+        "watch",
+        help="follow a run while it runs: a line per step, alerts (stragglers, silent ranks)",
+    )
+    wa.add_argument("run", metavar="RUN", help="the run folder (cctviz run --out)")
+    wa.add_argument("--every", type=float, default=0.5, help="seconds between looks (default 0.5)")
+    wa.add_argument(
+        "--wait", type=float, default=60.0, help="seconds to wait for the run to start (default 60)"
+    )
+    wa.set_defaults(fn=_cmd_watch)
     a = p.parse_args(argv)
     try:
         with _figure_notes():

@@ -31,6 +31,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -108,6 +110,41 @@ STATE_FACTS = ("state_params", "state_grads", "state_optimizer")
 OPTIMIZER_FACTS = ("optimizer", "optimizer_layout")
 #: the namespace of cctviz's own OTF2 definitions (attributes, location properties)
 OTF2_NAMESPACE = "cctviz::"
+
+
+# ---- a live run (``cctviz run --flush S``; ``cctviz.watch``): each rank appends
+#: its increments to ``live/rank-NNNNN.chunks`` while it runs, a record at a time:
+#: :data:`LIVE_MAGIC`, the payload's length and CRC-32 (little-endian uint32),
+#: then the payload (UTF-8 JSON: the contexts new since the last record, the
+#: metrics that changed, as their cumulative values, the steps ended since)
+LIVE_DIR = "live"
+LIVE_MAGIC = b"CCTL"
+LIVE_HEADER = struct.Struct("<4sII")
+_LIVE_RE = re.compile(r"^rank-(\d+)\.chunks$")
+
+
+def live_file(out: str | os.PathLike, rank: int) -> Path:
+    """Where rank ``rank`` of the run ``out`` appends its increments.
+
+    >>> live_file("run", 3).as_posix()
+    'run/live/rank-00003.chunks'
+    """
+    return Path(out) / LIVE_DIR / f"rank-{rank:05d}.chunks"
+
+
+def live_rank_of(name: str) -> int | None:
+    """The rank whose increments a file of this name holds; None if none.
+
+    >>> live_rank_of("rank-00012.chunks"), live_rank_of("rank-00012.cctviz")
+    (12, None)
+    """
+    m = _LIVE_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def live_record(payload: bytes) -> bytes:
+    """One record of a live file: header and ``payload``."""
+    return LIVE_HEADER.pack(LIVE_MAGIC, len(payload), zlib.crc32(payload)) + payload
 
 
 def rank_file_name(rank: int) -> str:

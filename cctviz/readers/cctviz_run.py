@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -115,11 +115,20 @@ def read_run_timeline(path: Path, **kw: object):
 def read_run(path: Path) -> Ensemble:
     """Read a run folder into an Ensemble of ranks (missing or damaged ranks flagged)."""
     info, files, world = _run_layout(path)
+    return assemble_run(path, info, world, lambda r: read_rank(path, info, files, r))
+
+
+def assemble_run(
+    path: Path, info: dict, world: int, rank: Callable[[int], tuple[dict, Tree | None]]
+) -> Ensemble:
+    """The Ensemble of a run's ``world`` ranks, each given by ``rank(r)``: its
+    row of the profiles table and its tree (None: no tree); the same for a run
+    read from its rank files and one read from its live increments (``cctviz.watch``)."""
     trees: list[Tree] = []
     rank_of_tree: list[int] = []
     rows: list[dict] = []
     for r in range(world):
-        row, t = _rank(path, info, files, r)
+        row, t = rank(r)
         if t is not None:
             trees.append(t)
             rank_of_tree.append(r)
@@ -170,7 +179,7 @@ def run_to_dataset(
     def parse(chunk: list[Path]) -> list[FileArrays]:
         got = []
         for _ in chunk:  # the ranks in order: the next is len(rows)
-            row, t = _rank(path, info, files, len(rows))
+            row, t = read_rank(path, info, files, len(rows))
             rows.append(row)
             if t is not None and not first:
                 first.append(t)
@@ -240,40 +249,55 @@ def _no_profile() -> FileArrays:
 
 def _run_layout(path: Path) -> tuple[dict, dict[int, Path], int]:
     """run.json's content, the rank files by rank, and the world size."""
-    info = _run_info(path)
-    files = {r: p for p in path.iterdir() if (r := rank_of(p.name)) is not None}
-    world = world_size(info, files)
+    info, files, world = run_layout(path)
     if world == 0:
         raise ProfileError(path, "a run folder without run.json world size or rank files")
     return info, files, world
 
 
-def _rank(path: Path, info: dict, files: dict[int, Path], r: int) -> tuple[dict, Tree | None]:
+def read_rank(path: Path, info: dict, files: dict[int, Path], r: int) -> tuple[dict, Tree | None]:
     """Rank ``r``'s row of the profiles table, and its tree (None: missing or damaged)."""
     from . import read  # the registry: the rank files are native profiles
 
-    row: dict = {"rank": r, "file": str(rank_file(path, r))}
     f = files.get(r)
     if f is None:
-        row.update(status="missing", ok=False, problem="no file: the rank died before writing")
-        row.update(_component_of(info, r))
-        return row, None
+        return rank_row(path, info, r, None, "no file: the rank died before writing")
     try:
         t = read(f, format="cctviz")
     except ProfileError as e:
-        row.update(status="unreadable", ok=False, problem=e.problem)
-        return row, None
+        return rank_row(path, info, r, None, e.problem, status="unreadable")
     if not isinstance(t, Tree):
-        row.update(status="unreadable", ok=False, problem="not a single-rank profile")
+        return rank_row(path, info, r, None, "not a single-rank profile", status="unreadable")
+    return rank_row(path, info, r, t)
+
+
+def rank_row(
+    path: Path, info: dict, r: int, t: Tree | None, problem: str = "", *, status: str = "missing"
+) -> tuple[dict, Tree | None]:
+    """Rank ``r``'s row of the profiles table beside its tree ``t``: without a
+    tree, ``status`` and ``problem`` say why; with one, its own status (``ok``
+    when complete) and ``problem`` as given."""
+    row: dict = {"rank": r, "file": str(rank_file(path, r))}
+    if t is None:
+        row.update(status=status, ok=False, problem=problem)
+        if status == "missing":
+            row.update(_component_of(info, r))
         return row, None
     st = str(t.meta.get("status", "unknown"))
     ok = st.startswith("complete") and "profiler failed" not in st
-    row.update(status=st, ok=ok, problem="")
+    row.update(status=st, ok=ok, problem=problem)
     row.update({k: t.meta[k] for k in _PROFILE_META if k in t.meta})
     step_ns = t.meta.get("step_ns") or []
     row["step_time_ns"] = float(np.median(step_ns)) if len(step_ns) else np.nan
     row["step_ns"] = [int(x) for x in step_ns]
     return row, t
+
+
+def run_layout(path: Path) -> tuple[dict, dict[int, Path], int]:
+    """run.json's content, the rank files by rank, and the world size (0: none known)."""
+    info = _run_info(path)
+    files = {r: p for p in path.iterdir() if (r := rank_of(p.name)) is not None}
+    return info, files, world_size(info, files)
 
 
 def _profiles_table(path: Path, info: dict, rows: list[dict], readable: int) -> pd.DataFrame:

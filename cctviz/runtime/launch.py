@@ -29,6 +29,11 @@ context switches ``HZ`` times a second, charged to its current context
 ``io_read_bytes``, ``io_write_bytes`` per context). Off (0) by default for
 ``cctviz run``.
 
+``--flush S`` appends each rank's increments to ``OUT/live/`` every ``S``
+seconds (default 1; ``off``: none), from a writer thread, so that
+``cctviz.watch(OUT)`` and ``cctviz watch OUT`` follow the run while it runs
+(:mod:`cctviz.runtime.live`).
+
 On several nodes give ``--out`` a folder every node can write (a shared
 file system): each rank writes its own file there.
 """
@@ -44,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.formats import RANK_GLOB
+from .live import DEFAULT_FLUSH, parse_flush
 
 #: our options: name -> takes a value
 OPTIONS = {
@@ -59,6 +65,7 @@ OPTIONS = {
     "--sample-hz": True,
     "--gpu-time": True,
     "--dataset": True,
+    "--flush": True,
 }
 
 
@@ -232,6 +239,10 @@ def run(argv: Sequence[str]) -> int:
     except ValueError:
         raise LaunchError(f"--warmup needs an integer, not {ours['warmup']!r}") from None
     sample_hz = parse_hz(ours.get("sample_hz"))
+    try:
+        flush = parse_flush(ours.get("flush"))
+    except ValueError as e:
+        raise LaunchError(str(e)) from None
     if not module and not Path(script).is_file():
         raise LaunchError(f"{script}: no such script")
     stem = script.rsplit(".", 1)[-1] if module else Path(script).stem
@@ -257,6 +268,7 @@ def run(argv: Sequence[str]) -> int:
     worker += ["--trace", str(trace)] if trace is not None else []
     worker += ["--timeline-limit", str(limit)] if trace is not None else []
     worker += ["--sample-hz", str(sample_hz)] if sample_hz else []
+    worker += ["--flush", str(flush)]
     if ours.get("gpu_time"):
         if ours["gpu_time"] not in ("phase", "context"):
             raise LaunchError(f"--gpu-time: phase or context, not {ours['gpu_time']!r}")
@@ -272,6 +284,7 @@ def run(argv: Sequence[str]) -> int:
             "mode": mode,
             "warmup": warmup,
             "sample_hz": sample_hz,
+            "flush": flush,
             "torch_version": torch.__version__,
             "launched": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         }
@@ -334,6 +347,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--files", action="store_true", help="record the files opened")
     p.add_argument("--sample-hz", type=float, default=0.0)
     p.add_argument("--gpu-time", default=None, choices=("phase", "context"))
+    p.add_argument("--flush", type=float, default=DEFAULT_FLUSH)
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
@@ -354,6 +368,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
         files=a.files,
         sample_hz=a.sample_hz,
         gpu_time=a.gpu_time,
+        flush=a.flush,
     )
     with prof:
         if a.module:

@@ -40,6 +40,7 @@ from ..model.formats import (
     rank0_facts,
     rank_file,
 )
+from .live import DEFAULT_FLUSH, LiveWriter
 from .recorder import Recorder
 from .trace import DEFAULT_LIMIT, check_limit
 
@@ -150,6 +151,9 @@ class Profiler:
             (:mod:`cctviz.runtime.sampler`: ``cpu_util``, ``rss_peak``,
             ``io_read_bytes``, ``io_write_bytes``...); 0 (the default): no
             sampler.
+        flush: seconds between two records of the rank's increments in
+            ``out/live/`` (:mod:`cctviz.runtime.live`), so that
+            ``cctviz.watch(out)`` reads the run while it runs; 0: none.
         meta: extra metadata stored with the profile.
 
     Example:
@@ -176,6 +180,7 @@ class Profiler:
         files: bool = False,
         sample_hz: float = 0,
         gpu_time: str | None = None,
+        flush: float = DEFAULT_FLUSH,
     ) -> None:
         if mode not in ("light", "detailed"):
             raise ValueError(f"mode must be 'light' or 'detailed', not {mode!r}")
@@ -225,6 +230,11 @@ class Profiler:
         self._started_wall = ""
         self.files = files
         self._files: Any = None
+        if not flush >= 0:
+            raise ValueError(f"flush must be >= 0 seconds (0: no live files), not {flush!r}")
+        self.flush = float(flush)
+        #: the writer of the live increments while the profiler runs
+        self.live: LiveWriter | None = None
 
     # ------------------------------------------------------------ control
     def start(self) -> Profiler:
@@ -286,6 +296,8 @@ class Profiler:
             self.sampler = Sampler(self.rec, self.sample_hz, gpu_index=self._gpu_index()).start()
         self.status = "running"
         _active = self
+        if self.flush > 0:
+            self.live = LiveWriter(self, self.flush).start()
         self._install_signals()
         atexit.register(self._atexit)
         return self
@@ -387,7 +399,10 @@ class Profiler:
                     self.rec.finish()
                     if self.gpu is not None:
                         self.gpu.resolve()
-                    self.path = self._write()
+                    meta = self._meta()
+                    if self.live is not None:
+                        self.live.close(meta)
+                    self.path = self._write(meta)
                 except Exception:  # noqa: BLE001 - never kill the job
                     log.exception("cctviz: could not write the profile")
                     self.path = None
@@ -533,6 +548,7 @@ class Profiler:
             "python": platform.python_version(),
             "command": " ".join(sys.argv),
             "units": dict(UNITS),
+            "flush": self.flush,
             **self.meta,
         }
         if self._files is not None:  # the files opened: a workflow matches them by path
@@ -547,10 +563,9 @@ class Profiler:
             meta["samples"] = self.sampler.series()
         return meta
 
-    def _write(self) -> Path:
+    def _write(self, meta: dict[str, Any]) -> Path:
         from ..writers import write
 
-        meta = self._meta()
         tree = self._tree(meta)
         path = rank_file(self.out, int(meta["rank"]))
         write(tree, path)  # atomic: temp file + rename

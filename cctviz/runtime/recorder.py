@@ -106,6 +106,11 @@ class Recorder:
         self.steps_started = 0
         #: (start_ns, end_ns, warm-up?) of every step ended by a boundary
         self.steps: list[tuple[int, int, bool]] = []
+        #: at the end of each of :attr:`steps`: the time spent in collective
+        #: contexts and their ``comm_time`` so far (ns; a live run's watch
+        #: takes each step's share of waiting from them)
+        self.step_comm: list[tuple[int, float]] = []
+        self._comm_contexts: list[int] = []
         #: steps cut short by :meth:`finish` (no boundary: the job ended or failed)
         self.partial_steps = 0
         self._sticky = False
@@ -127,6 +132,8 @@ class Recorder:
             self.kind.append(kind)
             self.time.append(0)
             self.calls.append(0)
+            if kind == K_COMM:
+                self._comm_contexts.append(c)
         return c
 
     def tick(self) -> int:
@@ -215,10 +222,19 @@ class Recorder:
             return
         now = self.tick()
         self.steps.append((self._step_start, now, self.steps_started <= self.warmup))
+        self.step_comm.append(self.comm_so_far())
         self.stack[1:] = [self.outside]
         self.calls[self.outside] += 1
         self.in_step = False
         self._ended_by_optimizer = by_optimizer
+
+    def comm_so_far(self) -> tuple[int, float]:
+        """Time in collective contexts and their ``comm_time``, so far (ns)."""
+        time = self.time
+        return (
+            sum(time[c] for c in self._comm_contexts),
+            float(sum(self.extra.get("comm_time", {}).values())),
+        )
 
     def _activity(self) -> None:
         if not self.in_step:
@@ -261,6 +277,7 @@ class Recorder:
         # a second optimizer right after the first (GANs, several optimizers):
         # still the same step
         start, _end, _warm = self.steps.pop()
+        self.step_comm.pop()
         self.steps_started -= 1
         self.calls[self.outside] -= 1
         self.start_step()

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from .launch import LaunchError
+from .live import DEFAULT_FLUSH, parse_flush
 
 #: environment variables the workflow launcher gives every process (the
 #: profiler reads them: profile numbering and the ``component`` column)
@@ -263,15 +264,19 @@ def run_workflow(
     grace: float = GRACE_S,
     trace: str | os.PathLike | None = None,
     timeline_limit: int | None = None,
+    flush: float | None = None,
 ) -> int:
     """Run the workflow of ``path`` with every process profiled into ``out``;
     returns 0 when every component succeeded, else 1 (module docstring).
     ``trace``: the folder of the workflow's OTF2 archive (None: no trace),
     each process capped at ``timeline_limit`` transitions (None: the runtime's
-    default cap, :data:`cctviz.runtime.trace.DEFAULT_LIMIT`)."""
+    default cap, :data:`cctviz.runtime.trace.DEFAULT_LIMIT`). ``flush``: seconds
+    between two live records of each process (:mod:`cctviz.runtime.live`;
+    default 1, 0: none)."""
     components = load_workflow(path)
     out = Path(out).resolve()  # the processes run in their components' folders
     extra = ["--sample-hz", str(sample_hz)] if sample_hz > 0 else []
+    extra += ["--flush", str(DEFAULT_FLUSH if flush is None else flush)]
     if trace is not None:
         from .launch import finish_trace, parse_limit, prepare_trace
 
@@ -378,7 +383,7 @@ def _terminate(p: subprocess.Popen) -> None:
 
 def workflow_main(argv: Sequence[str]) -> int:
     """``cctviz run --workflow FILE [--out DIR] [--mode M] [--sample-hz HZ] [--grace S]
-    [--timeline | --trace DIR] [--timeline-limit N]``."""
+    [--timeline | --trace DIR] [--timeline-limit N] [--flush S]``."""
     import argparse
 
     p = argparse.ArgumentParser(prog="cctviz run --workflow", add_help=False)
@@ -390,12 +395,13 @@ def workflow_main(argv: Sequence[str]) -> int:
     p.add_argument("--trace", default=None)
     p.add_argument("--timeline", action="store_true")
     p.add_argument("--timeline-limit", default=None)
+    p.add_argument("--flush", default=None)
     try:
         a, extra = p.parse_known_args(list(argv))
     except SystemExit:
         raise LaunchError(
             "--workflow FILE [--out DIR] [--mode light|detailed] [--grace S] [--sample-hz HZ]"
-            " [--timeline | --trace DIR] [--timeline-limit N]"
+            " [--timeline | --trace DIR] [--timeline-limit N] [--flush S]"
         ) from None
     if extra:
         raise LaunchError(f"--workflow: options not known with a workflow: {extra}")
@@ -405,6 +411,10 @@ def workflow_main(argv: Sequence[str]) -> int:
         raise LaunchError(f"--sample-hz must be >= 0 (0: no sampler), not {a.sample_hz}")
     from .launch import TIMELINE_DIR, parse_limit
 
+    try:
+        flush = parse_flush(a.flush)
+    except ValueError as e:
+        raise LaunchError(str(e)) from None
     trace = a.trace or (str(Path(out) / TIMELINE_DIR) if a.timeline else None)
     if a.timeline_limit is not None and trace is None:
         raise LaunchError("--timeline-limit: give --timeline (or --trace DIR) as well")
@@ -416,6 +426,7 @@ def workflow_main(argv: Sequence[str]) -> int:
         grace=a.grace,
         trace=trace,
         timeline_limit=parse_limit(a.timeline_limit),
+        flush=flush,
     )
 
 

@@ -1,0 +1,165 @@
+"""A rank's live increments (``live/rank-NNNNN.chunks``, written by
+:mod:`cctviz.runtime.live`), read incrementally: each :meth:`RankStream.update`
+reads only the records appended since the last one.
+
+A record is whole or not at all: the reader stops at the first record whose
+header, length or CRC-32 does not check out and keeps what came before. At
+the end of a file that is still being written this is the record in flight
+(read again at the next update); in a rank that ended without its final record,
+it is where the rank was cut (:attr:`RankStream.problem` says where and why).
+
+>>> import json, tempfile, pathlib
+>>> from cctviz.model.formats import live_record
+>>> p = pathlib.Path(tempfile.mkdtemp()) / "rank-00000.chunks"
+>>> one = {"record": 0, "wall_ns": 0, "clock_ns": 0, "contexts": [0, [-1], ["main"], ["root"]],
+...        "metrics": {"time": [[0], [5.0]]}, "steps": [], "final": False, "meta": {"rank": 0}}
+>>> _ = p.write_bytes(live_record(json.dumps(one).encode()) + b"CCTL\\x10")
+>>> s = RankStream(p); s.update(), s.problem
+(1, 'an incomplete record at byte 182 (5 bytes): read up to it')
+>>> s.tree().metrics["time"].tolist()
+[5]
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model.formats import LIVE_HEADER, LIVE_MAGIC
+from ..model.tree import Tree
+
+#: the columns of :meth:`RankStream.steps`
+STEP_COLUMNS = ("step", "start_ns", "end_ns", "warmup", "comm_ctx_ns", "comm_time_ns")
+
+
+class RankStream:
+    """One rank's live file, as far as it has been read (module docstring)."""
+
+    def __init__(
+        self, path: str | Path, on_record: Callable[[RankStream], Any] | None = None
+    ) -> None:
+        self.path = Path(path)
+        #: called after each record is applied (the watch keeps its history)
+        self.on_record = on_record
+        self.offset = 0
+        self.records = 0
+        self.parent: list[int] = []
+        self.name: list[str] = []
+        self.kind: list[str] = []
+        self.metrics: dict[str, dict[int, float]] = {}
+        self.max_metrics: set[str] = set()
+        self.meta: dict[str, Any] = {}
+        self.final = False
+        #: what stopped the last read short of the file's end ("" if nothing)
+        self.problem = ""
+        self._steps: dict[int, list] = {}
+        #: the wall clock minus the rank's recorder clock (ns), at its last record
+        self.wall_offset_ns: int | None = None
+        #: the wall clock of the last record (ns since the epoch)
+        self.last_wall_ns: int | None = None
+
+    def update(self) -> int:
+        """Read the records appended since the last call; returns how many."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return 0
+        n, pos, self.problem = 0, 0, ""
+        while pos < len(data):
+            payload, size, problem = _record(data, pos)
+            if payload is None:
+                self.problem = f"{problem} at byte {self.offset + pos} ({len(data) - pos} bytes)"
+                self.problem += ": read up to it"
+                break
+            self._apply(payload)
+            if self.on_record is not None:
+                self.on_record(self)
+            pos += size
+            n += 1
+        self.offset += pos
+        self.records += n
+        return n
+
+    def _apply(self, rec: dict[str, Any]) -> None:
+        n0, parents, names, kinds = rec["contexts"]
+        if n0 != len(self.parent):
+            raise ValueError(f"{self.path}: record {rec.get('record')} starts at context {n0}")
+        self.parent += parents
+        self.name += names
+        self.kind += kinds
+        for m, (ids, values) in rec["metrics"].items():
+            col = self.metrics.setdefault(m, {})
+            col.update(zip(ids, values, strict=True))
+        self.max_metrics.update(rec.get("max_metrics", ()))
+        for row in rec["steps"]:
+            self._steps[int(row[0])] = row
+        if "meta" in rec:
+            self.meta = rec["meta"]
+        self.final = bool(rec.get("final"))
+        self.last_wall_ns = int(rec["wall_ns"])
+        self.wall_offset_ns = int(rec["wall_ns"]) - int(rec["clock_ns"])
+
+    # ------------------------------------------------------------ results
+    @property
+    def rank(self) -> int | None:
+        r = self.meta.get("rank")
+        return int(r) if r is not None else None
+
+    def steps(self) -> pd.DataFrame:
+        """The steps ended so far: :data:`STEP_COLUMNS` (ns on the rank's clock;
+        ``comm_*``: cumulative at the step's end, as the recorder keeps them)."""
+        rows = [self._steps[k] for k in sorted(self._steps)]
+        return pd.DataFrame(rows, columns=list(STEP_COLUMNS))
+
+    def tree(self) -> Tree:
+        """What the rank has recorded so far, as the runtime's ``to_tree`` makes
+        it (the final record: the same tree as the rank file)."""
+        n = len(self.parent)
+        cols = {}
+        first = [m for m in ("time", "calls") if m in self.metrics]  # the recorder's order
+        for m in [*first, *(m for m in self.metrics if m not in first)]:
+            d = self.metrics[m]
+            col = np.zeros(n)
+            if d:
+                ids = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
+                col[ids] = np.fromiter(d.values(), dtype=np.float64, count=len(d))
+            cols[m] = col
+        for m in ("time", "calls"):  # integer counters in the rank file
+            if m in cols:
+                cols[m] = cols[m].astype(np.int64)
+        meta = dict(self.meta)
+        rules = {m: "max" for m in sorted(self.max_metrics)}
+        if rules:
+            meta["aggregation"] = {**meta.get("aggregation", {}), **rules}
+        return Tree.from_parents(self.parent, self.name, cols, kind=self.kind, meta=meta)
+
+
+def _record(data: bytes, pos: int) -> tuple[dict[str, Any] | None, int, str]:
+    """The record at ``pos``: (payload, its size with the header, "") or
+    (None, 0, what is wrong)."""
+    h = LIVE_HEADER.size
+    if len(data) - pos < h:
+        return None, 0, "an incomplete record"
+    magic, length, crc = LIVE_HEADER.unpack_from(data, pos)
+    if magic != LIVE_MAGIC:
+        return None, 0, "not a record (bad magic)"
+    body = data[pos + h : pos + h + length]
+    if len(body) < length:
+        return None, 0, "an incomplete record"
+    if zlib.crc32(body) != crc:
+        return None, 0, "a damaged record (CRC mismatch)"
+    try:
+        return json.loads(body), h + length, ""
+    except ValueError:
+        return None, 0, "a damaged record (not JSON)"
+
+
+__all__ = ["RankStream", "STEP_COLUMNS"]

@@ -1,0 +1,189 @@
+"""A run that can be read while it runs: each rank appends its increments.
+
+Every ``flush`` seconds a writer thread (never the training thread) reads the
+rank's recorder as it stands and appends one record to
+``OUT/live/rank-NNNNN.chunks`` (:func:`cctviz.model.formats.live_file`):
+
+- the contexts created since the last record (parent, name, kind);
+- each metric's cumulative value in the contexts where it changed;
+- the steps ended since (start and end on the recorder's clock, warm-up or
+  not, and the time spent in collectives so far: see
+  :meth:`~cctviz.runtime.recorder.Recorder.comm_so_far`);
+- the wall clock and the recorder's clock at the record, so a reader on
+  another machine places the steps in time;
+- the rank's metadata in the first record and in the last, which the profiler
+  writes when it stops (``final``: the same metadata as the rank file).
+
+The file is only ever appended to, a whole record per ``write``. A rank that is
+killed leaves every record up to its last flush; a record cut short by the kill
+fails its length or CRC check and the reader stops there and says so
+(:mod:`cctviz.readers._live`). The training thread pays nothing but the
+recorder's own bookkeeping: the writer copies the recorder's lists (each copy
+one C call under the GIL) and compares them with what it sent last.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model.formats import live_file, live_record
+
+log = logging.getLogger("cctviz.runtime")
+
+#: ``cctviz run --flush``'s default: seconds between two records of a rank
+DEFAULT_FLUSH = 1.0
+
+
+def parse_flush(text: Any) -> float:
+    """``--flush S``: seconds between records, > 0; ``0`` or ``off``: no live files.
+
+    >>> parse_flush("0.5"), parse_flush("off"), parse_flush(None)
+    (0.5, 0.0, 1.0)
+    """
+    if text is None:
+        return DEFAULT_FLUSH
+    if str(text).strip().lower() in ("off", "0", "no"):
+        return 0.0
+    try:
+        s = float(text)
+    except (TypeError, ValueError):
+        s = -1.0
+    if not (0 < s < float("inf")):
+        raise ValueError(f"--flush needs seconds > 0 (or 'off'), not {text!r}")
+    return s
+
+
+class LiveWriter:
+    """Appends the increments of one profiler's recorder (module docstring)."""
+
+    def __init__(self, prof: Any, every: float = DEFAULT_FLUSH) -> None:
+        if not every > 0:
+            raise ValueError(f"flush every {every!r} s: give seconds > 0")
+        self.prof = prof
+        self.every = float(every)
+        self.records = 0
+        self.path: Path | None = None
+        self._sent_contexts = 0
+        self._sent_steps = 0
+        self._last_step: list | None = None
+        self._sent: dict[str, np.ndarray] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._write_lock = threading.Lock()
+        self._failed = False
+
+    def start(self) -> LiveWriter:
+        self._thread = threading.Thread(target=self._run, name="cctviz-live", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.flush()
+
+    def close(self, meta: dict[str, Any]) -> None:
+        """Stop the thread and append the last record, with the rank's final ``meta``."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.flush(meta=meta, final=True)
+
+    # ------------------------------------------------------------ records
+    def flush(self, *, meta: dict[str, Any] | None = None, final: bool = False) -> None:
+        """Append one record (nothing when nothing changed, unless ``final``)."""
+        if self._failed:
+            return
+        with self._write_lock:
+            try:
+                payload = self._payload(meta, final)
+                if payload is None:
+                    return
+                path = self._file(meta)
+                data = live_record(json.dumps(payload, separators=(",", ":")).encode())
+                with open(path, "ab") as f:
+                    f.write(data)
+                self.records += 1
+            except Exception:  # noqa: BLE001 - never kill the job
+                self._failed = True
+                log.exception("cctviz: could not write the live record; live output stops")
+
+    def _file(self, meta: dict[str, Any] | None) -> Path:
+        """This rank's live file (moved if the rank became known after a record)."""
+        rank = int((meta or self.prof.rank_info())["rank"])
+        path = live_file(self.prof.out, rank)
+        if self.path is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        elif path != self.path and self.path.exists():
+            os.replace(self.path, path)  # MPI told the rank after the first record
+        self.path = path
+        return path
+
+    def _payload(self, meta: dict[str, Any] | None, final: bool) -> dict[str, Any] | None:
+        rec = self.prof.rec
+        wall, clock = time.time_ns(), rec._clock()
+        # the training thread appends to these lists: take the length all of them have
+        n = min(len(rec.parent), len(rec.name), len(rec.kind), len(rec.time), len(rec.calls))
+        n0 = self._sent_contexts
+        contexts = [n0, rec.parent[n0:n], rec.name[n0:n], rec.kind[n0:n]]
+        metrics = {"time": rec.time[:n], "calls": rec.calls[:n]}
+        for m, d in list(rec.extra.items()):
+            col = np.zeros(n)
+            items = np.array([(c, v) for c, v in dict(d).items() if c < n], dtype=np.float64)
+            if len(items):
+                col[items[:, 0].astype(np.int64)] = items[:, 1]
+            metrics[m] = col
+        changed: dict[str, list] = {}
+        for m, values in metrics.items():
+            now = np.asarray(values, dtype=np.float64)
+            before = self._sent.get(m, np.zeros(0))
+            prev = np.zeros(n)
+            prev[: min(len(before), n)] = before[:n]
+            ids = np.flatnonzero(now != prev)
+            if len(ids):
+                changed[m] = [ids.tolist(), now[ids].tolist()]
+            self._sent[m] = now
+        steps = self._steps(rec)
+        if not final and n == n0 and not changed and not steps and self.records:
+            return None
+        self._sent_contexts = n
+        out: dict[str, Any] = {
+            "record": self.records,
+            "wall_ns": wall,
+            "clock_ns": int(clock),
+            "contexts": contexts,
+            "metrics": changed,
+            "max_metrics": sorted(rec.max_metrics),
+            "steps": steps,
+            "final": final,
+        }
+        if meta is not None or not self.records:
+            out["meta"] = meta if meta is not None else self.prof._meta()
+        return out
+
+    def _steps(self, rec: Any) -> list[list]:
+        """The steps ended since the last record. The last one sent is looked
+        at again: a second optimizer may have reopened and re-ended it."""
+        ends, comm = rec.steps[:], rec.step_comm[:]
+        k = min(len(ends), len(comm))
+        first = max(0, min(self._sent_steps, k) - 1)
+        rows = [
+            [i, int(ends[i][0]), int(ends[i][1]), bool(ends[i][2]), int(comm[i][0]), comm[i][1]]
+            for i in range(first, k)
+        ]
+        if rows and rows[0] == self._last_step:
+            rows = rows[1:]
+        if rows:
+            self._last_step = rows[-1]
+        self._sent_steps = k
+        return rows
+
+
+__all__ = ["DEFAULT_FLUSH", "LiveWriter", "parse_flush"]

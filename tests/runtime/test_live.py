@@ -1,0 +1,188 @@
+"""A run watched while it runs (issue 38): real gloo jobs under ``cctviz run``,
+followed by ``cctviz.watch`` in this process and ``cctviz watch`` in another."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import warnings
+
+import pytest
+
+import cctviz
+from cctviz.errors import ProfileError
+from cctviz.model.formats import live_file
+from cctviz.readers._live import RankStream
+
+from .conftest import CCTVIZ, EXAMPLE, ROOT, SCRIPTS, run_job
+
+#: the straggler's onset: rank 1 sleeps SLEEP_MS in blocks.1.mlp from step ONSET on
+ONSET, SLEEP_MS, STEPS = 30, 40, 60
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+
+
+def start_job(out, *script_args: str, flush: str = "0.5") -> subprocess.Popen:
+    cmd = [*CCTVIZ, "run", "--standalone", "--nproc-per-node", "2", "--out", str(out)]
+    cmd += ["--warmup", "2", "--flush", flush, str(EXAMPLE), "--steps", str(STEPS), *script_args]
+    return subprocess.Popen(
+        cmd, env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def follow(out, job: subprocess.Popen) -> tuple[cctviz.Watch, list, list[int]]:
+    """Watch ``job`` in this process until it ends: the watch, the alerts passed
+    to ``on_alert`` as they came, the steps seen at each look while it ran."""
+    try:
+        w = cctviz.watch(out, wait=120)
+        came: list = []
+        w.on_alert(came.append)
+        w.start(every=0.2)
+        seen = []
+        while job.poll() is None:
+            seen.append(len(w.steps()))
+            time.sleep(0.2)
+        assert job.wait() == 0
+        assert w.wait(timeout=30)
+        w.close()
+        return w, came, seen
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+
+
+@pytest.fixture(scope="module")
+def straggler_run(tmp_path_factory):
+    """examples/train.py on 2 ranks, rank 1 a straggler from step ONSET; watched
+    here and by ``cctviz watch`` in another process."""
+    out = tmp_path_factory.mktemp("live") / "straggler"
+    job = start_job(out, "--sleep", f"|1:blocks.1.mlp:{SLEEP_MS}", "--sleep-block", str(ONSET))
+    cli = subprocess.Popen(
+        [*CCTVIZ, "watch", str(out), "--every", "0.2", "--wait", "120"],
+        env=ENV, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        w, came, seen = follow(out, job)
+        printed, err = cli.communicate(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    return out, w, came, seen, printed + err
+
+
+def test_snapshots_grow_while_the_job_runs(straggler_run):
+    _, w, _, seen, _ = straggler_run
+    growth = [b for a, b in zip(seen, seen[1:], strict=False) if b > a]
+    assert len(growth) >= 3, f"steps seen while running: {seen}"
+    assert seen[0] < 2 * STEPS  # the first look came before the end
+    steps = w.steps()
+    assert sorted(steps["rank"].unique()) == [0, 1]
+    assert (steps.groupby("rank").size() == STEPS).all()
+
+
+def test_straggler_alerted_within_2_s_naming_rank_and_context(straggler_run):
+    _, w, came, _, _ = straggler_run
+    alerts = w.alerts
+    assert list(alerts["kind"]) == ["straggler"], alerts[["kind", "rank", "step", "message"]]
+    a = alerts.iloc[0]
+    assert a["rank"] == 1 and len(came) == 1 and came[0]["message"] == a["message"]
+    assert ONSET - 6 <= a["step"] <= ONSET + 1
+    assert a["context"].endswith("blocks.1/mlp")
+    # the rank's own clock: what the sleep adds to the context a step
+    assert 0.5 * SLEEP_MS < a["late [s]"] * 1e3 < 1.5 * SLEEP_MS
+    assert 0 < a["after [s]"] < 2.0
+
+
+def test_final_snapshot_equals_the_post_hoc_read(straggler_run):
+    out, w, _, _, _ = straggler_run
+    assert w.ended
+    live, read = w.ensemble(), cctviz.read(out)
+    assert live.profiles.equals(read.profiles)
+    assert live.exclusive_rows.equals(read.exclusive_rows)
+    assert live.tree.nodes.equals(read.tree.nodes)
+    assert live.meta == read.meta
+    # every rank's increments alone rebuild its rank file
+    for r in (0, 1):
+        s = RankStream(live_file(out, r))
+        s.update()
+        t, f = s.tree(), cctviz.read(out / f"rank-{r:05d}.cctviz")
+        assert s.final and not s.problem
+        assert t.metrics.equals(f.metrics) and t.callpaths.equals(f.callpaths)
+
+
+def test_cli_watch_from_another_process(straggler_run):
+    _, _, _, _, printed = straggler_run
+    lines = printed.splitlines()
+    steps = [x for x in lines if x.startswith("step ")]
+    assert len(steps) == STEPS - 2, printed[-2000:]  # the warm-up steps left out
+    alerts = [x for x in lines if x.startswith("ALERT straggler")]
+    assert len(alerts) == 1 and "rank 1 is late" in alerts[0], printed[-2000:]
+    assert "the run has ended" in lines[-1]
+
+
+def test_clean_run_raises_no_alert(tmp_path):
+    out = tmp_path / "clean"
+    w, came, _ = follow(out, start_job(out))
+    assert w.alerts.empty and not came, w.alerts[["kind", "rank", "step", "message"]]
+    assert len(w.by_step()) == STEPS - 2
+
+
+def test_killed_rank_leaves_its_flushed_data_readable(tmp_path):
+    out = tmp_path / "killed"
+    cmd = [*CCTVIZ, "run", "--standalone", "--nproc-per-node", "2", "--out", str(out)]
+    cmd += ["--flush", "0.2", str(SCRIPTS / "faulty.py"), "--how", "kill"]
+    cmd += ["--fail-rank", "1", "--fail-step", "15", "--steps", "30", "--step-ms", "60"]
+    assert run_job(cmd, check=False).returncode != 0
+    assert not (out / "rank-00001.cctviz").exists()  # the rank died before writing its file
+    w = cctviz.watch(out, wait=5)
+    ens = w.ensemble()
+    prof = ens.profiles.set_index("rank")
+    assert prof.loc[1, "status"] == "cut" and not prof.loc[1, "ok"]
+    assert prof.loc[1, "problem"].startswith("no last record: the rank stopped after step")
+    done = prof.loc[1, "steps"]
+    assert 5 <= done <= 15  # what its flushes had, up to the kill at step 15
+    tree = ens.profile(1)
+    step = [i for i in range(len(tree)) if tree.path(i)[1:] == ("step",)][0]
+    assert tree.metrics.loc[step, "calls"] >= done
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cctviz.read(out).profiles.set_index("rank").loc[1, "status"] == "missing"
+
+
+def test_truncated_or_damaged_record_is_read_up_to_it(straggler_run, tmp_path):
+    out = straggler_run[0]
+    whole = RankStream(live_file(out, 0))
+    whole.update()
+    data = live_file(out, 0).read_bytes()
+    cut = tmp_path / "rank-00000.chunks"
+    cut.write_bytes(data[:-10])
+    s = RankStream(cut)
+    assert s.update() == whole.records - 1
+    assert s.problem.startswith("an incomplete record at byte") and not s.final
+    damaged = bytearray(data)
+    damaged[-5] ^= 0xFF
+    cut.write_bytes(bytes(damaged))
+    s = RankStream(cut)
+    assert s.update() == whole.records - 1 and "CRC mismatch" in s.problem
+    # a watch of a run whose rank file is gone and whose live file is cut says so
+    run = tmp_path / "run"
+    shutil.copytree(out, run)
+    (run / "rank-00000.cctviz").unlink()
+    live_file(run, 0).write_bytes(data[:-10])
+    prof = cctviz.watch(run, wait=5).ensemble().profiles.set_index("rank")
+    assert prof.loc[0, "status"] == "cut" and "an incomplete record" in prof.loc[0, "problem"]
+
+
+def test_bad_folders_are_refused_or_waited_for(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a run")
+    with pytest.raises(ProfileError, match="not a run folder"):
+        cctviz.watch(tmp_path)
+    with pytest.raises(ProfileError, match="a file"):
+        cctviz.watch(tmp_path / "notes.txt")
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match="no rank has written a record in 0.3 s"):
+        cctviz.watch(tmp_path / "not-started-yet", wait=0.3)
+    assert time.monotonic() - t0 >= 0.3
