@@ -11,7 +11,8 @@ from this process, another one, or another machine that shares the folder:
 - :meth:`Watch.steps`: every step each rank has ended, with its time and the
   time the rank spent waiting in collectives in it;
 - :attr:`Watch.alerts`: what the watch found, as it found it; :meth:`Watch.on_alert`
-  calls a function for each new one.
+  calls a function for each new one;
+- :meth:`Watch.dashboard`: a live widget of the run in the notebook.
 
 Alerts (``kind``):
 
@@ -23,6 +24,8 @@ Alerts (``kind``):
   :attr:`StragglerRule.least` seconds. The alert names the rank, the step where
   the run of late steps began, the context whose time per step grew most on
   that rank against the others since then (its call path) and by how much.
+  One alert per episode: the rank is alerted again only after it was on time
+  for as long (steps and seconds) as it takes to be alerted.
 - ``silent``: a rank has appended nothing for :attr:`Watch.silent_after`
   seconds while the others went on (killed, hung, or its node lost).
 
@@ -60,6 +63,10 @@ from .readers.cctviz_run import assemble_run, rank_row, read_rank, run_layout
 
 #: records of each rank kept to find where a straggler's time grew
 HISTORY = 256
+#: steps kept past the last one checked (a straggler's window lies within them)
+KEEP_STEPS = 1000
+#: the columns of :meth:`Watch.steps`
+STEP_TABLE = ("rank", "component", "step", "warmup", "start [s]", "time [s]", "wait [s]")
 #: the columns of :attr:`Watch.alerts`
 ALERT_COLUMNS = (
     "time", "kind", "rank", "component", "step", "message",
@@ -113,6 +120,11 @@ class Watch:
         self._alerts: list[dict[str, Any]] = []
         self._callbacks: list[Callable[[pd.Series], Any]] = []
         self._late_run: dict[int, int] = {}
+        self._on_time: dict[int, int] = {}
+        self._rows: dict[tuple[int, int], tuple] = {}
+        self._by_step: dict[int, dict[int, tuple[float, float]]] = {}
+        self._first: dict[int, int] = {}
+        self._recent: deque[float] = deque(maxlen=20)
         self._alerted: set[int] = set()
         self._silent: set[int] = set()
         self._checked = -1
@@ -155,9 +167,22 @@ class Watch:
             return n
 
     def _remember(self, s: RankStream) -> None:
-        """The rank's call paths and its time per context at each record (the
-        last :data:`HISTORY`: for the context of a straggler)."""
+        """After each record of a rank: its new steps (their wait in
+        collectives), its call paths, and its time per context (the last
+        :data:`HISTORY` records: for the context of a straggler)."""
         r = live_rank_of(s.path.name)
+        comp = s.meta.get("component", "")
+        offset = s.wall_offset_ns or 0
+        for row in s.new_steps:
+            step, start, end, warm, ctx, ct = row
+            before = s.step_row(step - 1)
+            wait = max(ctx - (before[4] if before else 0), ct - (before[5] if before else 0))
+            took = (end - start) / 1e9
+            wait = max(wait, 0) / 1e9
+            self._rows[(r, step)] = (r, comp, step, bool(warm), (start + offset) / 1e9, took, wait)
+            if not warm:
+                self._by_step.setdefault(step, {})[r] = (wait, took)
+                self._first.setdefault(r, step)
         paths = self._paths.setdefault(r, [])
         for i in range(len(paths), len(s.parent)):
             p = s.parent[i]
@@ -166,8 +191,7 @@ class Watch:
         col = np.zeros(len(s.parent))
         if times:
             col[np.fromiter(times.keys(), dtype=np.int64)] = np.fromiter(times.values(), float)
-        steps_done = len(s._steps)
-        self._history.setdefault(r, deque(maxlen=HISTORY)).append((steps_done, col))
+        self._history.setdefault(r, deque(maxlen=HISTORY)).append((s.steps_done, col))
 
     # ------------------------------------------------------------ results
     @property
@@ -191,29 +215,10 @@ class Watch:
         (in collectives: the longer of the time in their contexts and their
         ``comm_time``, which counts an asynchronous one until it completed)."""
         with self._lock:
-            frames = [self._rank_steps(r, s) for r, s in sorted(self._streams.items())]
-        columns = ["rank", "component", "step", "warmup", "start [s]", "time [s]", "wait [s]"]
-        frames = [f for f in frames if len(f)]
-        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
-        return with_units(table[columns], {"start [s]": "s", "time [s]": "s", "wait [s]": "s"})
-
-    def _rank_steps(self, r: int, s: RankStream) -> pd.DataFrame:
-        st = s.steps()
-        if st.empty:
-            return st
-        ctx = st["comm_ctx_ns"].diff().fillna(st["comm_ctx_ns"])
-        ct = st["comm_time_ns"].diff().fillna(st["comm_time_ns"])
-        return pd.DataFrame(
-            {
-                "rank": r,
-                "component": s.meta.get("component", ""),
-                "step": st["step"].astype(np.int64),
-                "warmup": st["warmup"].astype(bool),
-                "start [s]": (st["start_ns"] + (s.wall_offset_ns or 0)) / 1e9,
-                "time [s]": (st["end_ns"] - st["start_ns"]) / 1e9,
-                "wait [s]": np.maximum(ctx, ct).clip(lower=0) / 1e9,
-            }
-        )
+            rows = list(self._rows.values())
+        table = pd.DataFrame(rows, columns=list(STEP_TABLE))
+        table = table.sort_values(["rank", "step"], ignore_index=True)
+        return with_units(table, {"start [s]": "s", "time [s]": "s", "wait [s]": "s"})
 
     def by_step(self) -> UnitTable:
         """One row per step that every rank still writing has ended (warm-up
@@ -323,66 +328,70 @@ class Watch:
         self._detect_silent()
 
     def _detect_stragglers(self) -> None:
-        ranks = self.ranks
-        if len(ranks) < 2:
+        """Each step that every rank still writing has ended, in order, once."""
+        live = [r for r in self.ranks if r not in self._silent]
+        if len(live) < 2:
             return
-        table = self.steps()
-        table = table.loc[~table["warmup"].astype(bool)]
-        live = [r for r in ranks if r not in self._silent]
-        wait = table.pivot_table(index="step", columns="rank", values="wait [s]").reindex(
-            columns=live
-        )
-        took = table.pivot_table(index="step", columns="rank", values="time [s]").reindex(
-            columns=live
-        )
-        wait = wait.dropna()  # the steps every live rank has ended
-        firsts = {r: int(g["step"].min()) for r, g in table.groupby("rank")}
-        wait = wait.loc[[s for s in wait.index if s > max(firsts.values(), default=0)]]
-        for step in wait.index[wait.index > self._checked]:
-            self._check_step(int(step), wait.loc[step], took)
-            self._checked = int(step)
+        start = max(self._first.get(r, 0) for r in live)  # each rank's first step left out
+        for step in sorted(k for k in self._by_step if k > self._checked):
+            got = self._by_step[step]
+            if any(r not in got for r in live):
+                break
+            if step > start:
+                self._check_step(step, np.array(live), got)
+            self._checked = step
+        for old in [k for k in self._by_step if k < self._checked - KEEP_STEPS]:
+            del self._by_step[old]
 
-    def _check_step(self, step: int, wait: pd.Series, took: pd.DataFrame) -> None:
-        w = wait.to_numpy(dtype=np.float64)
-        ranks = wait.index.to_numpy()
-        recent = took.loc[took.index <= step].tail(20)
-        median_step = float(np.nanmedian(recent.to_numpy())) if recent.size else 0.0
+    def _check_step(self, step: int, ranks: np.ndarray, got: dict[int, tuple]) -> None:
+        w = np.array([got[r][0] for r in ranks])
+        self._recent.append(float(np.median([got[r][1] for r in ranks])))
+        median_step = float(np.median(self._recent))
         limit = max(self.rule.share * median_step, self.rule.least)
-        for i, r in enumerate(ranks):
-            others = np.delete(w, i)
-            late = float(np.median(others) - w[i])
-            if late > limit:
-                self._late_run[r] = self._late_run.get(r, 0) + 1
-            else:
-                self._late_run[r] = 0
-                self._alerted.discard(r)
-            lasted = self._late_run[r] * median_step
-            if (
-                self._late_run[r] >= self.rule.steps
-                and lasted >= self.rule.seconds
-                and r not in self._alerted
+        late = median_of_others(w) - w
+        is_late = set(ranks[late > limit].tolist())
+        for r in is_late:
+            self._late_run[r] = self._late_run.get(r, 0) + 1
+            self._on_time.pop(r, None)
+        for r in [r for r in self._late_run if r not in is_late]:
+            del self._late_run[r]
+        # an alerted straggler's episode ends when it is on time as long as it took to alert
+        for r in [r for r in self._alerted if r not in is_late]:
+            self._on_time[r] = self._on_time.get(r, 0) + 1
+            if self._on_time[r] >= self.rule.steps and (
+                self._on_time[r] * median_step >= self.rule.seconds
             ):
-                first = step - self._late_run[r] + 1
-                grown = self._grown(int(r), first, step)
-                # the others' longer waits alone can be noise: the rank must also
-                # have spent that much more time in one of its contexts (a rank that
-                # waits for others spends its wait where it waits: not the sum)
-                if grown is not None and len(grown) and grown.max() > limit:
-                    self._alerted.add(int(r))
-                    self._straggler(int(r), first, step, median_step, grown)
+                self._alerted.discard(r)
+                del self._on_time[r]
+        for r, run in self._late_run.items():
+            if run < self.rule.steps or run * median_step < self.rule.seconds:
+                continue
+            if r in self._alerted:
+                continue
+            first = step - run + 1
+            grown = self._grown(r, first, step)
+            # the others' longer waits alone can be noise: the rank must also
+            # have spent that much more time in one of its contexts (a rank that
+            # waits for others spends its wait where it waits: not the sum)
+            if grown is not None and len(grown) and grown.max() > limit:
+                self._alerted.add(r)
+                self._straggler(r, first, step, median_step, grown)
 
     def _straggler(
         self, r: int, first: int, last: int, median_step: float, grown: pd.Series
     ) -> None:
-        table = self.steps()
-        window = table.loc[table["step"].between(first, last)]
-        wait = window.pivot_table(index="step", columns="rank", values="wait [s]")
-        gap = float((wait.drop(columns=r).median(axis=1) - wait[r]).median())
+        gaps = []
+        for step in range(first, last + 1):
+            got = self._by_step.get(step, {})
+            ranks = sorted(got)
+            if r in got and len(ranks) > 1:
+                w = np.array([got[q][0] for q in ranks])
+                i = ranks.index(r)
+                gaps.append(float(median_of_others(w)[i] - w[i]))
+        gap = float(np.median(gaps)) if gaps else float("nan")
         s = self._streams[r]
-        row = table.loc[(table["rank"] == r) & (table["step"] == first)]
-        end_of_first = (
-            float(row["start [s]"].iloc[0] + row["time [s]"].iloc[0]) if len(row) else np.nan
-        )
+        row = self._rows.get((r, first))
+        end_of_first = row[4] + row[5] if row else float("nan")
         context, late = str(grown.idxmax()), float(grown.max())
         comp = s.meta.get("component", "")
         who = f"{comp} rank {s.meta.get('component_rank', r)}" if comp else f"rank {r}"
@@ -454,6 +463,15 @@ class Watch:
             except Exception as e:  # noqa: BLE001 - a callback's error is said, the watch goes on
                 warnings.warn(f"cctviz.watch: on_alert callback failed: {e!r}", stacklevel=2)
 
+    def dashboard(self, every: float = 1.0, **view: Any) -> Any:
+        """A live dashboard of this run in the notebook: a status line, the
+        calling-context tree so far, the alerts; refreshed at most once a
+        second (:class:`cctviz.views.dashboard.Dashboard`; ``view``: the
+        CCTView's keyword arguments)."""
+        from .views.dashboard import Dashboard
+
+        return Dashboard(self, every=every, **view)
+
     # ------------------------------------------------------------ running
     def start(self, every: float = 1.0) -> Watch:
         """Poll every ``every`` seconds from a thread until :meth:`close` (or the run ends)."""
@@ -502,6 +520,27 @@ class Watch:
         )
 
 
+def median_of_others(values: np.ndarray) -> np.ndarray:
+    """For each value, the median of all the others (vectorised).
+
+    >>> median_of_others(np.array([1.0, 5.0, 3.0, 10.0])).tolist()
+    [5.0, 3.0, 5.0, 3.0]
+    """
+    n = len(values)
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+
+    def kth(j: int) -> np.ndarray:  # the j-th smallest of the others
+        return np.where(j < pos, ranked[j], ranked[min(j + 1, n - 1)])
+
+    k = n - 1
+    if k < 1:
+        return np.full(n, np.nan)
+    return kth(k // 2) if k % 2 else (kth(k // 2 - 1) + kth(k // 2)) / 2
+
+
 def watch(run: str | os.PathLike, **kw: Any) -> Watch:
     """A :class:`Watch` of the run folder ``run`` (module docstring)."""
     return Watch(run, **kw)
@@ -530,4 +569,4 @@ def _check_folder(path: Path) -> None:
             )
 
 
-__all__ = ["ALERT_COLUMNS", "StragglerRule", "Watch", "watch"]
+__all__ = ["ALERT_COLUMNS", "STEP_TABLE", "StragglerRule", "Watch", "median_of_others", "watch"]

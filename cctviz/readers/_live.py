@@ -52,13 +52,16 @@ class RankStream:
         self.parent: list[int] = []
         self.name: list[str] = []
         self.kind: list[str] = []
-        self.metrics: dict[str, dict[int, float]] = {}
+        #: metric -> {context: value}; time and calls are the recorder's own
+        #: (there from the start, zero until a record changes them)
+        self.metrics: dict[str, dict[int, float]] = {"time": {}, "calls": {}}
         self.max_metrics: set[str] = set()
         self.meta: dict[str, Any] = {}
         self.final = False
         #: what stopped the last read short of the file's end ("" if nothing)
         self.problem = ""
         self._steps: dict[int, list] = {}
+        self.new_steps: list[list] = []
         #: the wall clock minus the rank's recorder clock (ns), at its last record
         self.wall_offset_ns: int | None = None
         #: the wall clock of the last record (ns since the epoch)
@@ -101,6 +104,8 @@ class RankStream:
         self.max_metrics.update(rec.get("max_metrics", ()))
         for row in rec["steps"]:
             self._steps[int(row[0])] = row
+        #: the step rows of the last record read (:data:`STEP_COLUMNS`)
+        self.new_steps = rec["steps"]
         if "meta" in rec:
             self.meta = rec["meta"]
         self.final = bool(rec.get("final"))
@@ -108,6 +113,15 @@ class RankStream:
         self.wall_offset_ns = int(rec["wall_ns"]) - int(rec["clock_ns"])
 
     # ------------------------------------------------------------ results
+    @property
+    def steps_done(self) -> int:
+        """How many steps the rank has ended so far."""
+        return len(self._steps)
+
+    def step_row(self, step: int) -> list | None:
+        """Step ``step``'s row (:data:`STEP_COLUMNS`), None if not ended yet."""
+        return self._steps.get(step)
+
     @property
     def rank(self) -> int | None:
         r = self.meta.get("rank")
@@ -124,9 +138,7 @@ class RankStream:
         it (the final record: the same tree as the rank file)."""
         n = len(self.parent)
         cols = {}
-        first = [m for m in ("time", "calls") if m in self.metrics]  # the recorder's order
-        for m in [*first, *(m for m in self.metrics if m not in first)]:
-            d = self.metrics[m]
+        for m, d in self.metrics.items():  # time and calls first, as the recorder has them
             col = np.zeros(n)
             if d:
                 ids = np.fromiter(d.keys(), dtype=np.int64, count=len(d))

@@ -1,0 +1,273 @@
+"""Benchmark of live runs (issue 38): what flushing costs a rank, how well the
+watch finds stragglers, and whether it keeps up with many ranks.
+
+    python benchmarks/live_watch.py [--parts flush,detect,scale] [--repeats 2]
+        [--ranks 1024] [--seconds 10]
+
+- ``flush``: the writer thread's cost in the training process. A record of a
+  recorder with N contexts whose metrics all changed, built and appended, in
+  µs (the median of 50); at one record a second that is the share of one core
+  the thread takes (and the longest the training thread can wait for the GIL
+  once a second). The training thread's own extra work is the step's
+  collective totals (:meth:`Recorder.comm_so_far`), timed per step.
+- ``detect``: examples/train.py on 2 gloo ranks, 60 steps (2 of them warm-up),
+  ``--flush 0.5``, watched live (polled every 0.2 s). Injected stragglers:
+  rank 0 or 1 sleeps ``size`` x the median step in ``blocks.1.mlp`` from step
+  20 or 40 on (``--sleep``'s phases); and clean runs. Detected: a straggler
+  alert naming the rank, from at most 6 steps before the onset; a false alarm:
+  any other alert. Prints the detection rate per size, the false alarms and
+  the time from the end of the alert's first step to the alert (median, max).
+- ``scale``: ``--ranks`` simulated ranks in this process (a recorder each, the
+  example's tree: 60 contexts, 10 steps a second with 2 collectives), each
+  appending a record a second for ``--seconds`` seconds; one
+  :meth:`cctviz.Watch.poll` after each round reads them. Keeping up at 1 Hz
+  means a poll under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import cctviz  # noqa: E402
+from cctviz.runtime.live import LiveWriter  # noqa: E402
+from cctviz.runtime.recorder import Recorder  # noqa: E402
+
+EXAMPLE = ROOT / "examples" / "train.py"
+STEPS = 60
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+
+
+class SimulatedRank:
+    """What :class:`LiveWriter` needs of a profiler: a recorder, a folder, the
+    rank's facts; its own clock, 50 us a transition."""
+
+    def __init__(self, out: Path, rank: int, world: int) -> None:
+        self.out, self.rank, self.world = out, rank, world
+        self.now = 0
+        self.rec = Recorder("train.py", clock=self.tick)
+
+    def tick(self) -> int:
+        self.now += 50_000
+        return self.now
+
+    def rank_info(self) -> dict:
+        return {"rank": self.rank, "world_size": self.world}
+
+    def _meta(self) -> dict:
+        return {**self.rank_info(), "status": "running", "flush": 1.0}
+
+
+def example_step(sim: SimulatedRank, slow_ns: int = 0, wait_ns: int = 0) -> None:
+    """One step of the example's shape, about 100 ms: data, forward through 4
+    blocks (blocks.1.mlp ``slow_ns`` longer), backward with 2 all-reduces
+    (``wait_ns`` longer in all, waiting), the optimizer."""
+    rec = sim.rec
+    t = rec.enter_phase("data")
+    sim.now += 95_000_000  # a 100 ms step, as 10 steps a second
+    rec.exit_phase(t)
+    t = rec.enter_phase("forward")
+    g = rec.enter_module("GPT", root=True)
+    for b in range(4):
+        blk = rec.push(f"blocks.{b}", "module")
+        for m in ("ln_1", "attn", "ln_2", "mlp"):
+            d = rec.push(m, "module")
+            if b == 1 and m == "mlp":
+                sim.now += slow_ns
+            rec.pop(d)
+        rec.pop(blk)
+    rec.pop(g)
+    rec.exit_phase(t)
+    t = rec.enter_phase("backward")
+    for _ in range(2):
+        c = rec.enter_leaf("all_reduce", "comm")
+        sim.now += wait_ns // 2  # waiting for the late rank, in the collective
+        rec.add(rec.top, "comm_bytes", 1.9e6)
+        rec.add(rec.top, "comm_time", 4e6 + wait_ns)
+        rec.pop(c)
+    rec.exit_phase(t)
+    rec.enter_phase("optimizer")
+    rec.end_step(by_optimizer=True)
+
+
+# ---------------------------------------------------------------- flush
+def flush_cost(sizes=(100, 1_000, 10_000, 100_000)) -> None:
+    print("flush: one record of a recorder whose metrics all changed (median of 50)")
+    with tempfile.TemporaryDirectory() as d:
+        for n in sizes:
+            rank = SimulatedRank(Path(d) / str(n), 0, 1)
+            rec = rank.rec
+            rec.enter_phase("forward")
+            for i in range(n):
+                rec.pop(rec.push(f"m{i}", "module"))
+            w = LiveWriter(rank, 1.0)
+            w.flush()
+            times = []
+            for _ in range(50):
+                for i in range(len(rec.time)):
+                    rec.time[i] += 1
+                t0 = time.perf_counter()
+                w.flush()
+                times.append(time.perf_counter() - t0)
+            us = statistics.median(times) * 1e6
+            size = w.path.stat().st_size / w.records
+            print(
+                f"  {n:>7,} contexts: {us:9.0f} us a record ({size / 1e3:,.1f} kB);"
+                f" at 1 record/s {us / 1e4:.3f}% of a core"
+            )
+        rank = SimulatedRank(Path(d) / "steps", 0, 1)
+        for _ in range(10):
+            example_step(rank)
+        t0 = time.perf_counter()
+        for _ in range(10_000):
+            rank.rec.comm_so_far()
+        per = (time.perf_counter() - t0) / 10_000 * 1e9
+        print(f"  per step on the training thread (collective totals): {per:.0f} ns")
+
+
+# ---------------------------------------------------------------- detect
+def one_run(out: Path, sleep: str) -> tuple[cctviz.Watch, float]:
+    cmd = [sys.executable, "-m", "cctviz.cli", "run", "--standalone", "--nproc-per-node", "2"]
+    cmd += ["--out", str(out), "--warmup", "2", "--flush", "0.5", str(EXAMPLE)]
+    cmd += ["--steps", str(STEPS)]
+    if sleep:
+        cmd += ["--sleep", sleep[0], "--sleep-block", sleep[1]]
+    job = subprocess.Popen(
+        cmd, env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        w = cctviz.watch(out, wait=120)
+        w.start(every=0.2)
+        job.wait()
+        w.wait(timeout=30)
+        w.close()
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+    steps = w.steps()
+    return w, float(steps.loc[~steps["warmup"], "time [s]"].median())
+
+
+def sleep_spec(rank: int, onset: int, ms: float) -> tuple[str, str]:
+    """``--sleep``/``--sleep-block`` for a straggler from step ``onset`` to the end."""
+    if onset == 20:  # phases of 20 steps: none, then the sleep, twice over
+        return f"|{rank}:blocks.1.mlp:{ms:.1f}", "20"
+    return f"|{rank}:blocks.1.mlp:{ms:.1f}", "40"  # none for 40, then 20 of the sleep
+
+
+def detect(repeats: int, sizes=(0.05, 0.10, 0.25, 0.50, 1.00)) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        _, step = one_run(tmp / "calibrate", "")
+        print(f"detect: the clean median step is {step * 1e3:.1f} ms")
+        found: dict[float, list[bool]] = {s: [] for s in sizes}
+        after, false = [], []
+        k = 0
+        for _ in range(repeats):
+            for size in sizes:
+                for rank in (0, 1):
+                    for onset in (20, 40):
+                        k += 1
+                        spec = sleep_spec(rank, onset, size * step * 1e3)
+                        w, _ = one_run(tmp / f"r{k}", spec)
+                        a = w.alerts
+                        # the sleep runs in phases: 20-39 (and 60+), or 40-59
+                        hit = a.loc[
+                            (a["kind"] == "straggler")
+                            & (a["rank"] == rank)
+                            & (a["step"] >= onset - 6)
+                        ]
+                        found[size].append(len(hit) > 0)
+                        after += list(hit["after [s]"].iloc[:1])
+                        false.append(len(a) - min(len(hit), 1))
+                        print(
+                            f"  size {size:4.0%} rank {rank} onset {onset}: {len(hit) > 0}, alerts {len(a)}",
+                            flush=True,
+                        )
+            k += 1
+            for c in range(4):
+                w, _ = one_run(tmp / f"clean{k}-{c}", "")
+                false.append(len(w.alerts))
+                print(f"  clean: alerts {len(w.alerts)}", flush=True)
+        print("\nsize (of the step)   detected")
+        for size, got in found.items():
+            print(f"  {size:6.0%}            {sum(got)}/{len(got)}")
+        runs = sum(len(v) for v in found.values()) + 4 * repeats
+        print(f"false alarms: {sum(false)} in {runs} runs ({4 * repeats} of them clean)")
+        if after:
+            print(
+                f"alert after the end of its first step: median {np.median(after):.2f} s, max {max(after):.2f} s"
+            )
+
+
+# ---------------------------------------------------------------- scale
+def scale(ranks: int, seconds: int) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "sim"
+        sims = [SimulatedRank(out, r, ranks) for r in range(ranks)]
+        writers = [LiveWriter(s, 1.0) for s in sims]
+        polls, writes = [], []
+        w = None
+        late = int(20e6)  # rank 7 spends 20 ms more in blocks.1.mlp from the middle on
+        for sec in range(seconds):
+            t0 = time.perf_counter()
+            on = sec >= seconds // 2
+            for r, (s, wr) in enumerate(zip(sims, writers, strict=True)):
+                for _ in range(10):
+                    if on and r == 7:
+                        example_step(s, slow_ns=late)
+                    else:
+                        example_step(s, wait_ns=late if on else 0)
+                wr.flush()
+            writes.append(time.perf_counter() - t0)
+            if w is None:
+                w = cctviz.watch(out, wait=5)
+                continue
+            t0 = time.perf_counter()
+            w.poll()
+            polls.append(time.perf_counter() - t0)
+        print(
+            f"scale: {ranks:,} simulated ranks, a record each a second for {seconds} s:"
+            f" a poll reads a round in {np.median(polls):.2f} s (median; max {max(polls):.2f} s);"
+            f" writing the round took {np.median(writes):.2f} s here (each rank's own"
+            f" thread in a real run); alerts: {list(w.alerts['message'])}"
+        )
+        t0 = time.perf_counter()
+        ens = w.ensemble()
+        print(
+            f"  the ensemble of {ens.n_profiles:,} ranks so far in {time.perf_counter() - t0:.2f} s"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="flush,detect,scale")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--ranks", type=int, default=1024)
+    ap.add_argument("--seconds", type=int, default=10)
+    a = ap.parse_args()
+    parts = a.parts.split(",")
+    if "flush" in parts:
+        flush_cost()
+    if "scale" in parts:
+        scale(a.ranks, a.seconds)
+    if "detect" in parts:
+        detect(a.repeats)
+
+
+if __name__ == "__main__":
+    main()

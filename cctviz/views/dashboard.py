@@ -1,0 +1,114 @@
+"""A live dashboard of a watched run: ``cctviz.watch(run).dashboard()``.
+
+A column of ipywidgets: a status line (ranks, the last step every rank has
+ended, its median time and the slowest rank's, the alerts), the run's
+calling-context tree so far (a :class:`~cctviz.views.cct.CCTView`, its data
+replaced as the run grows: the selection and what is open are kept), and the
+alerts, newest first. A thread polls the watch and refreshes the widgets at
+most once a second. Every text is set as text (names in profiles are not
+trusted). :meth:`Dashboard.close` stops the thread.
+
+Example::
+
+    w = cctviz.watch("runs/today")
+    w.dashboard()          # the last expression of a cell: shown in the notebook
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import ipywidgets as widgets
+
+from .cct import CCTView
+
+#: the fewest seconds between two refreshes
+MIN_EVERY = 1.0
+#: alerts shown (the newest)
+SHOWN_ALERTS = 20
+
+
+class Dashboard(widgets.VBox):
+    """The live widgets of a :class:`~cctviz.live.Watch` (module docstring).
+
+    Args:
+        watch: the watch to show.
+        every: seconds between refreshes (at least :data:`MIN_EVERY`).
+        view: keyword arguments of the CCTView (e.g. ``color="comm_time"``).
+    """
+
+    def __init__(self, watch: Any, every: float = MIN_EVERY, **view: Any) -> None:
+        self.watch = watch
+        self.every = max(float(every), MIN_EVERY)
+        #: how many times the widgets were refreshed from the watch
+        self.refreshes = 0
+        self.status = widgets.Label(layout=widgets.Layout(width="100%"))
+        self.status.add_class("cctviz-live-status")
+        watch.poll()
+        ens = watch.ensemble()
+        self.cct = CCTView(ens, **view)
+        self.alert_list = widgets.VBox()
+        self.alert_list.add_class("cctviz-live-alerts")
+        super().__init__([self.status, self.cct, self.alert_list])
+        self._stop = threading.Event()
+        self._refreshing = threading.Lock()
+        self._shown = (-1, -1)
+        self.refresh()
+        self._thread = threading.Thread(target=self._loop, name="cctviz-dashboard", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self.refresh()
+            if self.watch.ended:
+                self.refresh()
+                return
+
+    def refresh(self) -> None:
+        """Poll the watch and show what is new (nothing is sent when nothing changed)."""
+        with self._refreshing:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        w = self.watch
+        w.poll()
+        steps = w.by_step()
+        alerts = w.alerts
+        now = (len(steps), len(alerts))
+        if now == self._shown and not w.ended:
+            return
+        if now[0] != self._shown[0] or w.ended:
+            self.cct.replace_data(w.ensemble())
+        self.status.value = _status(w, steps, alerts)
+        self.alert_list.children = [
+            widgets.Label(f"{a['time']:%H:%M:%S}  {a['kind']}: {a['message']}")
+            for _, a in alerts.iloc[::-1].head(SHOWN_ALERTS).iterrows()
+        ]
+        self._shown = now
+        self.refreshes += 1
+
+    def close(self) -> None:
+        """Stop refreshing and close the widgets."""
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=5)
+        self.cct.close()
+        super().close()
+
+
+def _status(w: Any, steps: Any, alerts: Any) -> str:
+    """``2 ranks, running: step 41, 61.2 ms (slowest 63.0 ms), 1 alert``."""
+    state = "ended" if w.ended else "running"
+    text = f"{len(w.ranks)} ranks, {state}"
+    if len(steps):
+        last = steps.iloc[-1]
+        text += (
+            f": step {steps.index[-1]}, {last['time [s]'] * 1e3:.1f} ms"
+            f" (slowest {last['max [s]'] * 1e3:.1f} ms)"
+        )
+    n = len(alerts)
+    return text + (f", {n} alert{'s' if n != 1 else ''}" if n else ", no alert")
+
+
+__all__ = ["Dashboard"]

@@ -1,0 +1,55 @@
+"""The live dashboard in a real JupyterLab while a real gloo job runs (issue 38)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from .test_view_fixes import shoot
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "train.py"
+STATUS = ".cctviz-live-status"
+
+
+def step_of(text: str) -> int:
+    m = re.search(r"step (\d+)", text)
+    return int(m.group(1)) if m else -1
+
+
+def test_dashboard_updates_while_the_job_runs(lab, tmp_path):
+    out = tmp_path / "run"
+    cells = [
+        "import os, subprocess, sys, cctviz\n"
+        f"cmd = [sys.executable, '-m', 'cctviz.cli', 'run', '--standalone', '--nproc-per-node',"
+        f" '2', '--out', {str(out)!r}, '--flush', '0.5', {str(EXAMPLE)!r}, '--steps', '400']\n"
+        "job = subprocess.Popen(cmd, env={**os.environ, 'OMP_NUM_THREADS': '1'},"
+        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)",
+        "w = cctviz.watch(" + repr(str(out)) + ", wait=120)\nd = w.dashboard()\nd",
+    ]
+    with lab.open_notebook(cells) as nb:
+        try:
+            nb.run_all()
+            page = nb.page
+            status = page.locator(STATUS)
+            status.wait_for()
+            page.locator(".cctviz-cct svg").first.wait_for()
+            first = status.inner_text()
+            deadline = time.monotonic() + 60
+            while step_of(status.inner_text()) <= step_of(first) or step_of(first) < 0:
+                assert time.monotonic() < deadline, f"the status stayed {first!r}"
+                if step_of(first) < 0:
+                    first = status.inner_text()
+                time.sleep(0.5)
+            later = status.inner_text()
+            assert later.startswith("2 ranks, running") and step_of(later) > step_of(first) >= 0
+            # the tree view shows the run's contexts as they come
+            assert page.locator(".cctviz-cct").get_by_text("blocks.0").count() >= 1
+            assert int(nb.kernel_eval("print(d.refreshes)")) >= 2
+            shoot(page, "live-dashboard")
+        finally:
+            # the launcher and the ranks it started: their process group
+            nb.kernel_eval(
+                "import signal; os.killpg(job.pid, signal.SIGKILL); job.wait(); d.close()"
+            )
