@@ -22,6 +22,19 @@ watch finds stragglers, and whether it keeps up with many ranks.
   appending a record a second for ``--seconds`` seconds; one
   :meth:`cctviz.Watch.poll` after each round reads them. Keeping up at 1 Hz
   means a poll under 1 s.
+
+Measured 2026-12-07 on this machine (2 cores; a shared VM):
+
+    flush: 100 contexts 0.07 ms a record (0.007% of a core at 1 record/s),
+           1,000: 0.34 ms (0.034%), 10,000: 3.0 ms (0.30%), 100,000: 35 ms (3.5%);
+           the collective totals at each step's end: 0.49 us
+    scale: 1,024 simulated ranks: a poll reads a round in 0.37 s (median; max
+           0.45 s); the straggler (rank 7, +20 ms in blocks.1.mlp from step 50)
+           alerted, its step and context named; the ensemble of 1,024 ranks: 6.2 s
+    detect (the default rule: 10% of the step in every step for 0.75 s; clean
+           steps of 114 ms that hour): 5% 1/4, 10% 4/4, 25% 4/4, 50% 4/4,
+           100% 4/4; no false alarm in 24 runs (4 clean); the alert 1.29 s
+           (median) and 1.89 s (max) after the end of the step where it began
 """
 
 from __future__ import annotations
@@ -138,6 +151,9 @@ def flush_cost(sizes=(100, 1_000, 10_000, 100_000)) -> None:
 
 
 # ---------------------------------------------------------------- detect
+RULE = cctviz.live.StragglerRule()
+
+
 def one_run(out: Path, sleep: str) -> tuple[cctviz.Watch, float]:
     cmd = [sys.executable, "-m", "cctviz.cli", "run", "--standalone", "--nproc-per-node", "2"]
     cmd += ["--out", str(out), "--warmup", "2", "--flush", "0.5", str(EXAMPLE)]
@@ -149,7 +165,7 @@ def one_run(out: Path, sleep: str) -> tuple[cctviz.Watch, float]:
         start_new_session=True,
     )  # fmt: skip
     try:
-        w = cctviz.watch(out, wait=120)
+        w = cctviz.watch(out, wait=120, straggler=RULE)
         w.start(every=0.2)
         job.wait()
         w.wait(timeout=30)
@@ -173,7 +189,7 @@ def detect(repeats: int, sizes=(0.05, 0.10, 0.25, 0.50, 1.00)) -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         _, step = one_run(tmp / "calibrate", "")
-        print(f"detect: the clean median step is {step * 1e3:.1f} ms")
+        print(f"detect: the clean median step is {step * 1e3:.1f} ms; {RULE}")
         found: dict[float, list[bool]] = {s: [] for s in sizes}
         after, false = [], []
         k = 0
@@ -202,7 +218,7 @@ def detect(repeats: int, sizes=(0.05, 0.10, 0.25, 0.50, 1.00)) -> None:
             for c in range(4):
                 w, _ = one_run(tmp / f"clean{k}-{c}", "")
                 false.append(len(w.alerts))
-                print(f"  clean: alerts {len(w.alerts)}", flush=True)
+                print(f"  clean: alerts {len(w.alerts)} {list(w.alerts['message'])}", flush=True)
         print("\nsize (of the step)   detected")
         for size, got in found.items():
             print(f"  {size:6.0%}            {sum(got)}/{len(got)}")
@@ -254,12 +270,16 @@ def scale(ranks: int, seconds: int) -> None:
 
 
 def main() -> None:
+    global RULE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="flush,detect,scale")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--ranks", type=int, default=1024)
     ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--share", type=float, default=RULE.share, help="StragglerRule.share")
+    ap.add_argument("--late-for", type=float, default=RULE.seconds, help="StragglerRule.seconds")
     a = ap.parse_args()
+    RULE = cctviz.live.StragglerRule(share=a.share, seconds=a.late_for)
     parts = a.parts.split(",")
     if "flush" in parts:
         flush_cost()

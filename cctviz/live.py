@@ -16,8 +16,8 @@ from this process, another one, or another machine that shares the folder:
 
 Alerts (``kind``):
 
-- ``straggler``: a rank late at the collectives for :attr:`StragglerRule.steps`
-  steps in a row. A rank's lateness in a step is how much less it waited in
+- ``straggler``: a rank late at the collectives in every step for 0.75 s, 3
+  steps at least (:class:`StragglerRule`). A rank's lateness in a step is how much less it waited in
   collectives than the median of the other ranks (the others wait for the
   late one: their collectives last longer, its own end at once). Late means
   more than :attr:`StragglerRule.share` of the median step and at least
@@ -79,15 +79,18 @@ class StragglerRule:
     """When a rank is a straggler (module docstring): late by more than
     ``share`` of the median step and at least ``least`` seconds, in ``steps``
     steps in a row that last ``seconds`` at least (the machine's own hiccups
-    last a few short steps), warm-up steps and each rank's first step left out."""
+    last a few short steps). Warm-up steps and the first ``settle`` steps after
+    them (start-up: the allocator, DDP's buckets, the first collectives) are
+    left out."""
 
     steps: int = 3
-    seconds: float = 0.5
+    seconds: float = 0.75
     share: float = 0.10
     least: float = 0.002
+    settle: int = 5
 
     def __post_init__(self) -> None:
-        if self.steps < 1 or not min(self.seconds, self.share, self.least) >= 0:
+        if self.steps < 1 or self.settle < 0 or not min(self.seconds, self.share, self.least) >= 0:
             raise ValueError(f"a straggler rule needs steps >= 1 and shares >= 0: {self}")
 
 
@@ -201,8 +204,11 @@ class Watch:
 
     @property
     def ended(self) -> bool:
-        """Whether every rank of the run has written its last record."""
+        """Whether every rank of the run has written its last record (a run
+        recorded without live records: whether its rank files are there)."""
         with self._lock:
+            if not self._streams:
+                return self._finished_files()
             world = self._world()
             return world > 0 and all(
                 (s := self._streams.get(r)) is not None and s.final for r in range(world)
@@ -332,7 +338,8 @@ class Watch:
         live = [r for r in self.ranks if r not in self._silent]
         if len(live) < 2:
             return
-        start = max(self._first.get(r, 0) for r in live)  # each rank's first step left out
+        # each rank's first steps after its warm-up are start-up
+        start = max(self._first.get(r, 0) for r in live) + self.rule.settle
         for step in sorted(k for k in self._by_step if k > self._checked):
             got = self._by_step[step]
             if any(r not in got for r in live):

@@ -11,7 +11,9 @@ Steps are found by themselves (each ``optimizer.step()`` ends one) unless
 you call :meth:`Profiler.step`, which switches to manual marking. Each rank
 writes ``rank-NNNNN.cctviz`` into ``out`` when the profiler stops: at the
 end of the ``with`` block, when an exception or SIGINT leaves it, on
-SIGTERM, and at interpreter exit. Rank 0 also writes ``run.json``.
+SIGTERM, and at interpreter exit. Rank 0 also writes ``run.json``. While it
+runs, each rank appends its increments to ``out/live/`` every ``flush``
+seconds (:mod:`cctviz.runtime.live`), which ``cctviz.watch(out)`` reads.
 """
 
 from __future__ import annotations
