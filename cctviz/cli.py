@@ -535,8 +535,9 @@ def _cmd_watch(a: argparse.Namespace) -> int:
             w.poll()
             steps = w.by_step()
             for step, row in steps.loc[steps.index > shown_step].iterrows():
+                comp = f"{row['component']} " if row["component"] else ""
                 print(
-                    f"step {step:>6}  {row['time [s]'] * 1e3:9.1f} ms"
+                    f"{comp}step {step:>6}  {row['time [s]'] * 1e3:9.1f} ms"
                     f"  ({row['min [s]'] * 1e3:.1f}-{row['max [s]'] * 1e3:.1f} over"
                     f" {int(row['ranks'])} ranks)  wait {row['wait [s]'] * 1e3:.1f} ms,"
                     f" least: rank {int(row['least wait'])}",

@@ -125,12 +125,14 @@ class Watch:
         self._late_run: dict[int, int] = {}
         self._on_time: dict[int, int] = {}
         self._rows: dict[tuple[int, int], tuple] = {}
-        self._by_step: dict[int, dict[int, tuple[float, float]]] = {}
+        # per component ("" outside workflows): step -> rank -> (wait, time)
+        self._by_step: dict[str, dict[int, dict[int, tuple[float, float]]]] = {}
         self._first: dict[int, int] = {}
-        self._recent: deque[float] = deque(maxlen=20)
+        self._group: dict[int, str] = {}
+        self._recent: dict[str, deque[float]] = {}
         self._alerted: set[int] = set()
         self._silent: set[int] = set()
-        self._checked = -1
+        self._checked: dict[str, int] = {}
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -184,8 +186,9 @@ class Watch:
             wait = max(wait, 0) / 1e9
             self._rows[(r, step)] = (r, comp, step, bool(warm), (start + offset) / 1e9, took, wait)
             if not warm:
-                self._by_step.setdefault(step, {})[r] = (wait, took)
+                self._by_step.setdefault(comp, {}).setdefault(step, {})[r] = (wait, took)
                 self._first.setdefault(r, step)
+                self._group[r] = comp
         paths = self._paths.setdefault(r, [])
         for i in range(len(paths), len(s.parent)):
             p = s.parent[i]
@@ -227,27 +230,33 @@ class Watch:
         return with_units(table, {"start [s]": "s", "time [s]": "s", "wait [s]": "s"})
 
     def by_step(self) -> UnitTable:
-        """One row per step that every rank still writing has ended (warm-up
-        left out): ``ranks``, ``time [s]`` (the ranks' median), ``min [s]``,
+        """One row per step that every rank of a component still writing has
+        ended (warm-up left out; index: the step): ``component`` ("" outside
+        workflows), ``ranks``, ``time [s]`` (the ranks' median), ``min [s]``,
         ``max [s]``, ``wait [s]`` (the median wait in collectives) and
         ``least wait`` (the rank that waited least: the one the others waited
         for)."""
         table = self.steps()
         table = table.loc[~table["warmup"].astype(bool)]
-        columns = ["ranks", "time [s]", "min [s]", "max [s]", "wait [s]", "least wait"]
-        live = [r for r in self.ranks if r not in self._silent]
+        columns = ["component", "ranks", "time [s]", "min [s]", "max [s]", "wait [s]", "least wait"]
+        live = [r for r in self.ranks if r not in self._silent and r in self._first]
         table = table.loc[table["rank"].isin(live)]
         if table.empty:
-            return with_units(pd.DataFrame(columns=columns), {})
-        g = table.groupby("step")
+            return with_units(pd.DataFrame(columns=columns).rename_axis("step"), {})
+        g = table.groupby(["component", "step"])
+        least = table.loc[g["wait [s]"].idxmin()].set_index(["component", "step"])["rank"]
         out = pd.DataFrame({
             "ranks": g["rank"].nunique(),
             "time [s]": g["time [s]"].median(), "min [s]": g["time [s]"].min(),
             "max [s]": g["time [s]"].max(), "wait [s]": g["wait [s]"].median(),
-            "least wait": table.loc[g["wait [s]"].idxmin(), ["step", "rank"]].set_index("step")["rank"],
+            "least wait": least,
         })  # fmt: skip
-        out = out.loc[out["ranks"] == len(live)]
-        return with_units(out, {c: "s" for c in columns if c.endswith("[s]")})
+        size = pd.Series([self._group.get(r, "") for r in live]).value_counts()
+        out = out.loc[
+            out["ranks"].to_numpy() == size.reindex(out.index.get_level_values(0)).to_numpy()
+        ]
+        out = out.reset_index(level="component").sort_index(kind="stable")
+        return with_units(out[columns], {c: "s" for c in columns if c.endswith("[s]")})
 
     @property
     def alerts(self) -> UnitTable:
@@ -334,26 +343,30 @@ class Watch:
         self._detect_silent()
 
     def _detect_stragglers(self) -> None:
-        """Each step that every rank still writing has ended, in order, once."""
-        live = [r for r in self.ranks if r not in self._silent]
-        if len(live) < 2:
-            return
-        # each rank's first steps after its warm-up are start-up
-        start = max(self._first.get(r, 0) for r in live) + self.rule.settle
-        for step in sorted(k for k in self._by_step if k > self._checked):
-            got = self._by_step[step]
-            if any(r not in got for r in live):
-                break
-            if step > start:
-                self._check_step(step, np.array(live), got)
-            self._checked = step
-        for old in [k for k in self._by_step if k < self._checked - KEEP_STEPS]:
-            del self._by_step[old]
+        """Each step that every rank of a component still writing has ended, in
+        order, once (the ranks of one job; a workflow's components apart)."""
+        for group, by_step in self._by_step.items():
+            live = [r for r in self.ranks if self._group.get(r) == group and r not in self._silent]
+            if len(live) < 2:
+                continue
+            # each rank's first steps after its warm-up are start-up
+            start = max(self._first[r] for r in live) + self.rule.settle
+            checked = self._checked.get(group, -1)
+            for step in sorted(k for k in by_step if k > checked):
+                got = by_step[step]
+                if any(r not in got for r in live):
+                    break
+                if step > start:
+                    self._check_step(group, step, np.array(live), got)
+                self._checked[group] = checked = step
+            for old in [k for k in by_step if k < checked - KEEP_STEPS]:
+                del by_step[old]
 
-    def _check_step(self, step: int, ranks: np.ndarray, got: dict[int, tuple]) -> None:
+    def _check_step(self, group: str, step: int, ranks: np.ndarray, got: dict[int, tuple]) -> None:
         w = np.array([got[r][0] for r in ranks])
-        self._recent.append(float(np.median([got[r][1] for r in ranks])))
-        median_step = float(np.median(self._recent))
+        recent = self._recent.setdefault(group, deque(maxlen=20))
+        recent.append(float(np.median([got[r][1] for r in ranks])))
+        median_step = float(np.median(recent))
         limit = max(self.rule.share * median_step, self.rule.least)
         late = median_of_others(w) - w
         is_late = set(ranks[late > limit].tolist())
@@ -388,8 +401,9 @@ class Watch:
         self, r: int, first: int, last: int, median_step: float, grown: pd.Series
     ) -> None:
         gaps = []
+        by_step = self._by_step.get(self._group.get(r, ""), {})
         for step in range(first, last + 1):
-            got = self._by_step.get(step, {})
+            got = by_step.get(step, {})
             ranks = sorted(got)
             if r in got and len(ranks) > 1:
                 w = np.array([got[q][0] for q in ranks])
@@ -424,7 +438,10 @@ class Watch:
         ``last`` ended, per step since ``first`` (the steps before it in that
         span taken as like the base); None when a rank has no such records."""
         per_step: dict[int, pd.Series] = {}
+        group = self._group.get(r, "")
         for q, hist in self._history.items():
+            if self._group.get(q) != group:
+                continue
             before = [h for h in hist if h[0] <= first]
             base_steps, base = before[-1] if before else (0, np.zeros(0))
             after = [h for h in hist if h[0] > last]

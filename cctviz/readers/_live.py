@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.formats import LIVE_HEADER, LIVE_MAGIC
+from ..model.sampled import add_ratios
 from ..model.tree import Tree
 
 #: the columns of :meth:`RankStream.steps`
@@ -151,7 +152,9 @@ class RankStream:
         rules = {m: "max" for m in sorted(self.max_metrics)}
         if rules:
             meta["aggregation"] = {**meta.get("aggregation", {}), **rules}
-        return Tree.from_parents(self.parent, self.name, cols, kind=self.kind, meta=meta)
+        tree = Tree.from_parents(self.parent, self.name, cols, kind=self.kind, meta=meta)
+        # a sampled rank's averages, as the runtime adds them to its rank file
+        return add_ratios(tree) if meta.get("sample_hz") else tree
 
 
 def _record(data: bytes, pos: int) -> tuple[dict[str, Any] | None, int, str]:

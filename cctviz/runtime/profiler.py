@@ -525,7 +525,7 @@ class Profiler:
     def _tree(self, meta: dict[str, Any]):
         tree = self.rec.to_tree(meta)
         if self.sampler is not None:  # the averages, from the sampled sums
-            from .sampler import add_ratios
+            from ..model.sampled import add_ratios
 
             tree = add_ratios(tree)
         return tree

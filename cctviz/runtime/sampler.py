@@ -45,7 +45,7 @@ average over the context's sampled time, not a sum: the profiler stores it as
 a ratio of the two sums, per node (``cpu_util``, own intervals) and per
 subtree (``cpu_util (inc)``), with the aggregation rule ``"none"`` (the
 model's rule for averages: a ratio is not summed up the tree). It is
-computed once, when the profile is written (:func:`add_ratios`); a tree
+computed once, when the profile is written (:func:`cctviz.model.sampled.add_ratios`); a tree
 whose sums change later (a filter, an ensemble's mean) keeps the sums, from
 which the ratio can be recomputed. 100% is one core busy.
 
@@ -106,11 +106,6 @@ METRICS: dict[str, tuple[str, str]] = {
     "gpu_energy": ("J", "sum"),
     "pcie_tx_bytes": ("B", "sum"),
     "pcie_rx_bytes": ("B", "sum"),
-}
-#: averages stored as ratios of two sums: ratio -> (numerator, denominator)
-RATIOS: dict[str, tuple[str, str]] = {
-    "cpu_util": ("cpu_time", "sampled_time"),
-    "gpu_util": ("gpu_busy_time", "sampled_time"),
 }
 #: units of the series' tracks
 TRACK_UNITS = {
@@ -325,31 +320,3 @@ class Sampler:
             "samples": self.count,
             "dropped": self.dropped,
         }
-
-
-def add_ratios(tree: Any) -> Any:
-    """``tree`` with the averages of :data:`RATIOS` (``cpu_util``, ``gpu_util``, in %)
-    per node and per subtree, from the sums it holds (aggregation ``"none"``).
-
-    A node without sampled time gets NaN (no sample fell in it: its average is unknown).
-
-    Example:
-        >>> from cctviz import Tree
-        >>> t = Tree.from_parents([-1, 0], ["main", "loop"],
-        ...     {"cpu_time": [1.0, 9.0], "sampled_time": [4.0, 10.0]})
-        >>> t = add_ratios(t)
-        >>> t.metrics["cpu_util"].tolist(), t.metrics["cpu_util (inc)"].tolist()
-        ([25.0, 90.0], [71.42857142857143, 90.0])
-    """
-    import numpy as np
-
-    m = tree.metrics
-    for name, (num, den) in RATIOS.items():
-        if num not in m or den not in m:
-            continue
-        for suffix in ("", " (inc)"):
-            d = m[den + suffix].to_numpy(dtype=np.float64)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                r = np.where(d > 0, 100.0 * m[num + suffix].to_numpy(dtype=np.float64) / d, np.nan)
-            tree = tree.add_metric(name + suffix, r, aggregation="none", unit="%")
-    return tree

@@ -114,3 +114,19 @@ def test_demo_workflow_writes_the_summary_and_a_tree_per_component(tmp_path, mon
     for c in ("sim", "train"):
         svg = files[f"train_bound_{c}_tree"].read_text()
         assert f"{c}.py" in svg and ("train.py" in svg) == (c == "train")  # its own contexts
+
+
+def test_the_workflow_watched_equals_its_read_run(example):
+    """Every process of a workflow appends its increments (sampled, so with
+    cpu_util): the watch rebuilds the run exactly, components and all."""
+    _, run = example
+    w = cctviz.watch(run, wait=5)
+    assert w.ended and len(w.ranks) == 4
+    live, read = w.ensemble(), cctviz.read(run)
+    assert live.profiles.equals(read.profiles)
+    assert live.exclusive_rows.equals(read.exclusive_rows)
+    assert live.tree.nodes.equals(read.tree.nodes) and live.meta == read.meta
+    assert "cpu_util" in live.exc_metrics
+    # steps are each component's own: here only the DDP trainer's
+    steps = w.by_step()
+    assert set(steps["component"]) == {"train"} and (steps["ranks"] == 2).all()

@@ -1,0 +1,43 @@
+"""The sampler's averages: ``cpu_util`` and ``gpu_util`` (in %) from the sums a
+sampled profile holds (:mod:`cctviz.runtime.sampler`), computed once when a rank's
+tree is made, by the runtime as it writes the rank file and by the reader of a
+run's live increments (:mod:`cctviz.readers._live`), so both give the same tree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: averages stored as ratios of two sums: ratio -> (numerator, denominator)
+RATIOS: dict[str, tuple[str, str]] = {
+    "cpu_util": ("cpu_time", "sampled_time"),
+    "gpu_util": ("gpu_busy_time", "sampled_time"),
+}
+
+
+def add_ratios(tree: Any) -> Any:
+    """``tree`` with the averages of :data:`RATIOS` (``cpu_util``, ``gpu_util``, in %)
+    per node and per subtree, from the sums it holds (aggregation ``"none"``).
+
+    A node without sampled time gets NaN (no sample fell in it: its average is unknown).
+
+    Example:
+        >>> from cctviz import Tree
+        >>> t = Tree.from_parents([-1, 0], ["main", "loop"],
+        ...     {"cpu_time": [1.0, 9.0], "sampled_time": [4.0, 10.0]})
+        >>> t = add_ratios(t)
+        >>> t.metrics["cpu_util"].tolist(), t.metrics["cpu_util (inc)"].tolist()
+        ([25.0, 90.0], [71.42857142857143, 90.0])
+    """
+    m = tree.metrics
+    for name, (num, den) in RATIOS.items():
+        if num not in m or den not in m:
+            continue
+        for suffix in ("", " (inc)"):
+            d = m[den + suffix].to_numpy(dtype=np.float64)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = np.where(d > 0, 100.0 * m[num + suffix].to_numpy(dtype=np.float64) / d, np.nan)
+            tree = tree.add_metric(name + suffix, r, aggregation="none", unit="%")
+    return tree
