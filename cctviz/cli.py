@@ -528,13 +528,16 @@ def _cmd_watch(a: argparse.Namespace) -> int:
     except TimeoutError as e:
         print(f"cctviz: {e}", file=sys.stderr)
         return 2
-    shown_step, shown_alerts = -1, 0
+    shown: dict[str, int] = {}  # per component, the last step printed
+    shown_alerts = 0
     try:
         while True:
             ended = w.ended
             w.poll()
             steps = w.by_step()
-            for step, row in steps.loc[steps.index > shown_step].iterrows():
+            for step, row in steps.iterrows():
+                if step <= shown.get(row["component"], -1):
+                    continue
                 comp = f"{row['component']} " if row["component"] else ""
                 print(
                     f"{comp}step {step:>6}  {row['time [s]'] * 1e3:9.1f} ms"
@@ -543,7 +546,7 @@ def _cmd_watch(a: argparse.Namespace) -> int:
                     f" least: rank {int(row['least wait'])}",
                     flush=True,
                 )
-                shown_step = int(step)
+                shown[row["component"]] = int(step)
             alerts = w.alerts
             for _, al in alerts.iloc[shown_alerts:].iterrows():
                 print(f"ALERT {al['kind']}: {al['message']}", flush=True)

@@ -41,6 +41,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -133,6 +134,7 @@ class Watch:
         self._alerted: set[int] = set()
         self._silent: set[int] = set()
         self._checked: dict[str, int] = {}
+        self._ended_said = False
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -207,15 +209,33 @@ class Watch:
 
     @property
     def ended(self) -> bool:
-        """Whether every rank of the run has written its last record (a run
-        recorded without live records: whether its rank files are there)."""
+        """Whether the run has ended: every rank has written its last record or
+        is cut (silent too long, or gone when its launcher said the job ended);
+        a run recorded without live records: whether its rank files are there."""
         with self._lock:
             if not self._streams:
                 return self._finished_files()
             world = self._world()
+            ended = self._job_ended()
             return world > 0 and all(
-                (s := self._streams.get(r)) is not None and s.final for r in range(world)
+                (s.final or self._cut(s)) if (s := self._streams.get(r)) is not None else ended
+                for r in range(world)
             )
+
+    def _job_ended(self) -> bool:
+        """Whether the launcher wrote that the job ended (``run.json``'s ``ended``)."""
+        if not self._ended_said:
+            try:
+                info = json.loads((self.path / RUN_FILE).read_text())
+            except (OSError, ValueError):
+                return False
+            self._ended_said = isinstance(info, dict) and bool(info.get("ended"))
+        return self._ended_said
+
+    def _cut(self, s: RankStream) -> bool:
+        """A rank that will write no more: no last record, and silent too long or
+        its job ended."""
+        return not s.final and (self._stale(s) or self._job_ended())
 
     def steps(self) -> UnitTable:
         """Every step each rank has ended so far: ``rank``, ``component``,
@@ -307,8 +327,7 @@ class Watch:
             steps = s.steps()
             done = steps.loc[~steps["warmup"].astype(bool)] if len(steps) else steps
             meta = tree.meta
-            others = [q for q in self._streams.values() if q is not s]
-            cut = self._stale(s) or (others and all(q.final for q in others))
+            cut = self._cut(s)
             meta["status"] = "cut" if cut else "running"
             meta["steps"] = len(done)
             meta["step_ns"] = (done["end_ns"] - done["start_ns"]).astype(int).tolist()
@@ -327,8 +346,9 @@ class Watch:
         return max([int(x) for x in sizes] + [max(self._streams, default=-1) + 1])
 
     def _stale(self, s: RankStream) -> bool:
-        last = s.last_wall_ns
-        return last is not None and time.time() - last / 1e9 > self.silent_after
+        """No new record from the rank for :attr:`silent_after` seconds of this
+        process's clock (the ranks' clocks may differ from it)."""
+        return s.last_read is not None and time.monotonic() - s.last_read > self.silent_after
 
     @property
     def silent_after(self) -> float:
@@ -346,7 +366,13 @@ class Watch:
         """Each step that every rank of a component still writing has ended, in
         order, once (the ranks of one job; a workflow's components apart)."""
         for group, by_step in self._by_step.items():
-            live = [r for r in self.ranks if self._group.get(r) == group and r not in self._silent]
+            live = [
+                r
+                for r in self.ranks
+                if self._group.get(r) == group
+                and r not in self._silent
+                and not self._streams[r].final
+            ]
             if len(live) < 2:
                 continue
             # each rank's first steps after its warm-up are start-up
@@ -356,7 +382,7 @@ class Watch:
                 got = by_step[step]
                 if any(r not in got for r in live):
                     break
-                if step > start:
+                if step >= start:
                     self._check_step(group, step, np.array(live), got)
                 self._checked[group] = checked = step
             for old in [k for k in by_step if k < checked - KEEP_STEPS]:
@@ -373,18 +399,19 @@ class Watch:
         for r in is_late:
             self._late_run[r] = self._late_run.get(r, 0) + 1
             self._on_time.pop(r, None)
-        for r in [r for r in self._late_run if r not in is_late]:
+        mine = set(ranks.tolist())  # this component's ranks: the others' runs are theirs
+        for r in [r for r in self._late_run if r in mine and r not in is_late]:
             del self._late_run[r]
         # an alerted straggler's episode ends when it is on time as long as it took to alert
-        for r in [r for r in self._alerted if r not in is_late]:
+        for r in [r for r in self._alerted if r in mine and r not in is_late]:
             self._on_time[r] = self._on_time.get(r, 0) + 1
             if self._on_time[r] >= self.rule.steps and (
                 self._on_time[r] * median_step >= self.rule.seconds
             ):
                 self._alerted.discard(r)
                 del self._on_time[r]
-        for r, run in self._late_run.items():
-            if run < self.rule.steps or run * median_step < self.rule.seconds:
+        for r, run in list(self._late_run.items()):
+            if r not in mine or run < self.rule.steps or run * median_step < self.rule.seconds:
                 continue
             if r in self._alerted:
                 continue
@@ -461,6 +488,8 @@ class Watch:
         return per_step[r].sub(others.reindex(per_step[r].index).fillna(0.0)) / 1e9
 
     def _detect_silent(self) -> None:
+        for r in [r for r in self._silent if not self._stale(self._streams[r])]:
+            self._silent.discard(r)  # it writes again: back among the ranks compared
         going = [r for r, s in self._streams.items() if s.records and not s.final]
         fresh = [r for r in going if not self._stale(self._streams[r])]
         for r in going:
@@ -468,7 +497,7 @@ class Watch:
             if r in self._silent or not self._stale(s) or not fresh:
                 continue
             self._silent.add(r)
-            since = time.time() - s.last_wall_ns / 1e9
+            since = time.monotonic() - s.last_read
             self._raise({
                 "time": pd.Timestamp.now(tz="UTC"), "kind": "silent", "rank": r,
                 "component": s.meta.get("component", ""), "step": len(s._steps),
@@ -504,9 +533,12 @@ class Watch:
 
         def loop() -> None:
             while not self._stop.wait(every):
-                self.poll()
-                if self.ended:
-                    return
+                try:
+                    self.poll()
+                    if self.ended:
+                        return
+                except Exception as e:  # noqa: BLE001 - said, and the watch goes on
+                    warnings.warn(f"cctviz.watch: a poll failed: {e!r}", stacklevel=1)
 
         self._thread = threading.Thread(target=loop, name="cctviz-watch", daemon=True)
         self._thread.start()

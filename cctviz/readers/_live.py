@@ -23,6 +23,8 @@ it is where the rank was cut (:attr:`RankStream.problem` says where and why).
 from __future__ import annotations
 
 import json
+import os
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -67,11 +69,17 @@ class RankStream:
         self.wall_offset_ns: int | None = None
         #: the wall clock of the last record (ns since the epoch)
         self.last_wall_ns: int | None = None
+        #: this process's monotonic clock when a record was last read (s)
+        self.last_read: float | None = None
 
     def update(self) -> int:
-        """Read the records appended since the last call; returns how many."""
+        """Read the records appended since the last call; returns how many. A
+        file shorter than what was read is a new run in the same folder: read
+        from its start."""
         try:
             with open(self.path, "rb") as f:
+                if os.fstat(f.fileno()).st_size < self.offset:
+                    self._reset()
                 f.seek(self.offset)
                 data = f.read()
         except FileNotFoundError:
@@ -80,17 +88,22 @@ class RankStream:
         while pos < len(data):
             payload, size, problem = _record(data, pos)
             if payload is None:
-                self.problem = f"{problem} at byte {self.offset + pos} ({len(data) - pos} bytes)"
+                self.problem = f"{problem} at byte {self.offset} ({len(data) - pos} bytes)"
                 self.problem += ": read up to it"
                 break
             self._apply(payload)
-            if self.on_record is not None:
-                self.on_record(self)
             pos += size
             n += 1
-        self.offset += pos
-        self.records += n
+            self.offset += size  # a record at a time: one that fails is not applied again
+            self.records += 1
+            self.last_read = time.monotonic()
+            if self.on_record is not None:
+                self.on_record(self)
         return n
+
+    def _reset(self) -> None:
+        on_record, path = self.on_record, self.path
+        self.__init__(path, on_record)  # type: ignore[misc]
 
     def _apply(self, rec: dict[str, Any]) -> None:
         n0, parents, names, kinds = rec["contexts"]
@@ -99,6 +112,8 @@ class RankStream:
         self.parent += parents
         self.name += names
         self.kind += kinds
+        for m in rec.get("order", ()):  # every metric, zero or not, in the recorder's order
+            self.metrics.setdefault(m, {})
         for m, (ids, values) in rec["metrics"].items():
             col = self.metrics.setdefault(m, {})
             col.update(zip(ids, values, strict=True))

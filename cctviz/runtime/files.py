@@ -44,6 +44,12 @@ _installed = False
 _guard = threading.local()
 
 
+def unlogged() -> None:
+    """The opens of the calling thread are never logged: cctviz's own threads
+    (the live writer) open files the job did not."""
+    _guard.busy = True
+
+
 def _writes(mode: Any, flags: Any) -> bool:
     if isinstance(mode, str) and mode:
         return any(c in mode for c in "wax+")
@@ -168,4 +174,4 @@ def _path_of(rec: Any, ctx: int) -> str:
     return "/".join(reversed(names))
 
 
-__all__ = ["FILES_CONTEXT", "FileLog", "MAX_OPENS"]
+__all__ = ["FILES_CONTEXT", "FileLog", "MAX_OPENS", "unlogged"]

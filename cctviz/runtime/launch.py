@@ -303,6 +303,9 @@ def run(argv: Sequence[str]) -> int:
         code = 1
     if trace is not None:
         finish_trace(trace)
+    if node_rank == "0":  # every rank is gone: a watch takes one without its last record as cut
+        ended = _dt.datetime.now(_dt.timezone.utc).isoformat()
+        update_run_file(out, {"ended": ended, "exit_code": code})
     n = len(list(out.glob(RANK_GLOB)))
     print(
         f"cctviz: {n} rank file(s) in {out}/; look at them with `cctviz tree {out}`",

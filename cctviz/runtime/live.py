@@ -18,8 +18,10 @@ The file is only ever appended to, a whole record per ``write``. A rank that is
 killed leaves every record up to its last flush; a record cut short by the kill
 fails its length or CRC check and the reader stops there and says so
 (:mod:`cctviz.readers._live`). The training thread pays nothing but the
-recorder's own bookkeeping: the writer copies the recorder's lists (each copy
-one C call under the GIL) and compares them with what it sent last.
+recorder's own bookkeeping (running totals of its collectives at each step's
+end): the writer copies the recorder's lists (each copy one C call under the
+GIL) and compares them with what it sent last. The file is opened once, by the
+writer, and its opens are not logged as the job's (``cctviz run --files``).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class LiveWriter:
         self._thread: threading.Thread | None = None
         self._write_lock = threading.Lock()
         self._failed = False
+        self._fh: Any = None
 
     def start(self) -> LiveWriter:
         self._thread = threading.Thread(target=self._run, name="cctviz-live", daemon=True)
@@ -86,47 +89,60 @@ class LiveWriter:
         return self
 
     def _run(self) -> None:
+        from .files import unlogged
+
+        unlogged()  # this thread's opens are cctviz's own, not the job's
         while not self._stop.wait(self.every):
             self.flush()
 
+    def stop_thread(self) -> None:
+        """Stop the thread (it may be writing a record: that record is finished)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
     def close(self, meta: dict[str, Any]) -> None:
         """Stop the thread and append the last record, with the rank's final ``meta``."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self.stop_thread()
         self.flush(meta=meta, final=True)
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
     # ------------------------------------------------------------ records
     def flush(self, *, meta: dict[str, Any] | None = None, final: bool = False) -> None:
-        """Append one record (nothing when nothing changed, unless ``final``)."""
+        """Append one record: what changed, or nothing but the clocks (a heartbeat:
+        a rank in one long context still says it is there)."""
         if self._failed:
             return
         with self._write_lock:
             try:
                 payload = self._payload(meta, final)
-                if payload is None:
-                    return
-                path = self._file(meta)
                 data = live_record(json.dumps(payload, separators=(",", ":")).encode())
-                with open(path, "ab") as f:
-                    f.write(data)
+                fh = self._file(meta)
+                fh.write(data)  # one whole record
+                fh.flush()
                 self.records += 1
             except Exception:  # noqa: BLE001 - never kill the job
                 self._failed = True
                 log.exception("cctviz: could not write the live record; live output stops")
 
-    def _file(self, meta: dict[str, Any] | None) -> Path:
-        """This rank's live file (moved if the rank became known after a record)."""
-        rank = int((meta or self.prof.rank_info())["rank"])
+    def _file(self, meta: dict[str, Any] | None) -> Any:
+        """This rank's live file, open for appending: made new at the first record
+        (a folder used again starts over), moved if the rank became known later."""
+        rank = int((meta or self.prof.rank_info(live=True))["rank"])
         path = live_file(self.prof.out, rank)
-        if self.path is None:
+        if self._fh is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        elif path != self.path and self.path.exists():
-            os.replace(self.path, path)  # MPI told the rank after the first record
+            self._fh = open(path, "wb")  # noqa: SIM115 - kept open while the rank runs
+        elif path != self.path:  # MPI told the rank after the first record
+            self._fh.close()
+            os.replace(self.path, path)
+            self._fh = open(path, "ab")  # noqa: SIM115
         self.path = path
-        return path
+        return self._fh
 
-    def _payload(self, meta: dict[str, Any] | None, final: bool) -> dict[str, Any] | None:
+    def _payload(self, meta: dict[str, Any] | None, final: bool) -> dict[str, Any]:
         rec = self.prof.rec
         wall, clock = time.time_ns(), rec._clock()
         # the training thread appends to these lists: take the length all of them have
@@ -151,8 +167,6 @@ class LiveWriter:
                 changed[m] = [ids.tolist(), now[ids].tolist()]
             self._sent[m] = now
         steps = self._steps(rec)
-        if not final and n == n0 and not changed and not steps and self.records:
-            return None
         self._sent_contexts = n
         out: dict[str, Any] = {
             "record": self.records,
@@ -160,12 +174,15 @@ class LiveWriter:
             "clock_ns": int(clock),
             "contexts": contexts,
             "metrics": changed,
+            "order": list(metrics),  # every metric, zero or not, in the recorder's order
             "max_metrics": sorted(rec.max_metrics),
             "steps": steps,
             "final": final,
         }
         if meta is not None or not self.records:
-            out["meta"] = meta if meta is not None else self.prof._meta()
+            # before the end: what the rank knows of itself, without touching the
+            # training thread's trace buffer or the sampler's series
+            out["meta"] = meta if meta is not None else self.prof._meta(live=True)
         return out
 
     def _steps(self, rec: Any) -> list[list]:

@@ -381,6 +381,8 @@ class Profiler:
     def stop(self, status: str = "complete") -> Path | None:
         """Remove the hooks and write this rank's file; returns its path (None if not running)."""
         global _active
+        if self.live is not None and self.status == "running":
+            self.live.stop_thread()  # not under the lock: the thread never takes it
         with self._lock:
             if self.rec is None or self.status != "running":
                 return self.path
@@ -402,12 +404,15 @@ class Profiler:
                     if self.gpu is not None:
                         self.gpu.resolve()
                     meta = self._meta()
-                    if self.live is not None:
-                        self.live.close(meta)
                     self.path = self._write(meta)
                 except Exception:  # noqa: BLE001 - never kill the job
                     log.exception("cctviz: could not write the profile")
                     self.path = None
+                finally:
+                    # the last record after the rank file (and rank 0's run.json):
+                    # a watch that sees every last record finds the files written
+                    if self.live is not None:
+                        self.live.close(meta if self.path is not None else self._unwritten())
                 if self.trace is not None:
                     try:
                         self._finish_trace()
@@ -473,8 +478,10 @@ class Profiler:
         os.kill(os.getpid(), signum)
 
     # -------------------------------------------------------------- output
-    def rank_info(self) -> dict[str, Any]:
-        """Rank, world size, backend, device and host of this process."""
+    def rank_info(self, *, live: bool = False) -> dict[str, Any]:
+        """Rank, world size, backend, device and host of this process (``live``:
+        asked from another thread, which has no CUDA device of its own: the
+        device is left out)."""
         facts = dict(self.hooks.facts) if self.hooks is not None else {}
         rank = facts.get("rank", _launcher_int(_RANK_ENV, 0))
         info: dict[str, Any] = {
@@ -511,6 +518,8 @@ class Profiler:
         import torch
 
         info["torch_version"] = torch.__version__
+        if live:
+            return info
         if self.gpu is not None:
             dev = torch.cuda.current_device()
             info["device"] = f"cuda:{dev} ({torch.cuda.get_device_name(dev)})"
@@ -530,10 +539,12 @@ class Profiler:
             tree = add_ratios(tree)
         return tree
 
-    def _meta(self) -> dict[str, Any]:
+    def _meta(self, *, live: bool = False) -> dict[str, Any]:
+        """The rank's metadata; ``live``: as far as another thread may read it
+        while the rank runs (no device, no trace facts, no sampled series)."""
         rec = self.rec
         steps = [s for s in rec.steps if not s[2]]
-        info = self.rank_info()
+        info = self.rank_info(live=live)
         meta: dict[str, Any] = {
             **info,
             "profile": f"{info['component']} rank {info['component_rank']}"
@@ -553,16 +564,23 @@ class Profiler:
             "flush": self.flush,
             **self.meta,
         }
-        if self._files is not None:  # the files opened: a workflow matches them by path
+        if self._files is not None and not live:  # a workflow matches them by path
             meta.update(self._files.facts())
-        if getattr(rec, "tracing", False):  # how much of this rank the trace holds
+        if getattr(rec, "tracing", False) and not live:  # how much the trace holds
             meta.update(rec.timeline_facts())
         if self.sampler is not None:
             from .sampler import METRICS
 
             meta["units"].update({m: u for m, (u, _r) in METRICS.items()})
             meta["sample_hz"] = self.sample_hz
-            meta["samples"] = self.sampler.series()
+            if not live:
+                meta["samples"] = self.sampler.series()
+        return meta
+
+    def _unwritten(self) -> dict[str, Any]:
+        """The last live record's metadata when the rank file could not be written."""
+        meta = self._meta(live=True)
+        meta["status"] = f"{self.status}; the rank file was not written"
         return meta
 
     def _write(self, meta: dict[str, Any]) -> Path:

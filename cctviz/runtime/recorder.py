@@ -111,6 +111,8 @@ class Recorder:
         #: takes each step's share of waiting from them)
         self.step_comm: list[tuple[int, float]] = []
         self._comm_contexts: list[int] = []
+        self._comm_done = 0
+        self._comm_time = 0.0
         #: steps cut short by :meth:`finish` (no boundary: the job ended or failed)
         self.partial_steps = 0
         self._sticky = False
@@ -186,6 +188,8 @@ class Recorder:
         if d is None:
             d = self.extra[metric] = {}
         d[ctx] = d.get(ctx, 0) + value
+        if metric == "comm_time":
+            self._comm_time += value
 
     def set_max(self, ctx: int, metric: str, value: float) -> None:
         """Keep the largest ``value`` seen for ``ctx`` (for peaks)."""
@@ -223,18 +227,26 @@ class Recorder:
         now = self.tick()
         self.steps.append((self._step_start, now, self.steps_started <= self.warmup))
         self.step_comm.append(self.comm_so_far())
+        if self.per_step:
+            self._fold_comm()
         self.stack[1:] = [self.outside]
         self.calls[self.outside] += 1
         self.in_step = False
         self._ended_by_optimizer = by_optimizer
 
     def comm_so_far(self) -> tuple[int, float]:
-        """Time in collective contexts and their ``comm_time``, so far (ns)."""
+        """Time in collective contexts and their ``comm_time``, so far (ns): a
+        sum over the collective contexts still in use and running totals."""
         time = self.time
-        return (
-            sum(time[c] for c in self._comm_contexts),
-            float(sum(self.extra.get("comm_time", {}).values())),
-        )
+        return self._comm_done + sum(time[c] for c in self._comm_contexts), self._comm_time
+
+    def _fold_comm(self) -> None:
+        """With a node per step, the ended step's collective contexts take no
+        more time: their sum goes into the running total (the sum at each
+        step's end stays as long as one step's contexts)."""
+        time = self.time
+        self._comm_done += sum(time[c] for c in self._comm_contexts)
+        self._comm_contexts.clear()
 
     def _activity(self) -> None:
         if not self.in_step:

@@ -311,8 +311,10 @@ def run_workflow(
     if trace is not None:
         finish_trace(trace)
     facts = {n: {**f, **status[n]} for n, f in _facts(components).items()}
-    update_run_file(out, {"components": facts})
     failed = [n for n, s in status.items() if s["status"] != "complete"]
+    # "ended": every process is gone (a watch takes a rank without its last record as cut)
+    ended = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    update_run_file(out, {"components": facts, "ended": ended, "exit_code": 1 if failed else 0})
     for n in failed:
         print(f"cctviz: component {n}: {status[n]['status']}", file=sys.stderr)
     return 1 if failed else 0

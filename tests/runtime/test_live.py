@@ -3,6 +3,7 @@ followed by ``cctviz.watch`` in this process and ``cctviz watch`` in another."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -38,15 +39,17 @@ def start_job(out, *script_args: str, flush: str = "0.5") -> subprocess.Popen:
 
 
 def stop(job: subprocess.Popen) -> None:
-    """Kill ``job``'s process group (the launcher and the ranks it started)."""
-    if job.poll() is None:
+    """Kill ``job``'s process group (the launcher and the ranks it started,
+    which may outlive it)."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(job.pid, signal.SIGKILL)
-        job.wait()
+    job.wait()
 
 
 def follow(out, job: subprocess.Popen) -> tuple[cctviz.Watch, list, list[int]]:
     """Watch ``job`` in this process until it ends: the watch, the alerts passed
     to ``on_alert`` as they came, the steps seen at each look while it ran."""
+    w = None
     try:
         w = cctviz.watch(out, wait=120)
         came: list = []
@@ -58,9 +61,10 @@ def follow(out, job: subprocess.Popen) -> tuple[cctviz.Watch, list, list[int]]:
             time.sleep(0.2)
         assert job.wait() == 0
         assert w.wait(timeout=30)
-        w.close()
         return w, came, seen
     finally:
+        if w is not None:
+            w.close()
         stop(job)
 
 
@@ -99,12 +103,13 @@ def test_straggler_alerted_within_2_s_naming_rank_and_context(straggler_run):
     alerts = w.alerts
     assert list(alerts["kind"]) == ["straggler"], alerts[["kind", "rank", "step", "message"]]
     a = alerts.iloc[0]
-    assert a["rank"] == 1 and len(came) == 1 and came[0]["message"] == a["message"]
-    assert ONSET - 6 <= a["step"] <= ONSET + 3  # a loaded machine shifts the waits a step or two
-    assert a["context"].endswith("blocks.1/mlp")
+    said = a.to_string()  # what a failure shows
+    assert a["rank"] == 1 and len(came) == 1 and came[0]["message"] == a["message"], said
+    assert ONSET - 6 <= a["step"] <= ONSET + 3, said  # a loaded machine shifts the waits a step
+    assert a["context"].endswith("blocks.1/mlp"), said
     # the rank's own clock: what the sleep adds to the context a step
-    assert 0.5 * SLEEP_MS < a["late [s]"] * 1e3 < 1.5 * SLEEP_MS
-    assert 0 < a["after [s]"] < 2.0
+    assert 0.5 * SLEEP_MS < a["late [s]"] * 1e3 < 1.5 * SLEEP_MS, said
+    assert 0 < a["after [s]"] < 2.0, said
 
 
 def test_final_snapshot_equals_the_post_hoc_read(straggler_run):
