@@ -366,13 +366,7 @@ class Watch:
         """Each step that every rank of a component still writing has ended, in
         order, once (the ranks of one job; a workflow's components apart)."""
         for group, by_step in self._by_step.items():
-            live = [
-                r
-                for r in self.ranks
-                if self._group.get(r) == group
-                and r not in self._silent
-                and not self._streams[r].final
-            ]
+            live = [r for r in self.ranks if self._group.get(r) == group and r not in self._silent]
             if len(live) < 2:
                 continue
             # each rank's first steps after its warm-up are start-up
@@ -380,13 +374,20 @@ class Watch:
             checked = self._checked.get(group, -1)
             for step in sorted(k for k in by_step if k > checked):
                 got = by_step[step]
-                if any(r not in got for r in live):
+                # a rank that has ended is waited for only up to its last step
+                needed = [r for r in live if not self._ended_before(r, step)]
+                if len(needed) < 2 or any(r not in got for r in needed):
                     break
                 if step >= start:
-                    self._check_step(group, step, np.array(live), got)
+                    self._check_step(group, step, np.array(needed), got)
                 self._checked[group] = checked = step
             for old in [k for k in by_step if k < checked - KEEP_STEPS]:
                 del by_step[old]
+
+    def _ended_before(self, r: int, step: int) -> bool:
+        """Whether rank ``r`` wrote its last record without reaching ``step``."""
+        s = self._streams[r]
+        return s.final and s.step_row(step) is None
 
     def _check_step(self, group: str, step: int, ranks: np.ndarray, got: dict[int, tuple]) -> None:
         w = np.array([got[r][0] for r in ranks])

@@ -112,6 +112,16 @@ def test_straggler_alerted_within_2_s_naming_rank_and_context(straggler_run):
     assert 0 < a["after [s]"] < 2.0, said
 
 
+def test_a_watch_of_the_ended_run_finds_the_same_straggler(straggler_run):
+    """Read after the run, all at once (every rank's last record in), the
+    straggler is found as it was while the run ran."""
+    out, w, _, _, _ = straggler_run
+    again = cctviz.watch(out, wait=5).alerts
+    assert list(again["kind"]) == ["straggler"] and again.iloc[0]["rank"] == 1
+    assert again.iloc[0]["step"] == w.alerts.iloc[0]["step"]
+    assert again.iloc[0]["context"] == w.alerts.iloc[0]["context"]
+
+
 def test_final_snapshot_equals_the_post_hoc_read(straggler_run):
     out, w, _, _, _ = straggler_run
     assert w.ended
