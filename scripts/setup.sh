@@ -49,6 +49,8 @@ run_core_suite() {
   local venv="$1"; shift
   "$venv/bin/python" -c 'from importlib.metadata import version as v; print("   " + ", ".join(f"{p} {v(p)}" for p in ("numpy", "pandas", "pyarrow", "mini-racer", "anywidget")))'
   # a hang (a V8 call that never answers) ends in a failure, not in CI's 90 minutes
+  # derandomised property tests (tests/hypothesis_profiles.py), as in the main run
+  HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" \
   timeout "${CORE_SUITE_LIMIT:-900}" "$venv/bin/python" -m pytest -n 2 -p no:cacheprovider -q "${CORE_TESTS[@]}" \
     --ignore tests/readers/test_kineto_torch.py --ignore tests/export/test_packaging.py -m "not slow" "$@"
 }
