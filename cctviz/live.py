@@ -501,7 +501,7 @@ class Watch:
             since = time.monotonic() - s.last_read
             self._raise({
                 "time": pd.Timestamp.now(tz="UTC"), "kind": "silent", "rank": r,
-                "component": s.meta.get("component", ""), "step": len(s._steps),
+                "component": s.meta.get("component", ""), "step": s.steps_done,
                 "message": f"rank {r} has written nothing for {since:.1f} s while others go on"
                 + (f" ({s.problem})" if s.problem else ""),
                 "late [s]": np.nan, "gap [s]": np.nan, "step [s]": np.nan, "context": "",
