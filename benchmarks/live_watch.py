@@ -13,10 +13,12 @@ watch finds stragglers, and whether it keeps up with many ranks.
 - ``detect``: examples/train.py on 2 gloo ranks, 60 steps (2 of them warm-up),
   ``--flush 0.5``, watched live (polled every 0.2 s). Injected stragglers:
   rank 0 or 1 sleeps ``size`` x the median step in ``blocks.1.mlp`` from step
-  20 or 40 on (``--sleep``'s phases); and clean runs. Detected: a straggler
-  alert naming the rank, from at most 6 steps before the onset; a false alarm:
-  any other alert. Prints the detection rate per size, the false alarms and
-  the time from the end of the alert's first step to the alert (median, max).
+  20 or 40 on (``--sleep``'s phases); injected regressions: both ranks sleep
+  as long in ``blocks.2.attn``; and clean runs. Detected: an alert of that kind
+  (naming the rank; a regression: none), from at most 6 steps before the
+  onset; a false alarm: any other alert. Prints the detection rate per kind
+  and size, the false alarms and the time from the end of the alert's first
+  step to the alert (median, max).
 - ``scale``: ``--ranks`` simulated ranks in this process (a recorder each, the
   example's tree: 60 contexts, 10 steps a second with 2 collectives), each
   appending a record a second for ``--seconds`` seconds; one
@@ -31,10 +33,13 @@ Measured 2026-12-07 on this machine (2 cores; a shared VM):
     scale: 1,024 simulated ranks: a poll reads a round in 0.37 s (median; max
            0.45 s); the straggler (rank 7, +20 ms in blocks.1.mlp from step 50)
            alerted, its step and context named; the ensemble of 1,024 ranks: 6.2 s
-    detect (the default rule: 10% of the step in every step for 0.75 s; clean
-           steps of 114 ms that hour): 5% 1/4, 10% 4/4, 25% 4/4, 50% 4/4,
-           100% 4/4; no false alarm in 24 runs (4 clean); the alert 1.29 s
-           (median) and 1.89 s (max) after the end of the step where it began
+    detect (the default rules; clean steps of 141 ms that hour):
+           straggler  5% 1/4, 10% 3/4, 25% 4/4, 50% 4/4, 100% 4/4
+           regression 5% 0/2, 10% 0/2, 25% 2/2, 50% 2/2, 100% 2/2
+           false alarms: 1 in 34 runs (a straggler alert in a 10% straggler's
+           run that did not match it; none in the 4 clean runs); the alert after
+           the end of the step where it began: straggler 1.46 s median, 2.22 s
+           max; regression 1.19 s median, 1.31 s max
 """
 
 from __future__ import annotations
@@ -178,11 +183,15 @@ def one_run(out: Path, sleep: str) -> tuple[cctviz.Watch, float]:
     return w, float(steps.loc[~steps["warmup"], "time [s]"].median())
 
 
-def sleep_spec(rank: int, onset: int, ms: float) -> tuple[str, str]:
-    """``--sleep``/``--sleep-block`` for a straggler from step ``onset`` to the end."""
-    if onset == 20:  # phases of 20 steps: none, then the sleep, twice over
-        return f"|{rank}:blocks.1.mlp:{ms:.1f}", "20"
-    return f"|{rank}:blocks.1.mlp:{ms:.1f}", "40"  # none for 40, then 20 of the sleep
+def sleep_spec(rank: int | None, onset: int, ms: float) -> tuple[str, str]:
+    """``--sleep``/``--sleep-block`` for a straggler (rank ``rank``; None: every
+    rank, a regression of the run) from step ``onset`` on: in phases of 20
+    steps for an onset at 20 (none, then the sleep, twice over), else none for
+    40 steps, then 20 of the sleep."""
+    who = f"{rank}:blocks.1.mlp:{ms:.1f}" if rank is not None else (
+        f"0:blocks.2.attn:{ms:.1f},1:blocks.2.attn:{ms:.1f}"
+    )  # fmt: skip
+    return f"|{who}", "20" if onset == 20 else "40"
 
 
 def detect(repeats: int, sizes=(0.05, 0.10, 0.25, 0.50, 1.00)) -> None:
@@ -190,12 +199,14 @@ def detect(repeats: int, sizes=(0.05, 0.10, 0.25, 0.50, 1.00)) -> None:
         tmp = Path(d)
         _, step = one_run(tmp / "calibrate", "")
         print(f"detect: the clean median step is {step * 1e3:.1f} ms; {RULE}")
-        found: dict[float, list[bool]] = {s: [] for s in sizes}
-        after, false = [], []
+        found: dict[tuple[str, float], list[bool]] = {}
+        after: dict[str, list[float]] = {"straggler": [], "regression": []}
+        false = []
         k = 0
         for _ in range(repeats):
             for size in sizes:
-                for rank in (0, 1):
+                for rank in (0, 1, None):  # None: every rank, a regression
+                    kind = "straggler" if rank is not None else "regression"
                     for onset in (20, 40):
                         k += 1
                         spec = sleep_spec(rank, onset, size * step * 1e3)
@@ -203,15 +214,16 @@ def detect(repeats: int, sizes=(0.05, 0.10, 0.25, 0.50, 1.00)) -> None:
                         a = w.alerts
                         # the sleep runs in phases: 20-39 (and 60+), or 40-59
                         hit = a.loc[
-                            (a["kind"] == "straggler")
-                            & (a["rank"] == rank)
+                            (a["kind"] == kind)
+                            & ((a["rank"] == rank) if rank is not None else a["rank"].isna())
                             & (a["step"] >= onset - 6)
                         ]
-                        found[size].append(len(hit) > 0)
-                        after += list(hit["after [s]"].iloc[:1])
+                        found.setdefault((kind, size), []).append(len(hit) > 0)
+                        after[kind] += list(hit["after [s]"].iloc[:1])
                         false.append(len(a) - min(len(hit), 1))
                         print(
-                            f"  size {size:4.0%} rank {rank} onset {onset}: {len(hit) > 0}, alerts {len(a)}",
+                            f"  {kind} {size:4.0%} rank {rank} onset {onset}: {len(hit) > 0},"
+                            f" alerts {list(zip(a['kind'], a['rank'], a['step']))}",
                             flush=True,
                         )
             k += 1
@@ -219,15 +231,17 @@ def detect(repeats: int, sizes=(0.05, 0.10, 0.25, 0.50, 1.00)) -> None:
                 w, _ = one_run(tmp / f"clean{k}-{c}", "")
                 false.append(len(w.alerts))
                 print(f"  clean: alerts {len(w.alerts)} {list(w.alerts['message'])}", flush=True)
-        print("\nsize (of the step)   detected")
-        for size, got in found.items():
-            print(f"  {size:6.0%}            {sum(got)}/{len(got)}")
+        print("\nkind        size (of the step)   detected")
+        for (kind, size), got in found.items():
+            print(f"  {kind:<10} {size:6.0%}            {sum(got)}/{len(got)}")
         runs = sum(len(v) for v in found.values()) + 4 * repeats
         print(f"false alarms: {sum(false)} in {runs} runs ({4 * repeats} of them clean)")
-        if after:
-            print(
-                f"alert after the end of its first step: median {np.median(after):.2f} s, max {max(after):.2f} s"
-            )
+        for kind, times in after.items():
+            if times:
+                print(
+                    f"{kind}: the alert after the end of the step where it began:"
+                    f" median {np.median(times):.2f} s, max {max(times):.2f} s"
+                )
 
 
 # ---------------------------------------------------------------- scale

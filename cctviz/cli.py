@@ -818,7 +818,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.set_defaults(fn=_cmd_whatif)  # fmt: skip
     wa = sub.add_parser(
         "watch",
-        help="follow a run while it runs: a line per step, alerts (stragglers, silent ranks)",
+        help="follow a run while it runs: a line per step, alerts (stragglers, regressions, silent ranks)",
     )
     wa.add_argument("run", metavar="RUN", help="the run folder (cctviz run --out)")
     wa.add_argument("--every", type=float, default=0.5, help="seconds between looks (default 0.5)")

@@ -16,16 +16,31 @@ from this process, another one, or another machine that shares the folder:
 
 Alerts (``kind``):
 
-- ``straggler``: a rank late at the collectives in every step for 0.75 s, 3
-  steps at least (:class:`StragglerRule`). A rank's lateness in a step is how much less it waited in
-  collectives than the median of the other ranks (the others wait for the
-  late one: their collectives last longer, its own end at once). Late means
-  more than :attr:`StragglerRule.share` of the median step and at least
-  :attr:`StragglerRule.least` seconds. The alert names the rank, the step where
-  the run of late steps began, the context whose time per step grew most on
-  that rank against the others since then (its call path) and by how much.
-  One alert per episode: the rank is alerted again only after it was on time
-  for as long (steps and seconds) as it takes to be alerted.
+- ``straggler``: a rank late at the collectives for 0.75 s, 3 late steps at
+  least, one step on time among them tolerated (:class:`StragglerRule`). A
+  rank's lateness in a step is how much less it waited in collectives than
+  the median of the other ranks (the others wait for the late one: their
+  collectives last longer, its own end at once). Late means more than
+  :attr:`StragglerRule.share` of the median step and at least
+  :attr:`StragglerRule.least` seconds. The rank must also spend that much more
+  time per step than the others in one of its contexts, beyond that context's
+  share of the rank's whole extra time (:func:`beyond_proportion`: a rank
+  slowed everywhere alike, by a core it shares, is not a straggler in a
+  context). The alert names the rank, the step where the run of late steps
+  began, that context (its call path) and how much. One alert per episode: the
+  rank is alerted again only after it was on time for as long (steps and
+  seconds) as it takes to be alerted.
+- ``regression``: a component's steps (all of its ranks alike) take longer
+  than the steps before by 20%, for 0.75 s and 3 slow steps at least, with one
+  context's time per step grown by that much beyond its share of the whole
+  growth (:class:`RegressionRule`); the alert names the step where it began,
+  the context and how much.
+- ``blocked``: a workflow component whose processes (sampled: ``--sample-hz``)
+  were blocked more than half of the last second (or more: between two of
+  their records), after start-up, in communication calls or in
+  regions of their own at under 10% of a core, as the workflow summary
+  counts (:class:`BlockedRule`); the alert names the context where most of
+  it went.
 - ``silent``: a rank has appended nothing for :attr:`Watch.silent_after`
   seconds while the others went on (killed, hung, or its node lost).
 
@@ -57,11 +72,16 @@ import pandas as pd
 
 from .errors import ProfileError
 from .model.ensemble import Ensemble
-from .model.formats import K_COMM, LIVE_DIR, RUN_FILE, live_rank_of, rank_of
+from .model.formats import K_COMM, K_STEP, LIVE_DIR, RUN_FILE, STEP, live_rank_of, rank_of
+from .model.sampled import LOW_CPU, blocked_idle
 from .model.tables import UnitTable, with_units
 from .readers._live import RankStream
 from .readers.cctviz_run import assemble_run, rank_row, read_rank, run_layout
 
+#: a regression is of the ranks alike: this quantile of their growth in a context,
+#: the value of one of them (9 ranks in 10 grew at least that much; of fewer than
+#: 10, the least: one straggler among them is not a regression)
+ALIKE = 0.1
 #: records of each rank kept to find where a straggler's time grew
 HISTORY = 256
 #: steps kept past the last one checked (a straggler's window lies within them)
@@ -75,24 +95,84 @@ ALERT_COLUMNS = (
 )  # fmt: skip
 
 
+def _require(rule: Any, least: dict[str, int]) -> None:
+    """Refuse a rule whose counts are below their least, or whose seconds and
+    shares are negative (or NaN)."""
+    low = [f"{k} >= {v}" for k, v in least.items() if not getattr(rule, k) >= v]
+    if not all(x >= 0 for x in (rule.seconds, rule.share, rule.least)):
+        low.append("seconds, share and least >= 0")
+    if low:
+        raise ValueError(f"{type(rule).__name__} needs {', '.join(low)}: {rule}")
+
+
 @dataclass(frozen=True)
 class StragglerRule:
     """When a rank is a straggler (module docstring): late by more than
     ``share`` of the median step and at least ``least`` seconds, in ``steps``
-    steps in a row that last ``seconds`` at least (the machine's own hiccups
-    last a few short steps). Warm-up steps and the first ``settle`` steps after
-    them (start-up: the allocator, DDP's buckets, the first collectives) are
-    left out."""
+    steps that last ``seconds`` at least (the machine's own hiccups last a
+    few short steps). Within such a run of late steps, up to ``tolerate`` steps on
+    time do not end it (a hiccup of the other ranks hides a step's lateness;
+    :func:`advance_runs`). Warm-up steps and the first ``settle`` steps after them
+    (start-up: the allocator, DDP's buckets, the first collectives) are left
+    out."""
 
     steps: int = 3
     seconds: float = 0.75
     share: float = 0.10
     least: float = 0.002
     settle: int = 5
+    tolerate: int = 1
 
     def __post_init__(self) -> None:
-        if self.steps < 1 or self.settle < 0 or not min(self.seconds, self.share, self.least) >= 0:
-            raise ValueError(f"a straggler rule needs steps >= 1 and shares >= 0: {self}")
+        _require(self, {"steps": 1, "settle": 0, "tolerate": 0})
+
+
+@dataclass(frozen=True)
+class RegressionRule:
+    """When a component's steps regressed: its step (the median over its ranks)
+    longer than the median of the ``baseline`` steps before by more than
+    ``share`` of it and ``least`` seconds, in ``steps`` steps that last
+    ``seconds`` at least (up to ``tolerate`` steps on time among them),
+    while no rank of it is an alerted straggler (which explains the steps); and
+    one context's time per step grown by more than ``share`` of the baseline
+    step beyond its share of the whole growth, on 9 ranks in 10 (:data:`ALIKE`;
+    :func:`beyond_proportion`): a machine that slows down everywhere alike is
+    not the program's regression. After an alert its new steps become
+    the baseline (one alert per change); warm-up and start-up steps are left out
+    as for stragglers."""
+
+    steps: int = 3
+    seconds: float = 0.75
+    share: float = 0.20
+    least: float = 0.002
+    baseline: int = 10
+    tolerate: int = 1
+
+    def __post_init__(self) -> None:
+        _require(self, {"steps": 1, "baseline": 1, "tolerate": 0})
+
+
+@dataclass(frozen=True)
+class BlockedRule:
+    """When a workflow's component is blocked (its ranks sampled,
+    ``--sample-hz``): over the last ``seconds`` of each of its processes'
+    records, more than ``share`` of their wall time (the mean over them) in
+    communication calls or in regions of their own at under ``low_cpu`` of a core
+    (:func:`cctviz.model.sampled.blocked_idle`, the rule of
+    :func:`cctviz.workflow.summary`), counted from the sampler's time (a wait is
+    timed when it ends; its samples fall in the window as it goes). Start-up
+    is left out: a window begins once every process has time in a context of
+    its own (before that it imports and connects, and its peers wait for it by
+    design). One alert per episode: again only after the share fell to
+    ``share`` or below."""
+
+    share: float = 0.5
+    seconds: float = 1.0
+    low_cpu: float = LOW_CPU
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.share <= 1 and self.seconds > 0 and self.low_cpu >= 0):
+            raise ValueError(f"a blocked rule needs 0 <= share <= 1 and seconds > 0: {self}")
 
 
 class Watch:
@@ -103,6 +183,8 @@ class Watch:
         wait: seconds to wait for the run's first record (a run that has not
             started yet); a :class:`TimeoutError` past them.
         straggler: the :class:`StragglerRule`.
+        regression: the :class:`RegressionRule`.
+        blocked: the :class:`BlockedRule`.
         silent_after: seconds without a record from a rank, while others append,
             before a ``silent`` alert (default: 5 flushes, at least 5 s).
     """
@@ -113,17 +195,29 @@ class Watch:
         *,
         wait: float = 30.0,
         straggler: StragglerRule | None = None,
+        regression: RegressionRule | None = None,
+        blocked: BlockedRule | None = None,
         silent_after: float | None = None,
     ) -> None:
         self.path = Path(run)
         self.rule = straggler or StragglerRule()
+        self.regression = regression or RegressionRule()
+        self.blocked = blocked or BlockedRule()
         self._silent_after = silent_after
         self._streams: dict[int, RankStream] = {}
         self._paths: dict[int, list[str]] = {}
+        self._in_step: dict[int, list[bool]] = {}  # per rank, per context: within a step
         self._history: dict[int, deque[tuple[int, np.ndarray]]] = {}
+        # per sampled rank, its last records: (wall clock ns, time, cpu_time, sampled_time)
+        self._sampled: dict[int, deque[tuple]] = {}
+        self._blocked_now: set[str] = set()  # components in a blocked episode
+        self._began: dict[int, int] = {}  # per rank, its first record with context time (ns)
         self._alerts: list[dict[str, Any]] = []
         self._callbacks: list[Callable[[pd.Series], Any]] = []
-        self._late_run: dict[int, int] = {}
+        self._late_run: dict[int, list[int]] = {}
+        # per component: its baseline steps' times, its run of slow steps
+        self._baseline: dict[str, deque[float]] = {}
+        self._slow_run: dict[str, list[int]] = {}
         self._on_time: dict[int, int] = {}
         self._rows: dict[tuple[int, int], tuple] = {}
         # per component ("" outside workflows): step -> rank -> (wait, time)
@@ -148,6 +242,13 @@ class Watch:
             self.poll()
             if any(s.records for s in self._streams.values()) or self._finished_files():
                 return
+            if self._job_ended():
+                code = self._run_info().get("exit_code")
+                raise ProfileError(
+                    self.path,
+                    f"the job ended (exit code {code}) before any rank wrote a record: "
+                    "see the job's own output for why",
+                )
             if time.monotonic() >= deadline:
                 raise TimeoutError(
                     f"{self.path}: no rank has written a record in {wait:g} s (is the run "
@@ -192,14 +293,20 @@ class Watch:
                 self._first.setdefault(r, step)
                 self._group[r] = comp
         paths = self._paths.setdefault(r, [])
-        for i in range(len(paths), len(s.parent)):
+        in_step = self._in_step.setdefault(r, [])
+        for i in range(len(paths), len(s.parent)):  # the new contexts (parents come first)
             p = s.parent[i]
             paths.append(s.name[i] if p < 0 else f"{paths[p]}/{s.name[i]}")
-        times = s.metrics.get("time", {})
-        col = np.zeros(len(s.parent))
-        if times:
-            col[np.fromiter(times.keys(), dtype=np.int64)] = np.fromiter(times.values(), float)
+            in_step.append((s.kind[i] == K_STEP and s.name[i] == STEP) or (p >= 0 and in_step[p]))
+        col = _column(s, "time")
         self._history.setdefault(r, deque(maxlen=HISTORY)).append((s.steps_done, col))
+        if r not in self._began and col.any():
+            self._began[r] = s.last_wall_ns
+        if "sampled_time" in s.metrics:  # a sampled rank: what its contexts waited
+            sampled = (_column(s, "cpu_time"), _column(s, "sampled_time"))
+            self._sampled.setdefault(r, deque(maxlen=HISTORY)).append(
+                (s.last_wall_ns, col, *sampled)
+            )
 
     # ------------------------------------------------------------ results
     @property
@@ -225,12 +332,16 @@ class Watch:
     def _job_ended(self) -> bool:
         """Whether the launcher wrote that the job ended (``run.json``'s ``ended``)."""
         if not self._ended_said:
-            try:
-                info = json.loads((self.path / RUN_FILE).read_text())
-            except (OSError, ValueError):
-                return False
-            self._ended_said = isinstance(info, dict) and bool(info.get("ended"))
+            self._ended_said = bool(self._run_info().get("ended"))
         return self._ended_said
+
+    def _run_info(self) -> dict[str, Any]:
+        """``run.json`` as it is now (empty while there is none, or it is being written)."""
+        try:
+            info = json.loads((self.path / RUN_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        return info if isinstance(info, dict) else {}
 
     def _cut(self, s: RankStream) -> bool:
         """A rank that will write no more: no last record, and silent too long or
@@ -281,15 +392,23 @@ class Watch:
     @property
     def alerts(self) -> UnitTable:
         """The alerts so far, in the order raised (:data:`ALERT_COLUMNS`):
-        ``time`` (wall clock when raised, a Timestamp), ``kind``, ``rank``,
-        ``component``, ``step`` (where the condition began), ``message``, and
-        the numbers behind it: ``late [s]`` (a straggler's time per step in
-        ``context`` beyond the other ranks' median), ``gap [s]`` (how much
-        longer the others waited in collectives per step, the median),
-        ``step [s]`` (the median step), ``after [s]`` (from the end of the step
-        where it began to the alert; a ``silent`` rank's silence so far)."""
+        ``time`` (wall clock when raised, a Timestamp), ``kind``, ``rank``
+        (<NA> for a ``regression`` or ``blocked``: of a component), ``component``, ``step``
+        (where the condition began), ``message``, and the numbers behind it:
+        ``late [s]`` (a straggler's time per step in ``context`` beyond the
+        other ranks' median; a regression's growth per step in ``context``
+        against the steps before; both beyond the context's share of the whole
+        growth; a blocked component's seconds a process in ``context`` over
+        the window), ``gap [s]`` (how much longer the others
+        waited in collectives per step, the median; a regression's growth of the
+        step), ``step [s]`` (the median step; a regression's baseline step),
+        ``after [s]`` (from the end of the step where it began to the alert; a
+        ``silent`` rank's silence so far; a ``blocked`` component's: from its
+        newest record), and for a ``blocked`` one ``step`` is the fewest steps
+        its processes had ended."""
         with self._lock:
             table = pd.DataFrame(self._alerts, columns=list(ALERT_COLUMNS))
+        table["rank"] = table["rank"].astype("Int64")  # <NA>: an alert about a component
         units = {"late [s]": "s", "gap [s]": "s", "step [s]": "s", "after [s]": "s"}
         return with_units(table, units)
 
@@ -360,7 +479,90 @@ class Watch:
     # ------------------------------------------------------------ detection
     def _detect(self) -> None:
         self._detect_stragglers()
+        self._detect_blocked()
         self._detect_silent()
+
+    def _detect_blocked(self) -> None:
+        """Each component of sampled ranks: its blocked share over the last
+        :attr:`BlockedRule.seconds` of each live rank's records (the mean over
+        its ranks), against :attr:`BlockedRule.share`; one alert per episode."""
+        rule = self.blocked
+        groups: dict[str, list[int]] = {}
+        for r in self._sampled:  # a rank's last record too: its last window
+            if r not in self._silent:
+                groups.setdefault(self._streams[r].meta.get("component", ""), []).append(r)
+        started = self._started_at()
+        if started is None:
+            return  # start-up: peers that load and connect are waited for by design
+        for group, ranks in groups.items():
+            windows = [w for r in ranks if (w := self._blocked_window(r, started)) is not None]
+            if len(windows) < len(ranks):
+                continue  # a rank without records over the whole window yet
+            share = float(np.mean([b.sum() / wall for b, wall, _ in windows]))
+            if share <= rule.share:
+                self._blocked_now.discard(group)
+                continue
+            if group in self._blocked_now:
+                continue
+            self._blocked_now.add(group)
+            self._blocked(group, ranks, share, windows)
+
+    def _started_at(self) -> int | None:
+        """When the run's start-up ended (wall clock, ns): the first record of
+        its last process to have time in any context (before it, a process
+        imports and connects); None while one has none yet."""
+        began = [
+            self._began.get(r)
+            for r, s in self._streams.items()
+            if s.records and r not in self._silent
+        ]
+        return None if not began or None in began else max(began)
+
+    def _blocked_window(self, r: int, started: int) -> tuple[np.ndarray, float, float] | None:
+        """Rank ``r``'s blocked time per context (ns, of its sampled time)
+        between its newest record and its last one at least
+        :attr:`BlockedRule.seconds` older (and after ``started``, the end of
+        start-up), the wall time between them (ns) and the newest record's wall
+        clock (ns); None when its records do not reach that far back."""
+        hist = self._sampled[r]
+        end = hist[-1]
+        start = [h for h in hist if started <= h[0] <= end[0] - self.blocked.seconds * 1e9]
+        if not start:
+            return None
+        start = start[-1]
+        n = len(end[1])
+        _, cpu, sampled = (
+            e - np.pad(b, (0, n - len(b))) for b, e in zip(start[1:], end[1:], strict=True)
+        )
+        kind = np.asarray(self._streams[r].kind[:n], dtype=object)
+        # the sampler's time, not the contexts' own: a wait is timed when it ends,
+        # its samples fall in the window as it goes
+        blocked, _ = blocked_idle(sampled, cpu, sampled, kind, self.blocked.low_cpu)
+        return blocked, float(end[0] - start[0]), float(end[0])
+
+    def _blocked(self, group: str, ranks: list[int], share: float, windows: list) -> None:
+        per_path: dict[str, float] = {}
+        for r, (b, _, _) in zip(ranks, windows, strict=True):
+            for i in np.flatnonzero(b > 0):
+                path = self._paths[r][i]
+                per_path[path] = per_path.get(path, 0.0) + float(b[i]) / len(ranks)
+        context = max(per_path, key=per_path.get) if per_path else ""
+        who = f"component {group}" if group else "the run"
+        secs = self.blocked.seconds
+        msg = (
+            f"{who} is blocked {share:.0%} of the last {secs:g} s (the mean of its "
+            f"{len(ranks)} process{'es' if len(ranks) > 1 else ''}), most in {context}"
+            f" ({per_path.get(context, 0.0) / 1e9:.2f} s a process)"
+        )
+        now = time.time()
+        newest = max(end for _, _, end in windows) / 1e9
+        steps = min(self._streams[r].steps_done for r in ranks)
+        self._raise({
+            "time": pd.Timestamp(now, unit="s", tz="UTC"), "kind": "blocked", "rank": None,
+            "component": group, "step": steps, "message": msg,
+            "late [s]": per_path.get(context, 0.0) / 1e9, "gap [s]": np.nan,
+            "step [s]": np.nan, "context": context, "after [s]": now - newest,
+        })  # fmt: skip
 
     def _detect_stragglers(self) -> None:
         """Each step that every rank of a component still writing has ended, in
@@ -391,18 +593,27 @@ class Watch:
 
     def _check_step(self, group: str, step: int, ranks: np.ndarray, got: dict[int, tuple]) -> None:
         w = np.array([got[r][0] for r in ranks])
+        took = float(np.median([got[r][1] for r in ranks]))
         recent = self._recent.setdefault(group, deque(maxlen=20))
-        recent.append(float(np.median([got[r][1] for r in ranks])))
+        recent.append(took)
         median_step = float(np.median(recent))
         limit = max(self.rule.share * median_step, self.rule.least)
         late = median_of_others(w) - w
         is_late = set(ranks[late > limit].tolist())
-        for r in is_late:
-            self._late_run[r] = self._late_run.get(r, 0) + 1
-            self._on_time.pop(r, None)
         mine = set(ranks.tolist())  # this component's ranks: the others' runs are theirs
-        for r in [r for r in self._late_run if r in mine and r not in is_late]:
-            del self._late_run[r]
+        advance_runs(self._late_run, step, mine, is_late, self.rule.tolerate)
+        for r in is_late:
+            self._on_time.pop(r, None)
+        self._stragglers(group, step, mine, is_late, median_step, limit)
+        quiet = not (mine & self._alerted)  # an alerted straggler explains slow steps
+        self._check_regression(group, step, took, quiet)
+
+    def _stragglers(
+        self, group: str, step: int, mine: set[int], is_late: set[int], median_step: float,
+        limit: float,
+    ) -> None:  # fmt: skip
+        """Ends the episodes of alerted ranks on time again; alerts the ranks
+        late long enough whose own time grew."""
         # an alerted straggler's episode ends when it is on time as long as it took to alert
         for r in [r for r in self._alerted if r in mine and r not in is_late]:
             self._on_time[r] = self._on_time.get(r, 0) + 1
@@ -411,12 +622,10 @@ class Watch:
             ):
                 self._alerted.discard(r)
                 del self._on_time[r]
-        for r, run in list(self._late_run.items()):
-            if r not in mine or run < self.rule.steps or run * median_step < self.rule.seconds:
+        for r in is_late - self._alerted:
+            first, count, _ = self._late_run[r]
+            if count < self.rule.steps or (step - first + 1) * median_step < self.rule.seconds:
                 continue
-            if r in self._alerted:
-                continue
-            first = step - run + 1
             grown = self._grown(r, first, step)
             # the others' longer waits alone can be noise: the rank must also
             # have spent that much more time in one of its contexts (a rank that
@@ -424,6 +633,107 @@ class Watch:
             if grown is not None and len(grown) and grown.max() > limit:
                 self._alerted.add(r)
                 self._straggler(r, first, step, median_step, grown)
+
+    def _check_regression(self, group: str, step: int, took: float, quiet: bool) -> None:
+        """A component's step ``took`` seconds: against its baseline (a
+        :class:`RegressionRule`); steps while a rank is late count neither way."""
+        rule = self.regression
+        base = self._baseline.setdefault(group, deque(maxlen=rule.baseline))
+        if not quiet:
+            self._slow_run.pop(group, None)
+            return
+        if len(base) < rule.baseline:
+            base.append(took)
+            return
+        ref = float(np.median(base))
+        slow = took > ref * (1 + rule.share) and took - ref > rule.least
+        advance_runs(self._slow_run, step, {group}, {group} if slow else set(), rule.tolerate)
+        if not slow:
+            base.append(took)
+            return
+        first, count, _ = self._slow_run[group]
+        if count < rule.steps or self._steps_took(group, first, step) < rule.seconds:
+            return
+        # the run may have begun with steps slowed by the machine: it begins
+        # where the step times changed most (then as long again to be sure)
+        steps = [k for k in range(first, step + 1) if self._by_step.get(group, {}).get(k)]
+        times = self._step_times(group, first, step)
+        cut = change_point(np.array([*base, *times]))
+        begins = steps[max(cut - len(base), 0)]
+        if begins > first:
+            slow_since = [t > ref * (1 + rule.share) for t in times[steps.index(begins) :]]
+            took_since = self._steps_took(group, begins, step)
+            if sum(slow_since) < rule.steps or took_since < rule.seconds:
+                return
+            first = begins
+        grown = self._grown_alike(group, first, step)
+        if grown is not None and len(grown) and grown.max() > rule.share * ref:
+            # the context's own records say more closely when it grew
+            onset = self._onset(group, str(grown.idxmax()), first, rule.share * ref)
+            if onset > first and (again := self._grown_alike(group, onset, step)) is not None:
+                first, grown = onset, again
+            self._regressed(group, first, step, ref, grown)
+        elif count < 4 * rule.steps:
+            return
+        # alerted, or slow everywhere alike for long: the new steps are the baseline
+        del self._slow_run[group]
+        base.clear()
+
+    def _onset(self, group: str, context: str, first: int, limit: float) -> int:
+        """The step from which ``context``'s time per step grew by more than
+        ``limit`` seconds over its rate in the baseline steps before ``first``:
+        per rank of ``group``, the start of the first span between two of its
+        records (after ``first``) where it did; the ranks' median (``first``
+        where none did)."""
+        starts = []
+        for q, hist in self._history.items():
+            if self._group.get(q) != group or context not in self._paths[q]:
+                continue
+            i = self._paths[q].index(context)
+            at = np.array([h[0] for h in hist], dtype=np.int64)
+            value = np.array([h[1][i] if i < len(h[1]) else 0.0 for h in hist])
+            lo = np.flatnonzero(at <= first - self.regression.baseline)
+            hi = np.flatnonzero(at <= first)
+            if not len(lo) or not len(hi) or at[hi[-1]] <= at[lo[-1]]:
+                continue
+            a, b = lo[-1], hi[-1]
+            base = (value[b] - value[a]) / (at[b] - at[a])
+            span = np.diff(at[b:])
+            rate = np.diff(value[b:]) / np.maximum(span, 1)
+            grew = np.flatnonzero((span > 0) & (rate - base > limit * 1e9))
+            if len(grew):
+                starts.append(int(at[b + grew[0]]))
+        return int(np.median(starts)) if starts else first
+
+    def _step_times(self, group: str, first: int, last: int) -> list[float]:
+        """The component's steps ``first..last`` (those every rank ended): the
+        ranks' median time of each, seconds."""
+        by_step = self._by_step.get(group, {})
+        return [float(np.median([v[1] for v in by_step[k].values()]))
+                for k in range(first, last + 1) if by_step.get(k)]  # fmt: skip
+
+    def _steps_took(self, group: str, first: int, last: int) -> float:
+        return float(np.sum(self._step_times(group, first, last)))
+
+    def _regressed(self, group: str, first: int, last: int, ref: float, grown: pd.Series) -> None:
+        now = float(np.median(self._step_times(group, first, last)))
+        context, more = str(grown.idxmax()), float(grown.max())
+        ends = [
+            row[4] + row[5] for (r, k), row in self._rows.items() if k == first and row[1] == group
+        ]
+        who = f"component {group}" if group else "the run"
+        msg = (
+            f"{who}: steps take {now / ref - 1:.0%} longer since step {first} "
+            f"({ref * 1e3:.1f} -> {now * 1e3:.1f} ms, the ranks' median); its ranks spend "
+            f"{more * 1e3:.1f} ms a step more than before in {context}"
+        )
+        at = time.time()
+        self._raise({
+            "time": pd.Timestamp(at, unit="s", tz="UTC"), "kind": "regression", "rank": None,
+            "component": group, "step": first, "message": msg, "late [s]": more,
+            "gap [s]": now - ref, "step [s]": ref, "context": context,
+            "after [s]": at - max(ends) if ends else np.nan,
+        })  # fmt: skip
 
     def _straggler(
         self, r: int, first: int, last: int, median_step: float, grown: pd.Series
@@ -465,28 +775,59 @@ class Watch:
         rank's last record before step ``first`` to its first record with step
         ``last`` ended, per step since ``first`` (the steps before it in that
         span taken as like the base); None when a rank has no such records."""
+        per_step = self._per_step(self._group.get(r, ""), first, last, after=True)
+        if r not in per_step or len(per_step) < 2:
+            return None
+        others = pd.concat([v for q, v in per_step.items() if q != r], axis=1).median(axis=1)
+        others = others.reindex(per_step[r].index).fillna(0.0)
+        return beyond_proportion(per_step[r].sub(others), others) / 1e9
+
+    def _grown_alike(self, group: str, first: int, last: int) -> pd.Series | None:
+        """How much the ranks' time per step grew alike (the :data:`ALIKE`
+        quantile over them), in each context outside the collectives (seconds,
+        by call path, beyond proportion): since step ``first`` (to the first
+        record with step ``last`` ended) against the
+        :attr:`RegressionRule.baseline` steps before it; None without records."""
+        now = self._per_step(group, first, last, after=True)
+        before = self._per_step(group, first - self.regression.baseline, first, after=False)
+        grown = []
+        for q in now:
+            if q in before:
+                base = before[q].reindex(now[q].index).fillna(0.0)
+                grown.append(beyond_proportion(now[q].sub(base), base))
+        if not grown:
+            return None
+        table = pd.concat(grown, axis=1).fillna(0.0)
+        return table.quantile(ALIKE, axis=1, interpolation="lower") / 1e9
+
+    def _per_step(self, group: str, lo: int, hi: int, *, after: bool) -> dict[int, pd.Series]:
+        """Each rank of ``group``: its time (ns) per step in each context of its
+        steps outside the collectives (by call path) from its last record with at most ``lo``
+        steps ended to its first record with more than ``hi`` (``after``; else
+        its last with at most ``hi``), per step since ``lo`` (steps before it in
+        that span taken as like the base); ranks without such records left out."""
         per_step: dict[int, pd.Series] = {}
-        group = self._group.get(r, "")
         for q, hist in self._history.items():
-            if self._group.get(q) != group:
+            if self._group.get(q) != group or not hist:
                 continue
-            before = [h for h in hist if h[0] <= first]
+            before = [h for h in hist if h[0] <= lo]
             base_steps, base = before[-1] if before else (0, np.zeros(0))
-            after = [h for h in hist if h[0] > last]
-            steps, now = after[0] if after else (hist[-1] if hist else (0, np.zeros(0)))
-            since = steps - max(base_steps, first)
+            if after:
+                later = [h for h in hist if h[0] > hi]
+                steps, now = later[0] if later else hist[-1]
+            else:
+                upto = [h for h in hist if h[0] <= hi]
+                steps, now = upto[-1] if upto else (0, np.zeros(0))
+            since = steps - max(base_steps, lo)
             if since <= 0:
                 continue
             grown = now.copy()
             grown[: len(base)] -= base
             kind = np.asarray(self._streams[q].kind[: len(grown)], dtype=object)
-            keep = kind != K_COMM
+            keep = (kind != K_COMM) & np.asarray(self._in_step[q][: len(grown)], dtype=bool)
             paths = np.asarray(self._paths[q][: len(grown)], dtype=object)
             per_step[q] = pd.Series(grown[keep] / since, index=paths[keep])
-        if r not in per_step or len(per_step) < 2:
-            return None
-        others = pd.concat([v for q, v in per_step.items() if q != r], axis=1).median(axis=1)
-        return per_step[r].sub(others.reindex(per_step[r].index).fillna(0.0)) / 1e9
+        return per_step
 
     def _detect_silent(self) -> None:
         for r in [r for r in self._silent if not self._stale(self._streams[r])]:
@@ -577,6 +918,86 @@ class Watch:
         )
 
 
+def beyond_proportion(grown: pd.Series, base: pd.Series) -> pd.Series:
+    """What each context grew beyond its share of the whole growth: ``grown``
+    (per context) less ``base`` scaled by the total's growth. A process slowed
+    everywhere alike (a shared core, a slower clock) grows nowhere beyond
+    proportion; time added in one context shows there, less its own share.
+
+    >>> base = pd.Series([10.0, 30.0, 60.0], index=["a", "b", "c"])
+    >>> beyond_proportion(base * 0.2, base).round(6).tolist()  # 20% slower everywhere
+    [0.0, 0.0, 0.0]
+    >>> beyond_proportion(pd.Series([10.0, 0.0, 0.0], index=base.index), base).tolist()
+    [9.0, -3.0, -6.0]
+    """
+    total = float(base.sum())
+    if total <= 0:
+        return grown
+    return grown - base * (float(grown.sum()) / total)
+
+
+def _column(s: RankStream, metric: str) -> np.ndarray:
+    """The stream's cumulative ``metric`` per context so far (0 where none)."""
+    values = s.metrics.get(metric, {})
+    col = np.zeros(len(s.parent))
+    if values:
+        col[np.fromiter(values.keys(), dtype=np.int64)] = np.fromiter(values.values(), float)
+    return col
+
+
+def change_point(values: np.ndarray) -> int:
+    """Where the mean of a series changed most: the index ``k`` (1 to n-1)
+    that maximises ``k (n - k) / n (mean(values[k:]) - mean(values[:k]))^2``
+    (the likelihood of one change of mean in Gaussian noise); 0 for fewer than
+    2 values.
+
+    >>> change_point(np.array([1.0, 1.1, 0.9, 1.2, 1.3, 1.2, 2.0, 2.1]))
+    6
+    """
+    n = len(values)
+    if n < 2:
+        return 0
+    csum = np.cumsum(values)
+    k = np.arange(1, n)
+    before = csum[:-1] / k
+    after = (csum[-1] - csum[:-1]) / (n - k)
+    return int(k[np.argmax(k * (n - k) / n * (after - before) ** 2)])
+
+
+def advance_runs(
+    runs: dict[Any, list[int]], step: int, keys: set[Any], hits: set[Any], tolerate: int
+) -> None:
+    """Runs of steps where a condition held, per key (a rank, a component):
+    ``runs[key] = [first step, steps it held, steps it did not]``; a key in
+    ``hits`` held at ``step``; a run ends at its ``tolerate + 1``-th step where
+    it did not (a noisy step inside a real run is tolerated; noise before one
+    does not stretch its start back).
+
+    >>> runs = {}
+    >>> for step, hit in enumerate([1, 1, 0, 1, 1, 0, 1]):
+    ...     advance_runs(runs, step, {"a"}, {"a"} if hit else set(), 1)
+    ...     print(step, runs.get("a"))
+    0 [0, 1, 0]
+    1 [0, 2, 0]
+    2 [0, 2, 1]
+    3 [0, 3, 1]
+    4 [0, 4, 1]
+    5 None
+    6 [6, 1, 0]
+    """
+    for k in keys:
+        run = runs.get(k)
+        if k in hits:
+            if run is None:
+                runs[k] = [step, 1, 0]
+            else:
+                run[1] += 1
+        elif run is not None:
+            run[2] += 1
+            if run[2] > tolerate:
+                del runs[k]
+
+
 def median_of_others(values: np.ndarray) -> np.ndarray:
     """For each value, the median of all the others (vectorised).
 
@@ -626,4 +1047,7 @@ def _check_folder(path: Path) -> None:
             )
 
 
-__all__ = ["ALERT_COLUMNS", "STEP_TABLE", "StragglerRule", "Watch", "median_of_others", "watch"]
+__all__ = [
+    "ALERT_COLUMNS", "STEP_TABLE", "BlockedRule", "RegressionRule", "StragglerRule", "Watch", "advance_runs",
+    "beyond_proportion", "change_point", "median_of_others", "watch",
+]  # fmt: skip

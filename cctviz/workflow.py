@@ -42,20 +42,17 @@ import pandas as pd
 
 from .errors import ProfileError
 from .model.ensemble import Ensemble
-from .model.formats import K_COMM, K_REGION
+from .model.formats import K_COMM
+from .model.sampled import LOW_CPU, blocked_idle
 from .model.tables import UnitTable, with_units
 from .model.timeline import profile_ranks
 from .readers import read
 
-#: below this share of a core a context's sampled time counts as waiting
-LOW_CPU = 0.10
 #: the units of :attr:`WorkflowSummary.table`'s measured columns
 TABLE_UNITS = {
     "wall_mean": "s", "cpu_util": "%", "bytes_in_total": "B", "bytes_in_mean": "B",
     "bytes_out_total": "B", "bytes_out_mean": "B", "in_rate_mean": "B/s", "out_rate_mean": "B/s",
 }  # fmt: skip
-_WAITING_KINDS = (K_REGION,)
-_COMM_KIND = K_COMM
 
 
 @dataclass
@@ -138,14 +135,11 @@ def _split(ens: Ensemble, low_cpu: float) -> dict[str, np.ndarray]:
     """Nodes x profiles: ``blocked``, ``idle`` and ``busy`` ns; per profile ``wall``
     (ns) and ``wall_s`` (s, NaN where a process recorded no time: no rate)."""
     t = ens.values("time")
-    cpu = ens.values("cpu_time")
-    sampled = ens.values("sampled_time")
     kind = ens.tree.nodes["kind"].astype(str).to_numpy()
-    low = (sampled > 0) & (cpu < low_cpu * sampled)
-    waits = np.isin(kind, _WAITING_KINDS)[:, None]
-    comm = (kind == _COMM_KIND)[:, None]
-    blocked = np.where(comm | (low & waits), t, 0.0)
-    idle = np.where(low & ~waits & ~comm, t, 0.0)
+    blocked, idle = blocked_idle(
+        t, ens.values("cpu_time"), ens.values("sampled_time"), kind, low_cpu
+    )
+    comm = (kind == K_COMM)[:, None]
     roots = np.asarray(ens.tree.parent) < 0
     wall = ens.values("time (inc)")[roots].sum(axis=0)
     return {
@@ -279,7 +273,7 @@ def _blocked_contexts(ens, split, comp, live, coupled) -> UnitTable:
                     "kind": kind[i],
                     "blocked_mean": mean[i] / 1e9,
                     "share": mean[i] / wall if wall > 0 else np.nan,
-                    "waits_for": ", ".join(_charged(kind[i] == _COMM_KIND, c, coupled)),
+                    "waits_for": ", ".join(_charged(kind[i] == K_COMM, c, coupled)),
                 }
             )
     out = pd.DataFrame(

@@ -35,7 +35,7 @@ from ..model import _algo
 from ..model.ensemble import Ensemble
 from ..model.text import text_as_object
 from ..model.tree import Tree
-from ..readers import _batch
+from ..readers import CHUNK_BYTES, _batch
 from .layout import (
     ROWS,
     Part,
@@ -43,8 +43,47 @@ from .layout import (
     finish,
 )
 
-#: files parsed and composed at a time by default
-CHUNK_FILES = 2000
+
+def size_on_disk(path: Path) -> int:
+    """The bytes of a profile on disk: a file's size, a folder's files' sizes
+    summed (HPCToolkit databases, run folders)."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
+def chunks_of(
+    paths: list[Path],
+    chunk_bytes: int | None,
+    chunk_files: int | None,
+    size: Callable[[Path], int] = size_on_disk,
+) -> list[list[Path]]:
+    """``paths`` in order, cut into chunks of at most ``chunk_bytes`` bytes on
+    disk and ``chunk_files`` files (either None: no bound of that kind); a file
+    larger than ``chunk_bytes`` is a chunk of its own.
+
+    >>> sizes = {Path(n): s for n, s in [("a", 5), ("b", 5), ("c", 20), ("d", 1)]}
+    >>> [[p.name for p in c] for c in chunks_of(list(sizes), 10, None, sizes.get)]
+    [['a', 'b'], ['c'], ['d']]
+    """
+    if chunk_bytes is not None and chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
+    if chunk_files is not None and chunk_files < 1:
+        raise ValueError(f"chunk_files must be at least 1, got {chunk_files}")
+    chunks: list[list[Path]] = []
+    held = 0
+    for p in paths:
+        n = size(p) if chunk_bytes is not None else 0
+        full = chunks and (
+            (chunk_files is not None and len(chunks[-1]) >= chunk_files)
+            or (chunk_bytes is not None and held + n > chunk_bytes)
+        )
+        if not chunks or full:
+            chunks.append([])
+            held = 0
+        chunks[-1].append(p)
+        held += n
+    return chunks
 
 
 class _Trie:
@@ -122,7 +161,8 @@ def compose_dataset(
     parse: Callable[[list[Path]], list[_batch.FileArrays]],
     extra_of: Callable[[int, Path, _batch.FileArrays], dict[str, Any]],
     *,
-    chunk_files: int = CHUNK_FILES,
+    chunk_files: int | None = None,
+    chunk_bytes: int | None = CHUNK_BYTES,
     overwrite: bool = False,
     progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
     meta: Mapping[str, Any] | None = None,
@@ -131,7 +171,9 @@ def compose_dataset(
 
     ``parse(chunk)`` gives a chunk's files as arrays (serially or on workers),
     ``extra_of(k, path, arrays)`` the profile columns of the ``k``-th file;
-    ``chunk_files`` files are parsed and held at a time; ``meta``: the ensemble's
+    the files are parsed and held a chunk at a time, a chunk of at most
+    ``chunk_bytes`` bytes on disk and ``chunk_files`` files (:func:`chunks_of`;
+    None: no bound of that kind); ``meta``: the ensemble's
     own metadata (a run's), in place of what the files share. Returns the folder.
 
     Example:
@@ -144,12 +186,10 @@ def compose_dataset(
         >>> sorted(p.name for p in (d / "rows").iterdir())
         ['part-00000.parquet', 'part-00001.parquet']
     """
-    if chunk_files < 1:
-        raise ValueError(f"chunk_files must be at least 1, got {chunk_files}")
+    chunks = chunks_of(paths, chunk_bytes, chunk_files)
     folder = Path(out)
     _prepare_folder(folder, overwrite)
     state = _State()
-    chunks = [paths[k : k + chunk_files] for k in range(0, len(paths), chunk_files)]
     try:
         for c, chunk in enumerate(progress(chunks) if progress else chunks):
             files = parse(chunk)
@@ -292,4 +332,4 @@ def _rewrite(
     return Part(name, part.lo, part.hi, len(out))
 
 
-__all__ = ["CHUNK_FILES", "compose_dataset"]
+__all__ = ["chunks_of", "compose_dataset", "size_on_disk"]

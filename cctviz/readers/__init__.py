@@ -37,6 +37,10 @@ PathLike = str | os.PathLike
 HEAD_BYTES = 65536
 #: seconds a piece of work runs before its progress bar appears (``progress=None``)
 PROGRESS_DELAY = 1.0
+#: bytes of files on disk composed at a time by ``read_ensemble(out=)`` (a
+#: chunk's parsed profiles take a few times that in memory:
+#: ``benchmarks/compose_chunks.py``)
+CHUNK_BYTES = 32 * 2**20
 
 
 def progress_bar(items: Iterable[Any], progress: bool | None, **kw: Any) -> Iterable[Any]:
@@ -483,7 +487,8 @@ def read_ensemble(
     client: Any = None,
     batch: bool = True,
     out: PathLike | None = None,
-    chunk_files: int = 2000,
+    chunk_files: int | None = None,
+    chunk_bytes: int | None = CHUNK_BYTES,
     overwrite: bool = False,
     **reader_kw: Any,
 ) -> Any:
@@ -522,9 +527,11 @@ def read_ensemble(
     concatenating (``batch=False``), which other formats always do.
 
     ``out=folder`` composes straight into a dataset folder (the layout of
-    :meth:`Ensemble.to_dataset`) with bounded memory: ``chunk_files`` files are
-    parsed at a time and their rows written before the next chunk is read
-    (:mod:`cctviz.dataset.compose`; needs the ``scale`` extra), and the opened
+    :meth:`Ensemble.to_dataset`) with bounded memory: the files are parsed a
+    chunk at a time, a chunk of at most ``chunk_bytes`` bytes on disk (32 MiB by
+    default) and, where given, ``chunk_files`` files, and a chunk's rows are
+    written before the next chunk is read (:mod:`cctviz.dataset.compose`; needs
+    the ``scale`` extra), and the opened
     :class:`~cctviz.DatasetEnsemble` is returned. It equals
     ``read_ensemble(files).to_dataset(folder)``. An existing dataset there is
     replaced only with ``overwrite=True``; a compose that fails on the way
@@ -559,7 +566,7 @@ def read_ensemble(
             workers,
             client,
             batched,
-            chunk_files,
+            (chunk_files, chunk_bytes),
             overwrite,
             reader_kw,
         )
@@ -606,12 +613,13 @@ def _compose_into(
     workers: int | None,
     client: Any,
     batched: bool,
-    chunk_files: int,
+    chunk: tuple[int | None, int | None],
     overwrite: bool,
     reader_kw: dict[str, Any],
 ) -> Any:
     """:func:`read_ensemble` ``(out=)``: the files composed into a dataset folder,
-    ``chunk_files`` at a time (:mod:`cctviz.dataset.compose`), opened. Files are
+    a chunk at a time (``chunk``: its most files and bytes;
+    :mod:`cctviz.dataset.compose`), opened. Files are
     parsed to arrays by the batch parser where there is one, else read by their
     reader and turned into arrays (:func:`~cctviz.readers._batch.from_object`): a
     chunk of profiles in memory at a time either way."""
@@ -650,7 +658,8 @@ def _compose_into(
                 out,
                 parse,
                 extra_of,
-                chunk_files=chunk_files,
+                chunk_files=chunk[0],
+                chunk_bytes=chunk[1],
                 overwrite=overwrite,
                 progress=bar,
             )

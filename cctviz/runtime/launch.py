@@ -295,17 +295,20 @@ def run(argv: Sequence[str]) -> int:
             facts["expected_world_size"] = int(nnodes) * int(nproc)
         update_run_file(out, facts)
     print(f"cctviz: profiling {script} ({mode} mode) into {out}/", file=sys.stderr, flush=True)
-    code = 0
+    code = 1  # until the job returns
     try:
         torchrun.run(args)
+        code = 0
     except ChildFailedError as e:
         print(f"cctviz: the job failed: {e}", file=sys.stderr)
-        code = 1
+    except Exception as e:  # noqa: BLE001 - the launcher's own failure (rendezvous): said
+        print(f"cctviz: the job could not run: {type(e).__name__}: {e}", file=sys.stderr)
+    finally:  # every rank is gone: a watch takes one without its last record as cut
+        if node_rank == "0":
+            ended = _dt.datetime.now(_dt.timezone.utc).isoformat()
+            update_run_file(out, {"ended": ended, "exit_code": code})
     if trace is not None:
         finish_trace(trace)
-    if node_rank == "0":  # every rank is gone: a watch takes one without its last record as cut
-        ended = _dt.datetime.now(_dt.timezone.utc).isoformat()
-        update_run_file(out, {"ended": ended, "exit_code": code})
     n = len(list(out.glob(RANK_GLOB)))
     print(
         f"cctviz: {n} rank file(s) in {out}/; look at them with `cctviz tree {out}`",

@@ -105,6 +105,33 @@ def test_one_chunk_of_parsed_files_at_a_time(study, tmp_path, monkeypatch):
     assert max(sizes) == 8 and sum(sizes) == len(study) and len(sizes) == -(-len(study) // 8)
 
 
+def test_chunks_are_bounded_by_bytes_on_disk(study, in_memory, tmp_path, monkeypatch):
+    """Chunks by size: each parsed chunk's files hold at most ``chunk_bytes`` on
+    disk (a file larger is a chunk alone), in order, every file once; the dataset
+    is the in-memory ensemble all the same."""
+    sizes = [p.stat().st_size for p in study]
+    limit = 3 * int(np.median(sizes))
+    seen: list[list] = []
+    real = _batch.read_chunk_arrays
+
+    def counted(paths, format, reader_kw):
+        seen.append(list(paths))
+        return real(paths, format, reader_kw)
+
+    monkeypatch.setattr(_batch, "read_chunk_arrays", counted)
+    ds = cctviz.read_ensemble(study, out=tmp_path / "s", chunk_bytes=limit, progress=False)
+    assert [p for c in seen for p in c] == list(study) and len(seen) > 2
+    for chunk in seen:
+        held = sum(p.stat().st_size for p in chunk)
+        assert held <= limit or len(chunk) == 1, (held, limit, len(chunk))
+    for a, b in zip(seen, seen[1:]):  # a chunk is cut only where the next file would not fit
+        assert sum(p.stat().st_size for p in [*a, b[0]]) > limit
+    assert len(ds._store.parts) == len(seen)
+    assert_same_ensemble(ds.to_ensemble(), in_memory)
+    with pytest.raises(ValueError, match="chunk_bytes"):
+        cctviz.read_ensemble(study, out=tmp_path / "z", chunk_bytes=0, progress=False)
+
+
 def test_a_compose_that_fails_leaves_a_partial_dataset(study, tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text(study[0].read_text()[:400])

@@ -13,10 +13,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch  # noqa: F401  - required (scripts/test.sh installs it): fail, never skip
+
+import cctviz
 
 collect_ignore = ["scripts"]  # job scripts run under torchrun, not modules to import
 
@@ -49,6 +53,36 @@ def run_job(
             f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
         )
     return p
+
+
+def stop(job: subprocess.Popen) -> None:
+    """Kill ``job``'s process group (the launcher and the ranks it started,
+    which may outlive it)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+
+
+def follow(out: Path, job: subprocess.Popen) -> tuple[Any, list, list[int]]:
+    """Watch ``job`` in this process until it ends: the watch, the alerts passed
+    to ``on_alert`` as they came, the steps seen at each look while it ran."""
+    w = None
+    try:
+        w = cctviz.watch(out, wait=120)
+        came: list = []
+        w.on_alert(came.append)
+        w.start(every=0.2)
+        seen = []
+        while job.poll() is None:
+            seen.append(len(w.steps()))
+            time.sleep(0.2)
+        assert job.wait() == 0
+        assert w.wait(timeout=30)
+        return w, came, seen
+    finally:
+        if w is not None:
+            w.close()
+        stop(job)
 
 
 def example_run(

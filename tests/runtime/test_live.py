@@ -3,14 +3,14 @@ followed by ``cctviz.watch`` in this process and ``cctviz watch`` in another."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
+import socket
 import subprocess
 import time
 import warnings
 
+import pandas as pd
 import pytest
 
 import cctviz
@@ -18,7 +18,7 @@ from cctviz.errors import ProfileError
 from cctviz.model.formats import live_file
 from cctviz.readers._live import RankStream
 
-from .conftest import CCTVIZ, EXAMPLE, ROOT, SCRIPTS, run_job
+from .conftest import CCTVIZ, EXAMPLE, ROOT, SCRIPTS, follow, run_job
 
 #: the straggler's onset: rank 1 sleeps SLEEP_MS in blocks.1.mlp from step ONSET on
 ONSET, SLEEP_MS, STEPS = 30, 40, 60
@@ -36,36 +36,6 @@ def start_job(out, *script_args: str, flush: str = "0.5") -> subprocess.Popen:
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # stop() ends the launcher and its workers together
     )
-
-
-def stop(job: subprocess.Popen) -> None:
-    """Kill ``job``'s process group (the launcher and the ranks it started,
-    which may outlive it)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(job.pid, signal.SIGKILL)
-    job.wait()
-
-
-def follow(out, job: subprocess.Popen) -> tuple[cctviz.Watch, list, list[int]]:
-    """Watch ``job`` in this process until it ends: the watch, the alerts passed
-    to ``on_alert`` as they came, the steps seen at each look while it ran."""
-    w = None
-    try:
-        w = cctviz.watch(out, wait=120)
-        came: list = []
-        w.on_alert(came.append)
-        w.start(every=0.2)
-        seen = []
-        while job.poll() is None:
-            seen.append(len(w.steps()))
-            time.sleep(0.2)
-        assert job.wait() == 0
-        assert w.wait(timeout=30)
-        return w, came, seen
-    finally:
-        if w is not None:
-            w.close()
-        stop(job)
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +119,24 @@ def test_cli_watch_from_another_process(straggler_run):
     assert "the run has ended" in lines[-1]
 
 
+def test_a_regression_of_every_rank_is_alerted_within_2_s(tmp_path):
+    """Both ranks spend SLEEP_MS more in blocks.2.attn from step ONSET on: no
+    rank is late, the steps are slower; one regression alert names the step,
+    the context and how much."""
+    out = tmp_path / "regression"
+    both = f"0:blocks.2.attn:{SLEEP_MS},1:blocks.2.attn:{SLEEP_MS}"
+    w, came, _ = follow(out, start_job(out, "--sleep", f"|{both}", "--sleep-block", str(ONSET)))
+    alerts = w.alerts
+    assert list(alerts["kind"]) == ["regression"], alerts[["kind", "rank", "step", "message"]]
+    a = alerts.iloc[0]
+    said = a.to_string()
+    assert pd.isna(a["rank"]) and len(came) == 1, said
+    assert ONSET - 6 <= a["step"] <= ONSET + 3, said
+    assert a["context"].endswith("blocks.2/attn"), said
+    assert 0.5 * SLEEP_MS < a["late [s]"] * 1e3 < 1.5 * SLEEP_MS, said
+    assert 0 < a["after [s]"] < 2.0, said
+
+
 def test_clean_run_raises_no_alert(tmp_path):
     out = tmp_path / "clean"
     w, came, _ = follow(out, start_job(out))
@@ -212,3 +200,33 @@ def test_bad_folders_are_refused_or_waited_for(tmp_path):
     with pytest.raises(TimeoutError, match="no rank has written a record in 0.3 s"):
         cctviz.watch(tmp_path / "not-started-yet", wait=0.3)
     assert time.monotonic() - t0 >= 0.3
+
+
+def test_a_job_that_ends_before_any_record_is_said_at_once(tmp_path):
+    """The launcher cannot start the ranks (its rendezvous port is taken): the
+    watch waiting for the run's first record says the job ended, with its exit
+    code, instead of waiting out its timeout."""
+    out = tmp_path / "no-start"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        cmd = [*CCTVIZ, "run", "--nnodes", "1", "--nproc-per-node", "2", "--master-addr"]
+        cmd += ["127.0.0.1", "--master-port", port, "--out", str(out), str(EXAMPLE)]
+        assert run_job(cmd, check=False).returncode != 0
+    assert not (out / "live").exists()
+    t0 = time.monotonic()
+    with pytest.raises(ProfileError, match=r"the job ended \(exit code 1\) before any rank"):
+        cctviz.watch(out, wait=60)
+    assert time.monotonic() - t0 < 30
+
+
+def test_rules_that_cannot_hold_are_refused():
+    for bad in (
+        lambda: cctviz.live.StragglerRule(steps=0),
+        lambda: cctviz.live.StragglerRule(share=float("nan")),
+        lambda: cctviz.live.RegressionRule(baseline=0),
+        lambda: cctviz.live.BlockedRule(share=1.5),
+    ):
+        with pytest.raises(ValueError, match="needs"):
+            bad()

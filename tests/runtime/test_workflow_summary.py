@@ -6,6 +6,8 @@ held-out style workflow that uses nothing of cctviz but ``cctviz.region``."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import numpy as np
 import pandas as pd
@@ -16,7 +18,7 @@ from cctviz.demo import example_script
 from cctviz.errors import ProfileError
 from tests.table_units import assert_units
 
-from .conftest import CCTVIZ, ROOT, run_job
+from .conftest import CCTVIZ, ROOT, follow, run_job
 
 SCRIPTS = ROOT / "tests" / "runtime" / "scripts" / "workflow"
 
@@ -34,14 +36,21 @@ def own_share(stats, component: str) -> float:
 
 @pytest.fixture(scope="module", params=["sim_bound", "train_bound"])
 def example(request, tmp_path_factory):
+    """The example workflow in its two modes, watched live as it ran (the
+    watch, its alerts as they came)."""
     wf = example_script(f"workflow/{request.param}.toml")
     out = tmp_path_factory.mktemp(request.param) / "run"
-    run_job([*CCTVIZ, "run", "--workflow", str(wf), "--out", str(out)], timeout=300)
-    return request.param, out
+    job = subprocess.Popen(
+        [*CCTVIZ, "run", "--workflow", str(wf), "--out", str(out)],
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}, cwd=ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    w, came, _ = follow(out, job)
+    return request.param, out, w, came
 
 
 def test_the_example_names_its_bottleneck_and_the_waiting_share(example):
-    mode, run = example
+    mode, run, _, _ = example
     s = cctviz.workflow.summary(run)
     bottleneck, waiter = ("sim", "train") if mode == "sim_bound" else ("train", "sim")
     assert s.bottleneck == bottleneck, s.why
@@ -119,7 +128,7 @@ def test_demo_workflow_writes_the_summary_and_a_tree_per_component(tmp_path, mon
 def test_the_workflow_watched_equals_its_read_run(example):
     """Every process of a workflow appends its increments (sampled, so with
     cpu_util): the watch rebuilds the run exactly, components and all."""
-    _, run = example
+    _, run, _, _ = example
     w = cctviz.watch(run, wait=5)
     assert w.ended and len(w.ranks) == 4
     live, read = w.ensemble(), cctviz.read(run)
@@ -130,3 +139,20 @@ def test_the_workflow_watched_equals_its_read_run(example):
     # steps are each component's own: here only the DDP trainer's
     steps = w.by_step()
     assert set(steps["component"]) == {"train"} and (steps["ranks"] == 2).all()
+
+
+def test_the_waiting_component_is_alerted_blocked_while_it_runs(example):
+    """Watched live, the component the summary finds waiting is alerted blocked
+    (more than half of a second after start-up), in the region where it waits;
+    the bottleneck never is."""
+    mode, run, w, came = example
+    waiter = "train" if mode == "sim_bound" else "sim"
+    alerts = w.alerts
+    blocked = alerts.loc[alerts["kind"] == "blocked"]
+    assert set(blocked["component"]) == {waiter}, alerts[["kind", "component", "message"]]
+    a = blocked.iloc[0]
+    assert pd.isna(a["rank"]) and a["message"] in [c["message"] for c in came]
+    waits = cctviz.workflow.summary(run).blocked
+    where = waits.loc[waits["component"] == waiter, "context"]
+    assert a["context"] in set(where), (a["context"], list(where))
+    assert 0 < a["late [s]"] and 0 <= a["after [s]"] < 2.0, a.to_string()
