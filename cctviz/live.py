@@ -82,6 +82,8 @@ from .readers.cctviz_run import assemble_run, rank_row, read_rank, run_layout
 #: the value of one of them (9 ranks in 10 grew at least that much; of fewer than
 #: 10, the least: one straggler among them is not a regression)
 ALIKE = 0.1
+#: steps before a run of late or slow steps whose records give a context's usual rate
+BEFORE = 10
 #: records of each rank kept to find where a straggler's time grew
 HISTORY = 256
 #: steps kept past the last one checked (a straggler's window lies within them)
@@ -631,12 +633,18 @@ class Watch:
             # have spent that much more time in one of its contexts (a rank that
             # waits for others spends its wait where it waits: not the sum)
             if grown is not None and len(grown) and grown.max() > limit:
+                # late steps may have begun with noise: the context's own
+                # records say more closely when it grew
+                onset = self._onset([r], str(grown.idxmax()), first, limit)
+                if onset > first and (again := self._grown(r, onset, step)) is not None:
+                    first, grown = onset, again
                 self._alerted.add(r)
                 self._straggler(r, first, step, median_step, grown)
 
     def _check_regression(self, group: str, step: int, took: float, quiet: bool) -> None:
         """A component's step ``took`` seconds: against its baseline (a
-        :class:`RegressionRule`); steps while a rank is late count neither way."""
+        :class:`RegressionRule`); steps while a rank of it is an alerted straggler
+        count neither way."""
         rule = self.regression
         base = self._baseline.setdefault(group, deque(maxlen=rule.baseline))
         if not quiet:
@@ -669,7 +677,8 @@ class Watch:
         grown = self._grown_alike(group, first, step)
         if grown is not None and len(grown) and grown.max() > rule.share * ref:
             # the context's own records say more closely when it grew
-            onset = self._onset(group, str(grown.idxmax()), first, rule.share * ref)
+            mine = [q for q in self._history if self._group.get(q) == group]
+            onset = self._onset(mine, str(grown.idxmax()), first, rule.share * ref)
             if onset > first and (again := self._grown_alike(group, onset, step)) is not None:
                 first, grown = onset, again
             self._regressed(group, first, step, ref, grown)
@@ -679,20 +688,21 @@ class Watch:
         del self._slow_run[group]
         base.clear()
 
-    def _onset(self, group: str, context: str, first: int, limit: float) -> int:
+    def _onset(self, ranks: list[int], context: str, first: int, limit: float) -> int:
         """The step from which ``context``'s time per step grew by more than
-        ``limit`` seconds over its rate in the baseline steps before ``first``:
-        per rank of ``group``, the start of the first span between two of its
-        records (after ``first``) where it did; the ranks' median (``first``
-        where none did)."""
+        ``limit`` seconds over its rate in the :data:`BEFORE` steps before
+        ``first``: per rank of ``ranks``, the start of the first span between
+        two of its records (after ``first``) where it did; the ranks' median
+        (``first`` where none did)."""
         starts = []
-        for q, hist in self._history.items():
-            if self._group.get(q) != group or context not in self._paths[q]:
+        for q in ranks:
+            hist = self._history.get(q)
+            if not hist or context not in self._paths[q]:
                 continue
             i = self._paths[q].index(context)
             at = np.array([h[0] for h in hist], dtype=np.int64)
             value = np.array([h[1][i] if i < len(h[1]) else 0.0 for h in hist])
-            lo = np.flatnonzero(at <= first - self.regression.baseline)
+            lo = np.flatnonzero(at <= first - BEFORE)
             hi = np.flatnonzero(at <= first)
             if not len(lo) or not len(hi) or at[hi[-1]] <= at[lo[-1]]:
                 continue

@@ -46,10 +46,11 @@ from .layout import (
 
 def size_on_disk(path: Path) -> int:
     """The bytes of a profile on disk: a file's size, a folder's files' sizes
-    summed (HPCToolkit databases, run folders)."""
+    summed (HPCToolkit databases, run folders); 0 for one that is not there (a
+    rank that died before writing: its parser says so)."""
     if path.is_dir():
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-    return path.stat().st_size
+    return path.stat().st_size if path.exists() else 0
 
 
 def chunks_of(
