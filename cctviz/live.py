@@ -148,7 +148,7 @@ class RegressionRule:
     share: float = 0.20
     least: float = 0.002
     baseline: int = 10
-    tolerate: int = 1
+    tolerate: int = 2
 
     def __post_init__(self) -> None:
         _require(self, {"steps": 1, "baseline": 1, "tolerate": 0})
@@ -524,14 +524,16 @@ class Watch:
         """Rank ``r``'s blocked time per context (ns, of its sampled time)
         between its newest record and its last one at least
         :attr:`BlockedRule.seconds` older (and after ``started``, the end of
-        start-up), the wall time between them (ns) and the newest record's wall
+        start-up; else its first since then, at least half that older: a short
+        run), the wall time between them (ns) and the newest record's wall
         clock (ns); None when its records do not reach that far back."""
         hist = self._sampled[r]
         end = hist[-1]
-        start = [h for h in hist if started <= h[0] <= end[0] - self.blocked.seconds * 1e9]
-        if not start:
-            return None
-        start = start[-1]
+        after = [h for h in hist if started <= h[0] <= end[0] - self.blocked.seconds * 5e8]
+        if not after:
+            return None  # not half a window of records since start-up yet
+        full = [h for h in after if h[0] <= end[0] - self.blocked.seconds * 1e9]
+        start = full[-1] if full else after[0]
         n = len(end[1])
         _, cpu, sampled = (
             e - np.pad(b, (0, n - len(b))) for b, e in zip(start[1:], end[1:], strict=True)
@@ -657,7 +659,8 @@ class Watch:
         slow = took > ref * (1 + rule.share) and took - ref > rule.least
         advance_runs(self._slow_run, step, {group}, {group} if slow else set(), rule.tolerate)
         if not slow:
-            base.append(took)
+            if group not in self._slow_run:  # within a run of slow steps the baseline holds
+                base.append(took)
             return
         first, count, _ = self._slow_run[group]
         if count < rule.steps or self._steps_took(group, first, step) < rule.seconds:
@@ -674,12 +677,14 @@ class Watch:
             if sum(slow_since) < rule.steps or took_since < rule.seconds:
                 return
             first = begins
-        grown = self._grown_alike(group, first, step)
+        run_first = self._slow_run[group][0]  # against the steps before the whole run
+        grown = self._grown_alike(group, first, step, run_first)
         if grown is not None and len(grown) and grown.max() > rule.share * ref:
             # the context's own records say more closely when it grew
             mine = [q for q in self._history if self._group.get(q) == group]
-            onset = self._onset(mine, str(grown.idxmax()), first, rule.share * ref)
-            if onset > first and (again := self._grown_alike(group, onset, step)) is not None:
+            onset = self._onset(mine, str(grown.idxmax()), run_first, rule.share * ref)
+            again = self._grown_alike(group, onset, step, run_first)
+            if onset != first and again is not None:
                 first, grown = onset, again
             self._regressed(group, first, step, ref, grown)
         elif count < 4 * rule.steps:
@@ -792,14 +797,18 @@ class Watch:
         others = others.reindex(per_step[r].index).fillna(0.0)
         return beyond_proportion(per_step[r].sub(others), others) / 1e9
 
-    def _grown_alike(self, group: str, first: int, last: int) -> pd.Series | None:
+    def _grown_alike(
+        self, group: str, first: int, last: int, since: int | None = None
+    ) -> pd.Series | None:
         """How much the ranks' time per step grew alike (the :data:`ALIKE`
         quantile over them), in each context outside the collectives (seconds,
         by call path, beyond proportion): since step ``first`` (to the first
         record with step ``last`` ended) against the
-        :attr:`RegressionRule.baseline` steps before it; None without records."""
+        :attr:`RegressionRule.baseline` steps before it (before ``since``, where
+        given); None without records."""
+        since = first if since is None else since
         now = self._per_step(group, first, last, after=True)
-        before = self._per_step(group, first - self.regression.baseline, first, after=False)
+        before = self._per_step(group, since - self.regression.baseline, since, after=False)
         grown = []
         for q in now:
             if q in before:

@@ -63,12 +63,12 @@ def stop(job: subprocess.Popen) -> None:
     job.wait()
 
 
-def follow(out: Path, job: subprocess.Popen) -> tuple[Any, list, list[int]]:
+def follow(out: Path, job: subprocess.Popen, **watch: Any) -> tuple[Any, list, list[int]]:
     """Watch ``job`` in this process until it ends: the watch, the alerts passed
     to ``on_alert`` as they came, the steps seen at each look while it ran."""
     w = None
     try:
-        w = cctviz.watch(out, wait=120)
+        w = cctviz.watch(out, wait=120, **watch)
         came: list = []
         w.on_alert(came.append)
         w.start(every=0.2)

@@ -45,7 +45,9 @@ def example(request, tmp_path_factory):
         env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}, cwd=ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    w, came, _ = follow(out, job)
+    # blocked over 40% of a window: between the waiter's (0.45-0.95 in windows seen
+    # here, quiet machine or loaded) and the bottleneck's (0.35 at most)
+    w, came, _ = follow(out, job, blocked=cctviz.live.BlockedRule(share=0.4))
     return request.param, out, w, came
 
 
@@ -143,7 +145,7 @@ def test_the_workflow_watched_equals_its_read_run(example):
 
 def test_the_waiting_component_is_alerted_blocked_while_it_runs(example):
     """Watched live, the component the summary finds waiting is alerted blocked
-    (more than half of a second after start-up), in the region where it waits;
+    (more than 40% of a second after start-up), in the region where it waits;
     the bottleneck never is."""
     mode, run, w, came = example
     waiter = "train" if mode == "sim_bound" else "sim"
