@@ -210,7 +210,7 @@ class Watch:
         self._paths: dict[int, list[str]] = {}
         self._in_step: dict[int, list[bool]] = {}  # per rank, per context: within a step
         self._history: dict[int, deque[tuple[int, np.ndarray]]] = {}
-        # per sampled rank, its last records: (wall clock ns, time, cpu_time, sampled_time)
+        # per sampled rank, its last records: (wall clock ns, cpu_time, sampled_time)
         self._sampled: dict[int, deque[tuple]] = {}
         self._blocked_now: set[str] = set()  # components in a blocked episode
         self._began: dict[int, int] = {}  # per rank, its first record with context time (ns)
@@ -273,7 +273,7 @@ class Watch:
                     if r is not None and r not in self._streams:
                         self._streams[r] = RankStream(p, on_record=self._remember)
             n = sum(s.update() for s in self._streams.values())
-            self._detect()
+            self._detect(new=n > 0)
             return n
 
     def _remember(self, s: RankStream) -> None:
@@ -306,9 +306,7 @@ class Watch:
             self._began[r] = s.last_wall_ns
         if "sampled_time" in s.metrics:  # a sampled rank: what its contexts waited
             sampled = (_column(s, "cpu_time"), _column(s, "sampled_time"))
-            self._sampled.setdefault(r, deque(maxlen=HISTORY)).append(
-                (s.last_wall_ns, col, *sampled)
-            )
+            self._sampled.setdefault(r, deque(maxlen=HISTORY)).append((s.last_wall_ns, *sampled))
 
     # ------------------------------------------------------------ results
     @property
@@ -479,9 +477,10 @@ class Watch:
         return max(5.0, 5 * max(flushes, default=1.0))
 
     # ------------------------------------------------------------ detection
-    def _detect(self) -> None:
+    def _detect(self, new: bool = True) -> None:
         self._detect_stragglers()
-        self._detect_blocked()
+        if new:  # its windows end at the newest records
+            self._detect_blocked()
         self._detect_silent()
 
     def _detect_blocked(self) -> None:
@@ -535,7 +534,7 @@ class Watch:
         full = [h for h in after if h[0] <= end[0] - self.blocked.seconds * 1e9]
         start = full[-1] if full else after[0]
         n = len(end[1])
-        _, cpu, sampled = (
+        cpu, sampled = (
             e - np.pad(b, (0, n - len(b))) for b, e in zip(start[1:], end[1:], strict=True)
         )
         kind = np.asarray(self._streams[r].kind[:n], dtype=object)
@@ -545,18 +544,18 @@ class Watch:
         return blocked, float(end[0] - start[0]), float(end[0])
 
     def _blocked(self, group: str, ranks: list[int], share: float, windows: list) -> None:
-        per_path: dict[str, float] = {}
-        for r, (b, _, _) in zip(ranks, windows, strict=True):
-            for i in np.flatnonzero(b > 0):
-                path = self._paths[r][i]
-                per_path[path] = per_path.get(path, 0.0) + float(b[i]) / len(ranks)
-        context = max(per_path, key=per_path.get) if per_path else ""
+        # per call path, the blocked time a process (ns): the mean over the ranks
+        per_path = pd.concat(
+            [pd.Series(b, index=self._paths[r][: len(b)]) for r, (b, _, _) in zip(ranks, windows)]
+        ).groupby(level=0, sort=False).sum() / len(ranks)
+        context = str(per_path.idxmax()) if per_path.max() > 0 else ""
+        most = float(per_path.max()) / 1e9
         who = f"component {group}" if group else "the run"
-        secs = self.blocked.seconds
+        secs = float(np.mean([wall for _, wall, _ in windows])) / 1e9
         msg = (
-            f"{who} is blocked {share:.0%} of the last {secs:g} s (the mean of its "
+            f"{who} is blocked {share:.0%} of the last {secs:.1f} s (the mean of its "
             f"{len(ranks)} process{'es' if len(ranks) > 1 else ''}), most in {context}"
-            f" ({per_path.get(context, 0.0) / 1e9:.2f} s a process)"
+            f" ({most:.2f} s a process)"
         )
         now = time.time()
         newest = max(end for _, _, end in windows) / 1e9
@@ -564,7 +563,7 @@ class Watch:
         self._raise({
             "time": pd.Timestamp(now, unit="s", tz="UTC"), "kind": "blocked", "rank": None,
             "component": group, "step": steps, "message": msg,
-            "late [s]": per_path.get(context, 0.0) / 1e9, "gap [s]": np.nan,
+            "late [s]": most, "gap [s]": np.nan,
             "step [s]": np.nan, "context": context, "after [s]": now - newest,
         })  # fmt: skip
 
@@ -734,7 +733,9 @@ class Watch:
         now = float(np.median(self._step_times(group, first, last)))
         context, more = str(grown.idxmax()), float(grown.max())
         ends = [
-            row[4] + row[5] for (r, k), row in self._rows.items() if k == first and row[1] == group
+            row[4] + row[5]
+            for r, g in self._group.items()
+            if g == group and (row := self._rows.get((r, first)))
         ]
         who = f"component {group}" if group else "the run"
         msg = (
