@@ -56,6 +56,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
@@ -636,8 +637,8 @@ class Watch:
             if grown is not None and len(grown) and grown.max() > limit:
                 # late steps may have begun with noise: the context's own
                 # records say more closely when it grew
-                onset = self._onset([r], str(grown.idxmax()), first, limit)
-                if onset > first and (again := self._grown(r, onset, step)) is not None:
+                onset, whole = self._onset([r], str(grown.idxmax()), first, step, limit)
+                if onset > first and (again := self._grown(r, whole, step)) is not None:
                     first, grown = onset, again
                 self._alerted.add(r)
                 self._straggler(r, first, step, median_step, grown)
@@ -681,26 +682,39 @@ class Watch:
         if grown is not None and len(grown) and grown.max() > rule.share * ref:
             # the context's own records say more closely when it grew
             mine = [q for q in self._history if self._group.get(q) == group]
-            onset = self._onset(mine, str(grown.idxmax()), run_first, rule.share * ref)
-            again = self._grown_alike(group, onset, step, run_first)
-            if onset != first and again is not None:
+            context = str(grown.idxmax())
+            onset, whole = self._onset(mine, context, run_first, step, rule.share * ref)
+            # how much, from where it is whole, against the steps just before
+            # the onset (the machine's load may have changed since the run began)
+            again = self._grown_alike(group, whole, step, onset)
+            if again is not None and len(again) and str(again.idxmax()) == context:
                 first, grown = onset, again
             self._regressed(group, first, step, ref, grown)
         elif count < 4 * rule.steps:
             return
-        # alerted, or slow everywhere alike for long: the new steps are the baseline
+        # alerted, or slow everywhere alike for long: the new steps are the
+        # baseline at once (a baseline refilled from empty would take in a
+        # regression that begins meanwhile)
         del self._slow_run[group]
         base.clear()
+        base.extend(self._step_times(group, first, step))
 
-    def _onset(self, ranks: list[int], context: str, first: int, limit: float) -> int:
-        """The step from which ``context``'s time per step grew by more than
-        ``limit`` seconds over its rate in the :data:`BEFORE` steps before
-        ``first``: per rank of ``ranks``, the start of the first span between
-        two of its records (after ``first``) where it did; the ranks' median
-        (``first`` where none did)."""
-        starts = []
+    def _onset(
+        self, ranks: list[int], context: str, first: int, last: int, limit: float
+    ) -> tuple[int, int]:
+        """When ``context``'s time per step grew by more than ``limit`` seconds
+        over its rate in the :data:`BEFORE` steps before ``first``, and from
+        which step its growth can be measured whole: per rank of ``ranks``, from
+        its records after ``first`` up to the one that ended step ``last`` (a
+        watch of the ended run, all records read at once, says the same as
+        the live one; :func:`onset_in_span`); the ranks' medians (``first`` for
+        both where none did)."""
+        onsets, whole = [], []
         for q in ranks:
             hist = self._history.get(q)
+            if hist:
+                upto = next((k for k, h in enumerate(hist) if h[0] > last), len(hist) - 1)
+                hist = list(itertools.islice(hist, upto + 1))
             if not hist or context not in self._paths[q]:
                 continue
             i = self._paths[q].index(context)
@@ -712,12 +726,13 @@ class Watch:
                 continue
             a, b = lo[-1], hi[-1]
             base = (value[b] - value[a]) / (at[b] - at[a])
-            span = np.diff(at[b:])
-            rate = np.diff(value[b:]) / np.maximum(span, 1)
-            grew = np.flatnonzero((span > 0) & (rate - base > limit * 1e9))
-            if len(grew):
-                starts.append(int(at[b + grew[0]]))
-        return int(np.median(starts)) if starts else first
+            found = onset_in_span(at[b:], value[b:] - base * at[b:], limit * 1e9)
+            if found is not None:
+                onsets.append(found[0])
+                whole.append(found[1])
+        if not onsets:
+            return first, first
+        return int(np.median(onsets)), int(np.median(whole))
 
     def _step_times(self, group: str, first: int, last: int) -> list[float]:
         """The component's steps ``first..last`` (those every rank ended): the
@@ -954,6 +969,37 @@ def beyond_proportion(grown: pd.Series, base: pd.Series) -> pd.Series:
     if total <= 0:
         return grown
     return grown - base * (float(grown.sum()) / total)
+
+
+def onset_in_span(at: np.ndarray, excess: np.ndarray, limit: float) -> tuple[int, int] | None:
+    """When a cumulative ``excess`` over a base rate (one value per record;
+    ``at``: the steps ended at each record) grew by more than ``limit`` a step,
+    and the first record from which its growth is whole; None where no span
+    between two records grew that fast. The first such span tells the rate
+    (the rate after it where later records tell); the onset is where the
+    excess since the record two before that span would have begun at that
+    rate (a span with the onset inside grows slower than the rate).
+
+    >>> at = np.array([20, 25, 31, 36])  # 10 a step more from step 30 on
+    >>> onset_in_span(at, np.array([0.0, 0.0, 10.0, 60.0]), 5.0)
+    (30, 31)
+    >>> onset_in_span(np.append(at, 41), np.array([0.0, 0.0, 10.0, 60.0, 110.0]), 5.0)
+    (30, 31)
+    """
+    span = np.diff(at)
+    rate = np.diff(excess) / np.maximum(span, 1)
+    grew = np.flatnonzero((span > 0) & (rate > limit))
+    if not len(grew):
+        return None
+    j = int(grew[0])
+    end = j + 1 if j + 2 < len(at) else j  # the rate from the record after the span
+    g = (excess[-1] - excess[end]) / (at[-1] - at[end])
+    pre = max(j - 1, 0)
+    if g <= limit / 2:  # no steady growth after: the span's start
+        return int(at[j]), int(at[j + 1])
+    onset = at[-1] - (excess[-1] - excess[pre]) / g
+    onset = int(min(max(round(onset), at[pre]), at[j + 1] - 1))
+    return onset, int(at[np.searchsorted(at, onset)])
 
 
 def _column(s: RankStream, metric: str) -> np.ndarray:

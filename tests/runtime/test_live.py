@@ -22,6 +22,11 @@ from .conftest import CCTVIZ, EXAMPLE, ROOT, SCRIPTS, follow, run_job
 
 #: the straggler's onset: rank 1 sleeps SLEEP_MS in blocks.1.mlp from step ONSET on
 ONSET, SLEEP_MS, STEPS = 30, 40, 60
+#: the regression: every rank sleeps this long from step ONSET on. The rule asks
+#: for 20% of a step; CI's loaded cores stretch a 141 ms step two- or threefold
+#: while the sleep stays, so 40 ms fell below it there (the detection study on a
+#: quiet machine is benchmarks/live_watch.py)
+REGRESSION_MS = 100
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
 
 
@@ -120,20 +125,25 @@ def test_cli_watch_from_another_process(straggler_run):
 
 
 def test_a_regression_of_every_rank_is_alerted_within_2_s(tmp_path):
-    """Both ranks spend SLEEP_MS more in blocks.2.attn from step ONSET on: no
+    """Both ranks spend REGRESSION_MS more in blocks.2.attn from step ONSET on: no
     rank is late, the steps are slower; one regression alert names the step,
     the context and how much."""
     out = tmp_path / "regression"
-    both = f"0:blocks.2.attn:{SLEEP_MS},1:blocks.2.attn:{SLEEP_MS}"
+    both = f"0:blocks.2.attn:{REGRESSION_MS},1:blocks.2.attn:{REGRESSION_MS}"
     w, came, _ = follow(out, start_job(out, "--sleep", f"|{both}", "--sleep-block", str(ONSET)))
     alerts = w.alerts
-    assert list(alerts["kind"]) == ["regression"], alerts[["kind", "rank", "step", "message"]]
+    # a failure shows the steps' median times, to tell a baseline the load stretched
+    times = (w.by_step()["time [s]"] * 1e3).round().astype(int)
+    steps_ms = " ".join(f"{k}:{v}" for k, v in times.items())
+    assert list(alerts["kind"]) == ["regression"], (
+        f"{alerts[['kind', 'rank', 'step', 'message']]}\nstep:ms {steps_ms}"
+    )
     a = alerts.iloc[0]
-    said = a.to_string()
+    said = f"{a.to_string()}\nstep:ms {steps_ms}"
     assert pd.isna(a["rank"]) and len(came) == 1, said
     assert ONSET - 6 <= a["step"] <= ONSET + 3, said
     assert a["context"].endswith("blocks.2/attn"), said
-    assert 0.5 * SLEEP_MS < a["late [s]"] * 1e3 < 1.5 * SLEEP_MS, said
+    assert 0.5 * REGRESSION_MS < a["late [s]"] * 1e3 < 1.5 * REGRESSION_MS, said
     assert 0 < a["after [s]"] < 2.0, said
 
 
