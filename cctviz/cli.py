@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -518,7 +519,8 @@ def _depth(text: str) -> int:
 
 def _cmd_watch(a: argparse.Namespace) -> int:
     """``cctviz watch RUN``: a line per step as the ranks end it, the alerts as
-    they come, until the run ends (or Ctrl-C)."""
+    they come, until the run ends (or Ctrl-C); a progress bar on stderr where
+    the step count is known (``--steps``, or ``cctviz run --expect-steps``)."""
     import time
 
     from .live import watch
@@ -528,6 +530,8 @@ def _cmd_watch(a: argparse.Namespace) -> int:
     except TimeoutError as e:
         print(f"cctviz: {e}", file=sys.stderr)
         return 2
+    bar = _steps_bar(a.steps or w.expected_steps)
+    say = bar.write if bar is not None else functools.partial(print, flush=True)
     shown: dict[str, int] = {}  # per component, the last step printed
     shown_alerts = 0
     try:
@@ -538,26 +542,49 @@ def _cmd_watch(a: argparse.Namespace) -> int:
             for step, row in steps.iterrows():
                 if step <= shown.get(row["component"], -1):
                     continue
-                comp = f"{row['component']} " if row["component"] else ""
-                print(
-                    f"{comp}step {step:>6}  {row['time [s]'] * 1e3:9.1f} ms"
-                    f"  ({row['min [s]'] * 1e3:.1f}-{row['max [s]'] * 1e3:.1f} over"
-                    f" {int(row['ranks'])} ranks)  wait {row['wait [s]'] * 1e3:.1f} ms,"
-                    f" least: rank {int(row['least wait'])}",
-                    flush=True,
-                )
+                say(_step_line(int(step), row))
                 shown[row["component"]] = int(step)
             alerts = w.alerts
             for _, al in alerts.iloc[shown_alerts:].iterrows():
-                print(f"ALERT {al['kind']}: {al['message']}", flush=True)
+                say(f"ALERT {al['kind']}: {al['message']}")
             shown_alerts = len(alerts)
+            if bar is not None and shown:  # the steps that every component ended
+                bar.update(min(shown.values()) + 1 - bar.n)
             if ended:
                 break
             time.sleep(a.every)
     except KeyboardInterrupt:
         return 130
+    finally:
+        if bar is not None:
+            bar.close()
     print(f"cctviz: the run has ended ({len(w.ranks)} ranks, {shown_alerts} alert(s))")
     return 0
+
+
+def _steps_bar(total: int | None) -> Any:
+    """A progress bar of ``total`` steps on stderr (the lines go to stdout); None
+    without a total."""
+    if not total:
+        return None
+    from tqdm import tqdm
+
+    class _Bar(tqdm):
+        def write(self, line: str) -> None:  # type: ignore[override]
+            tqdm.write(line, file=sys.stdout)
+            sys.stdout.flush()
+
+    return _Bar(total=total, unit="step", desc="steps", file=sys.stderr, mininterval=0.5)
+
+
+def _step_line(step: int, row: Any) -> str:
+    comp = f"{row['component']} " if row["component"] else ""
+    return (
+        f"{comp}step {step:>6}  {row['time [s]'] * 1e3:9.1f} ms"
+        f"  ({row['min [s]'] * 1e3:.1f}-{row['max [s]'] * 1e3:.1f} over"
+        f" {int(row['ranks'])} ranks)  wait {row['wait [s]'] * 1e3:.1f} ms,"
+        f" least: rank {int(row['least wait'])}"
+    )
 
 
 def _cmd_demo(a: argparse.Namespace) -> int:
@@ -824,6 +851,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     wa.add_argument("--every", type=float, default=0.5, help="seconds between looks (default 0.5)")
     wa.add_argument(
         "--wait", type=float, default=60.0, help="seconds to wait for the run to start (default 60)"
+    )
+    wa.add_argument(
+        "--steps",
+        type=_depth,
+        default=None,
+        help="the steps the job runs, warm-up included: a progress bar on stderr"
+        " (default: what cctviz run --expect-steps said)",
     )
     wa.set_defaults(fn=_cmd_watch)
     a = p.parse_args(argv)

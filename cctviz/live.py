@@ -94,8 +94,12 @@ STEP_TABLE = ("rank", "component", "step", "warmup", "start [s]", "time [s]", "w
 #: the columns of :attr:`Watch.alerts`
 ALERT_COLUMNS = (
     "time", "kind", "rank", "component", "step", "message",
-    "late [s]", "gap [s]", "step [s]", "context", "after [s]",
+    "late [s]", "gap [s]", "step [s]", "context", "after [s]", "grown [B]",
 )  # fmt: skip
+#: the memories a rank's records may hold, each with its metrics in the order
+#: taken (the first recorded): the device allocator's peak per context or the
+#: sampled device memory; the sampled resident set
+MEMORY_METRICS = (("device memory", ("mem_peak", "gpu_mem_peak")), ("RSS", ("rss_peak",)))
 
 
 def _require(rule: Any, least: dict[str, int]) -> None:
@@ -178,6 +182,30 @@ class BlockedRule:
             raise ValueError(f"a blocked rule needs 0 <= share <= 1 and seconds > 0: {self}")
 
 
+@dataclass(frozen=True)
+class MemoryRule:
+    """When a rank's memory grows: its peak so far (the highest of any
+    context's, :data:`MEMORY_METRICS`: device memory and the sampled RSS apart)
+    rose by more than ``least`` bytes and ``share`` of itself over the last
+    ``seconds`` of its records, in ``steady`` of the spans between them at
+    least (a leak grows step after step; a one-off allocation, such as the
+    optimizer's states, once), after its warm-up and ``settle`` steps. The
+    alert begins where the rise began and names the context whose own peak grew
+    most (for RSS, the contexts where the samples fell as it grew). One alert
+    per episode: again only after a window that grew ``least`` or less."""
+
+    seconds: float = 2.0
+    least: float = 32 * 2**20
+    share: float = 0.05
+    steady: float = 0.75
+    settle: int = 5
+
+    def __post_init__(self) -> None:
+        _require(self, {"settle": 0})
+        if not (self.seconds > 0 and 0 <= self.steady <= 1):
+            raise ValueError(f"MemoryRule needs seconds > 0 and 0 <= steady <= 1: {self}")
+
+
 class Watch:
     """A run read while it runs (module docstring).
 
@@ -188,6 +216,7 @@ class Watch:
         straggler: the :class:`StragglerRule`.
         regression: the :class:`RegressionRule`.
         blocked: the :class:`BlockedRule`.
+        memory: the :class:`MemoryRule`.
         silent_after: seconds without a record from a rank, while others append,
             before a ``silent`` alert (default: 5 flushes, at least 5 s).
     """
@@ -200,12 +229,17 @@ class Watch:
         straggler: StragglerRule | None = None,
         regression: RegressionRule | None = None,
         blocked: BlockedRule | None = None,
+        memory: MemoryRule | None = None,
         silent_after: float | None = None,
     ) -> None:
         self.path = Path(run)
         self.rule = straggler or StragglerRule()
         self.regression = regression or RegressionRule()
         self.blocked = blocked or BlockedRule()
+        self.memory = memory or MemoryRule()
+        # per (rank, memory): its last records' (steps ended, wall clock ns, peak per context)
+        self._memory: dict[tuple[int, str], deque[tuple]] = {}
+        self._memory_now: set[tuple[int, str]] = set()  # in a growth episode
         self._silent_after = silent_after
         self._streams: dict[int, RankStream] = {}
         self._paths: dict[int, list[str]] = {}
@@ -305,6 +339,10 @@ class Watch:
         self._history.setdefault(r, deque(maxlen=HISTORY)).append((s.steps_done, col))
         if r not in self._began and col.any():
             self._began[r] = s.last_wall_ns
+        for what, metrics in MEMORY_METRICS:
+            if (m := next((m for m in metrics if m in s.metrics), None)) is not None:
+                hist = self._memory.setdefault((r, what), deque(maxlen=HISTORY))
+                hist.append((s.steps_done, s.last_wall_ns, _column(s, m)))
         if "sampled_time" in s.metrics:  # a sampled rank: what its contexts waited
             sampled = (_column(s, "cpu_time"), _column(s, "sampled_time"))
             self._sampled.setdefault(r, deque(maxlen=HISTORY)).append((s.last_wall_ns, *sampled))
@@ -335,6 +373,13 @@ class Watch:
         if not self._ended_said:
             self._ended_said = bool(self._run_info().get("ended"))
         return self._ended_said
+
+    @property
+    def expected_steps(self) -> int | None:
+        """The steps the job will run, warm-up included, where its launch said
+        (``cctviz run --expect-steps N``); else None."""
+        n = self._run_info().get("expected_steps")
+        return int(n) if isinstance(n, int) and n > 0 else None
 
     def _run_info(self) -> dict[str, Any]:
         """``run.json`` as it is now (empty while there is none, or it is being written)."""
@@ -406,12 +451,73 @@ class Watch:
         ``after [s]`` (from the end of the step where it began to the alert; a
         ``silent`` rank's silence so far; a ``blocked`` component's: from its
         newest record), and for a ``blocked`` one ``step`` is the fewest steps
-        its processes had ended."""
+        its processes had ended. A ``memory`` alert (a rank's memory grew:
+        :class:`MemoryRule`) says ``grown [B]`` (since ``step``, where the rise
+        began) and the ``context`` whose own peak grew most."""
         with self._lock:
             table = pd.DataFrame(self._alerts, columns=list(ALERT_COLUMNS))
         table["rank"] = table["rank"].astype("Int64")  # <NA>: an alert about a component
         units = {"late [s]": "s", "gap [s]": "s", "step [s]": "s", "after [s]": "s"}
+        units["grown [B]"] = "B"
         return with_units(table, units)
+
+    def ranks_now(self) -> UnitTable:
+        """One row per rank that has written a record (index: the rank), as it
+        stands at the last poll: ``component``, ``steps`` (ended, warm-up
+        included), ``step [s]`` and ``wait [s]`` (its last step's time and
+        wait in collectives), ``late`` (an alerted straggler still late),
+        ``cpu`` (cores busy between its last two sampled records;
+        ``--sample-hz``; NaN where not sampled), ``rss [B]`` (the highest
+        sampled ``rss_peak`` of any context so far) and ``device [B]`` (the
+        device allocator's ``mem_peak``, else the sampled ``gpu_mem_peak``, the
+        highest so far); NaN where not recorded.
+
+        >>> w.ranks_now().loc[1, ["steps", "late"]]  # doctest: +SKIP
+        """
+        with self._lock:
+            rows = [self._rank_now(r, s) for r, s in sorted(self._streams.items()) if s.records]
+        columns = ["component", "steps", "step [s]", "wait [s]", "late", "cpu"]
+        columns += ["rss [B]", "device [B]"]
+        table = pd.DataFrame(rows, columns=["rank", *columns]).set_index("rank")
+        units = {"step [s]": "s", "wait [s]": "s", "rss [B]": "B", "device [B]": "B"}
+        return with_units(table, units)
+
+    def _rank_now(self, r: int, s: RankStream) -> tuple:
+        last = self._rows.get((r, s.steps_done - 1))
+
+        def peak(*metrics: str) -> float:
+            got = [max(v.values()) for m in metrics if (v := s.metrics.get(m))]
+            return float(got[0]) if got else np.nan
+
+        cpu = np.nan
+        if len(hist := self._sampled.get(r, ())) >= 2:
+            (w0, c0, _), (w1, c1, _) = hist[-2], hist[-1]
+            if w1 > w0:
+                cpu = float(c1.sum() - c0.sum()) / (w1 - w0)
+        late = r in self._alerted
+        took, wait = (last[5], last[6]) if last else (np.nan, np.nan)
+        comp = s.meta.get("component", "")
+        memory = peak("rss_peak"), peak("mem_peak", "gpu_mem_peak")
+        return (r, comp, s.steps_done, took, wait, late, cpu, *memory)
+
+    def collective_waits(self) -> UnitTable:
+        """Each rank's waits so far in each of its collective calls' contexts
+        (what the others' lateness adds to): ``rank``, ``component``,
+        ``context`` (the call path) and ``wait [s]``, cumulative: the longer of
+        the time in the context and its ``comm_time`` (which counts an
+        asynchronous call, such as DDP's bucketed all-reduce, until it
+        completed), as :meth:`steps` takes a step's wait."""
+        rows = []
+        with self._lock:
+            for r, s in sorted(self._streams.items()):
+                wait = np.maximum(_column(s, "time"), _column(s, "comm_time"))
+                kind = np.asarray(s.kind[: len(wait)], dtype=object)
+                comm = np.flatnonzero((kind == K_COMM) & (wait > 0))
+                comp = s.meta.get("component", "")
+                paths = self._paths.get(r, [])
+                rows += [(r, comp, paths[i], wait[i] / 1e9) for i in comm if i < len(paths)]
+        table = pd.DataFrame(rows, columns=["rank", "component", "context", "wait [s]"])
+        return with_units(table, {"wait [s]": "s"})
 
     def on_alert(self, fn: Callable[[pd.Series], Any]) -> None:
         """Call ``fn(alert)`` (a row of :attr:`alerts`) for each new alert."""
@@ -480,8 +586,9 @@ class Watch:
     # ------------------------------------------------------------ detection
     def _detect(self, new: bool = True) -> None:
         self._detect_stragglers()
-        if new:  # its windows end at the newest records
+        if new:  # their windows end at the newest records
             self._detect_blocked()
+            self._detect_memory()
         self._detect_silent()
 
     def _detect_blocked(self) -> None:
@@ -508,6 +615,67 @@ class Watch:
                 continue
             self._blocked_now.add(group)
             self._blocked(group, ranks, share, windows)
+
+    def _detect_memory(self) -> None:
+        """Each rank's memories: growth over the last :attr:`MemoryRule.seconds`
+        of its records (:class:`MemoryRule`); one alert per episode."""
+        rule = self.memory
+        for key, hist in self._memory.items():
+            r = key[0]
+            if r in self._silent or r not in self._first:
+                continue  # no step after its warm-up yet
+            start = self._first[r] + rule.settle
+            end = hist[-1][1] - rule.seconds * 1e9
+            at = [k for k, h in enumerate(hist) if h[0] >= start and h[1] <= end]
+            if not at:
+                continue
+            peaks = np.array([h[2].max() if len(h[2]) else 0.0 for h in hist])
+            first = at[-1]
+            grown = peaks[-1] - peaks[first]
+            if not grown > max(rule.least, rule.share * peaks[first]):
+                if grown <= rule.least:
+                    self._memory_now.discard(key)
+                continue
+            if np.mean(np.diff(peaks[first:]) > 0) < rule.steady or key in self._memory_now:
+                continue
+            # back to where the rise began: spans that rose at a quarter of the
+            # window's rate at least (a process's memory may creep all along)
+            steps = np.array([h[0] for h in hist], dtype=np.int64)
+            slow = grown / max(steps[-1] - steps[first], 1) / 4
+            while first > 0 and hist[first - 1][0] >= start:
+                span = max(steps[first] - steps[first - 1], 1)
+                if (peaks[first] - peaks[first - 1]) / span <= slow:
+                    break
+                first -= 1
+            # within the span where it began, from the rate after it
+            onset = onset_in_span(steps[first:], peaks[first:], slow)
+            self._memory_now.add(key)
+            self._memory_grew(r, key[1], hist[first], hist[-1], onset[0] if onset else steps[first])
+
+    def _memory_grew(self, r: int, what: str, since: tuple, last: tuple, step: int) -> None:
+        col = last[2].copy()
+        col[: len(since[2])] -= since[2]
+        grown = float(last[2].max() - (since[2].max() if len(since[2]) else 0.0))
+        context = self._paths[r][int(np.argmax(col))] if len(col) else ""
+        s = self._streams[r]
+        comp = s.meta.get("component", "")
+        who = f"{comp} rank {s.meta.get('component_rank', r)}" if comp else f"rank {r}"
+        steps, seconds = last[0] - since[0], (last[1] - since[1]) / 1e9
+        msg = (
+            f"{who}: its {what} peak grew {grown / 2**20:.0f} MiB in {seconds:.1f} s since "
+            f"step {step}, to {last[2].max() / 2**20:.0f} MiB"
+        )
+        if steps > 0:
+            msg += f" ({grown / steps / 2**20:.1f} MiB a step)"
+        where = f"most in {context}"
+        if what == "RSS":  # sampled: where it was read, not where it was allocated
+            where = f"read highest in {context} (sampled: not where it was allocated)"
+        now = time.time()
+        self._raise({
+            "time": pd.Timestamp(now, unit="s", tz="UTC"), "kind": "memory", "rank": r,
+            "component": comp, "step": step, "message": f"{msg}; {where}",
+            "context": context, "after [s]": now - since[1] / 1e9, "grown [B]": grown,
+        })  # fmt: skip
 
     def _started_at(self) -> int | None:
         """When the run's start-up ended (wall clock, ns): the first record of
@@ -1114,6 +1282,7 @@ def _check_folder(path: Path) -> None:
 
 
 __all__ = [
-    "ALERT_COLUMNS", "STEP_TABLE", "BlockedRule", "RegressionRule", "StragglerRule", "Watch", "advance_runs",
-    "beyond_proportion", "change_point", "median_of_others", "watch",
+    "ALERT_COLUMNS", "STEP_TABLE", "BlockedRule", "MemoryRule", "RegressionRule",
+    "StragglerRule", "Watch", "advance_runs", "beyond_proportion", "change_point",
+    "median_of_others", "watch",
 ]  # fmt: skip

@@ -105,6 +105,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="with phases in --sleep: step s sleeps as phase (s // K) %% phases",
     )
     p.add_argument(
+        "--leak",
+        metavar="RANK:MODULE:MB",
+        default="",
+        help="rank RANK keeps MB megabytes more in every forward of the named module"
+        " from step --leak-from on (a memory leak inside one calling context)",
+    )
+    p.add_argument("--leak-from", type=int, default=0, metavar="STEP")
+    p.add_argument(
         "--torch-profiler",
         choices=("off", "default", "stack"),
         default="off",
@@ -214,6 +222,29 @@ def add_sleeps(model: torch.nn.Module, spec: str, rank: int, block: int) -> None
             return _inner(*a, **k)
 
         mod.forward = forward
+
+
+#: what --leak keeps (never freed)
+LEAKED: list[bytearray] = []
+
+
+def add_leak(model: torch.nn.Module, spec: str, rank: int, first: int) -> None:
+    """Make rank ``r`` of ``spec`` (``r:module:MB``) keep MB megabytes, written
+    (so they are resident), in every forward of the module from step ``first`` on."""
+    r, name, mb = spec.split(":")
+    modules = dict(model.named_modules())
+    if name not in modules:
+        raise SystemExit(f"--leak: no module {name!r}")
+    if int(r) != rank:
+        return
+    mod, size = modules[name], int(float(mb) * 2**20)
+
+    def forward(*a, _inner=mod.forward, **k):  # noqa: ANN002,ANN003,ANN202
+        if CURRENT_STEP[0] >= first:
+            LEAKED.append(bytearray(b"\x01") * size)
+        return _inner(*a, **k)
+
+    mod.forward = forward
 
 
 def wrap_model(model: torch.nn.Module, strategy: str, device: torch.device) -> torch.nn.Module:
@@ -368,6 +399,8 @@ def train(args: argparse.Namespace, rank: int, world_size: int, device: torch.de
     model = GPT(config).to(device)
     if args.sleep:
         add_sleeps(model, args.sleep, rank, args.sleep_block)
+    if args.leak:
+        add_leak(model, args.leak, rank, args.leak_from)
     num_params = model.num_params()
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
 

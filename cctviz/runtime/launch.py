@@ -32,7 +32,11 @@ context switches ``HZ`` times a second, charged to its current context
 ``--flush S`` appends each rank's increments to ``OUT/live/`` every ``S``
 seconds (default 1; ``off``: none), from a writer thread, so that
 ``cctviz.watch(OUT)`` and ``cctviz watch OUT`` follow the run while it runs
-(:mod:`cctviz.runtime.live`).
+(:mod:`cctviz.runtime.live`). ``--prometheus [ADDR:]PORT`` serves the run,
+watched, to Prometheus while the job runs (127.0.0.1 by default;
+:mod:`cctviz.runtime.prometheus`). ``--expect-steps N`` says how many steps the
+job will run (warm-up included; ``run.json``'s ``expected_steps``): ``cctviz
+watch`` then shows how far it is.
 
 On several nodes give ``--out`` a folder every node can write (a shared
 file system): each rank writes its own file there.
@@ -66,6 +70,8 @@ OPTIONS = {
     "--gpu-time": True,
     "--dataset": True,
     "--flush": True,
+    "--expect-steps": True,
+    "--prometheus": True,
 }
 
 
@@ -157,6 +163,27 @@ def parse_hz(text: str | None) -> float:
     return hz
 
 
+def parse_steps(text: str | None) -> int | None:
+    """``--expect-steps N``: the steps the job will run, warm-up included (a
+    watch's progress), a positive integer.
+
+    >>> parse_steps("60"), parse_steps(None)
+    (60, None)
+    """
+    return None if text is None else _positive(text, "--expect-steps needs a positive integer")
+
+
+def _positive(text: str, need: str) -> int:
+    """``text`` as an integer >= 1; a :class:`LaunchError` saying ``need`` else."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise LaunchError(f"{need}, not {text!r}")
+    return n
+
+
 def parse_limit(text: str | None) -> int | None:
     """``--timeline-limit``: a positive integer, or ``none`` for no cap (default
     :data:`~cctviz.runtime.trace.DEFAULT_LIMIT` when not given).
@@ -170,13 +197,7 @@ def parse_limit(text: str | None) -> int | None:
         return DEFAULT_LIMIT
     if str(text).strip().lower() == "none":
         return None
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise LaunchError(f"--timeline-limit needs a positive integer or 'none', not {text!r}")
-    return n
+    return _positive(text, "--timeline-limit needs a positive integer or 'none'")
 
 
 def prepare_trace(trace: Path, *, clean: bool) -> None:
@@ -207,6 +228,20 @@ def finish_trace(trace: Path) -> None:
         print(f"cctviz: could not write the OTF2 trace: {e!r}", file=sys.stderr)
     if (trace / f"{ARCHIVE}.otf2").exists():
         print(f"cctviz: OTF2 trace in {trace}/{ARCHIVE}.otf2", file=sys.stderr)
+
+
+def serve_prometheus(out: Path, endpoint: tuple[str, int]) -> Any:
+    """``--prometheus``: the run served to Prometheus while the job runs
+    (:class:`cctviz.runtime.prometheus.Exporter`); a :class:`LaunchError`
+    where it cannot (no prometheus_client, the port taken)."""
+    from .prometheus import Exporter
+
+    try:
+        exporter = Exporter(out, *endpoint)
+    except (ImportError, OSError) as e:
+        raise LaunchError(str(e)) from None
+    print(f"cctviz: Prometheus metrics at {exporter.address}", file=sys.stderr, flush=True)
+    return exporter
 
 
 def _opt(tokens: list[str], *names: str) -> str | None:
@@ -243,6 +278,15 @@ def run(argv: Sequence[str]) -> int:
         flush = parse_flush(ours.get("flush"))
     except ValueError as e:
         raise LaunchError(str(e)) from None
+    expect_steps = parse_steps(ours.get("expect_steps"))
+    endpoint = None
+    if ours.get("prometheus"):
+        from .prometheus import parse_endpoint
+
+        try:
+            endpoint = parse_endpoint(ours["prometheus"])
+        except ValueError as e:
+            raise LaunchError(str(e)) from None
     if not module and not Path(script).is_file():
         raise LaunchError(f"{script}: no such script")
     stem = script.rsplit(".", 1)[-1] if module else Path(script).stem
@@ -274,6 +318,8 @@ def run(argv: Sequence[str]) -> int:
             raise LaunchError(f"--gpu-time: phase or context, not {ours['gpu_time']!r}")
         worker += ["--gpu-time", ours["gpu_time"]]
     args = torchrun.parse_args([*tokens, *worker, script, *script_args])
+    # a port that cannot serve is said before anything is written or started
+    exporter = serve_prometheus(out, endpoint) if endpoint and node_rank == "0" else None
     out.mkdir(parents=True, exist_ok=True)
     if node_rank == "0":
         facts: dict[str, Any] = {
@@ -291,6 +337,8 @@ def run(argv: Sequence[str]) -> int:
         if trace is not None:
             facts["trace"] = str(trace)
             facts["timeline_limit"] = limit
+        if expect_steps:  # cctviz watch shows how far the job is
+            facts["expected_steps"] = expect_steps
         if nnodes.isdigit() and nproc.isdigit():
             facts["expected_world_size"] = int(nnodes) * int(nproc)
         update_run_file(out, facts)
@@ -307,6 +355,8 @@ def run(argv: Sequence[str]) -> int:
         if node_rank == "0":
             ended = _dt.datetime.now(_dt.timezone.utc).isoformat()
             update_run_file(out, {"ended": ended, "exit_code": code})
+        if exporter is not None:
+            exporter.close()
     if trace is not None:
         finish_trace(trace)
     n = len(list(out.glob(RANK_GLOB)))

@@ -3,7 +3,9 @@
 A column of ipywidgets: a status line (ranks, the last step every rank has
 ended, its median time and the slowest rank's, the alerts), the run's
 calling-context tree so far (a :class:`~cctviz.views.cct.CCTView`, its data
-replaced as the run grows: the selection and what is open are kept), and the
+replaced as the run grows: the selection and what is open are kept), the
+ranks' flow through it (a :class:`~cctviz.views.sankey.SankeyView` of the same
+ensemble, linked to the tree: a selection in one shows in the other), and the
 alerts, newest first. A thread polls the watch and refreshes the widgets at
 most once a second. Every text is set as text (names in profiles are not
 trusted). :meth:`Dashboard.close` stops the thread.
@@ -22,6 +24,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from .cct import CCTView
+from .linking import link
+from .sankey import SankeyView
 
 #: the fewest seconds between two refreshes
 MIN_EVERY = 1.0
@@ -36,6 +40,9 @@ class Dashboard(widgets.VBox):
         watch: the watch to show.
         every: seconds between refreshes (at least :data:`MIN_EVERY`).
         view: keyword arguments of the CCTView (e.g. ``color="comm_time"``).
+
+    Attributes:
+        cct, sankey: the views (linked), for selections from Python.
     """
 
     def __init__(self, watch: Any, every: float = MIN_EVERY, **view: Any) -> None:
@@ -48,9 +55,11 @@ class Dashboard(widgets.VBox):
         watch.poll()
         ens = watch.ensemble()
         self.cct = CCTView(ens, **view)
+        self.sankey = SankeyView(ens)
+        self._link = link(self.cct, self.sankey)
         self.alert_list = widgets.VBox()
         self.alert_list.add_class("cctviz-live-alerts")
-        super().__init__([self.status, self.cct, self.alert_list])
+        super().__init__([self.status, self.cct, self.sankey, self.alert_list])
         self._stop = threading.Event()
         self._refreshing = threading.Lock()
         self._shown = (-1, -1)
@@ -79,7 +88,9 @@ class Dashboard(widgets.VBox):
         if now == self._shown and not w.ended:
             return
         if now[0] != self._shown[0] or w.ended:
-            self.cct.replace_data(w.ensemble())
+            ens = w.ensemble()  # once: both views show the same numbers
+            self.cct.replace_data(ens)
+            self.sankey.replace_data(ens)
         self.status.value = _status(w, steps, alerts)
         self.alert_list.children = [
             widgets.Label(f"{a['time']:%H:%M:%S}  {a['kind']}: {a['message']}")
@@ -93,7 +104,9 @@ class Dashboard(widgets.VBox):
         self._stop.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=5)
+        self._link.unlink()
         self.cct.close()
+        self.sankey.close()
         super().close()
 
 

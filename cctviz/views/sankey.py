@@ -311,6 +311,57 @@ class SankeyView(View):
         """The selected super nodes (rows of :attr:`nodes`)."""
         return self.nodes.iloc[self.selected_groups]
 
+    def replace_data(self, data: Ensemble | Tree | Timeline) -> None:
+        """Show ``data`` instead (a run watched as it grows: the live dashboard).
+        Kept: the grouping (the new tree's default where it was the old one's),
+        the metric where ``data`` offers it (else its default) and the selection,
+        matched by call path; reset: the expanded super nodes, the brush and a
+        profile selection (super nodes and profiles may be others now).
+
+        Example:
+            >>> import cctviz
+            >>> a = cctviz.Tree.from_parents([-1, 0], ["main", "f"], {"time": [1.0, 2.0]})
+            >>> b = cctviz.Tree.from_parents([-1, 0, 0], ["main", "g", "f"], {"time": [1.0] * 3})
+            >>> view = cctviz.SankeyView(a, selection=[1]); view.replace_data(b)
+            >>> view.selection.ids.tolist(), view.nodes["group"].tolist()
+            ([2], ['main', 'g', 'f'])
+        """
+        if self._diff is not None:
+            raise ValueError("a diff Sankey shows its two groups: make a new view for new data")
+        timeline = data if isinstance(data, Timeline) else None
+        ens_or_tree = timeline.ensemble() if timeline is not None else data
+        if not isinstance(ens_or_tree, (BaseEnsemble, Tree)):
+            raise TypeError(
+                f"SankeyView: expected an Ensemble, a Tree or a Timeline, got {type(data).__name__}"
+            )
+        src = MetricSource(ens_or_tree)
+        offered = [m for m in src.metrics if src.is_additive(m)]
+        if not offered:
+            raise ValueError(f"SankeyView needs an additive inclusive metric; {data!r} has none")
+        tree = ens_or_tree.tree if isinstance(ens_or_tree, BaseEnsemble) else ens_or_tree
+        if describe_group_by(self._group_by) == describe_group_by(default_group_by(self._tree)):
+            self._group_by = default_group_by(tree)
+        selection = self.selection
+        self._ready = False  # no observer reacts to the half-replaced state
+        try:
+            self._timeline, self._tree, self._src = timeline, tree, src
+            self._ens = ens_or_tree if isinstance(ens_or_tree, BaseEnsemble) else None
+            self._graphs.clear()
+            self._node_means.clear()
+            self._node_stats.clear()
+            with self.hold_trait_notifications():
+                self.set_trait("metrics", offered)
+                if self.metric not in offered:
+                    default = src.default_metric
+                    self.metric = default if default in offered else offered[0]
+                self.set_trait("group_by", describe_group_by(self._group_by))
+                self.expanded, self.brush, self.selected_profiles = [], {}, []
+                self.selection = selection.on(tree) if selection is not None else NodeSet(tree)
+        finally:
+            self._ready = True
+        self._on_selection({"new": self.selection})  # the super nodes it falls in now
+        self._refresh()
+
     def figure_extras(self) -> dict[str, Any]:
         """How the call sites are grouped (see CONTRACT.md)."""
         return {"group_by": self.group_by}

@@ -3,12 +3,16 @@ followed by ``cctviz.watch`` in this process and ``cctviz watch`` in another."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
+import urllib.request
 import warnings
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -27,12 +31,19 @@ ONSET, SLEEP_MS, STEPS = 30, 40, 60
 #: while the sleep stays, so 40 ms fell below it there (the detection study on a
 #: quiet machine is benchmarks/live_watch.py)
 REGRESSION_MS = 100
+#: the leak: rank 1 keeps this many MB more every step from ONSET on
+LEAK_MB = 8
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
 
 
-def start_job(out, *script_args: str, flush: str = "0.5") -> subprocess.Popen:
+def start_job(
+    out, *script_args: str, flush: str = "0.5", launch: tuple[str, ...] = ()
+) -> subprocess.Popen:
+    """examples/train.py under ``cctviz run`` on 2 ranks; ``launch``: more
+    options of ``cctviz run``."""
     cmd = [*CCTVIZ, "run", "--standalone", "--nproc-per-node", "2", "--out", str(out)]
-    cmd += ["--warmup", "2", "--flush", flush, str(EXAMPLE), "--steps", str(STEPS), *script_args]
+    cmd += ["--warmup", "2", "--flush", flush, "--expect-steps", str(STEPS), *launch]
+    cmd += [str(EXAMPLE), "--steps", str(STEPS), *script_args]
     return subprocess.Popen(
         cmd,
         env=ENV,
@@ -43,28 +54,61 @@ def start_job(out, *script_args: str, flush: str = "0.5") -> subprocess.Popen:
     )
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Scraper(threading.Thread):
+    """Scrapes ``url`` every half second, as Prometheus would, until stopped:
+    the texts it got."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.texts, self.done = url, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(self.url, timeout=2) as r:
+                    self.texts.append(r.read().decode())
+
+
 @pytest.fixture(scope="module")
 def straggler_run(tmp_path_factory):
     """examples/train.py on 2 ranks, rank 1 a straggler from step ONSET; watched
-    here and by ``cctviz watch`` in another process."""
+    here, by ``cctviz watch`` in another process and scraped from its
+    ``--prometheus`` endpoint."""
     out = tmp_path_factory.mktemp("live") / "straggler"
-    job = start_job(out, "--sleep", f"|1:blocks.1.mlp:{SLEEP_MS}", "--sleep-block", str(ONSET))
+    port = free_port()
+    job = start_job(
+        out, "--sleep", f"|1:blocks.1.mlp:{SLEEP_MS}", "--sleep-block", str(ONSET),
+        launch=("--prometheus", str(port)),
+    )  # fmt: skip
     cli = subprocess.Popen(
         [*CCTVIZ, "watch", str(out), "--every", "0.2", "--wait", "120"],
         env=ENV, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    scraper = Scraper(f"http://127.0.0.1:{port}/metrics")
+    scraper.start()
     try:
         w, came, seen = follow(out, job)
         printed, err = cli.communicate(timeout=60)
     finally:
+        scraper.done.set()
+        scraper.join()
         if cli.poll() is None:
             cli.kill()
             cli.wait()
-    return out, w, came, seen, printed + err
+    return SimpleNamespace(
+        out=out, w=w, came=came, seen=seen, printed=printed, err=err, port=port,
+        scrapes=scraper.texts,
+    )  # fmt: skip
 
 
 def test_snapshots_grow_while_the_job_runs(straggler_run):
-    _, w, _, seen, _ = straggler_run
+    w, seen = straggler_run.w, straggler_run.seen
     growth = [b for a, b in zip(seen, seen[1:], strict=False) if b > a]
     assert len(growth) >= 3, f"steps seen while running: {seen}"
     assert seen[0] < 2 * STEPS  # the first look came before the end
@@ -74,7 +118,7 @@ def test_snapshots_grow_while_the_job_runs(straggler_run):
 
 
 def test_straggler_alerted_within_2_s_naming_rank_and_context(straggler_run):
-    _, w, came, _, _ = straggler_run
+    w, came = straggler_run.w, straggler_run.came
     alerts = w.alerts
     assert list(alerts["kind"]) == ["straggler"], alerts[["kind", "rank", "step", "message"]]
     a = alerts.iloc[0]
@@ -82,15 +126,17 @@ def test_straggler_alerted_within_2_s_naming_rank_and_context(straggler_run):
     assert a["rank"] == 1 and len(came) == 1 and came[0]["message"] == a["message"], said
     assert ONSET - 6 <= a["step"] <= ONSET + 3, said  # a loaded machine shifts the waits a step
     assert a["context"].endswith("blocks.1/mlp"), said
-    # the rank's own clock: what the sleep adds to the context a step
-    assert 0.5 * SLEEP_MS < a["late [s]"] * 1e3 < 1.5 * SLEEP_MS, said
+    # the rank's own clock: what the sleep adds to the context a step (40.2-40.6
+    # ms on a quiet machine; a CI run whose steps took 172 ms, the others waiting
+    # 132 ms a step, said 61 ms: the rank's compute slowed in that context too)
+    assert 0.5 * SLEEP_MS < a["late [s]"] * 1e3 < 2.0 * SLEEP_MS, said
     assert 0 < a["after [s]"] < 2.0, said
 
 
 def test_a_watch_of_the_ended_run_finds_the_same_straggler(straggler_run):
     """Read after the run, all at once (every rank's last record in), the
     straggler is found as it was while the run ran."""
-    out, w, _, _, _ = straggler_run
+    out, w = straggler_run.out, straggler_run.w
     again = cctviz.watch(out, wait=5).alerts
     assert list(again["kind"]) == ["straggler"] and again.iloc[0]["rank"] == 1
     assert again.iloc[0]["step"] == w.alerts.iloc[0]["step"]
@@ -98,7 +144,7 @@ def test_a_watch_of_the_ended_run_finds_the_same_straggler(straggler_run):
 
 
 def test_final_snapshot_equals_the_post_hoc_read(straggler_run):
-    out, w, _, _, _ = straggler_run
+    out, w = straggler_run.out, straggler_run.w
     assert w.ended
     live, read = w.ensemble(), cctviz.read(out)
     assert live.profiles.equals(read.profiles)
@@ -115,13 +161,73 @@ def test_final_snapshot_equals_the_post_hoc_read(straggler_run):
 
 
 def test_cli_watch_from_another_process(straggler_run):
-    _, _, _, _, printed = straggler_run
+    out, printed, err = straggler_run.out, straggler_run.printed, straggler_run.err
     lines = printed.splitlines()
     steps = [x for x in lines if x.startswith("step ")]
-    assert len(steps) == STEPS - 2, printed[-2000:]  # the warm-up steps left out
+    assert len(steps) == STEPS - 2, printed[-2000:] + err[-2000:]  # the warm-up steps left out
     alerts = [x for x in lines if x.startswith("ALERT straggler")]
     assert len(alerts) == 1 and "rank 1 is late" in alerts[0], printed[-2000:]
     assert "the run has ended" in lines[-1]
+    # cctviz run --expect-steps: a progress bar on stderr, to the last step
+    assert cctviz.watch(out, wait=5).expected_steps == STEPS
+    bar = err.replace("\r", "\n").splitlines()
+    assert any(f"{STEPS}/{STEPS}" in x for x in bar) and not any("step " in x for x in bar), err
+
+
+def test_cli_watch_steps_of_an_ended_run(straggler_run, tmp_path):
+    """``--steps`` says the count where the launch did not: the bar follows it."""
+    out = straggler_run.out
+    p = subprocess.run(
+        [*CCTVIZ, "watch", str(out), "--steps", str(2 * STEPS), "--wait", "5"],
+        env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert f"{STEPS}/{2 * STEPS}" in p.stderr.replace("\r", "\n"), p.stderr
+    bad = subprocess.run(
+        [*CCTVIZ, "watch", str(out), "--steps", "0"], env=ENV, cwd=ROOT,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "--steps" in bad.stderr
+
+
+def test_prometheus_endpoint_serves_the_straggler_while_the_job_runs(straggler_run):
+    """``cctviz run --prometheus PORT``: scraped while the job ran, labelled by
+    job, component and rank; rank 0 waits at the collectives for the straggler,
+    the late-rank count rises to 1; the endpoint closes with the job."""
+    run = straggler_run
+    assert len(run.scrapes) >= 5, f"{len(run.scrapes)} scrapes"
+    series = [parse_exposition(t) for t in run.scrapes]
+    steps = [max((v for k, v in x.items() if k[0] == "cctviz_steps_total"), default=0)
+             for x in series]  # fmt: skip
+    assert steps[0] < STEPS and steps[-1] >= STEPS - 10 and steps == sorted(steps), steps
+    last = series[-1]
+    rank = {r: last[("cctviz_steps_total", run.out.name, "", r)] for r in ("0", "1")}
+    assert rank == {"0": pytest.approx(rank["1"], abs=5), "1": rank["1"]}
+    waits = {r: sum(v for k, v in last.items() if k[0] == "cctviz_collective_seconds_total"
+                    and k[3] == r) for r in ("0", "1")}  # fmt: skip
+    # from ONSET on rank 0 waits SLEEP_MS a step for rank 1 (half of it, on loaded cores)
+    done = rank["0"] - ONSET
+    assert waits["0"] - waits["1"] > 0.5 * done * SLEEP_MS / 1e3, waits
+    late = [x.get(("cctviz_late_ranks", run.out.name, ""), 0) for x in series]
+    assert max(late) == 1 and late[0] == 0, late
+    assert max(x.get(("cctviz_late", run.out.name, "", "1"), 0) for x in series) == 1
+    assert max(x.get(("cctviz_late", run.out.name, "", "0"), 0) for x in series) == 0
+    assert last[("cctviz_alerts_total", run.out.name, "straggler")] == 1
+    with pytest.raises(OSError):  # closed with the job
+        urllib.request.urlopen(f"http://127.0.0.1:{run.port}/metrics", timeout=2)
+
+
+def parse_exposition(text: str) -> dict[tuple, float]:
+    """A scrape, by (name, job, component, rank[, context]) or for the alerts
+    (name, job, kind), with prometheus_client's own parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            keys = ("job", "component", "rank", "context", "kind")
+            out[(s.name, *(s.labels[k] for k in keys if k in s.labels))] = s.value
+    return out
 
 
 def test_a_regression_of_every_rank_is_alerted_within_2_s(tmp_path):
@@ -145,6 +251,28 @@ def test_a_regression_of_every_rank_is_alerted_within_2_s(tmp_path):
     assert a["context"].endswith("blocks.2/attn"), said
     assert 0.5 * REGRESSION_MS < a["late [s]"] * 1e3 < 1.5 * REGRESSION_MS, said
     assert 0 < a["after [s]"] < 2.0, said
+
+
+def test_memory_growth_is_alerted_naming_the_rank(tmp_path):
+    """Rank 1 keeps LEAK_MB more every step from ONSET on (its RSS sampled at
+    20 Hz): one memory alert, of rank 1, from about the step where it began;
+    rank 0's memory, sampled too, raises none."""
+    out = tmp_path / "leak"
+    job = start_job(
+        out, "--leak", f"1:blocks.0.mlp:{LEAK_MB}", "--leak-from", str(ONSET),
+        launch=("--sample-hz", "20"),
+    )  # fmt: skip
+    w, came, _ = follow(out, job)
+    alerts = w.alerts
+    assert list(alerts["kind"]) == ["memory"], alerts[["kind", "rank", "step", "message"]]
+    a = alerts.iloc[0]
+    said = a.to_string()
+    assert a["rank"] == 1 and len(came) == 1 and "RSS peak grew" in a["message"], said
+    assert ONSET - 3 <= a["step"] <= ONSET + 3, said
+    assert w.memory.least < a["grown [B]"], said
+    assert "/step/" in a["context"], said  # where RSS was read: within a step
+    rss = w.ranks_now()["rss [B]"]
+    assert rss[1] - rss[0] > 0.5 * (STEPS - ONSET) * LEAK_MB * 2**20, rss
 
 
 def test_clean_run_raises_no_alert(tmp_path):
@@ -177,7 +305,7 @@ def test_killed_rank_leaves_its_flushed_data_readable(tmp_path):
 
 
 def test_truncated_or_damaged_record_is_read_up_to_it(straggler_run, tmp_path):
-    out = straggler_run[0]
+    out = straggler_run.out
     whole = RankStream(live_file(out, 0))
     whole.update()
     data = live_file(out, 0).read_bytes()
@@ -229,6 +357,20 @@ def test_a_job_that_ends_before_any_record_is_said_at_once(tmp_path):
     with pytest.raises(ProfileError, match=r"the job ended \(exit code 1\) before any rank"):
         cctviz.watch(out, wait=60)
     assert time.monotonic() - t0 < 30
+
+
+def test_a_prometheus_port_that_cannot_serve_is_said_before_the_job(tmp_path):
+    out = tmp_path / "no-port"
+    cmd = [*CCTVIZ, "run", "--standalone", "--nproc-per-node", "1", "--out", str(out)]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        p = run_job([*cmd, "--prometheus", str(port), str(EXAMPLE)], check=False)
+    assert p.returncode == 2 and f"cannot serve on 127.0.0.1:{port}" in p.stderr, p.stderr
+    assert not out.exists()  # nothing written, no rank started
+    p = run_job([*cmd, "--prometheus", "127.0.0.1:99999", str(EXAMPLE)], check=False)
+    assert p.returncode == 2 and "a port of 1-65535, not '127.0.0.1:99999'" in p.stderr
 
 
 def test_rules_that_cannot_hold_are_refused():

@@ -44,8 +44,20 @@ def test_dashboard_updates_while_the_job_runs(lab, tmp_path):
                 time.sleep(0.5)
             later = status.inner_text()
             assert later.startswith("2 ranks, running") and step_of(later) > step_of(first) >= 0
-            # the tree view shows the run's contexts as they come
+            # the tree view shows the run's contexts as they come, the Sankey their flow
             assert page.locator(".cctviz-cct").get_by_text("blocks.0").count() >= 1
+            page.locator(".cctviz-sankey svg.cctviz-sankey-fig").first.wait_for()
+            # linked: a selection from Python shows in both, and stays as the data grows
+            nb.kernel_eval("d.cct.selection = d.cct.tree.query([{'name': 'blocks.1'}])")
+            picked = nb.kernel_eval("print(len(d.sankey.selection.ids), d.sankey.selected_groups)")
+            assert not picked.startswith("0 "), picked
+            refreshed = int(nb.kernel_eval("print(d.refreshes)"))
+            deadline = time.monotonic() + 30
+            while int(nb.kernel_eval("print(d.refreshes)")) == refreshed:
+                assert time.monotonic() < deadline, "no refresh after the selection"
+                time.sleep(0.5)
+            kept = nb.kernel_eval("print(d.sankey.selection.ids.size, d.cct.selection.ids.size)")
+            assert kept.split()[0] == kept.split()[1] != "0", kept
             assert int(nb.kernel_eval("print(d.refreshes)")) >= 2
             shoot(page, "live-dashboard")
         finally:

@@ -352,3 +352,28 @@ def test_linking_shares_what_is_already_selected(kripke):
     # the tree's node selection and the Sankey's ranks: each held by one view, now by both
     assert sankey.selection.ids.tolist() == [5] and tree.selected_profiles == [2, 9]
     assert tree._data["spread"]["profiles"] == 2
+
+
+def test_replace_data_shows_what_a_new_view_shows(kripke, lulesh):
+    """A live dashboard replaces the data as the run grows: afterwards the view
+    draws what a view made of the new data draws; the selection follows its
+    call paths, the grouping its default."""
+    view = SankeyView(kripke)
+    picked = kripke.tree.query([{"name": "psm_queue.c:274"}]).ids
+    assert picked.size
+    view.selection = picked
+    again = cctviz.read(KRIPKE)  # another object, the same run: the selection kept
+    view.replace_data(again)
+    assert (
+        view.selection.ids.tolist() == again.tree.query([{"name": "psm_queue.c:274"}]).ids.tolist()
+    )
+    assert view.selected_groups and view.shown is again
+    view.replace_data(lulesh)  # another tree: its default grouping, no such node
+    fresh = SankeyView(lulesh)
+    assert view.group_by == fresh.group_by == "name" and view.selection.ids.size == 0
+    assert {k: v for k, v in view._data.items() if k != "selected"} == {
+        k: v for k, v in fresh._data.items() if k != "selected"
+    }
+    diff = SankeyView(diff=(lulesh, lulesh))
+    with pytest.raises(ValueError, match="diff Sankey"):
+        diff.replace_data(kripke)
