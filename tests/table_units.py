@@ -23,7 +23,7 @@ UNITLESS = re.compile(
         | last_calls | most_waited_for | most_waited_for_calls | most_often_last
         | most_often_last_calls | last_to_arrive | before | cpu_util_share
         | [a-z_]+_share | column | occurrence | members | parent | depth | line | node_id
-        | busy | blocked | idle        # shares of the wall time (workflow.summary)
+        | busy | blocked | idle | startup | teardown  # shares of the time (workflow.summary)
         | x | y                       # a projection's coordinates (no unit stated)
     )$""",
     re.X,

@@ -84,20 +84,23 @@ def main() -> None:
     u = rng.random((rows + 2, a.size))
     a.stage.mkdir(parents=True, exist_ok=True)
     waited = 0.0
+    waits: list[list[float]] = []  # each wait's start and end (wall clock, s)
     for n in range(a.snapshots):
         for _ in range(a.every):
             with region("stencil"):
                 for _ in range(a.work):
                     u = stencil(u)
             with region("halo exchange"):
-                w0 = time.perf_counter()
+                w0, since = time.perf_counter(), time.time()
                 exchange(u, rank, world)  # blocking send/recv: waits for the neighbours
                 waited += time.perf_counter() - w0
+                waits.append([since, time.time()])
         with region("wait for the consumer"):
-            w0 = time.perf_counter()
+            w0, since = time.perf_counter(), time.time()
             while len(list(a.stage.glob(f"snap-*-{rank}.npy"))) >= a.in_flight:
                 time.sleep(0.005)
             waited += time.perf_counter() - w0
+            waits.append([since, time.time()])
         with region("write snapshot"):
             tmp = a.stage / f".snap-{n}-{rank}.tmp"
             with open(tmp, "wb") as f:
@@ -105,7 +108,8 @@ def main() -> None:
             tmp.rename(a.stage / f"snap-{n}-{rank}.npy")
     wall = time.perf_counter() - t0
     a.stats.mkdir(parents=True, exist_ok=True)
-    stats = {"waited_s": waited, "wall_s": wall, "start": start}
+    stats = {"waited_s": waited, "wall_s": wall, "start": start, "end": time.time()}
+    stats["waits"] = waits
     (a.stats / f"sim-{rank}.json").write_text(json.dumps(stats))
     dist.destroy_process_group()
 

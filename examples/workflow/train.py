@@ -58,16 +58,18 @@ def main() -> None:
     )
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     waited = 0.0
+    waits: list[list[float]] = []  # each wait's start and end (wall clock, s)
     prev = None
     for n in range(a.snapshots):
         path = a.stage / f"snap-{n}-{rank}.npy"
         with region("wait for data"):
-            w0 = time.perf_counter()
+            w0, since = time.perf_counter(), time.time()
             while not path.exists():
                 if time.perf_counter() - w0 > a.timeout:
                     raise TimeoutError(f"{path}: no snapshot after {a.timeout} s")
                 time.sleep(0.005)
             waited += time.perf_counter() - w0
+            waits.append([since, time.time()])
         with region("load snapshot"):
             field = np.load(path)
             path.unlink()
@@ -81,7 +83,8 @@ def main() -> None:
         prev = x
     wall = time.perf_counter() - t0
     a.stats.mkdir(parents=True, exist_ok=True)
-    stats = {"waited_s": waited, "wall_s": wall, "start": start}
+    stats = {"waited_s": waited, "wall_s": wall, "start": start, "end": time.time()}
+    stats["waits"] = waits
     (a.stats / f"train-{rank}.json").write_text(json.dumps(stats))
     # nothing may hold the group when it goes: a DDP model that outlives
     # destroy_process_group() sometimes aborts the process at exit (SIGABRT)

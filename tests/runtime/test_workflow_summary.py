@@ -23,13 +23,19 @@ from .conftest import CCTVIZ, ROOT, follow, run_job
 SCRIPTS = ROOT / "tests" / "runtime" / "scripts" / "workflow"
 
 
-def own_share(stats, component: str) -> float:
-    """The component's waiting share as its processes measured it (their mean)."""
-    shares = [
-        d["waited_s"] / d["wall_s"]
-        for f in sorted(stats.glob(f"{component}-*.json"))
-        for d in [json.loads(f.read_text())]
-    ]
+def own_share(stats, component: str, within: dict[int, tuple] | None = None) -> float:
+    """The component's waiting share as its processes measured it (their mean):
+    of their whole run, or (``within``: per component rank, a wall-clock window
+    in s) of their time in it, from each wait's start and end on their own clock."""
+    shares = []
+    for f in sorted(stats.glob(f"{component}-*.json")):
+        d = json.loads(f.read_text())
+        if within is None:
+            shares.append(d["waited_s"] / d["wall_s"])
+            continue
+        a, b = within[int(f.stem.rsplit("-", 1)[1])]
+        waits = np.clip(np.array(d["waits"]).reshape(-1, 2), a, b)
+        shares.append((waits[:, 1] - waits[:, 0]).sum() / (b - a))
     assert shares, f"no {component} stats in {stats}"
     return float(np.mean(shares))
 
@@ -60,10 +66,19 @@ def test_the_example_names_its_bottleneck_and_the_waiting_share(example):
     t = s.table
     assert set(t.index) == {"sim", "train"}
     assert np.allclose(t[["busy", "blocked", "idle"]].sum(axis=1), 1.0)
-    # the waiting component's blocked share is what it measured of itself, within 10 points
-    mine = own_share(run / "stats", waiter)
+    # start-up apart: to the end of the trainer's first step, every process had some
+    assert s.steady_from < s.steady_until and (t["startup"] > 0).all()
+    parts = s.processes[["startup", "steady", "teardown"]].sum(axis=1)
+    per_component = parts.groupby(s.processes["component"].to_numpy()).mean()
+    assert np.allclose(per_component.reindex(t.index), t["wall_mean"])  # the wall time, in 3
+    # the waiting component's blocked share in the steady state is what it
+    # measured of itself over the same time, on its own clock, within 10 points
+    procs = s.processes[s.processes["component"] == waiter]
+    cuts = dict(zip(procs["component_rank"].astype(int),
+                    zip(procs["steady_from"], procs["steady_until"])))  # fmt: skip
+    mine = own_share(run / "stats", waiter, within=cuts)
     assert abs(t.loc[waiter, "blocked"] - mine) <= 0.10, (t.loc[waiter, "blocked"], mine)
-    assert t.loc[waiter, "blocked"] > t.loc[bottleneck, "blocked"]
+    assert t.loc[waiter, "blocked"] > t.loc[bottleneck, "blocked"], t[["startup", "blocked"]]
     # whom it waited for: the component it exchanged the snapshots with
     assert t.loc["train", "waits_for"] == "sim" and t.loc["sim", "waits_for"] == "train"
     waits = s.blocked[s.blocked["component"] == waiter]
