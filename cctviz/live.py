@@ -335,16 +335,16 @@ class Watch:
             p = s.parent[i]
             paths.append(s.name[i] if p < 0 else f"{paths[p]}/{s.name[i]}")
             in_step.append((s.kind[i] == K_STEP and s.name[i] == STEP) or (p >= 0 and in_step[p]))
-        col = _column(s, "time")
+        col = s.column("time")
         self._history.setdefault(r, deque(maxlen=HISTORY)).append((s.steps_done, col))
         if r not in self._began and col.any():
             self._began[r] = s.last_wall_ns
         for what, metrics in MEMORY_METRICS:
             if (m := next((m for m in metrics if m in s.metrics), None)) is not None:
                 hist = self._memory.setdefault((r, what), deque(maxlen=HISTORY))
-                hist.append((s.steps_done, s.last_wall_ns, _column(s, m)))
+                hist.append((s.steps_done, s.last_wall_ns, s.column(m)))
         if "sampled_time" in s.metrics:  # a sampled rank: what its contexts waited
-            sampled = (_column(s, "cpu_time"), _column(s, "sampled_time"))
+            sampled = (s.column("cpu_time"), s.column("sampled_time"))
             self._sampled.setdefault(r, deque(maxlen=HISTORY)).append((s.last_wall_ns, *sampled))
 
     # ------------------------------------------------------------ results
@@ -510,7 +510,7 @@ class Watch:
         rows = []
         with self._lock:
             for r, s in sorted(self._streams.items()):
-                wait = np.maximum(_column(s, "time"), _column(s, "comm_time"))
+                wait = np.maximum(s.column("time"), s.column("comm_time"))
                 kind = np.asarray(s.kind[: len(wait)], dtype=object)
                 comm = np.flatnonzero((kind == K_COMM) & (wait > 0))
                 comp = s.meta.get("component", "")
@@ -1168,15 +1168,6 @@ def onset_in_span(at: np.ndarray, excess: np.ndarray, limit: float) -> tuple[int
     onset = at[-1] - (excess[-1] - excess[pre]) / g
     onset = int(min(max(round(onset), at[pre]), at[j + 1] - 1))
     return onset, int(at[np.searchsorted(at, onset)])
-
-
-def _column(s: RankStream, metric: str) -> np.ndarray:
-    """The stream's cumulative ``metric`` per context so far (0 where none)."""
-    values = s.metrics.get(metric, {})
-    col = np.zeros(len(s.parent))
-    if values:
-        col[np.fromiter(values.keys(), dtype=np.int64)] = np.fromiter(values.values(), float)
-    return col
 
 
 def change_point(values: np.ndarray) -> int:

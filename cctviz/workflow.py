@@ -279,14 +279,7 @@ def context_paths(parent: list[int], name: list[str]) -> list[str]:
 def _values_now(s: RankStream) -> tuple[int, dict[str, np.ndarray]]:
     """A rank's :data:`SPLIT_METRICS` per context at its last record, with its
     wall clock (ns)."""
-    n = len(s.parent)
-    cols = {}
-    for m in SPLIT_METRICS:
-        col, values = np.zeros(n), s.metrics.get(m, {})
-        if values:
-            col[np.fromiter(values.keys(), dtype=np.int64)] = np.fromiter(values.values(), float)
-        cols[m] = col
-    return int(s.last_wall_ns or 0), cols
+    return int(s.last_wall_ns or 0), {m: s.column(m) for m in SPLIT_METRICS}
 
 
 def step_ends(s: RankStream) -> tuple[int, int] | None:

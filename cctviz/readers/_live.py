@@ -149,17 +149,21 @@ class RankStream:
         rows = [self._steps[k] for k in sorted(self._steps)]
         return pd.DataFrame(rows, columns=list(STEP_COLUMNS))
 
+    def column(self, metric: str) -> np.ndarray:
+        """The cumulative ``metric`` per context so far, in context order (0
+        where none)."""
+        values = self.metrics.get(metric, {})
+        col = np.zeros(len(self.parent))
+        if values:
+            ids = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
+            col[ids] = np.fromiter(values.values(), dtype=np.float64, count=len(values))
+        return col
+
     def tree(self) -> Tree:
         """What the rank has recorded so far, as the runtime's ``to_tree`` makes
         it (the final record: the same tree as the rank file)."""
-        n = len(self.parent)
-        cols = {}
-        for m, d in self.metrics.items():  # time and calls first, as the recorder has them
-            col = np.zeros(n)
-            if d:
-                ids = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
-                col[ids] = np.fromiter(d.values(), dtype=np.float64, count=len(d))
-            cols[m] = col
+        # time and calls first, as the recorder has them
+        cols = {m: self.column(m) for m in self.metrics}
         for m in ("time", "calls"):  # integer counters in the rank file
             if m in cols:
                 cols[m] = cols[m].astype(np.int64)
