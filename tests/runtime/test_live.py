@@ -264,10 +264,17 @@ def test_memory_growth_is_alerted_naming_the_rank(tmp_path):
     )  # fmt: skip
     w, came, _ = follow(out, job)
     alerts = w.alerts
-    assert list(alerts["kind"]) == ["memory"], alerts[["kind", "rank", "step", "message"]]
-    a = alerts.iloc[0]
+    shown = alerts[["kind", "rank", "step", "context", "message"]].to_string()
+    memory = alerts[alerts["kind"] == "memory"]
+    assert len(memory) == 1 and len(came) == len(alerts), shown
+    # writing the leak takes time: on loaded cores rank 1 may also be truly late,
+    # and then only there (the context that leaks)
+    others = alerts[alerts["kind"] != "memory"]
+    assert (others["kind"] == "straggler").all() and (others["rank"] == 1).all(), shown
+    assert others["context"].str.endswith("blocks.0/mlp").all(), shown
+    a = memory.iloc[0]
     said = a.to_string()
-    assert a["rank"] == 1 and len(came) == 1 and "RSS peak grew" in a["message"], said
+    assert a["rank"] == 1 and "RSS peak grew" in a["message"], said
     assert ONSET - 3 <= a["step"] <= ONSET + 3, said
     assert w.memory.least < a["grown [B]"], said
     assert "/step/" in a["context"], said  # where RSS was read: within a step
