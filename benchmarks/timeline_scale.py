@@ -234,7 +234,8 @@ def measure_browser(page, n_events: int, ranks: int) -> dict:
     }
 
 
-def browser_rows(sizes: list[int], ranks: int) -> list[dict]:
+def in_browser(measure_one, items: list) -> list[dict]:
+    """``measure_one(page, item)`` per item, in one headless Chromium page of the harness."""
     from playwright.sync_api import sync_playwright
 
     from tests.ui.harness import HarnessServer, WidgetPage, launch_browser
@@ -245,12 +246,15 @@ def browser_rows(sizes: list[int], ranks: int) -> list[dict]:
         try:
             ctx = browser.new_context(viewport={"width": 1200, "height": 800})
             page = WidgetPage(ctx.new_page(), server.url)
-            for n in sizes:
-                rows.append(measure_browser(page, n, ranks))
+            rows = [measure_one(page, item) for item in items]
             ctx.close()
         finally:
             browser.close()
     return rows
+
+
+def browser_rows(sizes: list[int], ranks: int) -> list[dict]:
+    return in_browser(lambda page, n: measure_browser(page, n, ranks), sizes)
 
 
 def main() -> None:

@@ -66,6 +66,7 @@ from ..model._algo import children_csr, stable_order
 from ..model.formats import K_COMM, K_STEP, OUTSIDE
 from ..model.nodeset import NodeSet
 from ..model.timeline import Timeline, profile_ranks
+from ..ops.behaviour import rank_groups
 from .base import View, f32, i32, ids_json, profile_ids, register_view, share_space
 
 #: the events' times (ns) per second
@@ -80,6 +81,18 @@ LANE_GROUPS = ("component", "host", "run")
 #: (matching every call across the ranks takes a while at 10^7 events): the front
 #: end asks for them once it has drawn (``_marks_wanted``) and they follow
 MARKS_AFTER = 2_000_000
+
+
+#: beyond this many lanes (``max_lanes``) the ranks are grouped by behaviour
+#: (:func:`cctviz.ops.behaviour.rank_groups`): a group's lane draws its most
+#: typical rank, with bands of its ranks' communication share under it
+MAX_LANES = 64
+#: the context levels whose time shares describe a rank's behaviour
+BEHAVIOUR_LEVELS = 3
+#: at most this many contexts (the longest) describe a rank's behaviour
+BEHAVIOUR_CONTEXTS = 48
+#: a group lane's band has at most this many bins (the view's bins, coarsened)
+BAND_BINS = 250
 
 
 #: at most this many (cell, node) sums are kept in one dense table by
@@ -629,6 +642,43 @@ def collective_runs(
     )
 
 
+def band_shares(
+    row: np.ndarray, start: np.ndarray, end: np.ndarray, edges: np.ndarray, n_rows: int
+) -> np.ndarray:
+    """The share of each bin (between consecutive ``edges``, any spacing) that
+    the intervals ``[start, end)`` of each row cover: an ``(n_rows, bins)``
+    array, partial bins counted exactly (overlapping intervals of a row add up;
+    clipped to 1). Vectorised: difference arrays for the bins covered whole.
+
+    Example:
+        >>> band_shares(np.array([0, 1]), np.array([0.5, 0.0]), np.array([2.0, 4.0]),
+        ...             np.array([0.0, 1.0, 2.0, 4.0]), 2).tolist()
+        [[0.5, 1.0, 0.0], [1.0, 1.0, 1.0]]
+    """
+    nb = edges.size - 1
+    out = np.zeros(n_rows * nb)
+    s = np.clip(np.asarray(start, dtype=np.float64), edges[0], edges[-1])
+    e = np.clip(np.asarray(end, dtype=np.float64), edges[0], edges[-1])
+    ok = e > s
+    row, s, e = np.asarray(row, dtype=np.int64)[ok], s[ok], e[ok]
+    if not row.size or nb < 1:
+        return out.reshape(n_rows, max(nb, 0))
+    width = np.diff(edges)
+    i0 = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, nb - 1)
+    i1 = np.clip(np.searchsorted(edges, e, side="left") - 1, 0, nb - 1)  # the bin e ends in
+    base = row * nb
+    one = i0 == i1
+    out += np.bincount(base[one] + i0[one], (e[one] - s[one]) / width[i0[one]], n_rows * nb)
+    many = ~one
+    a0, a1, b = i0[many], i1[many], base[many]
+    out += np.bincount(b + a0, (edges[a0 + 1] - s[many]) / width[a0], n_rows * nb)
+    out += np.bincount(b + a1, (e[many] - edges[a1]) / width[a1], n_rows * nb)
+    whole = np.bincount(b + a0 + 1, minlength=n_rows * nb + 1)[: n_rows * nb].astype(np.float64)
+    whole -= np.bincount(b + a1, minlength=n_rows * nb)
+    out += np.cumsum(whole)  # rows never carry over: every interval's +1 ends in its row
+    return np.minimum(out, 1.0).reshape(n_rows, nb)
+
+
 def _by_lane_level(parts: list[pd.DataFrame]) -> pd.DataFrame:
     """Rectangles of the window's segments (each ordered by lane, level, b0) as
     one table so ordered."""
@@ -691,11 +741,16 @@ class TimelineView(View):
     selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
     brush = traitlets.List(traitlets.Float()).tag(sync=True)
     counter_bands = traitlets.Enum(("component", "lane", "none"), "component").tag(sync=True)
+    max_lanes = traitlets.Int(MAX_LANES).tag(sync=True)
+    expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
     _data = traitlets.Dict().tag(sync=True)
     _marks_wanted = traitlets.Int(-1).tag(sync=True)
 
     #: traits that make up a view's state (see :attr:`state`)
-    STATE = ("window", "depth", "bins", "selected_profiles", "selection", "brush", "counter_bands")
+    STATE = (
+        "window", "depth", "bins", "selected_profiles", "selection", "brush", "counter_bands",
+        "max_lanes", "expanded",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -748,6 +803,8 @@ class TimelineView(View):
         self._lod: tuple | None = None  # see _rects_of
         self._version = 0  # of _data: the front end asks for markers by it
         self._lane_order = self._order_lanes()
+        self._behaviour: np.ndarray | None = None  # see _features
+        self._plan: tuple | None = None  # see _lane_plan
         self._summary = _workflow_summary(timeline) if summary is None else (summary or None)
         # each profile's component, coded (names sorted; "" without the column)
         names, code = np.unique(self._components().astype(str), return_inverse=True)
@@ -836,10 +893,103 @@ class TimelineView(View):
     @property
     def lanes(self) -> np.ndarray:
         """The profile ids drawn, top to bottom: grouped by the profiles'
-        :data:`LANE_GROUPS` columns that differ, then by rank."""
+        :data:`LANE_GROUPS` columns that differ, then by rank. Beyond
+        ``max_lanes`` profiles, a group lane's profile is its most typical
+        member (:attr:`lane_members`)."""
+        return self._lane_plan()[1]
+
+    @property
+    def lane_members(self) -> list[np.ndarray]:
+        """Per lane, the profile ids it stands for: one, or a group's members.
+
+        Beyond ``max_lanes`` shown profiles the ranks of each lane group are
+        grouped by behaviour (their time shares in the contexts of the first
+        :data:`BEHAVIOUR_LEVELS` levels, :func:`cctviz.ops.behaviour.rank_groups`):
+        a group is one lane, its outliers keep lanes of their own. A group whose
+        key (:attr:`lane_keys`) is in ``expanded`` shows its members, or, past
+        ``max_lanes`` of them, the ``max_lanes - 1`` farthest from its centre
+        apart and the rest as one lane (key ``KEY+``; expand that in turn)."""
+        return list(self._lane_plan()[0])
+
+    @property
+    def lane_keys(self) -> list[str]:
+        """Per lane, the key that ``expanded`` takes ("" for a lane of one profile)."""
+        return list(self._lane_plan()[2])
+
+    def _shown_profiles(self) -> np.ndarray:
         order = self._lane_order
         sel = self.selected_profiles
         return order[np.isin(order, sel)] if sel else order
+
+    def _lane_plan(self) -> tuple[list[np.ndarray], np.ndarray, list[str]]:
+        """(members per lane, the profile drawn per lane, keys), cached per state."""
+        ids = self._shown_profiles()
+        state = (ids.tobytes(), int(self.max_lanes), tuple(self.expanded))
+        if self._plan is not None and self._plan[0] == state:
+            return self._plan[1]
+        if self.max_lanes <= 0 or ids.size <= self.max_lanes:
+            plan = ([ids[k : k + 1] for k in range(ids.size)], ids, [""] * ids.size)
+        else:
+            lanes: list[tuple[np.ndarray, int, str]] = []
+            labels = np.asarray(self._group_labels(ids), dtype=object)
+            for g in pd.unique(labels):
+                lanes += self._grouped(ids[labels == g], f"{g}#" if g else "#")
+            pos = np.empty(self._lane_order.size, dtype=np.int64)
+            pos[self._lane_order] = np.arange(pos.size)
+            lanes.sort(key=lambda x: int(pos[x[0]].min()))  # a lane where its first rank is
+            plan = ([m for m, _, _ in lanes], np.array([r for _, r, _ in lanes], dtype=np.int64),
+                    [k for _, _, k in lanes])  # fmt: skip
+        self._plan = (state, plan)
+        return plan
+
+    def _grouped(self, ids: np.ndarray, key: str) -> list[tuple[np.ndarray, int, str]]:
+        """The lanes of ``ids`` (one lane group's shown profiles) under ``key``."""
+        if ids.size <= self.max_lanes:
+            return [(ids[k : k + 1], int(ids[k]), "") for k in range(ids.size)]
+        g = rank_groups(self._features()[ids])
+        out = [(ids[k : k + 1], int(ids[k]), "") for k in g.outliers]
+        for j in range(g.n_groups):
+            rows, gkey = g.members(j), f"{key}{j}"
+            out += self._group_lanes(ids, rows, int(g.representative[j]), g.distance, gkey)
+        return out
+
+    def _group_lanes(
+        self, ids: np.ndarray, rows: np.ndarray, rep: int, distance: np.ndarray, key: str
+    ) -> list[tuple[np.ndarray, int, str]]:
+        """One group's lanes: itself, or expanded (:attr:`lane_members`)."""
+        if key not in self.expanded or rows.size == 1:
+            return [(ids[rows], int(ids[rep]), key)]
+        if rows.size <= self.max_lanes:
+            return [(ids[k : k + 1], int(ids[k]), "") for k in rows]
+        far = rows[np.argsort(-distance[rows], kind="stable")]
+        apart, rest = far[: self.max_lanes - 1], np.sort(far[self.max_lanes - 1 :])
+        near = rest[int(np.argmin(distance[rest]))]
+        out = [(ids[k : k + 1], int(ids[k]), "") for k in apart]
+        return out + self._group_lanes(ids, rest, int(near), distance, key + "+")
+
+    def _features(self) -> np.ndarray:
+        """Per profile, the share of its time (its roots' time) in each of the
+        longest contexts of the :data:`BEHAVIOUR_LEVELS` levels under the roots
+        (computed once)."""
+        if self._behaviour is None:
+            n_prof = max(self._tl.n_profiles, 1)
+            dur = np.asarray(self._end - self._start, dtype=np.float64)
+            level = self._level
+            top = level.min(initial=0)
+            inside = (level > top) & (level <= top + BEHAVIOUR_LEVELS)
+            weight = np.bincount(self._node[inside], dur[inside], len(self._tl.tree))
+            cols = np.argsort(-weight, kind="stable")[:BEHAVIOUR_CONTEXTS]
+            cols = cols[weight[cols] > 0]
+            col_of = np.full(len(self._tl.tree), -1, dtype=np.int64)
+            col_of[cols] = np.arange(cols.size)
+            c = col_of[self._node]
+            k = inside & (c >= 0)
+            x = np.bincount(self._prof[k] * max(cols.size, 1) + c[k], dur[k],
+                            n_prof * max(cols.size, 1)).reshape(n_prof, -1)  # fmt: skip
+            roots = level == top
+            total = np.bincount(self._prof[roots], dur[roots], n_prof)[:, None]
+            self._behaviour = np.divide(x, total, out=np.zeros_like(x), where=total > 0)
+        return self._behaviour
 
     @property
     def rects(self) -> pd.DataFrame:
@@ -919,7 +1069,9 @@ class TimelineView(View):
         return NodeSet(t, ids)
 
     # ------------------------------------------------------------ data
-    @traitlets.observe("window", "depth", "bins", "selected_profiles", "counter_bands")
+    @traitlets.observe(
+        "window", "depth", "bins", "selected_profiles", "counter_bands", "max_lanes", "expanded"
+    )
     def _on_state(self, change: dict) -> None:
         if self._ready:
             self._refresh()
@@ -948,14 +1100,60 @@ class TimelineView(View):
         cols = [p[c].astype(str).to_numpy() for c in groups]
         return [" \u00b7 ".join(c[i] for c in cols) for i in ids]
 
-    def _labels(self, ids: np.ndarray) -> list[str]:
+    def _names(self, ids: np.ndarray) -> list[str]:
+        """Per profile of ``ids``: "rank 3" (or "profile 3" without a rank)."""
         p = self._tl.profiles
-        if "rank" in p.columns:
-            r = pd.to_numeric(p["rank"], errors="coerce").to_numpy()
-            names = [f"rank {int(r[i])}" if np.isfinite(r[i]) else f"profile {int(i)}" for i in ids]
-        else:
-            names = [f"profile {int(i)}" for i in ids]
+        if "rank" not in p.columns:
+            return [f"profile {int(i)}" for i in ids]
+        r = pd.to_numeric(p["rank"], errors="coerce").to_numpy()
+        return [f"rank {int(r[i])}" if np.isfinite(r[i]) else f"profile {int(i)}" for i in ids]
+
+    def _labels(self, ids: np.ndarray, names: list[str] | None = None) -> list[str]:
+        names = self._names(ids) if names is None else names
         return [f"{g} \u00b7 {nm}" if g else nm for g, nm in zip(self._group_labels(ids), names)]
+
+    def _lane_labels(self, lanes: np.ndarray, members: list[np.ndarray]) -> list[str]:
+        """The lanes' labels: a group lane's says how many ranks it stands for
+        and which one it draws ("sim \u00b7 4,090 ranks like rank 12")."""
+        names = self._names(lanes)
+        for k, m in enumerate(members):
+            if m.size > 1:
+                names[k] = f"{m.size:,} ranks like {names[k]}"
+        return self._labels(lanes, names)
+
+    def _bands(self, members: list[np.ndarray], edges: np.ndarray) -> dict[str, Any]:
+        """The bands of the group lanes: per band bin (the bins of ``edges``, ns
+        from the start, coarsened to at most :data:`BAND_BINS`), the min, median
+        and max over the group's ranks of the share of the bin they spend in
+        communication calls. Empty without group lanes or calls."""
+        groups = [k for k, m in enumerate(members) if m.size > 1]
+        bins = edges.size - 1
+        stride = max(1, math.ceil(bins / BAND_BINS))
+        out: dict[str, Any] = {"band_lane": [], "band_stride": stride, "band_bins": 0,
+                               "band_lo": [], "band_mid": [], "band_hi": []}  # fmt: skip
+        if not groups or not self._comm.size:
+            return out
+        row_of = np.full(max(self._tl.n_profiles, 1), -1, dtype=np.int64)
+        rows = np.concatenate([members[k] for k in groups])
+        row_of[rows] = np.arange(rows.size)
+        ev = self._comm[row_of[self._prof[self._comm]] >= 0]
+        coarse = np.r_[edges[::stride], edges[-1]] if bins % stride else edges[::stride]
+        share = band_shares(
+            row_of[self._prof[ev]], self._start[ev], self._end[ev], coarse, rows.size
+        )
+        lo, mid, hi, at = [], [], [], 0
+        for k in groups:
+            part = share[at : at + members[k].size]
+            at += members[k].size
+            lo.append(part.min(axis=0))
+            mid.append(np.median(part, axis=0))
+            hi.append(part.max(axis=0))
+        out.update(
+            band_lane=i32(np.array(groups, dtype=np.int64)), band_bins=int(coarse.size - 1),
+            band_lo=f32(np.concatenate(lo)), band_mid=f32(np.concatenate(mid)),
+            band_hi=f32(np.concatenate(hi)),
+        )  # fmt: skip
+        return out
 
     def _components(self) -> np.ndarray:
         """Per profile, its ``component`` ("" without the column)."""
@@ -1360,7 +1558,9 @@ class TimelineView(View):
         m_node = np.searchsorted(used, marks["node"].to_numpy(dtype=np.int64))
         m_prof = marks["profile"].to_numpy(dtype=np.int64)
         summary_line, blocked_label = self._summary_text
-        lane_labels = self._labels(lanes)
+        members, _, keys = self._lane_plan()
+        lane_labels = self._lane_labels(lanes, members)
+        band = self._bands(members, edges * PER_S)
         self._version += 1
         self._data = {
             "n": int(len(r)),
@@ -1379,6 +1579,9 @@ class TimelineView(View):
             "events_total": int(len(tl)),
             "lanes": lane_labels,
             "lane_profile": i32(lanes),
+            "lane_members": i32(np.array([m.size for m in members], dtype=np.int64)),
+            "lane_key": keys,
+            **band,
             "lane": i32(lane_idx),
             "level": i32(r["level"].to_numpy()),
             "b0": i32(r["b0"].to_numpy()),

@@ -35,7 +35,15 @@ const pair = (v, fallback) => (Array.isArray(v) && v.length === 2 && v.every(Num
  *   segments of uniform bins (seconds, bins `[b0, b1)`): one, or the time outside the
  *   steps (start-up, end) compressed into segments of its own
  * @property {string[]} lanes lane labels ("rank 3")
- * @property {Int32Array} laneProfile profile id of each lane
+ * @property {Int32Array} laneProfile profile id of each lane (a group lane's: the rank it draws)
+ * @property {Int32Array} laneMembers ranks each lane stands for (1, or a group's size)
+ * @property {string[]} laneKey per lane, the key `expanded` takes ("" a lane of one rank)
+ * @property {Int32Array} bandLane the group lanes with a band, in lane order
+ * @property {number} bandBins band bins per band lane (each `bandStride` of the view's bins)
+ * @property {number} bandStride
+ * @property {Float32Array} bandLo per band lane x band bin: the least share of the bin in communication over the group's ranks
+ * @property {Float32Array} bandMid the median
+ * @property {Float32Array} bandHi the greatest
  * @property {Int32Array} lane
  * @property {Int32Array} level
  * @property {Int32Array} b0 first bin
@@ -105,6 +113,8 @@ export function decodeTimeline(raw) {
   const k = count(d.k);
   const c = count(d.c);
   const segments = segmentsOf(d.segments, window, bins);
+  const bandLane = column(d.band_lane, "int32", columnLength(d.band_lane, 4), 0);
+  const nBand = bandLane.length * count(d.band_bins);
   return {
     n,
     bins,
@@ -115,6 +125,14 @@ export function decodeTimeline(raw) {
     steps: Array.isArray(d.steps) && d.steps.length === 2 ? pair(d.steps, null) : null, // the steps' span (s), or null
     lanes,
     laneProfile: column(d.lane_profile, "int32", lanes.length, -1),
+    laneMembers: optional(d.lane_members, "int32", lanes.length, 1),
+    laneKey: Array.isArray(d.lane_key) && d.lane_key.length === lanes.length ? strings(d.lane_key) : lanes.map(() => ""),
+    bandLane,
+    bandBins: nBand ? count(d.band_bins) : 0,
+    bandStride: count(d.band_stride) || 1,
+    bandLo: column(d.band_lo, "float32", nBand, NaN),
+    bandMid: column(d.band_mid, "float32", nBand, NaN),
+    bandHi: column(d.band_hi, "float32", nBand, NaN),
     lane: column(d.lane, "int32", n, 0),
     level: column(d.level, "int32", n, 0),
     b0: column(d.b0, "int32", n, 0),

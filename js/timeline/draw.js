@@ -8,7 +8,7 @@ import { P } from "../scene-kit.js";
  * Append the SVG of `scene` to `parent` and return it. Structure (the widget
  * relies on it): `svg.cctviz-fig` > [style] [rect.cctviz-bg] defs (the hatch) [title]
  * [g.cctviz-legend > g.cctviz-legend-item] [g.cctviz-summary-lines]
- * g.cctviz-grid-lines, g.cctviz-lanes, g.cctviz-spans > rect.cctviz-span,
+ * g.cctviz-grid-lines, g.cctviz-lanes, g.cctviz-spreads > g.cctviz-spread[data-b] (a group lane's band), g.cctviz-spans > rect.cctviz-span,
  * g.cctviz-blocked-layer > rect.cctviz-blocked, g.cctviz-colls > g.cctviz-coll[data-j] > rect (wait, transfer) [text],
  * g.cctviz-span-labels > text.cctviz-span-label,
  * g.cctviz-counters > g.cctviz-counter > [text.cctviz-counter-title, rect.cctviz-counter-bg, path.cctviz-counter-area],
@@ -26,6 +26,7 @@ export function drawTimeline(parent, scene) {
   if (scene.summary && scene.summary.length) parts.push(P("g", { class: "cctviz-summary-lines" }, null, scene.summary));
   parts.push(P("g", { class: "cctviz-grid-lines", "aria-hidden": "true" }, null, scene.grid));
   parts.push(P("g", { class: "cctviz-lanes", role: "list", "aria-label": "Lanes: one per profile" }, null, scene.lanes));
+  parts.push(P("g", { class: "cctviz-spreads" }, null, scene.spreads || []));
   parts.push(P("g", { class: "cctviz-spans", role: "img", "aria-label": "Intervals per lane over time" }, null, scene.spans));
   parts.push(P("g", { class: "cctviz-blocked-layer", "aria-hidden": "true" }, null, scene.blockedPrims || []));
   parts.push(P("g", { class: "cctviz-colls", role: "img", "aria-label": "Communication: waiting, then transfer" }, null, scene.collPrims || []));

@@ -161,6 +161,68 @@ export function markLines(d, j) {
   return lines;
 }
 
+/**
+ * The label of lane k as [first line, second line]: a group lane's "5 ranks like
+ * rank 4" on two lines ("5 ranks", "like rank 4") where the lane has two levels.
+ */
+function laneText(d, k) {
+  const name = d.lanes[k] ?? "";
+  const at = d.laneKey[k] && d.levels > 1 ? name.lastIndexOf(" like ") : -1;
+  return at > 0 ? [name.slice(0, at), name.slice(at + 1)] : [name, ""];
+}
+
+/**
+ * The bands of the group lanes, a row under each one's levels: per band bin,
+ * the least to the greatest share of the bin its ranks spend in communication
+ * (a filled range) and the median (a line); 0 at the row's bottom, 1 at its top.
+ *
+ * @returns {object[]} prims: `g.cctviz-spread[data-b]` (b: the band's index) per band lane
+ */
+export function spreadBands(d, ts, laneTop, { laneH, rowH, u, banded }) {
+  const out = [];
+  const nb = d.bandBins;
+  d.bandLane.forEach((k, b) => {
+    if (!banded.has(k)) return;
+    const y0 = laneTop(k) + laneH + rowH - 1 * u;
+    const hh = rowH - 2 * u;
+    const y = (v) => r2(y0 - Math.min(Math.max(Number.isFinite(v) ? v : 0, 0), 1) * hh);
+    const xs = [];
+    for (let j = 0; j <= nb; j++) xs.push(j < nb ? ts.startX(j * d.bandStride) : ts.endX(d.bins));
+    let hi = "";
+    let lo = "";
+    let mid = "";
+    for (let j = 0; j < nb; j++) {
+      const i = b * nb + j;
+      const [xa, xb] = [r2(xs[j]), r2(xs[j + 1])];
+      hi += `${j ? "L" : "M"}${xa},${y(d.bandHi[i])}L${xb},${y(d.bandHi[i])}`;
+      lo = `L${xb},${y(d.bandLo[i])}L${xa},${y(d.bandLo[i])}${lo}`;
+      mid += `${j ? "L" : "M"}${xa},${y(d.bandMid[i])}L${xb},${y(d.bandMid[i])}`;
+    }
+    const kids = [
+      P("rect", { class: "cctviz-spread-bg", x: r2(xs[0]), y: r2(y0 - hh), width: r2(Math.max(xs[nb] - xs[0], 0)), height: r2(hh) }),
+      P("path", { class: "cctviz-spread-range", d: `${hi}${lo}Z` }),
+      P("path", { class: "cctviz-spread-median", d: mid, fill: "none" }),
+    ];
+    out.push(P("g", { class: "cctviz-spread", "data-b": String(b), "data-lane": String(k), role: "img", "aria-label": `${d.lanes[k]}: the share of time in communication, least, median and greatest over its ${d.laneMembers[k]} ranks` }, null, kids));
+  });
+  return out;
+}
+
+/** Tooltip lines of band b at view bin i: the bin's time and the least, median and greatest share. */
+export function spreadLines(d, b, i) {
+  const j = Math.min(Math.floor(i / d.bandStride), d.bandBins - 1);
+  const at = b * d.bandBins + j;
+  const pc = (v) => (Number.isFinite(v) ? `${(100 * v).toFixed(1)}%` : "n/a");
+  const t0 = binTime(d, j * d.bandStride);
+  const t1 = binTime(d, Math.min((j + 1) * d.bandStride, d.bins));
+  return [
+    { cls: "cctviz-tip-path", text: d.lanes[d.bandLane[b]] ?? "" },
+    { text: `${formatValue(t0, "s")} \u2013 ${formatValue(t1, "s")}` },
+    { text: `in communication: least ${pc(d.bandLo[at])}, median ${pc(d.bandMid[at])}, most ${pc(d.bandHi[at])} of the time` },
+    { text: `over its ${d.laneMembers[d.bandLane[b]].toLocaleString("en-US")} ranks; click the label to expand` , cls: "cctviz-tip-note" },
+  ];
+}
+
 /** The accessible name of lane k: its label, the rectangles shown, the levels. */
 function laneLabel(d, k, n) {
   const [t0, t1] = d.window;
@@ -428,7 +490,7 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
   const sel = new Set(st.highlight ? (st.selection || []).map(Number) : []);
   const W0 = st.width || 900 * u;
   // the lane labels' gutter; the plot takes the rest, but never less than a few labels' room
-  const labelW = Math.min(140 * u, Math.max(30 * u, ...d.lanes.map((s) => measure.text(s, small))));
+  const labelW = Math.min(140 * u, Math.max(30 * u, ...d.lanes.flatMap((_, k) => laneText(d, k).map((t) => measure.text(t, small)))));
   const plotX = margin + labelW + 8 * u;
   const W = Math.max(W0, plotX + 60 * u + margin);
   const plotW = W - plotX - margin;
@@ -488,8 +550,16 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
   top += 4 * u; // room for the marks above the first lane
 
   const plotY = top;
-  const laneTop = (k) => plotY + k * (laneH + laneGap);
-  const lanesH = Math.max(rowH, d.lanes.length * (laneH + laneGap) - laneGap);
+  // a group lane with a band (its ranks' communication share) is a row taller
+  const banded = new Set(d.bandBins ? Array.from(d.bandLane) : []);
+  const tops = [];
+  let at = plotY;
+  for (let k = 0; k < d.lanes.length; k++) {
+    tops.push(at);
+    at += laneH + (banded.has(k) ? rowH : 0) + laneGap;
+  }
+  const laneTop = (k) => (k < tops.length ? tops[k] : at);
+  const lanesH = Math.max(rowH, at - plotY - laneGap);
 
   // the axis and what follows it, to see whether the counter bands fit a given height
   const tailH = 6 * u + 6 * u + small + 6 * u + font + 4 * u + (st.fit ? 0 : small + 6 * u) + margin;
@@ -507,9 +577,18 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
   for (let i = 0; i < d.n; i++) if (d.lane[i] < perLane.length) perLane[d.lane[i]] += 1;
   d.lanes.forEach((name, k) => {
     const y = laneTop(k);
-    lanes.push(P("rect", { class: "cctviz-lane-bg", x: r2(plotX), y: r2(y), width: r2(plotW), height: r2(laneH), role: "listitem", "aria-label": laneLabel(d, k, perLane[k] || 0) }));
-    lanes.push(P("text", { class: "cctviz-lane-label", x: r2(plotX - 6 * u), y: r2(y + Math.min(laneH, rowH) / 2), dy: "0.35em", "text-anchor": "end", "font-size": small, "data-lane": String(k) }, measure.truncate(name, labelW, small) || "\u2026"));
+    const h = laneH + (banded.has(k) ? rowH : 0);
+    lanes.push(P("rect", { class: "cctviz-lane-bg", x: r2(plotX), y: r2(y), width: r2(plotW), height: r2(h), role: "listitem", "aria-label": laneLabel(d, k, perLane[k] || 0) }));
+    const key = d.laneKey[k];
+    const attrs = { class: `cctviz-lane-label${key ? " cctviz-lane-group" : ""}`, x: r2(plotX - 6 * u), y: r2(y + Math.min(laneH, rowH) / 2), dy: "0.35em", "text-anchor": "end", "font-size": small, "data-lane": String(k) };
+    if (key) Object.assign(attrs, { "data-key": key, role: "button", "aria-label": `Expand the group of ${d.laneMembers[k]} ranks` });
+    const [first, second] = laneText(d, k);
+    lanes.push(P("text", attrs, measure.truncate(first, labelW, small) || "\u2026"));
+    const under = { class: "cctviz-lane-sublabel", x: attrs.x, dy: "0.35em", "text-anchor": "end", "font-size": small };
+    if (second && d.levels > 1) lanes.push(P("text", { ...under, y: r2(y + rowH * 1.5) }, measure.truncate(second, labelW, small) || "\u2026"));
+    if (banded.has(k)) lanes.push(P("text", { ...under, y: r2(y + laneH + rowH / 2) }, measure.truncate("in comm.", labelW, small)));
   });
+  const spreads = spreadBands(d, ts, laneTop, { laneH, rowH, u, banded });
 
   // rectangles, their names where they fit, the blocked ones hatched
   const spans = [];
@@ -641,6 +720,7 @@ export function timelineScene(d, settings, measure = TABLE_MEASURE) {
     summary,
     plot,
     lanes,
+    spreads,
     spans,
     labels,
     blockedPrims,

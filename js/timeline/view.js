@@ -17,7 +17,7 @@ import { THEME_PALETTE } from "../kit/style.js";
 import { decodeTimeline } from "./data.js";
 import { drawTimeline } from "./draw.js";
 import { timelineSVG } from "./figure.js";
-import { collLines, counterLines, markLines, rectLines, timelineScene } from "./scene.js";
+import { collLines, counterLines, markLines, rectLines, spreadLines, timelineScene } from "./scene.js";
 import { timelineCSS } from "./style.js";
 
 /** Label size on screen, px. */
@@ -31,7 +31,8 @@ const WHEEL_WAIT = 150;
 
 /** The traits a figure depends on, as plain values (the export payload's `state`). */
 export function stateOf(model) {
-  const list = (k) => (Array.isArray(model.get(k)) ? model.get(k).map(Number) : []);
+  const listOf = (k) => (Array.isArray(model.get(k)) ? model.get(k) : []);
+  const list = (k) => listOf(k).map(Number);
   return {
     window: list("window"),
     depth: Number(model.get("depth") ?? 3),
@@ -123,6 +124,7 @@ export function renderTimeline({ model, el }, options = {}) {
   if (options.local) bandSel.parentElement.style.display = "none"; // folding needs Python
   const zoomBtn = tb.button("Zoom to brush", { class: "cctviz-btn cctviz-zoom-brush", title: "Show the brushed window (drag along the lanes to brush)" });
   const wholeBtn = tb.button("Whole", { class: "cctviz-btn cctviz-whole", title: "Show the whole timeline" });
+  const regroupBtn = tb.button("Regroup", { class: "cctviz-btn cctviz-regroup", title: "Fold the expanded groups of ranks again (a click on a group's label expands it)" });
   const saveBtn = tb.button("SVG", { class: "cctviz-btn cctviz-download", title: "Download the figure as SVG (the same file as view.save)" });
   const { status } = tb.counts();
   const holder = h(doc, "div", {
@@ -134,7 +136,8 @@ export function renderTimeline({ model, el }, options = {}) {
   root.appendChild(holder);
   const tooltip = life.own(createTooltip(root));
 
-  const list = (k) => (Array.isArray(model.get(k)) ? model.get(k).map(Number) : []);
+  const listOf = (k) => (Array.isArray(model.get(k)) ? model.get(k) : []);
+  const list = (k) => listOf(k).map(Number);
   const commit = (changes) => {
     for (const [k, v] of Object.entries(changes)) model.set(k, v);
     model.save_changes();
@@ -145,6 +148,8 @@ export function renderTimeline({ model, el }, options = {}) {
   const markOf = (t) => (t && t.closest ? t.closest(".cctviz-late") : null);
   const collOf = (t) => (t && t.closest ? t.closest(".cctviz-coll") : null);
   const bandOf = (t) => (t && t.closest ? t.closest(".cctviz-counter") : null);
+  const spreadOf = (t) => (t && t.closest ? t.closest(".cctviz-spread") : null);
+  const groupOf = (t) => (t && t.closest ? t.closest(".cctviz-lane-group") : null);
   /** The bin under the pointer (figure x from the event), or -1. */
   function binAt(ev) {
     const sc = state.scene;
@@ -160,7 +165,12 @@ export function renderTimeline({ model, el }, options = {}) {
     if (c) tooltip.show(collLines(state.data, state.scene.colls[Number(c.getAttribute("data-j"))]), `k${c.getAttribute("data-j")}`, ev);
     else if (s) tooltip.show(rectLines(state.data, Number(s.getAttribute("data-i"))), `r${s.getAttribute("data-i")}`, ev);
     else if (m) tooltip.show(markLines(state.data, Number(m.getAttribute("data-j"))), `m${m.getAttribute("data-j")}`, ev);
-    else {
+    else if (spreadOf(ev.target)) {
+      const g = spreadOf(ev.target);
+      const i = binAt(ev);
+      if (i >= 0) tooltip.show(spreadLines(state.data, Number(g.getAttribute("data-b")), i), `b${g.getAttribute("data-b")}:${i}`, ev);
+      else tooltip.hide();
+    } else {
       const b = bandOf(ev.target);
       const i = b ? binAt(ev) : -1;
       if (i >= 0) tooltip.show(counterLines(state.data, Number(b.getAttribute("data-c")), i), `c${b.getAttribute("data-c")}:${i}`, ev);
@@ -169,6 +179,8 @@ export function renderTimeline({ model, el }, options = {}) {
   }
   function onClick(ev) {
     if (state.brush && state.brush.moved()) return;
+    const g = groupOf(ev.target);
+    if (g) return commit({ expanded: [...new Set([...listOf("expanded"), g.getAttribute("data-key")])] });
     const s = spanOf(ev.target) || collOf(ev.target);
     if (!s) return;
     const id = Number(s.getAttribute("data-node"));
@@ -227,8 +239,10 @@ export function renderTimeline({ model, el }, options = {}) {
     if (!options.local) bandSel.parentElement.style.display = d.tracks.length ? "" : "none";
     const brush = list("brush");
     zoomBtn.disabled = brush.length !== 2;
+    regroupBtn.disabled = listOf("expanded").length === 0;
+    regroupBtn.style.display = regroupBtn.disabled && !d.laneKey.some(Boolean) ? "none" : "";
     const [t0, t1] = d.window;
-    status.textContent = `${d.lanes.length} lanes \u00b7 ${formatValue(t0, "s")} \u2013 ${formatValue(t1, "s")} \u00b7 ${d.n} rectangles${brush.length === 2 ? ` \u00b7 brushed ${formatValue(brush[1] - brush[0], "s")}` : ""}`;
+    status.textContent = `${d.lanes.length} lanes${d.laneKey.some(Boolean) ? ` (${Array.from(d.laneMembers).reduce((a, b) => a + b, 0).toLocaleString("en-US")} ranks)` : ""} \u00b7 ${formatValue(t0, "s")} \u2013 ${formatValue(t1, "s")} \u00b7 ${d.n} rectangles${brush.length === 2 ? ` \u00b7 brushed ${formatValue(brush[1] - brush[0], "s")}` : ""}`;
   }
   depthSel.addEventListener("change", () => commit({ depth: Number(depthSel.value) }));
   bandSel.addEventListener("change", () => commit({ counter_bands: bandSel.value }));
@@ -237,6 +251,7 @@ export function renderTimeline({ model, el }, options = {}) {
     if (b.length === 2) commit({ window: b, brush: [] });
   });
   wholeBtn.addEventListener("click", () => commit({ window: state.data.whole }));
+  regroupBtn.addEventListener("click", () => commit({ expanded: [] }));
   saveBtn.addEventListener("click", () => downloadText(doc, "cctviz-timeline.svg", timelineSVG(model.get("_data"), stateOf(model), DOWNLOAD_OPTIONS)));
 
   // ---- selection and brush (no re-layout) -------------------------------------------
@@ -301,6 +316,7 @@ export function renderTimeline({ model, el }, options = {}) {
     ["change:brush", () => applyBrush()],
     ["change:depth", () => updateMenus()],
     ["change:counter_bands", () => updateMenus()],
+    ["change:expanded", () => updateMenus()],
   ]);
   life.defer(() => state.brush && state.brush.destroy());
   life.own(

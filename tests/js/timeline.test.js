@@ -10,7 +10,7 @@ import { renderSVG } from "../../js/export.js";
 import { binTime, decodeTimeline } from "../../js/timeline/data.js";
 import { drawTimeline } from "../../js/timeline/draw.js";
 import { timelineSVG } from "../../js/timeline/figure.js";
-import { GREY, GROUP_COLORS, collLines, collectiveRuns, counterLines, groupColor, markLines, mixWhite, nodeFill, rectLines, timeScale, timelineScene } from "../../js/timeline/scene.js";
+import { GREY, GROUP_COLORS, collLines, collectiveRuns, counterLines, groupColor, markLines, mixWhite, nodeFill, rectLines, spreadLines, timeScale, timelineScene } from "../../js/timeline/scene.js";
 import { clampWindow, keyWindow, zoomWindow } from "../../js/timeline/view.js";
 import { localTimelineModel, rebin, stepSegments } from "../../js/timeline/local.js";
 import { shimContainer } from "../../js/shim.js";
@@ -431,5 +431,52 @@ describe("timeline critical path", () => {
     assert.equal(r.p, 2);
     assert.deepEqual(r.path_lane, [0, 1]);
     assert.ok(Math.abs(r.path_x0[0]) < 1e-12 && Math.abs(r.path_x1[1] - 0.0005) < 1e-9);
+  });
+});
+
+describe("timeline group lanes", () => {
+  // lane 0 stands for 5 ranks (a group, with a band of 4 bins, each 25 of the 100), lane 1 for one
+  const GROUPED = {
+    ...DATA,
+    lanes: ["5 ranks like rank 4", "rank 2"],
+    lane_members: [5, 1],
+    lane_key: ["#0", ""],
+    band_lane: [0],
+    band_bins: 4,
+    band_stride: 25,
+    band_lo: [0, 0.1, 0.5, 0],
+    band_mid: [0, 0.4, 0.9, 0],
+    band_hi: [0.2, 0.6, 1, 0],
+  };
+  const d = decodeTimeline(GROUPED);
+  const sc = timelineScene(d, { width: 600 });
+
+  it("gives a group lane a band row under its levels and a two-line label", () => {
+    const plain = timelineScene(decodeTimeline(DATA), { width: 600 });
+    assert.ok(Math.abs(sc.laneTop[1] - sc.laneTop[0] - (plain.laneTop[1] - plain.laneTop[0] + sc.rowH)) < 1e-9);
+    const texts = sc.lanes.filter((p) => p.tag === "text").map((p) => p.text);
+    assert.deepEqual(texts, ["5 ranks", "like rank 4", "in comm.", "rank 2"]);
+    const group = sc.lanes.find((p) => p.tag === "text" && p.attrs["data-key"] === "#0");
+    assert.match(group.attrs.class, /cctviz-lane-group/);
+  });
+
+  it("draws the band's range and median between 0 (the row's bottom) and 1 (its top)", () => {
+    assert.equal(sc.spreads.length, 1);
+    const [bg, range, median] = sc.spreads[0].children;
+    const top = Number(bg.attrs.y);
+    const bottom = top + Number(bg.attrs.height);
+    const ys = (path) => [...path.attrs.d.matchAll(/,(-?[\d.]+)/g)].map((m) => Number(m[1]));
+    const mid = ys(median);
+    assert.ok(Math.abs(mid[0] - bottom) < 0.01 && Math.abs(mid[4] - (bottom - 0.9 * (bottom - top))) < 0.01);
+    assert.ok(Math.min(...ys(range)) >= top - 0.01 && Math.max(...ys(range)) <= bottom + 0.01);
+    const lines = spreadLines(d, 0, 60); // view bin 60: band bin 2
+    assert.match(lines[2].text, /least 50\.0%, median 90\.0%, most 100\.0%/);
+  });
+
+  it("draws no band without one and reads a payload of old (no members, no keys)", () => {
+    const old = decodeTimeline(DATA);
+    assert.deepEqual(Array.from(old.laneMembers), [1, 1]);
+    assert.deepEqual(old.laneKey, ["", ""]);
+    assert.equal(timelineScene(old, { width: 600 }).spreads.length, 0);
   });
 });

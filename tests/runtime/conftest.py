@@ -193,6 +193,22 @@ def plan_runs(tmp_path_factory):
 LATE, SLEEP_MS, LATE_STEPS = 2, 150, 3  # long enough that a loaded machine's jitter stays small
 
 
+#: the traced late-rank job of the grouped timeline: 6 ranks, rank LATE late at every exchange
+GROUPED_RANKS = 6
+
+
+@pytest.fixture(scope="session")
+def late_trace(tmp_path_factory):
+    """An OTF2 trace of late_rank.py on GROUPED_RANKS gloo ranks, 4 steps,
+    rank LATE sleeping 100 ms before each exchange."""
+    d = tmp_path_factory.mktemp("late-trace")
+    run_job([
+        *TORCHRUN, "--standalone", "--nproc-per-node", str(GROUPED_RANKS),
+        str(SCRIPTS / "late_rank.py"), str(d / "run"), "4", str(LATE), "100", str(d / "trace"),
+    ])  # fmt: skip
+    return d / "trace"
+
+
 @pytest.fixture(scope="session")
 def late_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("late") / "late-run"

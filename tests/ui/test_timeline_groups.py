@@ -1,0 +1,116 @@
+"""TimelineView beyond ``max_lanes`` ranks (issue 38's lanes' level of detail),
+on a real traced gloo job of 6 ranks whose rank LATE is late at every exchange:
+the others make one group lane, the late rank keeps its own; the group's band
+holds the least, median and greatest share of each bin its ranks spend in
+communication, computed here again from the trace's calls; in Chromium a click
+on the group's label expands it and "Regroup" folds it again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cctviz
+from cctviz.views.timeline import TimelineView
+from tests.runtime.conftest import GROUPED_RANKS, LATE, late_trace  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def timeline(late_trace):  # noqa: F811
+    return cctviz.read_timeline(late_trace)
+
+
+def ranks_of(tl, profiles) -> list[int]:
+    return [int(tl.profiles["rank"].iloc[p]) for p in profiles]
+
+
+def test_alike_ranks_share_a_lane_the_late_one_keeps_its_own(timeline):
+    view = TimelineView(timeline, max_lanes=3)
+    members = view.lane_members
+    assert len(members) == 2, view._data["lanes"]
+    group = next(m for m in members if m.size > 1)
+    alone = next(m for m in members if m.size == 1)
+    assert ranks_of(timeline, alone) == [LATE]
+    assert sorted(ranks_of(timeline, group)) == sorted(set(range(GROUPED_RANKS)) - {LATE})
+    k = [m.size for m in members].index(group.size)
+    drawn = ranks_of(timeline, [view.lanes[k]])[0]
+    assert view._data["lanes"][k] == f"{group.size} ranks like rank {drawn}"
+    assert view.lane_keys[k] and not view.lane_keys[1 - k]
+    # the group lane draws its representative's own rectangles
+    assert set(view.rects.loc[view.rects["lane"] == k, "profile"]) == {view.lanes[k]}
+    # every rank in a lane: with max_lanes 0 (or enough) one lane each
+    assert len(TimelineView(timeline, max_lanes=0).lanes) == GROUPED_RANKS
+    assert len(TimelineView(timeline).lanes) == GROUPED_RANKS
+
+
+def test_the_band_is_the_groups_spread_of_communication_share(timeline):
+    view = TimelineView(timeline, max_lanes=3)
+    d = view._data
+    nb, stride = d["band_bins"], d["band_stride"]
+    edges = view.bin_edges
+    coarse = np.r_[edges[::stride], edges[-1]] if (edges.size - 1) % stride else edges[::stride]
+    assert coarse.size == nb + 1
+    band_lanes = np.frombuffer(d["band_lane"], dtype=np.int32)
+    assert band_lanes.tolist() == [k for k, m in enumerate(view.lane_members) if m.size > 1]
+    # again, from the trace's communication calls: each member's overlap with each bin
+    t00 = timeline.span[0]
+    ev = timeline.events
+    comm = timeline.tree.nodes["kind"].to_numpy()[ev["node"].to_numpy()] == "comm"
+    for b, k in enumerate(band_lanes):
+        shares = []
+        for p in view.lane_members[k]:
+            mine = ev[comm & (ev["profile"].to_numpy() == p)]
+            s = (mine["start"].to_numpy() - t00)[:, None] / 1e9
+            e = (mine["end"].to_numpy() - t00)[:, None] / 1e9
+            cover = np.clip(np.minimum(e, coarse[1:]) - np.maximum(s, coarse[:-1]), 0, None)
+            shares.append(np.minimum(cover.sum(axis=0) / np.diff(coarse), 1.0))
+        shares = np.array(shares)
+        assert shares.max() > 0.5  # the group waits for the late rank: it is there to see
+        for name, want in (("band_lo", shares.min(0)), ("band_mid", np.median(shares, 0)),
+                           ("band_hi", shares.max(0))):  # fmt: skip
+            got = np.frombuffer(d[name], dtype=np.float32)[b * nb : (b + 1) * nb]
+            np.testing.assert_allclose(got, want, atol=1e-5, err_msg=name)
+
+
+def test_expanding_a_group_shows_its_ranks(timeline):
+    view = TimelineView(timeline, max_lanes=3)
+    key = next(k for k in view.lane_keys if k)
+    view.expanded = [key]
+    # 5 ranks past max_lanes 3: the 2 farthest from the group's centre apart, 3 as one lane
+    sizes = sorted(m.size for m in view.lane_members)
+    assert sizes == [1, 1, 1, 3]
+    view.expanded = [key, f"{key}+"]
+    assert [m.size for m in view.lane_members] == [1] * GROUPED_RANKS
+    assert ranks_of(timeline, view.lanes) == list(range(GROUPED_RANKS))
+
+
+def test_a_click_on_the_groups_label_expands_it_regroup_folds(widget_page, timeline):
+    view = TimelineView(timeline, max_lanes=3)
+    wp = widget_page(view)
+    root = wp.view(view)
+    group = root.locator("text.cctviz-lane-group")
+    size = next(m.size for m in view.lane_members if m.size > 1)
+    assert group.count() == 1 and group.text_content() == f"{size} ranks"
+    under = root.locator("text.cctviz-lane-sublabel").all_text_contents()
+    assert under[0].startswith("like rank ") and under[1] == "in comm."
+    assert root.locator("g.cctviz-spread").count() == 1
+    assert root.locator("path.cctviz-spread-median").count() == 1
+    # the band's tooltip says what it is
+    band = root.locator("g.cctviz-spread rect.cctviz-spread-bg").bounding_box()
+    wp.page.mouse.move(band["x"] + band["width"] * 0.5, band["y"] + band["height"] / 2)
+    tip = wp.page.locator(".cctviz-tooltip")
+    tip.wait_for(state="visible")
+    assert "in communication: least" in tip.text_content()
+    r0 = int(root.locator("[data-rendered]").get_attribute("data-rendered"))
+    key = group.get_attribute("data-key")
+    assert key in view.lane_keys
+    group.click()
+    wp.sync()
+    assert view.expanded == [key]
+    wp.wait_rendered(r0 + 1, view)
+    assert root.locator("text.cctviz-lane-label").count() == len(view.lanes) == 4
+    root.locator("button.cctviz-regroup").click()
+    wp.sync()
+    assert view.expanded == []
+    wp.wait_rendered(r0 + 2, view)
+    assert root.locator("text.cctviz-lane-label").count() == 2
