@@ -26,6 +26,25 @@ Goal (issue 38): at 16,384 ranks, first paint under 1 s and under 2 MB sent.
 Usage::
 
     python benchmarks/timeline_ranks.py [--ranks 1024 4096 16384] [--steps 5] [--browser]
+
+Measured 2026-12-07 on this machine (2 cores; headless Chromium), 5 steps, 4
+modules, 3 stragglers::
+
+     ranks   events  lanes stragglers apart  view s  KB  one lane per rank: view s     KB  ratio s
+      1024    72704      5              3/3   0.067 5.1                       0.814  549.2     12.1
+      4096   290816      5              3/3   0.102 5.1                       3.454 2195.8     34.0
+     16384  1163264      5              3/3   0.305 5.0                      14.167 8786.7     46.5
+
+     ranks  first paint s  bands  page KB
+      1024          0.277      2    388.3
+      4096          0.159      2    388.4
+     16384          0.389      2    388.2
+
+At 16,384 ranks the view is drawn 0.39 s after ``TimelineView(timeline)`` and the
+page receives 388 KB, nearly all of it the front-end bundle (the view's data:
+5 KB): five lanes, the two behaviours (the slow loaders' nodes and the rest) and
+the three stragglers, each on a lane of its own. One lane per rank took 14.2 s in
+Python alone and 8.8 MB of data (not drawn here).
 """
 
 from __future__ import annotations

@@ -76,7 +76,9 @@ from .model.ensemble import Ensemble
 from .model.formats import K_COMM, K_STEP, LIVE_DIR, RUN_FILE, STEP, live_rank_of, rank_of
 from .model.sampled import LOW_CPU, blocked_idle
 from .model.tables import UnitTable, with_units
+from .model.timeline import Timeline
 from .readers._live import RankStream
+from .readers._rawtrace import LiveTimeline
 from .readers.cctviz_run import assemble_run, rank_row, read_rank, run_layout
 
 #: a regression is of the ranks alike: this quantile of their growth in a context,
@@ -266,6 +268,7 @@ class Watch:
         self._silent: set[int] = set()
         self._checked: dict[str, int] = {}
         self._ended_said = False
+        self._traces = LiveTimeline()  # the traced ranks' timelines so far
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -316,6 +319,7 @@ class Watch:
         collectives), its call paths, and its time per context (the last
         :data:`HISTORY` records: for the context of a straggler)."""
         r = live_rank_of(s.path.name)
+        self._traces.note(r, s)  # where its trace is: its first record says
         comp = s.meta.get("component", "")
         offset = s.wall_offset_ns or 0
         for row in s.new_steps:
@@ -540,6 +544,35 @@ class Watch:
             m.setdefault("format", "cctviz-run")
             m.setdefault("source", str(self.path))
         return ens
+
+    def timeline(self) -> Timeline:
+        """What the ranks' traces hold so far (a run traced with ``cctviz run
+        --trace DIR`` or ``--timeline``): each rank's calling contexts over time,
+        read incrementally from its raw trace (:mod:`cctviz.readers._rawtrace`:
+        only what was appended since the last call is decoded). A rank's trace
+        is on disk about one live record behind (the training thread writes it
+        at the first step's start after each record); the contexts still open
+        end at its last row (``profiles["open"]`` counts them). Once the run has
+        ended and its archive is written, the Timeline ``cctviz.read_timeline``
+        gives of it.
+
+        Raises:
+            ProfileError: no rank of the run traces (or none has said so yet).
+        """
+        with self._lock:
+            archive = self._traces.archive()
+            if archive is not None and self.ended:
+                from .readers import read_timeline
+
+                return read_timeline(archive)
+            self._traces.update(self._streams)
+            if not self._traces.traces:
+                raise ProfileError(
+                    self.path,
+                    "no rank of this run writes a trace (yet): run it with "
+                    "`cctviz run --trace DIR` (or --timeline) to watch its timeline",
+                )
+            return self._traces.timeline(self._streams)
 
     def _rank(self, info: dict, files: dict[int, Path], r: int) -> tuple[dict, Any]:
         s = self._streams.get(r)
@@ -1061,14 +1094,16 @@ class Watch:
             except Exception as e:  # noqa: BLE001 - a callback's error is said, the watch goes on
                 warnings.warn(f"cctviz.watch: on_alert callback failed: {e!r}", stacklevel=2)
 
-    def dashboard(self, every: float = 1.0, **view: Any) -> Any:
+    def dashboard(self, every: float = 1.0, last: float | None = 10.0, **view: Any) -> Any:
         """A live dashboard of this run in the notebook: a status line, the
-        calling-context tree so far, the alerts; refreshed at most once a
-        second (:class:`cctviz.views.dashboard.Dashboard`; ``view``: the
-        CCTView's keyword arguments)."""
+        calling-context tree so far and the ranks' flow through it, a traced
+        run's timeline (its newest ``last`` seconds, which the tree and the flow
+        then show), the alerts; refreshed at most once a second
+        (:class:`cctviz.views.dashboard.Dashboard`; ``view``: the CCTView's
+        keyword arguments)."""
         from .views.dashboard import Dashboard
 
-        return Dashboard(self, every=every, **view)
+        return Dashboard(self, every=every, last=last, **view)
 
     # ------------------------------------------------------------ running
     def start(self, every: float = 1.0) -> Watch:

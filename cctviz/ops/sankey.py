@@ -490,7 +490,8 @@ def _super_stats(ens: Ensemble, per_profile: pd.DataFrame) -> pd.DataFrame:
         live=np.ones(pids.size, dtype=bool),
         run=ens.absence_groups[pids],
     )
-    st["argmax"] = np.where(st["argmax"] >= 0, pids[np.maximum(st["argmax"], 0)], -1)
+    arg = st["argmax"].to_numpy()
+    st["argmax"] = np.where(arg >= 0, pids[np.maximum(arg, 0)], -1) if pids.size else -1
     return st.drop(columns=["count"])
 
 

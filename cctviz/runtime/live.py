@@ -167,6 +167,8 @@ class LiveWriter:
                 changed[m] = [ids.tolist(), now[ids].tolist()]
             self._sent[m] = now
         steps = self._steps(rec)
+        if getattr(rec, "tracing", False):
+            rec.flush_wanted = True  # its trace on disk by the next step's start
         self._sent_contexts = n
         out: dict[str, Any] = {
             "record": self.records,

@@ -568,6 +568,8 @@ class Profiler:
             meta.update(self._files.facts())
         if getattr(rec, "tracing", False) and not live:  # how much the trace holds
             meta.update(rec.timeline_facts())
+        elif getattr(rec, "raw_stem", None) is not None:  # where a watch reads the trace so far
+            meta["trace_raw"] = str(Path(rec.raw_stem).resolve())
         if self.sampler is not None:
             from .sampler import METRICS
 

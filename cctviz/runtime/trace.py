@@ -188,6 +188,16 @@ SAMPLE_MEMBERS = {
 }
 
 
+def raw_file(stem: Path, ext: str) -> Path:
+    """A rank's raw file: ``stem`` (``<host>-<pid>``) and ``ext``, whatever dots
+    the host name holds (``Path.with_suffix`` would cut "node1.cluster" short).
+
+    >>> raw_file(Path("t/node1.cluster-12"), ".events").name
+    'node1.cluster-12.events'
+    """
+    return stem.parent / f"{stem.name}{ext}"
+
+
 def require_otf2() -> None:
     """Raise ImportError naming the extra when the ``otf2`` package is missing."""
     try:
@@ -249,11 +259,21 @@ class TracingRecorder(Recorder):
             raw.mkdir(parents=True, exist_ok=True)
             self._raw = raw / f"{socket.gethostname()}-{os.getpid()}"
             for ext in (".events", ".comms", ".json"):
-                self._raw.with_suffix(ext).unlink(missing_ok=True)
+                raw_file(self._raw, ext).unlink(missing_ok=True)
+        #: set by a live run's writer thread at each record: the training thread
+        #: writes its buffer at the next step's start (a step's end may still be
+        #: taken back by a second optimizer before then), so a watch reads the
+        #: trace about a record behind (:mod:`cctviz.readers._rawtrace`)
+        self.flush_wanted = False
         self.wall0_ns = time.time_ns()
         super().__init__(root, **kw)
         self.mono0_ns = self.started_ns
         self._ev += (self.started_ns, 0, self.outside)
+
+    @property
+    def raw_stem(self) -> Path | None:
+        """Where this rank's raw files are (``DIR/.cctviz-trace/<host>-<pid>``; None in memory)."""
+        return self._raw
 
     # ------------------------------------------------------------ logging
     def _count(self) -> int:
@@ -288,9 +308,9 @@ class TracingRecorder(Recorder):
             self._mem.append(a)
             self._mem_cm.append(c)
             return
-        with open(self._raw.with_suffix(".events"), "ab") as f:
+        with open(raw_file(self._raw, ".events"), "ab") as f:
             a.tofile(f)
-        with open(self._raw.with_suffix(".comms"), "ab") as f:
+        with open(raw_file(self._raw, ".comms"), "ab") as f:
             c.tofile(f)
 
     def _cut(self, ev: list[int], cm: list[int], room: int) -> tuple[list[int], list[int]]:
@@ -346,6 +366,9 @@ class TracingRecorder(Recorder):
         Recorder.start_step(self)
         if not was and not self._suppress:
             self._ev += (self._last, 1, self.stack[1])
+            if self.flush_wanted:  # a live run's writer asked: the trace so far to disk
+                self.flush_wanted = False
+                self.flush()
 
     def end_step(self, *, by_optimizer: bool = False) -> None:
         was = self.in_step
@@ -423,7 +446,7 @@ class TracingRecorder(Recorder):
             "program": sys.argv[0] if sys.argv else "",
             "arguments": sys.argv[1:],
         }
-        p = self._raw.with_suffix(".json")
+        p = raw_file(self._raw, ".json")
         tmp = p.with_name(f".{p.name}.tmp")
         tmp.write_text(json.dumps(desc))
         os.replace(tmp, p)
@@ -498,7 +521,7 @@ def raw_descriptions(trace_dir: str | os.PathLike) -> list[tuple[Path, dict[str,
     out = []
     for p in sorted(raw.glob("*.json")):
         try:
-            out.append((p.with_suffix(""), json.loads(p.read_text())))
+            out.append((p.parent / p.name[: -len(".json")], json.loads(p.read_text())))
         except (OSError, ValueError):
             continue
     out.sort(key=lambda x: int(x[1].get("rank", 0)))
@@ -528,7 +551,7 @@ def merge_when_complete(trace_dir: str | os.PathLike, *, force: bool = False) ->
     write_archive(trace_dir, ranks)
     for stem, _ in ranks:
         for ext in (".events", ".comms", ".json"):
-            stem.with_suffix(ext).unlink(missing_ok=True)
+            raw_file(stem, ext).unlink(missing_ok=True)
     (raw / LOCK).unlink(missing_ok=True)
     try:
         raw.rmdir()
@@ -775,9 +798,9 @@ def write_archive(
         first, last, real = None, None, None
         for (stem, d), loc in zip(ranks, locs, strict=True):
             off = shift[d.get("hostname", "")]
-            ev = np.fromfile(stem.with_suffix(".events"), dtype="<i8").reshape(-1, 3).copy()
+            ev = np.fromfile(raw_file(stem, ".events"), dtype="<i8").reshape(-1, 3).copy()
             ev[:, 0] = np.maximum.accumulate(ev[:, 0]) + off  # per location: never backwards
-            cm = np.fromfile(stem.with_suffix(".comms"), dtype="<i8").reshape(-1, _COMM_COLS)
+            cm = np.fromfile(raw_file(stem, ".comms"), dtype="<i8").reshape(-1, _COMM_COLS)
             by_event = {int(row[0]): row for row in cm.tolist()}
             local_comms = []
             moved = rank_offset(d)

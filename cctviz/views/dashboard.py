@@ -5,8 +5,11 @@ ended, its median time and the slowest rank's, the alerts), the run's
 calling-context tree so far (a :class:`~cctviz.views.cct.CCTView`, its data
 replaced as the run grows: the selection and what is open are kept), the
 ranks' flow through it (a :class:`~cctviz.views.sankey.SankeyView` of the same
-ensemble, linked to the tree: a selection in one shows in the other), and the
-alerts, newest first. A thread polls the watch and refreshes the widgets at
+ensemble, linked to the tree: a selection in one shows in the other), for a
+traced run (``cctviz run --trace DIR`` or ``--timeline``) its timeline's last
+``last`` seconds (a :class:`~cctviz.views.timeline.TimelineView` of
+:meth:`cctviz.Watch.timeline`, linked too: the tree and the flow then show
+that window, or the part of it brushed), and the alerts, newest first. A thread polls the watch and refreshes the widgets at
 most once a second. Every text is set as text (names in profiles are not
 trusted). :meth:`Dashboard.close` stops the thread.
 
@@ -23,14 +26,19 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..errors import ProfileError
+from ..model.timeline import Timeline
 from .cct import CCTView
 from .linking import link
 from .sankey import SankeyView
+from .timeline import TimelineView
 
 #: the fewest seconds between two refreshes
 MIN_EVERY = 1.0
 #: alerts shown (the newest)
 SHOWN_ALERTS = 20
+#: seconds of a traced run's timeline shown: its newest
+LAST = 10.0
 
 
 class Dashboard(widgets.VBox):
@@ -39,27 +47,38 @@ class Dashboard(widgets.VBox):
     Args:
         watch: the watch to show.
         every: seconds between refreshes (at least :data:`MIN_EVERY`).
+        last: seconds of a traced run's timeline shown (its newest; None: all of it).
         view: keyword arguments of the CCTView (e.g. ``color="comm_time"``).
 
     Attributes:
         cct, sankey: the views (linked), for selections from Python.
+        timeline: the TimelineView of a traced run (None otherwise).
     """
 
-    def __init__(self, watch: Any, every: float = MIN_EVERY, **view: Any) -> None:
+    def __init__(
+        self, watch: Any, every: float = MIN_EVERY, last: float | None = LAST, **view: Any
+    ) -> None:
+        if last is not None and not last > 0:
+            raise ValueError(f"last: seconds > 0 (or None: all of the timeline), not {last!r}")
         self.watch = watch
         self.every = max(float(every), MIN_EVERY)
+        self.last = last
         #: how many times the widgets were refreshed from the watch
         self.refreshes = 0
         self.status = widgets.Label(layout=widgets.Layout(width="100%"))
         self.status.add_class("cctviz-live-status")
         watch.poll()
         ens = watch.ensemble()
+        if "time" in ens.exc_metrics:  # at the start it may be all zero: still the one to show
+            view = {"color": "time", "size": "time", **view}
         self.cct = CCTView(ens, **view)
         self.sankey = SankeyView(ens)
-        self._link = link(self.cct, self.sankey)
+        self.timeline = self._timeline_view()
+        shown = [self.cct, self.sankey] + ([self.timeline] if self.timeline is not None else [])
+        self._link = link(*shown)
         self.alert_list = widgets.VBox()
         self.alert_list.add_class("cctviz-live-alerts")
-        super().__init__([self.status, self.cct, self.sankey, self.alert_list])
+        super().__init__([self.status, *shown, self.alert_list])
         self._stop = threading.Event()
         self._refreshing = threading.Lock()
         self._shown = (-1, -1)
@@ -88,9 +107,12 @@ class Dashboard(widgets.VBox):
         if now == self._shown and not w.ended:
             return
         if now[0] != self._shown[0] or w.ended:
-            ens = w.ensemble()  # once: both views show the same numbers
-            self.cct.replace_data(ens)
-            self.sankey.replace_data(ens)
+            if self.timeline is not None:
+                self._show_timeline()
+            else:
+                ens = w.ensemble()  # once: both views show the same numbers
+                self.cct.replace_data(ens)
+                self.sankey.replace_data(ens)
         self.status.value = _status(w, steps, alerts)
         self.alert_list.children = [
             widgets.Label(f"{a['time']:%H:%M:%S}  {a['kind']}: {a['message']}")
@@ -98,6 +120,32 @@ class Dashboard(widgets.VBox):
         ]
         self._shown = now
         self.refreshes += 1
+
+    def _timeline_view(self) -> TimelineView | None:
+        """A TimelineView of the run's timeline so far, if it is traced."""
+        try:
+            tl = self.watch.timeline()
+        except ProfileError:
+            return None
+        return TimelineView(tl, window=self._window(tl))
+
+    def _window(self, tl: Timeline) -> tuple[float, float] | None:
+        """The newest ``last`` seconds of ``tl`` (None: all of it)."""
+        t0, t1 = tl.span
+        span = max((t1 - t0) / 1e9, 1e-9)
+        return None if self.last is None or span <= self.last else (span - self.last, span)
+
+    def _show_timeline(self) -> None:
+        """The timeline so far, its newest seconds; the tree and the flow show
+        them too (or what is brushed of them), as the link does on a brush."""
+        tl = self.watch.timeline()
+        self.timeline.replace_data(tl, window=self._window(tl))  # a new window: the link scopes
+        scoped = getattr(self.cct, "timeline", None)
+        if scoped is None or getattr(scoped, "whole", scoped) is not tl:  # the link did not
+            window = self.timeline.brushed_timeline()  # once: both views show the same numbers
+            data = window if len(window) else self.watch.ensemble()  # no trace on disk yet
+            self.cct.replace_data(data)
+            self.sankey.replace_data(data)
 
     def close(self) -> None:
         """Stop refreshing and close the widgets."""
@@ -107,6 +155,8 @@ class Dashboard(widgets.VBox):
         self._link.unlink()
         self.cct.close()
         self.sankey.close()
+        if self.timeline is not None:
+            self.timeline.close()
         super().close()
 
 

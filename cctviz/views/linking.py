@@ -85,8 +85,13 @@ class Link:
                     handler = self._make_handler(v, name)
                     v.observe(handler, names=name)
                     self._handlers.append((v, handler, name))
-        # a timeline scopes the tree views to its brushed window
-        scoped = [v for v in self.views if hasattr(v, "replace_data")]
+        # a timeline scopes the tree views to its brushed window (not the timelines:
+        # their replace_data is a live run's new timeline)
+        scoped = [
+            v
+            for v in self.views
+            if hasattr(v, "replace_data") and not hasattr(v, "brushed_timeline")
+        ]
         for v in self.views:
             if hasattr(v, "brushed_timeline") and scoped:
                 handler = self._make_scope(v, scoped)

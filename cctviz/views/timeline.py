@@ -767,6 +767,23 @@ class TimelineView(View):
                 f"TimelineView shows a Timeline, got {type(timeline).__name__}; "
                 "read one with cctviz.read_timeline"
             )
+        self._load(timeline, summary, critical_path)
+        self._ready = False
+        super().__init__(
+            window=self._whole if window is None else window,
+            depth=depth,
+            bins=bins,
+            _data={},
+            **traits,
+        )
+        share_space(self)
+        if self.selection is None:
+            self.selection = NodeSet(self.tree)
+        self._ready = True
+        self._refresh()
+
+    def _load(self, timeline: Timeline, summary: Any, critical_path: Any) -> None:
+        """Everything the view keeps of ``timeline`` (made again by :meth:`replace_data`)."""
         self._tl = timeline
         self._t00, t11 = timeline.span
         self._whole = (0.0, max((t11 - self._t00) / PER_S, 1e-9))
@@ -801,7 +818,8 @@ class TimelineView(View):
         self._inst: pd.DataFrame | None = None
         self._calls: pd.DataFrame | None = None  # see _last_arrivals
         self._lod: tuple | None = None  # see _rects_of
-        self._version = 0  # of _data: the front end asks for markers by it
+        # of _data: the front end asks for markers by it (on across replace_data)
+        self._version = getattr(self, "_version", 0)
         self._lane_order = self._order_lanes()
         self._behaviour: np.ndarray | None = None  # see _features
         self._plan: tuple | None = None  # see _lane_plan
@@ -812,18 +830,38 @@ class TimelineView(View):
         self._init_blocked()
         self._summary_text = self._summary_lines()  # (verdict, blocked label): fixed
         self._path = _path_runs(critical_path)
+
+    def replace_data(self, timeline: Timeline, window: tuple[float, float] | None = None) -> None:
+        """Show ``timeline`` instead (a run watched as it grows: the live
+        dashboard), over ``window`` (seconds from its start; default: all of
+        it). Kept: the depth, bins, lanes' grouping and what is expanded, the
+        selection (by call path), the brush where the new window holds it;
+        reset: the profiles selected.
+
+        Example:
+            >>> import pandas as pd, cctviz
+            >>> tree = cctviz.Tree.from_parents([-1, 0], ["main", "f"])
+            >>> ev = pd.DataFrame({"profile": [0, 0], "node": [0, 1], "start": [0, 10], "end": [100, 50]})
+            >>> view = TimelineView(cctviz.Timeline(tree, ev))
+            >>> ev2 = pd.DataFrame({"profile": [0], "node": [0], "start": [0], "end": [400]})
+            >>> view.replace_data(cctviz.Timeline(tree, ev2), window=(2e-7, 4e-7)); view.window
+            (2e-07, 4e-07)
+        """
+        if not isinstance(timeline, Timeline):
+            raise TypeError(f"TimelineView shows a Timeline, got {type(timeline).__name__}")
+        paths = set(np.asarray(self.tree.callpaths)[self.selection.ids].tolist())
         self._ready = False
-        super().__init__(
-            window=self._whole if window is None else window,
-            depth=depth,
-            bins=bins,
-            _data={},
-            **traits,
-        )
-        share_space(self)
-        if self.selection is None:
-            self.selection = NodeSet(self.tree)
-        self._ready = True
+        try:
+            self._load(timeline, None, None)
+            keep = np.isin(np.asarray(self.tree.callpaths), list(paths))
+            self.selection = NodeSet(self.tree, np.flatnonzero(keep))
+            self.selected_profiles = []
+            self.window = self._whole if window is None else window
+            w0, w1 = self.window
+            if len(self.brush) and not (w0 <= self.brush[0] and self.brush[1] <= w1):
+                self.brush = []
+        finally:
+            self._ready = True
         self._refresh()
 
     # ------------------------------------------------------------ public API

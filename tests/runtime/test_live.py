@@ -14,6 +14,7 @@ import urllib.request
 import warnings
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -22,7 +23,7 @@ from cctviz.errors import ProfileError
 from cctviz.model.formats import live_file
 from cctviz.readers._live import RankStream
 
-from .conftest import CCTVIZ, EXAMPLE, ROOT, SCRIPTS, follow, run_job
+from .conftest import CCTVIZ, EXAMPLE, ROOT, SCRIPTS, follow, run_job, stop
 
 #: the straggler's onset: rank 1 sleeps SLEEP_MS in blocks.1.mlp from step ONSET on
 ONSET, SLEEP_MS, STEPS = 30, 40, 60
@@ -389,3 +390,49 @@ def test_rules_that_cannot_hold_are_refused():
     ):
         with pytest.raises(ValueError, match="needs"):
             bad()
+
+
+def test_the_timeline_grows_while_the_job_runs_and_ends_as_its_archive(tmp_path):
+    """A traced job (``--trace``) watched: ``Watch.timeline()`` grows while it
+    runs, every interval it has closed is the archive's to the nanosecond (the
+    same calls of each context, in order, same starts and ends), and once the
+    run has ended it is ``cctviz.read_timeline`` of the archive."""
+    from cctviz.views.timeline import TimelineView
+
+    out, trace = tmp_path / "traced", tmp_path / "trace"
+    job = start_job(out, launch=("--trace", str(trace)))
+    w = cctviz.watch(out, wait=120).start(every=0.2)
+    sizes, live = [], None
+    try:
+        while job.poll() is None:
+            tl = w.timeline()
+            if tl.meta.get("live"):
+                sizes.append(len(tl))
+                live = tl if len(tl) else live
+            time.sleep(0.3)
+        assert job.wait() == 0 and w.wait(timeout=30)
+        final = w.timeline()
+    finally:
+        w.close()
+        stop(job)
+    growth = [b for a, b in zip(sizes, sizes[1:], strict=False) if b > a]
+    assert len(growth) >= 3, f"events seen while running: {sizes}"
+    assert not final.meta.get("live")
+    archive = cctviz.read_timeline(trace)
+    assert final.events.equals(archive.events)
+
+    def calls(tl):
+        ev = tl.events
+        path = np.asarray(tl.tree.callpaths).astype(str)[ev["node"].to_numpy()]
+        rank = tl.profiles["rank"].to_numpy()[ev["profile"].to_numpy()]
+        out = pd.DataFrame({"rank": rank, "path": path, "start": ev["start"], "end": ev["end"]})
+        return out.sort_values(["rank", "path", "start", "end"], kind="stable")
+
+    seen, whole = calls(live), calls(archive)
+    last = seen.groupby("rank")["end"].max()  # where a rank's open contexts end for now
+    for (rank, path), mine in seen.groupby(["rank", "path"]):
+        theirs = whole[(whole["rank"] == rank) & (whole["path"] == path)]
+        n = len(mine) - int(mine["end"].iloc[-1] == last[rank])  # the last may be open
+        assert (mine["start"].to_numpy() == theirs["start"].to_numpy()[: len(mine)]).all()
+        assert (mine["end"].to_numpy()[:n] == theirs["end"].to_numpy()[:n]).all(), (rank, path)
+    assert len(TimelineView(live).lanes) == 2

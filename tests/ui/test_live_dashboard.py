@@ -1,4 +1,6 @@
-"""The live dashboard in a real JupyterLab while a real gloo job runs (issue 38)."""
+"""The live dashboard in a real JupyterLab while a real traced gloo job runs
+(issue 38): the status, the tree, the flow and the timeline's newest seconds
+follow the run; a selection is shared and kept."""
 
 from __future__ import annotations
 
@@ -19,14 +21,15 @@ def step_of(text: str) -> int:
 
 
 def test_dashboard_updates_while_the_job_runs(lab, tmp_path):
-    out = tmp_path / "run"
+    out, trace = tmp_path / "run", tmp_path / "trace"
     cells = [
         "import os, subprocess, sys, cctviz\n"
         f"cmd = [sys.executable, '-m', 'cctviz.cli', 'run', '--standalone', '--nproc-per-node',"
-        f" '2', '--out', {str(out)!r}, '--flush', '0.5', {str(EXAMPLE)!r}, '--steps', '400']\n"
+        f" '2', '--out', {str(out)!r}, '--flush', '0.5', '--trace', {str(trace)!r},"
+        f" {str(EXAMPLE)!r}, '--steps', '400']\n"
         "job = subprocess.Popen(cmd, env={**os.environ, 'OMP_NUM_THREADS': '1'},"
         " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)",
-        "w = cctviz.watch(" + repr(str(out)) + ", wait=120)\nd = w.dashboard()\nd",
+        "w = cctviz.watch(" + repr(str(out)) + ", wait=120)\nd = w.dashboard(last=3)\nd",
     ]
     with lab.open_notebook(cells) as nb:
         try:
@@ -59,6 +62,24 @@ def test_dashboard_updates_while_the_job_runs(lab, tmp_path):
             kept = nb.kernel_eval("print(d.sankey.selection.ids.size, d.cct.selection.ids.size)")
             assert kept.split()[0] == kept.split()[1] != "0", kept
             assert int(nb.kernel_eval("print(d.refreshes)")) >= 2
+            # the timeline: both ranks, its newest 3 s, drawn again as it grows; the
+            # tree shows that window (what the link scopes it to)
+            drawn = page.locator("div.cctviz-timeline[data-rendered]").first
+            drawn.wait_for()
+            before = int(drawn.get_attribute("data-rendered"))
+            deadline = time.monotonic() + 30
+            while int(drawn.get_attribute("data-rendered")) <= before:
+                assert time.monotonic() < deadline, "the timeline was not drawn again"
+                time.sleep(0.5)
+            said = nb.kernel_eval(
+                "with d._refreshing:\n"
+                "    w0, w1 = d.timeline.window\n"
+                "    shown = d.cct.shown.values('time').sum()\n"
+                "    window = d.timeline.brushed_timeline().ensemble().values('time').sum()\n"
+                "    print(len(d.timeline.lanes), round(w1 - w0, 6), shown == window > 0)"
+            )
+            assert said.split() == ["2", "3.0", "True"], said
+            assert page.locator(".cctviz-timeline text.cctviz-lane-label").count() == 2
             shoot(page, "live-dashboard")
         finally:
             # the launcher and the ranks it started: their process group
