@@ -221,6 +221,8 @@ class Watch:
         memory: the :class:`MemoryRule`.
         silent_after: seconds without a record from a rank, while others append,
             before a ``silent`` alert (default: 5 flushes, at least 5 s).
+        keep: seconds of each rank's running sums kept from the start, for
+            :meth:`ensemble`'s ``last`` (None: kept from the first such call on).
     """
 
     def __init__(
@@ -233,7 +235,11 @@ class Watch:
         blocked: BlockedRule | None = None,
         memory: MemoryRule | None = None,
         silent_after: float | None = None,
+        keep: float | None = None,
     ) -> None:
+        if keep is not None and not keep > 0:
+            raise ValueError(f"keep: seconds > 0, not {keep!r}")
+        self.keep = keep
         self.path = Path(run)
         self.rule = straggler or StragglerRule()
         self.regression = regression or RegressionRule()
@@ -310,6 +316,7 @@ class Watch:
                     r = live_rank_of(p.name)
                     if r is not None and r not in self._streams:
                         self._streams[r] = RankStream(p, on_record=self._remember)
+                        self._streams[r].keep = self.keep
             n = sum(s.update() for s in self._streams.values())
             self._detect(new=n > 0)
             return n
@@ -527,11 +534,22 @@ class Watch:
         """Call ``fn(alert)`` (a row of :attr:`alerts`) for each new alert."""
         self._callbacks.append(fn)
 
-    def ensemble(self) -> Ensemble:
+    def ensemble(self, last: float | None = None) -> Ensemble:
         """Every rank's tree so far, as ``cctviz.read(run_dir)`` reads a run
         (ranks still running are flagged ``running``; a rank whose records stop
         short of its last is flagged with where it was cut). Once the run has
-        ended it is the Ensemble ``cctviz.read`` gives."""
+        ended it is the Ensemble ``cctviz.read`` gives.
+
+        ``last``: only each rank's last ``last`` seconds of records (its summed
+        metrics now less at its newest record at least that old; a rank begun
+        since, from zero; maxima, which time does not take apart, left out;
+        ``meta["window_s"]``: per rank the seconds it spans). The running sums are kept from the watch's
+        ``keep`` seconds, else from the first call with ``last`` on: until then
+        the window is shorter (it starts at that call)."""
+        if last is not None:
+            if not last > 0:
+                raise ValueError(f"last: seconds > 0 (or None: the run so far), not {last!r}")
+            self._keep_for(last)
         with self._lock:
             info, files, world = run_layout(self.path)
             world = max(world, self._world())
@@ -539,10 +557,16 @@ class Watch:
                 raise ProfileError(self.path, "no rank has written anything yet")
             with warnings.catch_warnings():  # ranks that run are not complete yet: said per rank
                 warnings.simplefilter("ignore")
-                ens = assemble_run(self.path, info, world, lambda r: self._rank(info, files, r))
+                ens = assemble_run(
+                    self.path, info, world, lambda r: self._rank(info, files, r, last)
+                )
         for m in (ens.meta, ens.tree.meta):  # as cctviz.read says where it read it
             m.setdefault("format", "cctviz-run")
             m.setdefault("source", str(self.path))
+        if last is not None:  # per rank, the seconds its window spans
+            ens.meta["window_s"] = {
+                r: s.window_columns(last)[1] for r, s in self._streams.items() if s.records
+            }
         return ens
 
     def timeline(self) -> Timeline:
@@ -574,13 +598,27 @@ class Watch:
                 )
             return self._traces.timeline(self._streams)
 
-    def _rank(self, info: dict, files: dict[int, Path], r: int) -> tuple[dict, Any]:
+    def _keep_for(self, seconds: float) -> None:
+        """Keep each rank's running sums for ``seconds`` from now on (and the
+        watch's ranks to come): where none were kept, the sums as they stand."""
+        with self._lock:
+            self.keep = max(self.keep or 0.0, float(seconds))
+            for s in self._streams.values():
+                fresh = s.keep is None
+                s.keep = self.keep
+                if fresh and s.records:
+                    s.snapshot()
+
+    def _rank(
+        self, info: dict, files: dict[int, Path], r: int, last: float | None = None
+    ) -> tuple[dict, Any]:
         s = self._streams.get(r)
         if s is None or not s.records:
-            if r in files:  # a rank written without live records
+            if r in files and last is None:  # a rank written without live records
                 return read_rank(self.path, info, files, r)
-            return rank_row(self.path, info, r, None, "no record yet")
-        tree = s.tree()
+            said = "no live records to take a window of" if r in files else "no record yet"
+            return rank_row(self.path, info, r, None, said)
+        tree = s.tree(last)
         problem = s.problem
         if not s.final:
             steps = s.steps()
@@ -1096,9 +1134,10 @@ class Watch:
 
     def dashboard(self, every: float = 1.0, last: float | None = 10.0, **view: Any) -> Any:
         """A live dashboard of this run in the notebook: a status line, the
-        calling-context tree so far and the ranks' flow through it, a traced
-        run's timeline (its newest ``last`` seconds, which the tree and the flow
-        then show), the alerts; refreshed at most once a second
+        calling-context tree and the ranks' flow through it over the last
+        ``last`` seconds (None: the run so far), a traced run's timeline (those
+        seconds of it, which the tree and the flow then show), the alerts;
+        refreshed at most once a second
         (:class:`cctviz.views.dashboard.Dashboard`; ``view``: the CCTView's
         keyword arguments)."""
         from .views.dashboard import Dashboard

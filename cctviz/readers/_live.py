@@ -26,6 +26,7 @@ import json
 import os
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,10 +68,16 @@ class RankStream:
         self.new_steps: list[list] = []
         #: the wall clock minus the rank's recorder clock (ns), at its last record
         self.wall_offset_ns: int | None = None
-        #: the wall clock of the last record (ns since the epoch)
+        #: the wall clock of the first and the last record (ns since the epoch)
+        self.first_wall_ns: int | None = None
         self.last_wall_ns: int | None = None
         #: this process's monotonic clock when a record was last read (s)
         self.last_read: float | None = None
+        #: seconds of snapshots kept for :meth:`since` (None: none kept)
+        self.keep: float | None = None
+        #: (wall clock ns, steps ended, record, metric -> {context: running sum})
+        #: at each record, the oldest at least ``keep`` seconds before the newest
+        self.snapshots: deque[tuple[int, int, int, dict[str, dict[int, float]]]] = deque()
 
     def update(self) -> int:
         """Read the records appended since the last call; returns how many. A
@@ -102,8 +109,9 @@ class RankStream:
         return n
 
     def _reset(self) -> None:
-        on_record, path = self.on_record, self.path
+        on_record, path, keep = self.on_record, self.path, self.keep
         self.__init__(path, on_record)  # type: ignore[misc]
+        self.keep = keep
 
     def _apply(self, rec: dict[str, Any]) -> None:
         n0, parents, names, kinds = rec["contexts"]
@@ -126,7 +134,32 @@ class RankStream:
             self.meta = rec["meta"]
         self.final = bool(rec.get("final"))
         self.last_wall_ns = int(rec["wall_ns"])
+        if self.first_wall_ns is None:
+            self.first_wall_ns = self.last_wall_ns
         self.wall_offset_ns = int(rec["wall_ns"]) - int(rec["clock_ns"])
+        if self.keep is not None:
+            self.snapshot()
+
+    def snapshot(self) -> None:
+        """Keep the sums as of this record; drop those no window of ``keep``
+        seconds ending at it or later starts from (the newest before it stays)."""
+        now = int(self.last_wall_ns or 0)
+        sums = {m: dict(v) for m, v in self.metrics.items() if m not in self.max_metrics}
+        self.snapshots.append((now, self.steps_done, self.records, sums))
+        start = now - int(float(self.keep or 0) * 1e9)
+        while len(self.snapshots) > 1 and self.snapshots[1][0] <= start:
+            self.snapshots.popleft()
+
+    def since(self, seconds: float) -> tuple[int, int, int, dict[str, dict[int, float]]] | None:
+        """The snapshot a window of the last ``seconds`` starts from: the newest
+        at least that old; None where the rank's first record is within the
+        window (from zero). Kept for less than the window: the oldest kept (a
+        shorter window)."""
+        start = int(self.last_wall_ns or 0) - int(seconds * 1e9)
+        if not self.snapshots or self.first_wall_ns is None or start < self.first_wall_ns:
+            return None
+        older = [snap for snap in self.snapshots if snap[0] <= start]
+        return older[-1] if older else self.snapshots[0]
 
     # ------------------------------------------------------------ results
     @property
@@ -149,6 +182,28 @@ class RankStream:
         rows = [self._steps[k] for k in sorted(self._steps)]
         return pd.DataFrame(rows, columns=list(STEP_COLUMNS))
 
+    def window_columns(self, seconds: float) -> tuple[dict[str, np.ndarray], float]:
+        """Each summed metric over the last ``seconds`` of records: its value now
+        less its value at :meth:`since`'s snapshot (the records carry running
+        sums), and the seconds that window spans (from that snapshot's record to
+        the last; ``seconds`` where the rank began within it). A maximum cannot be
+        taken apart by time: max metrics are left out. Needs ``keep`` >=
+        ``seconds`` from before the window began (else the window is what was
+        kept: :meth:`since`)."""
+        base = self.since(seconds)
+        span = seconds if base is None else (int(self.last_wall_ns or 0) - base[0]) / 1e9
+        out = {}
+        for m in self.metrics:
+            if m in self.max_metrics:
+                continue
+            col = self.column(m)
+            if base is not None and base[3].get(m):
+                before = base[3][m]
+                ids = np.fromiter(before.keys(), dtype=np.int64, count=len(before))
+                col[ids] -= np.fromiter(before.values(), dtype=np.float64, count=len(before))
+            out[m] = col
+        return out, span
+
     def column(self, metric: str) -> np.ndarray:
         """The cumulative ``metric`` per context so far, in context order (0
         where none)."""
@@ -159,16 +214,20 @@ class RankStream:
             col[ids] = np.fromiter(values.values(), dtype=np.float64, count=len(values))
         return col
 
-    def tree(self) -> Tree:
+    def tree(self, last: float | None = None) -> Tree:
         """What the rank has recorded so far, as the runtime's ``to_tree`` makes
-        it (the final record: the same tree as the rank file)."""
+        it (the final record: the same tree as the rank file); ``last``: only
+        its last ``last`` seconds of records (:meth:`window_columns`)."""
         # time and calls first, as the recorder has them
-        cols = {m: self.column(m) for m in self.metrics}
+        if last is None:
+            cols = {m: self.column(m) for m in self.metrics}
+        else:
+            cols = self.window_columns(last)[0]
         for m in ("time", "calls"):  # integer counters in the rank file
             if m in cols:
                 cols[m] = cols[m].astype(np.int64)
         meta = dict(self.meta)
-        rules = {m: "max" for m in sorted(self.max_metrics)}
+        rules = {m: "max" for m in sorted(self.max_metrics) if m in cols}
         if rules:
             meta["aggregation"] = {**meta.get("aggregation", {}), **rules}
         tree = Tree.from_parents(self.parent, self.name, cols, kind=self.kind, meta=meta)

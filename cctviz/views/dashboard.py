@@ -5,7 +5,8 @@ ended, its median time and the slowest rank's, the alerts), the run's
 calling-context tree so far (a :class:`~cctviz.views.cct.CCTView`, its data
 replaced as the run grows: the selection and what is open are kept), the
 ranks' flow through it (a :class:`~cctviz.views.sankey.SankeyView` of the same
-ensemble, linked to the tree: a selection in one shows in the other), for a
+ensemble, linked to the tree: a selection in one shows in the other) over the
+run's last ``last`` seconds (10 by default; None: the run so far), for a
 traced run (``cctviz run --trace DIR`` or ``--timeline``) its timeline's last
 ``last`` seconds (a :class:`~cctviz.views.timeline.TimelineView` of
 :meth:`cctviz.Watch.timeline`, linked too: the tree and the flow then show
@@ -47,7 +48,9 @@ class Dashboard(widgets.VBox):
     Args:
         watch: the watch to show.
         every: seconds between refreshes (at least :data:`MIN_EVERY`).
-        last: seconds of a traced run's timeline shown (its newest; None: all of it).
+        last: seconds the views show, the newest (None: the run so far): a traced
+            run's timeline over them (the tree and the flow then show it); else
+            the tree and the flow of those seconds (:meth:`cctviz.Watch.ensemble`).
         view: keyword arguments of the CCTView (e.g. ``color="comm_time"``).
 
     Attributes:
@@ -110,10 +113,10 @@ class Dashboard(widgets.VBox):
             if self.timeline is not None:
                 self._show_timeline()
             else:
-                ens = w.ensemble()  # once: both views show the same numbers
+                ens = w.ensemble(last=self.last)  # once: both views show the same numbers
                 self.cct.replace_data(ens)
                 self.sankey.replace_data(ens)
-        self.status.value = _status(w, steps, alerts)
+        self.status.value = _status(w, steps, alerts, self.last)
         self.alert_list.children = [
             widgets.Label(f"{a['time']:%H:%M:%S}  {a['kind']}: {a['message']}")
             for _, a in alerts.iloc[::-1].head(SHOWN_ALERTS).iterrows()
@@ -160,8 +163,9 @@ class Dashboard(widgets.VBox):
         super().close()
 
 
-def _status(w: Any, steps: Any, alerts: Any) -> str:
-    """``2 ranks, running: step 41, 61.2 ms (slowest 63.0 ms), 1 alert``."""
+def _status(w: Any, steps: Any, alerts: Any, window: float | None = None) -> str:
+    """``2 ranks, running: step 41, 61.2 ms (slowest 63.0 ms), 1 alert; the views: the
+    last 10 s``."""
     state = "ended" if w.ended else "running"
     text = f"{len(w.ranks)} ranks, {state}"
     if len(steps):
@@ -171,7 +175,8 @@ def _status(w: Any, steps: Any, alerts: Any) -> str:
             f" (slowest {last['max [s]'] * 1e3:.1f} ms)"
         )
     n = len(alerts)
-    return text + (f", {n} alert{'s' if n != 1 else ''}" if n else ", no alert")
+    text += f", {n} alert{'s' if n != 1 else ''}" if n else ", no alert"
+    return text + (f"; the views: the last {window:g} s" if window else "")
 
 
 __all__ = ["Dashboard"]

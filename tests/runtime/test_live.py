@@ -144,6 +144,38 @@ def test_a_watch_of_the_ended_run_finds_the_same_straggler(straggler_run):
     assert again.iloc[0]["context"] == w.alerts.iloc[0]["context"]
 
 
+def test_the_last_seconds_are_the_records_of_those_seconds(straggler_run):
+    """``ensemble(last=3)`` of the run read again with 3 s of running sums kept:
+    per rank, the steps it counts (a step counts where it starts) are the step
+    rows that began within its window (the rank's own step clock: the run has
+    ended, no step is open at its last record), its exclusive time adds up to about the
+    window's wall time, maxima are left out; a window longer than the run is the
+    run."""
+    out = straggler_run.out
+    w = cctviz.watch(out, wait=5, keep=3.0)
+    whole, win = w.ensemble(), w.ensemble(last=3.0)
+    tree = win.tree
+    step = next(i for i in range(len(tree)) if tree.path(i)[1:] == ("step",))
+    calls = win.values("calls")[step]
+    for p, r in enumerate(win.profiles["rank"]):
+        s = w._streams[int(r)]
+        base = s.since(3.0)
+        span = win.meta["window_s"][int(r)]
+        assert 3.0 <= span < 3.0 + 2 * float(s.meta.get("flush", 1.0)), span
+        rows = s.steps()
+        began = rows["start_ns"] + s.wall_offset_ns > (base[0] if base else 0)
+        began = rows[began & ~rows["warmup"].astype(bool)]
+        assert calls[p] == len(began), (r, calls[p], len(began))
+        busy = win.values("time")[:, p].sum() / 1e9
+        assert 0.8 < busy / span < 1.05, (r, busy, span)
+    assert not set(win.exc_metrics) & set(whole.meta.get("aggregation", {}))
+    longer = w.ensemble(last=1e6)
+    for m in longer.exc_metrics:
+        assert np.array_equal(longer.values(m), whole.values(m)), m
+    with pytest.raises(ValueError, match="last"):
+        w.ensemble(last=0)
+
+
 def test_final_snapshot_equals_the_post_hoc_read(straggler_run):
     out, w = straggler_run.out, straggler_run.w
     assert w.ended
