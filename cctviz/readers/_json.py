@@ -6,11 +6,14 @@ import gc
 import gzip
 import json
 import re
+import sys
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import ProfileError
 
@@ -128,17 +131,60 @@ def file_bytes(path: Path) -> bytes:
     return raw
 
 
+#: the deepest bracket nesting of a JSON file read (a tree nests two a level:
+#: its list of children and the child; the decoders recurse per bracket)
+MAX_DEPTH = 100_000
+
+
+def nesting_depth(raw: bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` in ``raw`` (brackets inside
+    strings counted too: an upper bound).
+
+    >>> nesting_depth(b'[{"a": [1, {"b": []}]}]')
+    5
+    """
+    b = np.frombuffer(raw, dtype=np.uint8)
+    step = (b == ord("[")).astype(np.int32) + (b == ord("{"))
+    step -= (b == ord("]")).astype(np.int32) + (b == ord("}"))
+    return int(np.cumsum(step).max(initial=0))
+
+
 def load_json(path: Path) -> Any:
-    """Parse a (possibly gzipped) JSON file; syntax errors become ProfileError."""
+    """Parse a (possibly gzipped) JSON file; syntax errors become ProfileError.
+    A document nested deeper than Python's recursion limit allows (a deep
+    recursion's tree: 5,000 levels) is decoded again with the limit raised for
+    the call, up to :data:`MAX_DEPTH` levels; deeper, refused naming the depth."""
     raw = file_bytes(path)
     try:
-        return loads(raw)
+        return _loads_deep(path, raw)
     except json.JSONDecodeError as e:
         raise ProfileError(
             path, f"invalid JSON: {e.msg}", where=f"line {e.lineno}, column {e.colno}"
         ) from None
     except UnicodeDecodeError as e:
         raise ProfileError(path, f"not UTF-8 text ({e.reason})", where=f"byte {e.start}") from None
+
+
+def _loads_deep(path: Path, raw: bytes) -> Any:
+    try:
+        return loads(raw)
+    except RecursionError:
+        pass
+    depth = nesting_depth(raw)
+    if depth > MAX_DEPTH:
+        raise ProfileError(
+            path, f"its JSON nests {depth:,} brackets deep; cctviz reads up to {MAX_DEPTH:,}"
+        ) from None
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * depth + 1_000))
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ProfileError(
+            path, f"its JSON nests {depth:,} brackets deep: too deep for this Python's decoder"
+        ) from None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def expect(path: Path, cond: bool, where: str, problem: str) -> None:

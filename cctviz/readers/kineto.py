@@ -749,8 +749,11 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
             head[p] = h
             nests.setdefault(h, []).append(p)
         comm_kind = _K["comm"]
+        queued = _queued_calls(col, out.th, nests, [name_list[k] for k in out.name])
         for h, members in nests.items():
             out.kind[members] = comm_kind
+            if h in queued:  # its work on another thread is the collective
+                continue
             c = _collective(
                 [
                     (name_list[out.name[p]], a if isinstance(a := args_at[p], dict) else {})
@@ -763,10 +766,43 @@ def _nest_cpu(path: Path, col: _Columns, th_rank: np.ndarray) -> _Cpu:
     return out
 
 
+def _queued_calls(
+    col: _Columns, th: np.ndarray, nests: dict[int, list[int]], names: list[str]
+) -> set[int]:
+    """The ``c10d::<op>_`` calls that only queue their collective: nothing of it
+    nests in them (no ``record_param_comms``, no backend annotation), and in
+    the same process a ``gloo:<op>``/``nccl:<op>`` annotation of that kind heads
+    a nest of its own on another thread (gloo runs each collective on a worker
+    thread, the call returns at once). That annotation, with the tensors and the
+    time the transfer and its wait took, is the collective; the call stays a
+    communication context without the collective's metrics, so each call
+    counts once."""
+    pid = [key[0] for key in col.threads]
+    work: dict[tuple[Any, str], set[int]] = {}  # (process, kind) -> threads with work
+    calls: list[tuple[int, Any, str, int]] = []
+    for h, members in nests.items():
+        name = names[h]
+        kind = collective_kind(name)
+        if kind is None:
+            continue
+        t = int(th[h])
+        if name.startswith("c10d::"):
+            if len(members) == 1:
+                calls.append((h, pid[t], kind, t))
+        elif name != "record_param_comms":
+            work.setdefault((pid[t], kind), set()).add(t)
+    return {h for h, p, kind, t in calls if work.get((p, kind), set()) - {t}}
+
+
 def _check_numbers(path: Path, col: _Columns) -> int:
-    """Finite ts and dur everywhere; negative durations set to 0 (returns their count)."""
-    neg = 0
-    for ts, dur in ((col.c_ts, col.c_dur), (col.g_ts, col.g_dur)):
+    """Finite ts and dur everywhere; negative durations set to 0, said in one
+    warning naming the first such event (returns their count)."""
+    neg, first = 0, None
+    names = list(col.names)
+    for ts, dur, name, where in (
+        (col.c_ts, col.c_dur, col.c_name, "CPU"),
+        (col.g_ts, col.g_dur, col.g_name, "GPU"),
+    ):
         if not len(ts):
             continue
         for v, what in ((ts, "ts"), (dur, "dur")):
@@ -776,10 +812,22 @@ def _check_numbers(path: Path, col: _Columns) -> int:
                 bad = a[~ok][0]
                 raise ProfileError(path, f"an event has a non-finite {what} ({bad})", "traceEvents")
         d = np.frombuffer(dur, dtype=np.float64)
-        k = int((d < 0).sum())
-        if k:
-            d[d < 0] = 0
-            neg += k
+        below = np.flatnonzero(d < 0)
+        if below.size:
+            i = int(below[0])
+            code = int(np.frombuffer(name, dtype=np.int32)[i])
+            first = first or (
+                f"{names[code]!r} ({where} event, ts {np.frombuffer(ts, dtype=np.float64)[i]:.3f} "
+                f"us, dur {d[i]:g} us)"
+            )
+            d[below] = 0
+            neg += below.size
+    if neg:
+        warnings.warn(
+            f"{path}: {neg} event(s) with a negative duration, read as 0 (the first: {first}); "
+            "meta['kineto']['negative_dur'] counts them",
+            stacklevel=4,
+        )
     return neg
 
 

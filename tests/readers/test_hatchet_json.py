@@ -168,3 +168,30 @@ def test_stated_rules_win_and_other_columns_are_kept_or_said(tmp_path):
     assert ens.long_table["peak (inc)"].tolist() == [9.0, 6.0, 9.0, 2.0]
     assert ens.tree.nodes["file"].tolist() == ["m.c", "s.c"]  # one value per node: kept
     assert "host" not in ens.tree.nodes
+
+
+def deep_literal(path, levels: int):
+    """A Hatchet literal of one call chain ``levels`` deep (a deep recursion), each
+    frame 1.0 of time; written as text (the json module's encoder recurses too)."""
+    head = "".join(
+        f'{{"frame": {{"name": "f{i}", "type": "function"}}, "metrics": {{"time": 1.0}}, '
+        '"children": ['
+        for i in range(levels)
+    )
+    leaf = '{"frame": {"name": "leaf", "type": "function"}, "metrics": {"time": 1.0}}'
+    path.write_text("[" + head + leaf + "]}" * levels + "]")
+    return path
+
+
+def test_a_literal_nested_5000_deep_is_read(tmp_path):
+    t = cctviz.read(deep_literal(tmp_path / "deep.json", 5000))
+    assert len(t) == 5001 and t.metrics["time (inc)"].iloc[0] == 5001.0
+    assert int(np.asarray(t.depth).max()) == 5000
+
+
+def test_deeper_than_the_limit_is_refused_naming_the_depth(tmp_path, monkeypatch):
+    import cctviz.readers._json as rj
+
+    monkeypatch.setattr(rj, "MAX_DEPTH", 3000)
+    with pytest.raises(cctviz.ProfileError, match=r"nests 10,00[0-9] brackets deep.*3,000"):
+        cctviz.read(deep_literal(tmp_path / "deeper.json", 5000))

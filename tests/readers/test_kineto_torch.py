@@ -310,8 +310,12 @@ def gloo_collectives(tmp_path_factory) -> list[Path]:
 def test_gloo_all_gather_counts_its_whole_output(gloo_collectives):
     """gloo's trace records an all_gather's input only (no output dims, no group
     size): the group size comes from the trace's process-group metadata, so the
-    bytes follow nccl-tests (the whole output) and bus bytes use the same size."""
+    bytes follow nccl-tests (the whole output) and bus bytes use the same size.
+    Each call counts once: the ``c10d::`` call that queues it (nothing nested)
+    is no collective of its own beside gloo's work on its worker thread, in the
+    tree and in the calls matched across the ranks (as many as the script made)."""
     from cctviz.model.collectives import bus_factor
+    from cctviz.ops.collectives import instances
     from tests.readers.kineto_torch import COLLECTIVE_NUMEL
 
     docs = [json.loads(p.read_text()) for p in gloo_collectives]
@@ -335,7 +339,16 @@ def test_gloo_all_gather_counts_its_whole_output(gloo_collectives):
         assert reduce["comm_bytes"] == floats
         assert reduce["bus_bytes"] == floats * bus_factor("all_reduce", world)
         assert t.meta["kineto"]["group_size_assumed"] == 0  # taken from pg_config
+        calls = f[f["collective"].notna()].groupby("collective")["calls"].sum()
+        assert calls.to_dict() == {"all_gather": 2, "all_reduce": 1}, calls
+        queued = f[f["name"].str.startswith("c10d::")]
+        assert len(queued) and queued["collective"].isna().all()
+        assert (queued["kind"] == "comm").all()  # still where the program communicates
     tl = cctviz.read_timeline(gloo_collectives)
+    inst = instances(tl)
+    per_rank = inst.groupby(["rank", "collective"]).size().unstack()
+    assert (per_rank.sum(axis=1) == 3).all(), per_rank  # 2 all_gathers, 1 all_reduce
+    assert (inst["ranks"] == world).all() and set(inst["bytes"]) == {floats, world * floats}
     ev = tl.events[tl.events["comm_bytes"] > 0]
     gathers = ev[tl.tree.nodes["collective"].to_numpy()[ev["node"]] == "all_gather"]
     assert len(gathers) == 2 * world and (gathers["comm_bytes"] == world * floats).all()
@@ -365,3 +378,18 @@ def test_ranges_left_out_of_order_count_once(tmp_path):
     assert inc[f"{top}/load"] == pytest.approx(comp["ts"] - load["ts"], rel=1e-9, abs=1e-2)
     ens = cctviz.read_timeline(p).ensemble()  # the timeline agrees (ns)
     assert ens.values("time").sum() / 1e3 == pytest.approx(busy, rel=1e-9, abs=1e-2)
+
+
+def test_a_negative_duration_is_said_naming_the_event(gloo_collectives, tmp_path):
+    """A real trace with one event's duration made negative (as a clock step can
+    leave one): read as 0, with a warning that names the event and where it is."""
+    doc = json.loads(gloo_collectives[0].read_text())
+    ev = next(e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op")
+    ev["dur"] = -5
+    bad = tmp_path / "negative.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.warns(UserWarning, match="negative duration") as said:
+        t = cctviz.read(bad)
+    text = str(said[0].message)
+    assert repr(ev["name"]) in text and f"ts {ev['ts']:.3f} us" in text, text
+    assert t.meta["kineto"]["negative_dur"] == 1

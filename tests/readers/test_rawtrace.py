@@ -9,7 +9,7 @@ import numpy as np
 
 from cctviz.readers._rawtrace import RawTrace, decode
 from cctviz.runtime.trace import TracingRecorder, replay
-from tests.runtime.test_trace import _drive
+from tests.runtime.recorder_drive import _drive
 
 
 def replayed(parent, rows) -> list[tuple[int, int, int]]:
