@@ -12,9 +12,11 @@ many other samplers. Facts and choices:
   count and no stack (py-spy's `` 4``: samples of a thread that showed no
   Python frame) counts, under a root named ``(no frames)``
   (:data:`~cctviz.model.build.NO_FRAMES`), so that the samples add up to
-  what the tool took. Any other line that does not parse (no count, a count
-  that is not a non-negative number) is a :class:`~cctviz.ProfileError`
-  naming the line number.
+  what the tool took. A line that does not parse (no count, a count that is
+  not a non-negative number) is skipped with a warning naming its line number
+  (each of the first five); where no line parses, or more than a tenth of the
+  lines do not, the file is no folded-stacks file: a
+  :class:`~cctviz.ProfileError` naming the first bad line.
 - Text is UTF-8, or UTF-16 with its byte-order mark (what PowerShell's ``>``
   writes: a BOM, then UTF-16LE), or UTF-8 with a BOM.
 - The same stack on several lines adds up. The count of a line is the
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -82,8 +85,17 @@ def _sniff(path: Path, h: bytes) -> bool:
     return all(_LINE.match(ln) for ln in lines) and any(";" in ln for ln in lines)
 
 
+#: a file with more lines that do not parse than this share of its lines is no
+#: folded-stacks file (an error); fewer are skipped, each named in a warning
+BAD_SHARE = 0.1
+#: the bad lines a warning names (then how many more)
+NAMED = 5
+
+
 def _parse_lines(path: Path, text: str) -> tuple[list[str], np.ndarray]:
     stacks: dict[str, float] = {}
+    bad: list[tuple[int, str]] = []
+    good = 0
     for k, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -95,15 +107,31 @@ def _parse_lines(path: Path, text: str) -> tuple[list[str], np.ndarray]:
             value = float("nan")
         no_stack = len(parts) == 1 and line[:1].isspace()  # ' 4': samples without a frame
         if (not stack and not no_stack) or not np.isfinite(value) or value < 0:
-            raise ProfileError(
-                path,
-                f"expected '<frame;frame;...> <count>' (a non-negative number last), got {line[:80]!r}",
-                where=f"line {k}",
-            )
+            bad.append((k, line))
+            continue
         stacks[stack] = stacks.get(stack, 0.0) + value
-    if not stacks:
-        raise ProfileError(path, "no stack lines (expected 'frame;frame;... count' lines)")
+        good += 1
+    _judge(path, bad, good + len(bad), good > 0)
     return list(stacks), np.fromiter(stacks.values(), dtype=np.float64, count=len(stacks))
+
+
+def _judge(path: Path, bad: list[tuple[int, str]], lines: int, read: bool) -> None:
+    """No line read, or more than :data:`BAD_SHARE` of them bad: a ProfileError
+    naming the first bad line; a few bad: a warning naming them."""
+    expected = "expected '<frame;frame;...> <count>' (a non-negative number last)"
+    if not read and not bad:
+        raise ProfileError(path, "no stack lines (expected 'frame;frame;... count' lines)")
+    if not bad:
+        return
+    k, line = bad[0]
+    if not read or len(bad) > BAD_SHARE * lines:
+        raise ProfileError(path, f"{expected}, got {line[:80]!r}", where=f"line {k}")
+    named = ", ".join(f"line {k} ({line[:40]!r})" for k, line in bad[:NAMED])
+    more = f" and {len(bad) - NAMED} more" if len(bad) > NAMED else ""
+    warnings.warn(
+        f"{path}: {len(bad)} line(s) not read, {expected}: {named}{more}; the other lines are",
+        stacklevel=5,
+    )
 
 
 @register("folded", _sniff, "Folded stacks ('a;b;c 123' lines: FlameGraph, perf, py-spy raw)")

@@ -30,13 +30,35 @@ t.join()
 """
 
 
-def pyspy_record(folder: Path, fmt: str, *extra: str) -> tuple[Path, int]:
-    """Run the program under ``py-spy record --format fmt`` (``--idle``: the
-    sleeping thread's samples too); the output file and the number of samples
-    py-spy says it took."""
+#: a program of many distinct stacks: a recursion to depths 1 to 40, spinning at the bottom
+RECURSION = """\
+import time
+
+def down(n):
+    if n == 0:
+        s = 0
+        for i in range(3000):
+            s += i * i
+        return s
+    return down(n - 1)
+
+t0 = time.time()
+k = 0
+while time.time() - t0 < 0.6:
+    down(1 + k % 40)
+    k += 1
+"""
+
+
+def pyspy_record(
+    folder: Path, fmt: str, *extra: str, program: str = PROGRAM
+) -> tuple[Path, int]:
+    """Run ``program`` (default :data:`PROGRAM`) under ``py-spy record --format
+    fmt`` (``--idle``: the sleeping thread's samples too); the output file and
+    the number of samples py-spy says it took."""
     exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     prog = folder / "work.py"
-    prog.write_text(PROGRAM)
+    prog.write_text(program)
     out = folder / f"profile.{fmt}"
     cmd = [exe, "record", "--format", fmt, "--rate", "200", "--idle", "-o", str(out), *extra]
     res = subprocess.run(

@@ -72,11 +72,32 @@ def test_decimal_counts_and_blank_lines(tmp_path):
         ("a;b 3\n17\n", 2),  # no stack
     ],
 )
-def test_bad_line_is_named(tmp_path, text, line):
+def test_a_file_of_bad_lines_is_refused_naming_the_first(tmp_path, text, line):
+    """Half its lines bad (more than a tenth): no folded-stacks file."""
     p = _write(tmp_path, "bad.folded", text)
     with pytest.raises(ProfileError) as e:
         cctviz.read(p, format="folded")
     assert e.value.where == f"line {line}" and e.value.path == str(p)
+
+
+def test_a_few_bad_lines_are_skipped_and_named(tmp_path):
+    """A real py-spy profile with three broken lines slipped in (a truncated
+    write, a stray note): the other lines are read, every sample of them, and
+    one warning names the three by line number."""
+    from tests.readers.pyspy import RECURSION, pyspy_record
+
+    p, _ = pyspy_record(tmp_path, "raw", program=RECURSION)
+    lines = p.read_text().splitlines()
+    assert len(lines) >= 30  # so that three are under a tenth
+    want = sum(float(x.rsplit(None, 1)[1]) for x in lines)
+    broken = [*lines[:5], "main;spin", *lines[5:10], "see the notes x3", *lines[10:], "main;sp"]
+    bad = tmp_path / "broken.folded"
+    bad.write_text("\n".join(broken) + "\n")
+    with pytest.warns(UserWarning, match="3 line") as said:
+        t = cctviz.read(bad, format="folded")
+    text = str(said[0].message)
+    assert all(f"line {k}" in text for k in (6, 12, len(broken))), text
+    assert t.metrics["samples"].sum() == want
 
 
 def test_binary_and_empty_files_are_errors(tmp_path):
