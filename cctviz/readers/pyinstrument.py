@@ -17,6 +17,11 @@
   which are invocation details and not part of the frame's identity), and the
   seconds are exclusive to the stack's last frame. Here the tree is the raw
   call-path tree of the records (no pyinstrument processing).
+- **The HTML page** (``pyinstrument -r html``, ``Profiler.output_html()``) holds
+  ``{"session": {...}, "frame_tree": frame}`` in a script (``const sessionData
+  = ...``; this JSON is also read alone): a frame is ``{"identifier":
+  "function\\x00file\\x00line", "time", "attributes", "children"}``, ``time``
+  inclusive, the tree processed as the rendered JSON's is.
 
 Nodes: ``name`` = function, columns ``file`` (the full path), ``file_short``
 (rendered form only), ``line``, ``is_application_code``/``group_id``/
@@ -29,6 +34,7 @@ the program (``program``) go to ``meta``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +44,23 @@ from ..errors import ProfileError
 from ..model.build import stacks_to_tree
 from ..model.tree import Tree
 from . import register
-from ._json import expect, first_byte, load_json
+from ._json import expect, file_bytes, first_byte, load_json
 
 META_KEYS = ("start_time", "duration", "sample_count", "cpu_time", "min_interval", "max_interval")
 
 
+#: what pyinstrument's HTML page holds: its renderer, and the session's data
+HTML_MARK, HTML_DATA = b"pyinstrumentHTMLRenderer", "const sessionData = "
+
+
 def _sniff(path: Path, h: bytes) -> bool:
+    if h.lstrip()[:15].lower() == b"<!doctype html>":
+        return HTML_MARK in h
     if first_byte(h) != b"{":
         return False
     if b'"root_frame"' in h and b'"function"' in h and b'"file_path' in h:
+        return True
+    if b'"frame_tree"' in h and b'"identifier"' in h:
         return True
     return b'"frame_records"' in h and (b'"start_call_stack"' in h or b'"sample_count"' in h)
 
@@ -165,9 +179,59 @@ def _session(path: Path, doc: dict) -> Tree:
     )
 
 
-@register("pyinstrument", _sniff, "pyinstrument JSON (rendered frame tree or saved session)")
+def _frame_tree(path: Path, doc: dict) -> Tree:
+    """The HTML renderer's ``{"session": ..., "frame_tree": frame}``: a frame is
+    ``{"identifier": "function\\x00file\\x00line", "time", "attributes",
+    "children"}`` (``time`` inclusive, the tree as pyinstrument processed it:
+    ``[self]`` frames for self time); read as the rendered JSON is."""
+    session = doc.get("session")
+    expect(path, isinstance(session, dict), "session", "expected the session's object")
+    root = doc.get("frame_tree")
+    expect(path, isinstance(root, dict), "frame_tree", "expected a frame (the session is empty?)")
+    out: dict[str, Any] = {}
+    stack: list[tuple[Any, dict, str]] = [(root, out, "frame_tree")]
+    while stack:  # iteratively: a deep recursion's tree is deep
+        fr, into, where = stack.pop()
+        expect(path, isinstance(fr, dict), where, "expected a frame object")
+        ident = fr.get("identifier")
+        expect(path, isinstance(ident, str), f"{where}.identifier", "expected a string")
+        parts = ident.split("\x00")
+        line = parts[2] if len(parts) > 2 else ""
+        into.update(function=parts[0], time=fr.get("time"),
+                    file_path=parts[1] if len(parts) > 1 else None,
+                    line_no=int(line) if line.lstrip("-").isdigit() else None)  # fmt: skip
+        kids = fr.get("children", [])
+        expect(path, isinstance(kids, list), f"{where}.children", "expected a list of frames")
+        into["children"] = [{} for _ in kids]
+        stack += [(k, into["children"][j], f"{where}.children[{j}]") for j, k in enumerate(kids)]
+    return _rendered(path, {**session, "root_frame": out})
+
+
+def _load(path: Path) -> Any:
+    """The file's JSON: the document, or the session data an HTML page holds."""
+    raw = file_bytes(path)
+    if not raw.lstrip()[:15].lower() == b"<!doctype html>":
+        return load_json(path)
+    text = raw.decode("utf-8", errors="replace")
+    at = text.find(HTML_DATA)
+    if at < 0:
+        raise ProfileError(path, "a pyinstrument HTML page without its session data")
+    try:
+        doc, _ = json.JSONDecoder().raw_decode(text, at + len(HTML_DATA))
+    except json.JSONDecodeError as e:
+        raise ProfileError(path, f"invalid session data in the page: {e.msg}",
+                           where=f"character {e.pos}") from None  # fmt: skip
+    return doc
+
+
+@register(
+    "pyinstrument",
+    _sniff,
+    "pyinstrument JSON (rendered frame tree, saved session, or the HTML page's data)",
+)
 def read_pyinstrument(path: Path) -> Tree:
-    """Read pyinstrument's JSON renderer output or a saved ``.pyisession``.
+    """Read pyinstrument's JSON renderer output, a saved ``.pyisession``, or its
+    HTML page (``pyinstrument -r html``: the session and frame tree it holds).
 
     Example:
         >>> import cctviz
@@ -178,19 +242,22 @@ def read_pyinstrument(path: Path) -> Tree:
         >>> round(float(t.metrics["time (inc)"].iloc[0]), 6)
         0.47815
     """
-    doc = load_json(path)
+    doc = _load(path)
     expect(
         path,
         isinstance(doc, dict),
         "top level",
-        "expected an object with 'root_frame' or 'frame_records'",
+        "expected an object with 'root_frame', 'frame_records' or 'frame_tree'",
     )
     if "root_frame" in doc:
         return _rendered(path, doc)
     if "frame_records" in doc:
         return _session(path, doc)
+    if "frame_tree" in doc:
+        return _frame_tree(path, doc)
     raise ProfileError(
         path,
-        "expected 'root_frame' (rendered JSON) or 'frame_records' (a session)",
+        "expected 'root_frame' (rendered JSON), 'frame_records' (a session) or "
+        "'frame_tree' (the HTML page's data)",
         where="top level",
     )

@@ -50,9 +50,7 @@ while time.time() - t0 < 0.6:
 """
 
 
-def pyspy_record(
-    folder: Path, fmt: str, *extra: str, program: str = PROGRAM
-) -> tuple[Path, int]:
+def pyspy_record(folder: Path, fmt: str, *extra: str, program: str = PROGRAM) -> tuple[Path, int]:
     """Run ``program`` (default :data:`PROGRAM`) under ``py-spy record --format
     fmt`` (``--idle``: the sleeping thread's samples too); the output file and
     the number of samples py-spy says it took."""

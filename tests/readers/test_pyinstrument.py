@@ -152,3 +152,45 @@ def test_await_time_is_kept(tmp_path):
     p.write_text(json.dumps(doc))
     with pytest.raises(ProfileError, match="await_time"):
         cctviz.read(p)
+
+
+def test_the_html_page_and_its_session_data_are_read(tmp_path):
+    """pyinstrument's HTML page (the real renderer, on a real session) holds the
+    session and the frame tree it draws: read from the page, or from that JSON
+    alone, the same tree, whose total is the session's own (its saved records;
+    the page rounds its times to the microsecond)."""
+    import time
+
+    from pyinstrument import Profiler
+    from pyinstrument.renderers import HTMLRenderer
+
+    def inner(n):
+        return sum(i * i for i in range(n))
+
+    def outer():
+        for _ in range(20):
+            inner(20000)
+        time.sleep(0.02)
+
+    prof = Profiler(interval=0.0005)
+    prof.start()
+    outer()
+    prof.stop()
+    session = prof.last_session
+    page = tmp_path / "profile.html"
+    page.write_text(HTMLRenderer().render(session))
+    saved = tmp_path / "profile.pyisession"
+    session.save(str(saved))
+    text = page.read_text()
+    at = text.index("const sessionData = ") + len("const sessionData = ")
+    data, _ = json.JSONDecoder().raw_decode(text, at)
+    alone = tmp_path / "session.json"
+    alone.write_text(json.dumps(data))
+    assert detect(page) == detect(alone) == "pyinstrument"
+    a, b = cctviz.read(page), cctviz.read(alone)
+    assert a.nodes["name"].tolist() == b.nodes["name"].tolist()
+    assert np.array_equal(a.metrics["time (inc)"], b.metrics["time (inc)"])
+    assert "inner" in a.nodes["name"].tolist() and a.units == {"time": "s"}
+    total = cctviz.read(saved).metrics["time"].sum()
+    assert a.metrics["time (inc)"].iloc[0] == pytest.approx(total, abs=1e-6)  # us in the page
+    assert a.meta["sample_count"] == session.sample_count
