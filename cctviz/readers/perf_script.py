@@ -11,8 +11,11 @@ line after it::
 Facts and choices:
 
 - **Header**: ``comm``, then the thread id (perf's default) or ``pid/tid``
-  (``-F +pid``), an optional ``[cpu]``, the time (``seconds.micros:``; required:
-  it is what tells a header from a frame), an optional period (the number of
+  (``-F +pid``), an optional ``[cpu]``, the time (``seconds.micros:``: what
+  tells a header from a frame; a file whose headers have none, from an older
+  perf or ``perf script -F`` without ``time``, is told by its unindented lines,
+  read as a tree of counts with ``meta["timestamps"]`` False and refused by
+  ``read_timeline``), an optional period (the number of
   events the sample stands for) and the event name with its modifiers as perf
   prints it (``cpu-clock:pppH``, ``cycles:u``); anything after the event (a
   tracepoint's fields, the frame ``-G`` puts there) is ignored unless the
@@ -65,8 +68,8 @@ from ._json import file_bytes
 
 _HEADER = (
     rb"[ \t]*(?P<comm>\S.*?)[ \t]+(?P<pid>-?\d+)(?:/(?P<tid>-?\d+))?"
-    rb"[ \t]+(?:\[(?P<cpu>\d+)\][ \t]+)?(?P<time>\d+\.\d+):"
-    rb"[ \t]+(?:(?P<period>\d+)[ \t]+)?(?P<event>[^\s:]\S*?):(?:[ \t]+(?P<rest>.*?))?[ \t]*"
+    rb"[ \t]+(?:\[(?P<cpu>\d+)\][ \t]+)?(?:(?P<time>\d+\.\d+):[ \t]+)?"
+    rb"(?:(?P<period>\d+)[ \t]+)?(?P<event>[^\s:]\S*?):(?:[ \t]+(?P<rest>.*?))?[ \t]*"
 )
 _HEADER_LINE = re.compile(rb"^(?:" + _HEADER + rb"|(?P<bad>.*))$", re.M)
 _HEADER_GROUPS = sorted(_HEADER_LINE.groupindex, key=_HEADER_LINE.groupindex.get)
@@ -157,7 +160,11 @@ def _line_kinds(raw: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
     ends_time = colon[blank_after & (prev >= ord("0")) & (prev <= ord("9"))]
     cand = np.searchsorted(newline, ends_time)  # sorted: drop repeats of a line
     cand = cand[np.r_[True, cand[1:] != cand[:-1]]] if cand.size else cand
-    return skip, cand[~skip[cand]]
+    cand = cand[~skip[cand]]
+    if not cand.size:  # no timestamps (older perf, or -F without time): unindented lines
+        first = b[np.minimum(start, b.size - 1)]
+        cand = np.flatnonzero(full & ~skip & (first != 32) & (first != 9))
+    return skip, cand
 
 
 def _matching_lines(regex: re.Pattern[bytes], text: bytes, n: int) -> np.ndarray:
@@ -181,7 +188,13 @@ def _header_fields(path: Path, heads: pd.DataFrame) -> pd.DataFrame:
     per = heads["period"].to_numpy(dtype=object)
     period = np.where(per == b"", b"nan", per).astype("S").astype(np.float64)
     out["period"] = period
-    out["time"] = _ns(heads["time"].to_numpy(dtype="S"))
+    stamps = heads["time"].to_numpy(dtype=object)
+    if (stamps == b"").any() and not (stamps == b"").all():
+        k = int(np.flatnonzero(stamps == b"")[0])
+        raise ProfileError(path, "a sample header without a time among headers with one",
+                           where=f"line {int(heads['line'].iloc[k]) + 1}")  # fmt: skip
+    timed = not (stamps == b"").any()
+    out["time"] = _ns(stamps.astype("S")) if timed else np.full(len(heads), -1, dtype=np.int64)
     out["has_tid"] = heads["tid"].to_numpy(dtype=object) != b""
     out["line"] = heads["line"].to_numpy()
     out["rest"] = heads["rest"].to_numpy(dtype=object)  # bytes: a frame here is parsed as one
@@ -332,6 +345,7 @@ def read_perf_script(path: Path) -> Tree | Ensemble:
         "units": units,
         "aggregation": dict.fromkeys(metrics, "sum"),
         "events": sorted(heads["event"].unique().tolist()),
+        "timestamps": bool(len(heads) and (heads["time"] >= 0).all()),
     }
     if len(profiles) == 1:
         exc = rows.groupby("node")[metrics].sum().reindex(range(len(parent)), fill_value=0.0)
@@ -361,6 +375,12 @@ def read_perf_timeline(path: Path, event: str | None = None) -> Timeline:
         ('cpu-clock', 1, True)
     """
     heads, parent, leaf, frame_names, cols = _parsed(path)
+    if len(heads) and (heads["time"] < 0).all():
+        raise ProfileError(
+            path,
+            "its samples have no time (perf script without the time field, or an older "
+            "perf): no timeline; cctviz.read gives its tree of sample counts",
+        )
     tree, ids = Tree.from_parents_with_ids(parent, frame_names, None, kind="function", columns=cols)
     names = heads["event"].to_numpy(dtype=object)
     event = event or str(names[0])

@@ -281,7 +281,9 @@ spin()
 @pytest.mark.slow
 def test_real_perf_record(tmp_path):
     """A real ``perf record -g`` of a threaded Python program, two events; its
-    ``perf script`` text in three forms (default, ``-F +pid``, ``-G``)."""
+    ``perf script`` text in four forms (default, ``-F +pid``, ``-G``, and
+    without the time field, as older perf printed it: the same trees, no
+    timeline)."""
     perf = shutil.which("perf")
     assert perf, "perf is not installed (Debian: apt-get install linux-perf)"
     data = tmp_path / "perf.data"
@@ -289,7 +291,9 @@ def test_real_perf_record(tmp_path):
     rec = [perf, "record", "-q", "-o", str(data), "-e", "cpu-clock,page-faults", "-F", "997", "-g"]
     subprocess.run([*rec, "--", sys.executable, str(script)], check=True, timeout=120)
     texts = {}
-    for name, extra in {"default": [], "pid": ["-F", "+pid"], "nograph": ["-G"]}.items():
+    forms = {"default": [], "pid": ["-F", "+pid"], "nograph": ["-G"],
+             "notime": ["-F", "comm,tid,period,event,ip,sym,dso"]}  # fmt: skip
+    for name, extra in forms.items():
         out = subprocess.run(
             [perf, "script", "-i", str(data), *extra], check=True, capture_output=True, timeout=120
         ).stdout
@@ -307,6 +311,14 @@ def test_real_perf_record(tmp_path):
     assert {"cpu-clock", "cpu-clock samples", "page-faults samples"} <= set(tree.exc_metrics)
     assert tree.units["cpu-clock"] == "ns"
     assert tree.nodes["module"].astype(str).str.startswith("libpython").any()
+    # without the time field: the same profiles and counts; no timeline
+    untimed = cctviz.read(texts["notime"])
+    assert untimed.meta["timestamps"] is False and by_tid.meta["timestamps"] is True
+    assert untimed.profiles.equals(by_tid.profiles)
+    for m in by_tid.exc_metrics:
+        assert np.array_equal(untimed.values(m), by_tid.values(m)), m
+    with pytest.raises(cctviz.ProfileError, match="no time"):
+        cctviz.read_timeline(texts["notime"])
     # without the call graph every sample is still counted, on one frame
     flat = cctviz.read(texts["nograph"])
     keys, tot = _per_profile(flat)
