@@ -231,6 +231,10 @@ class _Archive:
             self.region_role[r._ref] = _ename(r.region_role)
         self.comm_size: dict[int, int] = {}
         self.comm_name: dict[int, str] = {}
+        #: members declared accumulated that are gauges, or counted from before
+        #: the measurement (:func:`_read_as`)
+        self.not_counters: set[str] = set()
+        self.rebased: set[str] = set()
         for c in defs.comms:
             g = c.group
             n = len(g.members) if g is not None else 0
@@ -290,6 +294,65 @@ def _mode(member: Any) -> tuple[str, str]:
 
 def _unit(member: Any) -> str | None:
     return canonical(member.unit or "")
+
+
+def _say_misdeclared(anchor: Path, arc: _Archive) -> None:
+    """One warning per kind of member read otherwise than declared (:func:`_read_as`)."""
+
+    def some(names: set[str]) -> str:
+        return ", ".join(sorted(names)[:4]) + (" ..." if len(names) > 4 else "")
+
+    if arc.not_counters:
+        warnings.warn(
+            f"{anchor}: {len(arc.not_counters)} metric(s) declared accumulated whose samples "
+            f"go down or stay at one value are read as gauges (the largest value, unit "
+            f"unknown): {some(arc.not_counters)}",
+            stacklevel=4,
+        )
+    if arc.rebased:
+        warnings.warn(
+            f"{anchor}: {len(arc.rebased)} counter(s) declared accumulated from the start "
+            f"began at more than they grew (counted before the measurement): their growth "
+            f"is read: {some(arc.rebased)}",
+            stacklevel=4,
+        )
+
+
+def _owner(group: Any, otf2: Any) -> Any:
+    """The process a location group stands for: an accelerator's (a GPU
+    context, ``LocationGroupType.ACCELERATOR``) is the process that created it,
+    so its locations are that process's, not ranks of their own."""
+    accelerator = getattr(otf2.LocationGroupType, "ACCELERATOR", None)
+    if group is not None and accelerator is not None:
+        if group.location_group_type == accelerator and group.creating_location_group is not None:
+            return group.creating_location_group
+    return group
+
+
+def _read_as(arc: _Archive, member: Any, vals: np.ndarray) -> tuple[str, str, str | None, float]:
+    """(value mode, timing, unit, base) a member's samples are read by: its own,
+    but a member declared accumulated from the start whose samples go down, stay
+    at one value, or begin above what they grow and grow at fewer than half the
+    samples, is no counter (Score-P's asynchronous rocm_smi and coretemp plugin
+    metrics declare power, busy %, temperature and frequency
+    ``ACCUMULATED_START``, unit ``#``): a gauge, its unit unknown; one that
+    begins above its growth and grows at most samples was counted before the
+    measurement began (an energy counter since boot): its growth is read, from
+    ``base``, its first sample. The reader warns once naming them
+    (``arc.not_counters``, ``arc.rebased``)."""
+    value_mode, timing = _mode(member)
+    if value_mode != "ACCUMULATED" or timing not in ("START", "POINT") or not vals.size:
+        return value_mode, timing, _unit(member), 0.0
+    step = np.diff(vals)
+    first, growth = float(vals[0]), float(vals[-1] - vals[0])
+    before = first > growth  # more than it grew: counted before the measurement, or a gauge
+    if (step < 0).any() or growth == 0 or (before and (step > 0).mean() < 0.5):
+        arc.not_counters.add(str(member.name))
+        return "ABSOLUTE", timing, None, 0.0
+    if before:  # a counter moves at most samples (an energy counter); a gauge stays put
+        arc.rebased.add(str(member.name))
+        return value_mode, timing, _unit(member), first
+    return value_mode, timing, _unit(member), 0.0
 
 
 def _callbacks(
@@ -622,7 +685,7 @@ def _location_tree(
             mem = arc.members[k]
             sel = mm == k
             pos, val = mp[sel], mv[sel]
-            value_mode, timing = _mode(mem)
+            value_mode, timing, u, base = _read_as(arc, mem, val)
             col = np.zeros(total)
             if timing == "NEXT":
                 where_ctx = _at_next(nest["after"], pos)
@@ -634,10 +697,9 @@ def _location_tree(
                 extra_meta["aggregation"][mem.name] = "max"
             else:
                 if value_mode == "ACCUMULATED" and timing in ("START", "POINT"):
-                    val = np.diff(val, prepend=0.0)
+                    val = np.diff(val, prepend=base)
                 col[:n_ctx] = np.bincount(where_ctx, weights=val, minlength=n_ctx)[:n_ctx]
             metrics[mem.name] = col
-            u = _unit(mem)
             if u:
                 extra_meta["units"][mem.name] = u
     columns = {"paradigm": paradigm, "role": role, **comm_cols}
@@ -1014,17 +1076,20 @@ def _read(
             if with_events:
                 located.append(info["timeline"])
             tree_group.append(gref)
-            th = thread_in_group.get(gref, 0)
-            thread_in_group[gref] = th + 1
-            host = getattr(getattr(g, "system_tree_parent", None), "name", None)
+            owner = _owner(g, otf2)  # an accelerator's locations are its process's
+            oref = owner._ref if owner is not None else -1
+            th = thread_in_group.get(oref, 0)
+            thread_in_group[oref] = th + 1
+            host = getattr(getattr(owner, "system_tree_parent", None), "name", None)
             rows.append(
                 {
-                    "rank": arc.mpi_rank.get(loc._ref, group_index.get(gref, 0)),
+                    "rank": arc.mpi_rank.get(loc._ref, group_index.get(oref, 0)),
                     "thread": th,
                     "location": int(loc._ref),
                     "location_name": loc.name,
-                    "process": g.name if g is not None else None,
+                    "process": owner.name if owner is not None else None,
                     "host": host,
+                    "accelerator": g.name if owner is not g else None,
                     **properties.get(loc._ref, {}),
                 }
             )
@@ -1035,6 +1100,7 @@ def _read(
             pass
     if not trees:
         raise ProfileError(anchor, "the archive has no location with events other than metrics")
+    _say_misdeclared(anchor, arc)
     counters = _fold_gauges(anchor, trees, tree_group, gauges)
     root = program or anchor.stem
     if with_events:  # a cctviz trace's own root drops the reader's: its ids move
@@ -1080,18 +1146,18 @@ def _root_values(
     out = []
     for k in np.unique(mm).tolist():
         mem, sel = arc.members[k], mm == k
-        value_mode, timing = _mode(mem)
         vals = mv[sel]
+        value_mode, timing, unit, base = _read_as(arc, mem, vals)
         if value_mode == "ABSOLUTE":
             v, rule = float(vals.max()), "max"
         elif value_mode == "ACCUMULATED" and timing in ("START", "POINT"):
-            v, rule = float(vals[-1]), "sum"
+            v, rule = float(vals[-1]) - base, "sum"
         else:
             v, rule = float(vals.sum()), "sum"
         series = pd.DataFrame(
             {"ts": np.rint(mt[sel] * ns_per_tick).astype(np.int64), "value": vals}
         )
-        out.append((str(mem.name), v, rule, _unit(mem), series))
+        out.append((str(mem.name), v, rule, unit, series))
     return out
 
 
