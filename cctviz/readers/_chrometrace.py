@@ -40,6 +40,8 @@ class TraceEvents:
     """What :func:`parse_trace` keeps: flat typed arrays, interned strings."""
 
     def __init__(self) -> None:
+        #: the events' list ended without its "]" (the array form allows it)
+        self.unterminated = False
         self.names: dict[str, int] = {}
         self.cats: dict[Any, int] = {}
         self.threads: dict[tuple[Any, Any], int] = {}
@@ -153,7 +155,10 @@ def parse_trace(
                         if cc is None:
                             cc = cats[cat] = len(cats)
                         x_ts(ev["ts"])
-                        x_dur(ev["dur"])
+                        d = ev.get("dur")  # else the thread duration, as speedscope reads it
+                        if d is None:
+                            d = ev["tdur"] if "tdur" in ev else ev["dur"]  # the KeyError says dur
+                        x_dur(d)
                         x_th(th)
                         x_name(nc)
                         x_cat(cc)
@@ -205,6 +210,7 @@ def parse_trace(
                 path, problem(e, ev), f"traceEvents[{_index(batch, ev, k0)}]"
             ) from None
         finally:
+            col.unterminated = st.unterminated
             st.close()
     return col, top
 

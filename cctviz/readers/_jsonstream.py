@@ -66,6 +66,8 @@ class JsonStream:
     def __init__(self, path: Path, chunk: int = CHUNK) -> None:
         self.path = path
         self.chunk = chunk
+        #: a list read with ``open_end`` ended without its "]"
+        self.unterminated = False
         try:
             self.raw = open(path, "rb")
         except OSError as e:
@@ -198,7 +200,9 @@ class JsonStream:
         """
         if array_ok and self.skip_ws() == "[":
             self.pos += 1
-            yield from self._elements(list_key)
+            # the trace-event format's array form may end without its "]" (a
+            # process that crashed): the elements up to the end are the list
+            yield from self._elements(list_key, open_end=True)
             if self.skip_ws():
                 raise self.fail("extra data after the JSON list")
             return
@@ -240,8 +244,10 @@ class JsonStream:
         if not seen_list:
             raise ProfileError(self.path, f"no {list_key!r} list (not {what})", "top level")
 
-    def _elements(self, key: str) -> Iterator[list[Any]]:
-        """The elements of the list at the current position, in batches."""
+    def _elements(self, key: str, open_end: bool = False) -> Iterator[list[Any]]:
+        """The elements of the list at the current position, in batches;
+        ``open_end``: the text may end after an element (or its comma) without
+        the list's ``]`` (then :attr:`unterminated` is True)."""
         scan = self.scan
         ws = _WS.match
         buf, pos, n = self.buf, self.pos, len(self.buf)
@@ -255,6 +261,9 @@ class JsonStream:
             if pos >= n:
                 self.pos = pos
                 if not self.more():
+                    if open_end and k:
+                        self.unterminated = True
+                        return
                     raise self.fail("the file ends early (truncated JSON)", where=f"{key}[{k}]")
                 buf, pos, n, base = self.buf, self.pos, len(self.buf), self.base
                 continue

@@ -11,7 +11,8 @@ Format facts (the trace-event format's "JSON Object" and "JSON Array" forms):
 - an object with a ``traceEvents`` list (other keys: ``displayTimeUnit``, which
   only says how to display times, ``metadata``, a tool's own keys), or a bare list
   of events (py-spy). ``ts`` and ``dur`` count microseconds (fractions allowed);
-- ``X`` complete events (``ts``, ``dur``) and ``B``/``E`` pairs per (pid, tid):
+- ``X`` complete events (``ts``, ``dur``; without ``dur``, its thread duration
+  ``tdur``, as speedscope reads it) and ``B``/``E`` pairs per (pid, tid):
   an ``E`` closes the innermost open ``B`` of its thread (its name is not
   checked); ``M`` metadata names processes and threads (``process_name``,
   ``thread_name``); ``C`` counters carry their series in ``args``;
@@ -46,9 +47,11 @@ time it spent). ``B`` events never closed end at the thread's last timestamp
 The events are parsed into columns by the parse the Kineto reader shares
 (:func:`cctviz.readers._chrometrace.parse_trace`).
 
-Not read (ask if needed): ``args`` (py-spy's file and line, say), ``tts``/
-``tdur`` thread clocks, ``id``-scoped counters, the unterminated JSON array the
-format allows (a truncated file is an error here).
+Not read (ask if needed): ``args`` (py-spy's file and line, say), ``tts`` and
+``tdur`` beside a ``dur``, ``id``-scoped counters. The array form's list may
+end without its ``]`` (the format allows it, so that a crashed process leaves a
+readable trace): read up to its last whole event, ``meta["chrome"]["unterminated"]``;
+a file cut inside an event is an error.
 
 >>> import cctviz
 >>> t = cctviz.read("../shared/data/chrome-trace/workload.viztracer.json")
@@ -338,6 +341,8 @@ def _build(
         k: v for k, v in top.items() if isinstance(v, (str, int, float, bool)) and k != "units"
     }
     meta["chrome"] = {**counts, "skipped": dict(col.skipped), "processes": len(pids)}
+    if col.unterminated:  # the array form's list may end without "]": a process that stopped
+        meta["chrome"]["unterminated"] = True
     meta["units"] = dict(UNITS)
     meta["aggregation"] = dict(AGGREGATION)
     profiles = pd.DataFrame(
