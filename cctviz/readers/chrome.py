@@ -12,7 +12,8 @@ Format facts (the trace-event format's "JSON Object" and "JSON Array" forms):
   only says how to display times, ``metadata``, a tool's own keys), or a bare list
   of events (py-spy). ``ts`` and ``dur`` count microseconds (fractions allowed);
 - ``X`` complete events (``ts``, ``dur``; without ``dur``, its thread duration
-  ``tdur``, as speedscope reads it) and ``B``/``E`` pairs per (pid, tid):
+  ``tdur``, as speedscope reads it; without a ``name``, ``(unnamed)``) and
+  ``B``/``E`` pairs per (pid, tid):
   an ``E`` closes the innermost open ``B`` of its thread (its name is not
   checked); ``M`` metadata names processes and threads (``process_name``,
   ``thread_name``); ``C`` counters carry their series in ``args``;
@@ -106,7 +107,9 @@ def _sniff(path: Path, h: bytes) -> bool:
 # -------------------------------------------------------------------- parse
 def _parse(path: Path) -> tuple[TraceEvents, dict[str, Any]]:
     """The events as columns (the shared Chrome-trace parse); the other top-level keys."""
-    return parse_trace(path, what="a Chrome trace", problem=_problem, array_ok=True)
+    return parse_trace(
+        path, what="a Chrome trace", problem=_problem, array_ok=True, unnamed=UNNAMED
+    )
 
 
 def _problem(e: BaseException, ev: Any) -> str:
@@ -354,6 +357,10 @@ def _build(
     else:
         obj = Ensemble.from_trees(trees, profiles=profiles, meta=meta)
     return obj, trees, frames, col, profiles
+
+
+#: the name of an event without one (as speedscope names it)
+UNNAMED = "(unnamed)"
 
 
 @register("chrome", _sniff, "Chrome trace-event JSON (JAX, VizTracer, py-spy, Perfetto)")

@@ -27,7 +27,7 @@ ALIKE = {
     "mismatched-args.json", "multiprocess.json", "not-enough-end-events.json",
     "only-begin-events.json", "out-of-order.json", "simple-hermes.json", "simple.json",
     "simple-partial.json", "simple-partial-trailing-comma.json",
-    "simple-partial-whitespace.json", "simultaneous-anonymous-calls.json",
+    "simple-partial-whitespace.json", "simultaneous-anonymous-calls.json", "simple-object.json",
     "unbalanced-args.json", "x-events-matching-end.json", "x-events-matching-start.json",
 }  # fmt: skip
 #: Hermes's samples + stackFrames form: not read
