@@ -80,6 +80,7 @@ def test_a_file_of_bad_lines_is_refused_naming_the_first(tmp_path, text, line):
     assert e.value.where == f"line {line}" and e.value.path == str(p)
 
 
+@pytest.mark.slow  # py-spy: the main test environment, not the core suite's
 def test_a_few_bad_lines_are_skipped_and_named(tmp_path):
     """A real py-spy profile with three broken lines slipped in (a truncated
     write, a stray note): the other lines are read, every sample of them, and

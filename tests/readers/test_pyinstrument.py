@@ -154,6 +154,7 @@ def test_await_time_is_kept(tmp_path):
         cctviz.read(p)
 
 
+@pytest.mark.slow  # pyinstrument: the main test environment, not the core suite's
 def test_the_html_page_and_its_session_data_are_read(tmp_path):
     """pyinstrument's HTML page (the real renderer, on a real session) holds the
     session and the frame tree it draws: read from the page, or from that JSON
