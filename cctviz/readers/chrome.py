@@ -17,6 +17,10 @@ Format facts (the trace-event format's "JSON Object" and "JSON Array" forms):
   an ``E`` closes the innermost open ``B`` of its thread (its name is not
   checked); ``M`` metadata names processes and threads (``process_name``,
   ``thread_name``); ``C`` counters carry their series in ``args``;
+- the ``samples`` + ``stackFrames`` form (Hermes, for a trace with no ``X``
+  or ``B``/``E`` event): each sample's stack (its frame and the frames' parents)
+  lasts until the next sample of its thread (the last: 0), consecutive samples
+  under one frame make one event of it (``meta["chrome"]["samples"]``);
 - async (``b``/``e``/``n``, ``S``/``T``/``F``), flow (``s``/``t``/``f``),
   instant (``i``/``I``), sample (``P``), object (``N``/``O``/``D``), mark
   (``R``), clock-sync (``c``) events, and JAX's trailing ``{}``, are not read:
@@ -77,7 +81,7 @@ from ..model.timeline import Timeline
 from ..model.tree import Tree
 from . import head, register, register_timeline
 from ._chrometrace import TraceEvents, described, ints, parse_trace
-from ._json import first_byte
+from ._json import file_bytes, first_byte
 from .kineto import _key, is_kineto_head
 
 UNITS = {"time": "us", "calls": "count"}
@@ -105,11 +109,28 @@ def _sniff(path: Path, h: bytes) -> bool:
 
 
 # -------------------------------------------------------------------- parse
-def _parse(path: Path) -> tuple[TraceEvents, dict[str, Any]]:
-    """The events as columns (the shared Chrome-trace parse); the other top-level keys."""
+def _parse(path: Path, events: bool = True) -> tuple[TraceEvents, dict[str, Any]]:
+    """The events as columns (the shared Chrome-trace parse); the other top-level
+    keys. ``events=False``: only ``M`` and ``C`` events (a samples form's)."""
     return parse_trace(
-        path, what="a Chrome trace", problem=_problem, array_ok=True, unnamed=UNNAMED
-    )
+        path, what="a Chrome trace", problem=_problem, array_ok=True, unnamed=UNNAMED,
+        categories=None if events else (), other_phases=events,
+    )  # fmt: skip
+
+
+def _parse_samples_first(path: Path) -> tuple[TraceEvents, dict[str, Any]]:
+    """:func:`_parse`; a document with ``samples`` and ``stackFrames`` is read by
+    its samples, as speedscope reads it (Hermes's ``X`` events there mark the
+    threads, with string times): parsed again without its events."""
+    try:
+        col, top = _parse(path)
+    except ProfileError:
+        if b'"stackFrames"' not in file_bytes(path):
+            raise
+        return _parse(path, events=False)
+    if top.get("samples") and isinstance(top.get("stackFrames"), dict):
+        return _parse(path, events=False)
+    return col, top
 
 
 def _problem(e: BaseException, ev: Any) -> str:
@@ -184,6 +205,51 @@ class _Events:
     start: np.ndarray  # ns
     end: np.ndarray  # ns, clamped where an event outlives its parent
     nest: dict[str, Any]
+
+
+def _samples_as_events(path: Path, col: TraceEvents, top: dict[str, Any]) -> int:
+    """The ``samples`` + ``stackFrames`` form (Hermes): each sample is its
+    stack (the frame ``sf`` and its ``parent`` chain) from its ``ts`` to the
+    next sample of its (pid, tid) (the last: 0, as speedscope reads it);
+    consecutive samples under one frame at a depth make one ``X`` event of it
+    (vectorised, one pass per depth). Appended to ``col``; returns the samples."""
+    samples, frames = top.get("samples"), top.get("stackFrames")
+    if not isinstance(samples, list) or not isinstance(frames, dict) or not samples:
+        return 0
+    from ._rawtrace import ancestry
+
+    ids = {str(k): i for i, k in enumerate(frames)}
+    try:
+        parent = np.array([ids[str(f["parent"])] if f.get("parent") is not None else -1
+                           for f in frames.values()], dtype=np.int64)  # fmt: skip
+        fname = [str(f.get("name", UNNAMED)) for f in frames.values()]
+        sf = np.array([ids[str(x["sf"])] for x in samples], dtype=np.int64)
+        ts = np.array([float(x["ts"]) for x in samples])
+        key = [(x.get("pid"), x.get("tid")) for x in samples]
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ProfileError(path, f"a sample or stack frame it names is malformed ({e!r})",
+                           "samples") from None  # fmt: skip
+    th = np.array([col.threads.setdefault(k, len(col.threads)) for k in key], dtype=np.int64)
+    order = np.lexsort((ts, th))
+    sf, ts, th = sf[order], ts[order], th[order]
+    same = np.r_[th[1:] == th[:-1], False]
+    end = np.where(same, np.r_[ts[1:], 0.0], ts)  # until the thread's next sample
+    _, anc = ancestry(parent)
+    codes = np.array([col.names.setdefault(n, len(col.names)) for n in fname], dtype=np.int64)
+    cat = col.cats.setdefault("sample", len(col.cats))
+    for k in range(anc.shape[1]):  # a run of samples under one frame at depth k: one event
+        node = anc[sf, k]
+        start = np.r_[True, (node[1:] != node[:-1]) | (th[1:] != th[:-1])]
+        first = np.flatnonzero(start)
+        last = np.r_[first[1:], node.size] - 1
+        keep = node[first] >= 0
+        first, last = first[keep], last[keep]
+        col.x_ts.extend(ts[first].tolist())
+        col.x_dur.extend((end[last] - ts[first]).tolist())
+        col.x_th.extend(th[first].tolist())
+        col.x_name.extend(codes[node[first]].tolist())
+        col.x_cat.extend([cat] * first.size)
+    return len(samples)
 
 
 def _intervals(path: Path, col: TraceEvents) -> tuple[_Events, dict[str, int]]:
@@ -328,8 +394,11 @@ def _build(
 ) -> tuple[Tree | Ensemble, list[Tree], list[pd.DataFrame], TraceEvents, pd.DataFrame]:
     if is_kineto_head(head(path)):
         raise ProfileError(path, "a torch.profiler (Kineto) trace: read it with format='kineto'")
-    col, top = _parse(path)
+    col, top = _parse_samples_first(path)
+    sampled = _samples_as_events(path, col, top) if not (len(col.x_ts) or len(col.b_ts)) else 0
     ev, counts = _intervals(path, col)
+    if sampled:
+        counts["samples"] = sampled
     if ev.start.shape[0] == 0:
         raise ProfileError(
             path, "no 'X' or 'B'/'E' event: nothing to build a tree of", "traceEvents"

@@ -81,6 +81,7 @@ def test_dashboard_updates_while_the_job_runs(lab, tmp_path):
             assert said.split() == ["2", "3.0", "True"], said
             assert page.locator(".cctviz-timeline text.cctviz-lane-label").count() == 2
             shoot(page, "live-dashboard")
+            shoot(page.locator("div.cctviz-timeline").first, "live-dashboard-timeline")
         finally:
             # the launcher and the ranks it started: their process group
             nb.kernel_eval(
