@@ -73,7 +73,16 @@ import pandas as pd
 
 from .errors import ProfileError
 from .model.ensemble import Ensemble
-from .model.formats import K_COMM, K_STEP, LIVE_DIR, RUN_FILE, STEP, live_rank_of, rank_of
+from .model.formats import (
+    K_COMM,
+    K_STEP,
+    LIVE_DIR,
+    LIVE_TRACE_WANTED,
+    RUN_FILE,
+    STEP,
+    live_rank_of,
+    rank_of,
+)  # fmt: skip
 from .model.sampled import LOW_CPU, blocked_idle
 from .model.tables import UnitTable, with_units
 from .model.timeline import Timeline
@@ -573,9 +582,11 @@ class Watch:
         """What the ranks' traces hold so far (a run traced with ``cctviz run
         --trace DIR`` or ``--timeline``): each rank's calling contexts over time,
         read incrementally from its raw trace (:mod:`cctviz.readers._rawtrace`:
-        only what was appended since the last call is decoded). A rank's trace
-        is on disk about one live record behind (the training thread writes it
-        at the first step's start after each record); the contexts still open
+        only what was appended since the last call is decoded). The first call
+        asks the ranks to write their trace as it grows (a file in ``live/``);
+        from then a rank's trace is on disk about one live record behind (the
+        training thread writes it at the first step's start after each record,
+        and that write counts in the step's own time); the contexts still open
         end at its last row (``profiles["open"]`` counts them). Once the run has
         ended and its archive is written, the Timeline ``cctviz.read_timeline``
         gives of it.
@@ -589,6 +600,7 @@ class Watch:
                 from .readers import read_timeline
 
                 return read_timeline(archive)
+            self._want_trace()
             self._traces.update(self._streams)
             if not self._traces.traces:
                 raise ProfileError(
@@ -608,6 +620,15 @@ class Watch:
                 s.keep = self.keep
                 if fresh and s.records:
                     s.snapshot()
+
+    def _want_trace(self) -> None:
+        """Ask the traced ranks to write their trace as it grows (a file in
+        ``live/``, :data:`~cctviz.model.formats.LIVE_TRACE_WANTED`); a folder this
+        watch cannot write to leaves them writing it a batch at a time."""
+        try:
+            (self.path / LIVE_DIR / LIVE_TRACE_WANTED).touch(exist_ok=True)
+        except OSError:
+            pass
 
     def _rank(
         self, info: dict, files: dict[int, Path], r: int, last: float | None = None

@@ -118,6 +118,10 @@ OTF2_NAMESPACE = "cctviz::"
 #: then the payload (UTF-8 JSON: the contexts new since the last record, the
 #: metrics that changed, as their cumulative values, the steps ended since)
 LIVE_DIR = "live"
+#: a watch that wants a traced run's timeline puts this file in ``live/``: then
+#: each tracing rank writes its trace buffer at the first step's start after
+#: each record (otherwise only every batch of events)
+LIVE_TRACE_WANTED = "timeline.wanted"
 LIVE_MAGIC = b"CCTL"
 LIVE_HEADER = struct.Struct("<4sII")
 _LIVE_RE = re.compile(r"^rank-(\d+)\.chunks$")

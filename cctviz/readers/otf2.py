@@ -231,10 +231,8 @@ class _Archive:
             self.region_role[r._ref] = _ename(r.region_role)
         self.comm_size: dict[int, int] = {}
         self.comm_name: dict[int, str] = {}
-        #: members declared accumulated that are gauges, or counted from before
-        #: the measurement (:func:`_read_as`)
+        #: members declared accumulated whose samples go down: gauges (:func:`_read_as`)
         self.not_counters: set[str] = set()
-        self.rebased: set[str] = set()
         for c in defs.comms:
             g = c.group
             n = len(g.members) if g is not None else 0
@@ -297,23 +295,13 @@ def _unit(member: Any) -> str | None:
 
 
 def _say_misdeclared(anchor: Path, arc: _Archive) -> None:
-    """One warning per kind of member read otherwise than declared (:func:`_read_as`)."""
-
-    def some(names: set[str]) -> str:
-        return ", ".join(sorted(names)[:4]) + (" ..." if len(names) > 4 else "")
-
-    if arc.not_counters:
+    """One warning naming the members read as gauges though declared accumulated."""
+    names = sorted(arc.not_counters)
+    if names:
         warnings.warn(
-            f"{anchor}: {len(arc.not_counters)} metric(s) declared accumulated whose samples "
-            f"go down or stay at one value are read as gauges (the largest value, unit "
-            f"unknown): {some(arc.not_counters)}",
-            stacklevel=4,
-        )
-    if arc.rebased:
-        warnings.warn(
-            f"{anchor}: {len(arc.rebased)} counter(s) declared accumulated from the start "
-            f"began at more than they grew (counted before the measurement): their growth "
-            f"is read: {some(arc.rebased)}",
+            f"{anchor}: {len(names)} metric(s) declared accumulated whose samples go down "
+            f"are read as gauges (the largest value, unit unknown): "
+            f"{', '.join(names[:4])}{' ...' if len(names) > 4 else ''}",
             stacklevel=4,
         )
 
@@ -329,30 +317,20 @@ def _owner(group: Any, otf2: Any) -> Any:
     return group
 
 
-def _read_as(arc: _Archive, member: Any, vals: np.ndarray) -> tuple[str, str, str | None, float]:
-    """(value mode, timing, unit, base) a member's samples are read by: its own,
-    but a member declared accumulated from the start whose samples go down, stay
-    at one value, or begin above what they grow and grow at fewer than half the
-    samples, is no counter (Score-P's asynchronous rocm_smi and coretemp plugin
-    metrics declare power, busy %, temperature and frequency
-    ``ACCUMULATED_START``, unit ``#``): a gauge, its unit unknown; one that
-    begins above its growth and grows at most samples was counted before the
-    measurement began (an energy counter since boot): its growth is read, from
-    ``base``, its first sample. The reader warns once naming them
-    (``arc.not_counters``, ``arc.rebased``)."""
+def _read_as(arc: _Archive, member: Any, vals: np.ndarray) -> tuple[str, str, str | None]:
+    """(value mode, timing, unit) a member's samples are read by: its own,
+    but a member declared accumulated whose samples go down is no counter (a
+    counter never does: Score-P's asynchronous rocm_smi and coretemp plugin
+    metrics declare power, busy % and frequency ``ACCUMULATED_START``, unit
+    ``#``): a gauge, its unit unknown, said in a warning (``arc.not_counters``).
+    A member that never goes down is read as declared (a gauge that happens to
+    stay put, or to rise, cannot be told from a counter)."""
     value_mode, timing = _mode(member)
-    if value_mode != "ACCUMULATED" or timing not in ("START", "POINT") or not vals.size:
-        return value_mode, timing, _unit(member), 0.0
-    step = np.diff(vals)
-    first, growth = float(vals[0]), float(vals[-1] - vals[0])
-    before = first > growth  # more than it grew: counted before the measurement, or a gauge
-    if (step < 0).any() or growth == 0 or (before and (step > 0).mean() < 0.5):
+    accumulated = value_mode == "ACCUMULATED" and timing in ("START", "POINT")
+    if accumulated and vals.size > 1 and (np.diff(vals) < 0).any():
         arc.not_counters.add(str(member.name))
-        return "ABSOLUTE", timing, None, 0.0
-    if before:  # a counter moves at most samples (an energy counter); a gauge stays put
-        arc.rebased.add(str(member.name))
-        return value_mode, timing, _unit(member), first
-    return value_mode, timing, _unit(member), 0.0
+        return "ABSOLUTE", timing, None
+    return value_mode, timing, _unit(member)
 
 
 def _callbacks(
@@ -685,7 +663,7 @@ def _location_tree(
             mem = arc.members[k]
             sel = mm == k
             pos, val = mp[sel], mv[sel]
-            value_mode, timing, u, base = _read_as(arc, mem, val)
+            value_mode, timing, u = _read_as(arc, mem, val)
             col = np.zeros(total)
             if timing == "NEXT":
                 where_ctx = _at_next(nest["after"], pos)
@@ -697,7 +675,7 @@ def _location_tree(
                 extra_meta["aggregation"][mem.name] = "max"
             else:
                 if value_mode == "ACCUMULATED" and timing in ("START", "POINT"):
-                    val = np.diff(val, prepend=base)
+                    val = np.diff(val, prepend=0.0)
                 col[:n_ctx] = np.bincount(where_ctx, weights=val, minlength=n_ctx)[:n_ctx]
             metrics[mem.name] = col
             if u:
@@ -1147,11 +1125,11 @@ def _root_values(
     for k in np.unique(mm).tolist():
         mem, sel = arc.members[k], mm == k
         vals = mv[sel]
-        value_mode, timing, unit, base = _read_as(arc, mem, vals)
+        value_mode, timing, unit = _read_as(arc, mem, vals)
         if value_mode == "ABSOLUTE":
             v, rule = float(vals.max()), "max"
         elif value_mode == "ACCUMULATED" and timing in ("START", "POINT"):
-            v, rule = float(vals[-1]) - base, "sum"
+            v, rule = float(vals[-1]), "sum"
         else:
             v, rule = float(vals.sum()), "sum"
         series = pd.DataFrame(

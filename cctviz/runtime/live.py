@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model.formats import live_file, live_record
+from ..model.formats import LIVE_DIR, LIVE_TRACE_WANTED, live_file, live_record
 
 log = logging.getLogger("cctviz.runtime")
 
@@ -82,6 +82,7 @@ class LiveWriter:
         self._write_lock = threading.Lock()
         self._failed = False
         self._fh: Any = None
+        self._wanted = False  # a watch asked for the trace as it grows
 
     def start(self) -> LiveWriter:
         self._thread = threading.Thread(target=self._run, name="cctviz-live", daemon=True)
@@ -167,7 +168,7 @@ class LiveWriter:
                 changed[m] = [ids.tolist(), now[ids].tolist()]
             self._sent[m] = now
         steps = self._steps(rec)
-        if getattr(rec, "tracing", False):
+        if getattr(rec, "tracing", False) and self._trace_wanted():
             rec.flush_wanted = True  # its trace on disk by the next step's start
         self._sent_contexts = n
         out: dict[str, Any] = {
@@ -186,6 +187,13 @@ class LiveWriter:
             # training thread's trace buffer or the sampler's series
             out["meta"] = meta if meta is not None else self.prof._meta(live=True)
         return out
+
+    def _trace_wanted(self) -> bool:
+        """Whether a watch asked for the trace as it grows (a file it put in
+        ``live/``: one stat a record; once seen, always)."""
+        if not self._wanted:
+            self._wanted = (Path(self.prof.out) / LIVE_DIR / LIVE_TRACE_WANTED).exists()
+        return self._wanted
 
     def _steps(self, rec: Any) -> list[list]:
         """The steps ended since the last record. The last one sent is looked
