@@ -574,7 +574,7 @@ class Watch:
             m.setdefault("source", str(self.path))
         if last is not None:  # per rank, the seconds its window spans
             ens.meta["window_s"] = {
-                r: s.window_columns(last)[1] for r, s in self._streams.items() if s.records
+                r: s.window_span(last) for r, s in self._streams.items() if s.records
             }
         return ens
 

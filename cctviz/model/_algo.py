@@ -87,6 +87,25 @@ def level_order(parent: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     return depth, levels
 
 
+def ancestors_by_depth(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per node its depth (roots 0) and its ancestors by depth: ``anc[c, k]`` is
+    the node at depth ``k`` on ``c``'s path (-1 beyond ``c``'s depth); one pass
+    per level (:func:`level_order`).
+
+    >>> dep, anc = ancestors_by_depth(np.array([-1, 0, 1, 0]))
+    >>> dep.tolist(), anc[2].tolist(), anc[3].tolist()
+    ([0, 1, 2, 1], [0, 1, 2], [0, 3, -1])
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    depth, levels = level_order(parent)
+    anc = np.full((parent.size, max(len(levels), 1)), -1, dtype=np.int64)
+    for d, nodes in enumerate(levels):
+        if d:
+            anc[nodes, :d] = anc[parent[nodes], :d]
+        anc[nodes, d] = nodes
+    return depth, anc
+
+
 def subtree_sizes(parent: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
     """Number of nodes in each node's subtree (itself included)."""
     size = np.ones(parent.shape[0], dtype=np.int64)

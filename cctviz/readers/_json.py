@@ -149,12 +149,13 @@ def nesting_depth(raw: bytes) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-def load_json(path: Path) -> Any:
+def load_json(path: Path, raw: bytes | None = None) -> Any:
     """Parse a (possibly gzipped) JSON file; syntax errors become ProfileError.
     A document nested deeper than Python's recursion limit allows (a deep
     recursion's tree: 5,000 levels) is decoded again with the limit raised for
-    the call, up to :data:`MAX_DEPTH` levels; deeper, refused naming the depth."""
-    raw = file_bytes(path)
+    the call, up to :data:`MAX_DEPTH` levels; deeper, refused naming the depth.
+    ``raw``: the file's bytes, where the caller has read them already."""
+    raw = file_bytes(path) if raw is None else raw
     try:
         return _loads_deep(path, raw)
     except json.JSONDecodeError as e:

@@ -182,16 +182,14 @@ class RankStream:
         rows = [self._steps[k] for k in sorted(self._steps)]
         return pd.DataFrame(rows, columns=list(STEP_COLUMNS))
 
-    def window_columns(self, seconds: float) -> tuple[dict[str, np.ndarray], float]:
+    def window_columns(self, seconds: float) -> dict[str, np.ndarray]:
         """Each summed metric over the last ``seconds`` of records: its value now
         less its value at :meth:`since`'s snapshot (the records carry running
-        sums), and the seconds that window spans (from that snapshot's record to
-        the last; ``seconds`` where the rank began within it). A maximum cannot be
+        sums; :meth:`window_span` says how long that is). A maximum cannot be
         taken apart by time: max metrics are left out. Needs ``keep`` >=
         ``seconds`` from before the window began (else the window is what was
         kept: :meth:`since`)."""
         base = self.since(seconds)
-        span = seconds if base is None else (int(self.last_wall_ns or 0) - base[0]) / 1e9
         out = {}
         for m in self.metrics:
             if m in self.max_metrics:
@@ -202,7 +200,13 @@ class RankStream:
                 ids = np.fromiter(before.keys(), dtype=np.int64, count=len(before))
                 col[ids] -= np.fromiter(before.values(), dtype=np.float64, count=len(before))
             out[m] = col
-        return out, span
+        return out
+
+    def window_span(self, seconds: float) -> float:
+        """The seconds the window of :meth:`window_columns` spans: from its
+        snapshot's record to the last (``seconds`` where the rank began within it)."""
+        base = self.since(seconds)
+        return seconds if base is None else (int(self.last_wall_ns or 0) - base[0]) / 1e9
 
     def column(self, metric: str) -> np.ndarray:
         """The cumulative ``metric`` per context so far, in context order (0
@@ -222,7 +226,7 @@ class RankStream:
         if last is None:
             cols = {m: self.column(m) for m in self.metrics}
         else:
-            cols = self.window_columns(last)[0]
+            cols = self.window_columns(last)
         for m in ("time", "calls"):  # integer counters in the rank file
             if m in cols:
                 cols[m] = cols[m].astype(np.int64)

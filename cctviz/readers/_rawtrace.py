@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..model._algo import ancestors_by_depth
 from ..model.timeline import Timeline
 from ..model.tree import Tree
 
@@ -42,34 +43,6 @@ ARCHIVE = "traces.otf2"
 #: bytes of one row of the raw file (three int64)
 ROW_BYTES = 24
 _NONE = np.iinfo(np.int64).max
-
-
-def ancestry(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per context its depth (roots 0) and its ancestors by depth: ``anc[c, k]``
-    is the node at depth ``k`` on ``c``'s path (-1 beyond ``c``'s depth).
-
-    >>> dep, anc = ancestry(np.array([-1, 0, 1, 0]))
-    >>> dep.tolist(), anc[2].tolist(), anc[3].tolist()
-    ([0, 1, 2, 1], [0, 1, 2], [0, 3, -1])
-    """
-    parent = np.asarray(parent, dtype=np.int64)
-    n = parent.size
-    dep = np.where(parent < 0, 0, -1)
-    while (dep < 0).any():  # one pass per level
-        todo = np.flatnonzero(dep < 0)
-        known = dep[parent[todo]] >= 0
-        if not known.any():
-            raise ValueError("contexts: a parent cycle or a parent out of range")
-        dep[todo[known]] = dep[parent[todo[known]]] + 1
-    width = int(dep.max(initial=0)) + 1
-    anc = np.full((n, width), -1, dtype=np.int64)
-    cur, level, rows = np.arange(n), dep.copy(), np.arange(n)
-    while rows.size:
-        anc[rows, level] = cur
-        cur, level = parent[cur], level - 1
-        alive = level >= 0
-        rows, cur, level = rows[alive], cur[alive], level[alive]
-    return dep, anc
 
 
 def decode(
@@ -82,9 +55,9 @@ def decode(
     """The intervals of ``rows`` (module docstring) given the stack open before
     them (``open_nodes`` root first, entered at ``open_starts``): ``(node,
     start, end, (open nodes, open starts))``, the last what is open after them.
-    ``tables``: :func:`ancestry` of ``parent``, if known."""
+    ``tables``: :func:`~cctviz.model._algo.ancestors_by_depth` of ``parent``, if known."""
     rows = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
-    dep, anc = ancestry(parent) if tables is None else tables
+    dep, anc = ancestors_by_depth(parent) if tables is None else tables
     parent = np.asarray(parent, dtype=np.int64)
     open_nodes = np.asarray(open_nodes, dtype=np.int64)
     t, d, c = rows[:, 0], rows[:, 1], rows[:, 2]
@@ -120,13 +93,7 @@ def decode(
     still = np.flatnonzero(~closed)
     still = still[np.argsort(e_pos[still], kind="stable")]
     # calls entered and left at once where they nest: their parent tops the stack
-    top = _tops(group, length, c, push, anc, open_nodes)
-    at = np.flatnonzero(inst & (c >= 0))
-    last = np.maximum.accumulate(np.where(~inst, np.arange(n), -1))  # the last row no instant
-    prev = np.r_[-1, last[:-1]][at]
-    top0 = open_nodes[-1] if open_nodes.size else -1
-    top_before = np.where(prev >= 0, top[np.maximum(prev, 0)], top0)
-    nests = at[(top_before >= 0) & (parent[c[at]] == top_before)]
+    nests = _nesting_instants(t, c, inst, push, group, length, anc, parent, open_nodes)
     node = np.r_[e_node[closed], c[nests]]
     start = np.r_[e_start[closed], t[nests]]
     end = np.r_[t[e_end_row[closed]], t[nests]]
@@ -150,6 +117,19 @@ def _stack_lengths(
     shifted = np.minimum(length, big - 1) - group * big  # later runs lie lower: min restarts
     run_min = np.minimum.accumulate(np.r_[open_len, shifted])[1:] + group * big
     return group, run_min
+
+
+def _nesting_instants(t, c, inst, push, group, length, anc, parent, open_nodes) -> np.ndarray:
+    """The rows of calls logged at depth -1 whose parent tops the stack then."""
+    at = np.flatnonzero(inst & (c >= 0))
+    if not at.size:
+        return at
+    top = _tops(group, length, c, push, anc, open_nodes)
+    last = np.maximum.accumulate(np.where(~inst, np.arange(t.size), -1))  # the last row no instant
+    prev = np.r_[-1, last[:-1]][at]
+    top0 = open_nodes[-1] if open_nodes.size else -1
+    top_before = np.where(prev >= 0, top[np.maximum(prev, 0)], top0)
+    return at[(top_before >= 0) & (parent[c[at]] == top_before)]
 
 
 def _tops(group, length, c, push, anc, open_nodes) -> np.ndarray:
@@ -207,22 +187,22 @@ class RawTrace:
 
     def _ancestry(self, parent: list[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self._tables is None or self._tables[0] != len(parent):
-            self._tables = (len(parent), ancestry(np.asarray(parent, dtype=np.int64)))
+            self._tables = (len(parent), ancestors_by_depth(np.asarray(parent, dtype=np.int64)))
         return self._tables[1]
 
     def intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(context, start, end, open)`` of everything decoded: the intervals
         still open end at the last row's time (``open`` True)."""
+        if len(self._parts) != 1:  # what was decoded since, as one part from now on
+            empty = np.empty(0, dtype=np.int64)
+            self._parts = [tuple(np.concatenate([p[i] for p in self._parts] or [empty])
+                                 for i in range(3))]  # fmt: skip
+        node, start, end = self._parts[0]
         nodes, starts = self._open
         last = self.last_ns if self.last_ns is not None else 0
-        parts = [*self._parts, (nodes, starts, np.full(nodes.size, last, dtype=np.int64))]
-        node = np.concatenate([p[0] for p in parts])
-        start = np.concatenate([p[1] for p in parts])
-        end = np.concatenate([p[2] for p in parts])
-        is_open = np.r_[
-            np.zeros(node.size - nodes.size, dtype=bool), np.ones(nodes.size, dtype=bool)
-        ]
-        return node, start, end, is_open
+        is_open = np.r_[np.zeros(node.size, dtype=bool), np.ones(nodes.size, dtype=bool)]
+        return (np.r_[node, nodes], np.r_[start, starts],
+                np.r_[end, np.full(nodes.size, last, dtype=np.int64)], is_open)  # fmt: skip
 
 
 class LiveTimeline:
@@ -252,10 +232,9 @@ class LiveTimeline:
     def archive(self) -> Path | None:
         """The run's OTF2 archive once written (``DIR/traces.otf2`` beside the
         raw files' folder ``DIR/.cctviz-trace``; they are removed then)."""
-        for stem in self._stems.values():
-            path = Path(stem).parent.parent / ARCHIVE
-            return path if path.exists() else None
-        return None
+        stem = next(iter(self._stems.values()), None)
+        path = Path(stem).parent.parent / ARCHIVE if stem is not None else None
+        return path if path is not None and path.exists() else None
 
     def update(self, streams: dict[int, Any]) -> int:
         """Read what each traced rank appended; returns the rows decoded."""

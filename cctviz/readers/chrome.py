@@ -75,6 +75,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfileError
+from ..model._algo import ancestors_by_depth
 from ..model.build import nest_enter_leave, nest_intervals
 from ..model.ensemble import Ensemble
 from ..model.timeline import Timeline
@@ -216,8 +217,6 @@ def _samples_as_events(path: Path, col: TraceEvents, top: dict[str, Any]) -> int
     samples, frames = top.get("samples"), top.get("stackFrames")
     if not isinstance(samples, list) or not isinstance(frames, dict) or not samples:
         return 0
-    from ._rawtrace import ancestry
-
     ids = {str(k): i for i, k in enumerate(frames)}
     try:
         parent = np.array([ids[str(f["parent"])] if f.get("parent") is not None else -1
@@ -234,7 +233,7 @@ def _samples_as_events(path: Path, col: TraceEvents, top: dict[str, Any]) -> int
     sf, ts, th = sf[order], ts[order], th[order]
     same = np.r_[th[1:] == th[:-1], False]
     end = np.where(same, np.r_[ts[1:], 0.0], ts)  # until the thread's next sample
-    _, anc = ancestry(parent)
+    _, anc = ancestors_by_depth(parent)
     codes = np.array([col.names.setdefault(n, len(col.names)) for n in fname], dtype=np.int64)
     cat = col.cats.setdefault("sample", len(col.cats))
     for k in range(anc.shape[1]):  # a run of samples under one frame at depth k: one event

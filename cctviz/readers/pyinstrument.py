@@ -211,7 +211,7 @@ def _load(path: Path) -> Any:
     """The file's JSON: the document, or the session data an HTML page holds."""
     raw = file_bytes(path)
     if not raw.lstrip()[:15].lower() == b"<!doctype html>":
-        return load_json(path)
+        return load_json(path, raw)
     text = raw.decode("utf-8", errors="replace")
     at = text.find(HTML_DATA)
     if at < 0:

@@ -139,16 +139,12 @@ class Dashboard(widgets.VBox):
         return None if self.last is None or span <= self.last else (span - self.last, span)
 
     def _show_timeline(self) -> None:
-        """The timeline so far, its newest seconds; the tree and the flow show
-        them too (or what is brushed of them), as the link does on a brush."""
+        """The timeline so far, its newest seconds; the link scopes the tree and
+        the flow to them (or what is brushed of them). Until a trace is on disk
+        the views keep the run so far."""
         tl = self.watch.timeline()
-        self.timeline.replace_data(tl, window=self._window(tl))  # a new window: the link scopes
-        scoped = getattr(self.cct, "timeline", None)
-        if scoped is None or getattr(scoped, "whole", scoped) is not tl:  # the link did not
-            window = self.timeline.brushed_timeline()  # once: both views show the same numbers
-            data = window if len(window) else self.watch.ensemble()  # no trace on disk yet
-            self.cct.replace_data(data)
-            self.sankey.replace_data(data)
+        if len(tl):
+            self.timeline.replace_data(tl, window=self._window(tl))
 
     def close(self) -> None:
         """Stop refreshing and close the widgets."""

@@ -95,8 +95,9 @@ class Link:
         for v in self.views:
             if hasattr(v, "brushed_timeline") and scoped:
                 handler = self._make_scope(v, scoped)
-                v.observe(handler, names=["brush", "window"])
-                self._handlers.append((v, handler, ["brush", "window"]))
+                names = ["brush", "window", "_loaded"]  # _loaded: its replace_data
+                v.observe(handler, names=names)
+                self._handlers.append((v, handler, names))
                 if len(v.brush):
                     handler({})
         # what is selected already is shared now: the first view holding a selection wins
@@ -126,9 +127,15 @@ class Link:
         return handler
 
     def _make_scope(self, timeline_view: Any, scoped: list[Any]):
+        shown: list = [None, None]  # the timeline and window the trees show
+
         def handler(change: dict) -> None:
             if change.get("name") == "window" and len(timeline_view.brush):
                 return  # the brush decides while there is one
+            now = [timeline_view.timeline, tuple(timeline_view.brushed_window)]
+            if now[0] is shown[0] and now[1] == shown[1]:
+                return  # a replace_data that moved the window notifies twice
+            shown[:] = now
             window = timeline_view.brushed_timeline()  # its ensemble, and its waits
             for v in scoped:
                 v.replace_data(window)

@@ -745,6 +745,8 @@ class TimelineView(View):
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
     _data = traitlets.Dict().tag(sync=True)
     _marks_wanted = traitlets.Int(-1).tag(sync=True)
+    #: counts :meth:`replace_data` calls (a link rescopes its trees on it)
+    _loaded = traitlets.Int(0)
 
     #: traits that make up a view's state (see :attr:`state`)
     STATE = (
@@ -863,6 +865,7 @@ class TimelineView(View):
         finally:
             self._ready = True
         self._refresh()
+        self._loaded += 1
 
     # ------------------------------------------------------------ public API
     @property
@@ -1013,8 +1016,7 @@ class TimelineView(View):
             n_prof = max(self._tl.n_profiles, 1)
             dur = np.asarray(self._end - self._start, dtype=np.float64)
             level = self._level
-            top = level.min(initial=0)
-            inside = (level > top) & (level <= top + BEHAVIOUR_LEVELS)
+            inside = (level >= 1) & (level <= BEHAVIOUR_LEVELS)
             weight = np.bincount(self._node[inside], dur[inside], len(self._tl.tree))
             cols = np.argsort(-weight, kind="stable")[:BEHAVIOUR_CONTEXTS]
             cols = cols[weight[cols] > 0]
@@ -1024,7 +1026,7 @@ class TimelineView(View):
             k = inside & (c >= 0)
             x = np.bincount(self._prof[k] * max(cols.size, 1) + c[k], dur[k],
                             n_prof * max(cols.size, 1)).reshape(n_prof, -1)  # fmt: skip
-            roots = level == top
+            roots = level == 0
             total = np.bincount(self._prof[roots], dur[roots], n_prof)[:, None]
             self._behaviour = np.divide(x, total, out=np.zeros_like(x), where=total > 0)
         return self._behaviour
