@@ -25,19 +25,24 @@ def ranks_of(tl, profiles) -> list[int]:
 
 
 def test_alike_ranks_share_a_lane_the_late_one_keeps_its_own(timeline):
+    """The late rank alone; every other rank in a group lane (one, or two where
+    the loaded machine split them into two behaviours a fifth of their time
+    apart: CI saw both)."""
     view = TimelineView(timeline, max_lanes=3)
     members = view.lane_members
-    assert len(members) == 2, view._data["lanes"]
-    group = next(m for m in members if m.size > 1)
-    alone = next(m for m in members if m.size == 1)
-    assert ranks_of(timeline, alone) == [LATE]
-    assert sorted(ranks_of(timeline, group)) == sorted(set(range(GROUPED_RANKS)) - {LATE})
-    k = [m.size for m in members].index(group.size)
-    drawn = ranks_of(timeline, [view.lanes[k]])[0]
-    assert view._data["lanes"][k] == f"{group.size} ranks like rank {drawn}"
-    assert view.lane_keys[k] and not view.lane_keys[1 - k]
-    # the group lane draws its representative's own rectangles
-    assert set(view.rects.loc[view.rects["lane"] == k, "profile"]) == {view.lanes[k]}
+    assert sorted(np.concatenate(members).tolist()) == list(range(GROUPED_RANKS))
+    alone = [m for m in members if m.size == 1]
+    assert [ranks_of(timeline, m) for m in alone] == [[LATE]], view._data["lanes"]
+    assert 2 <= len(members) <= 3, view._data["lanes"]
+    for k, m in enumerate(members):
+        if m.size == 1:
+            assert not view.lane_keys[k]
+            continue
+        drawn = ranks_of(timeline, [view.lanes[k]])[0]
+        assert view.lanes[k] in m and view.lane_keys[k]
+        assert view._data["lanes"][k] == f"{m.size} ranks like rank {drawn}"
+        # the group lane draws its representative's own rectangles
+        assert set(view.rects.loc[view.rects["lane"] == k, "profile"]) == {view.lanes[k]}
     # every rank in a lane: with max_lanes 0 (or enough) one lane each
     assert len(TimelineView(timeline, max_lanes=0).lanes) == GROUPED_RANKS
     assert len(TimelineView(timeline).lanes) == GROUPED_RANKS
@@ -74,12 +79,17 @@ def test_the_band_is_the_groups_spread_of_communication_share(timeline):
 
 def test_expanding_a_group_shows_its_ranks(timeline):
     view = TimelineView(timeline, max_lanes=3)
-    key = next(k for k in view.lane_keys if k)
-    view.expanded = [key]
-    # 5 ranks past max_lanes 3: the 2 farthest from the group's centre apart, 3 as one lane
-    sizes = sorted(m.size for m in view.lane_members)
-    assert sizes == [1, 1, 1, 3]
-    view.expanded = [key, f"{key}+"]
+    while keys := [k for k in view.lane_keys if k]:  # expand each group in turn
+        before = dict(zip(view.lane_keys, view.lane_members))
+        view.expanded = [*view.expanded, keys[0]]
+        shown = {k: m for k, m in zip(view.lane_keys, view.lane_members)}
+        assert keys[0] not in shown
+        expanded = before[keys[0]]
+        if expanded.size <= 3:  # its ranks on lanes of their own
+            alone = {int(m[0]) for m in view.lane_members if m.size == 1}
+            assert set(expanded.tolist()) <= alone
+        else:  # past max_lanes: the 2 farthest from its centre apart, the rest one lane
+            assert shown[f"{keys[0]}+"].size == expanded.size - 2
     assert [m.size for m in view.lane_members] == [1] * GROUPED_RANKS
     assert ranks_of(timeline, view.lanes) == list(range(GROUPED_RANKS))
 
@@ -88,29 +98,31 @@ def test_a_click_on_the_groups_label_expands_it_regroup_folds(widget_page, timel
     view = TimelineView(timeline, max_lanes=3)
     wp = widget_page(view)
     root = wp.view(view)
-    group = root.locator("text.cctviz-lane-group")
-    size = next(m.size for m in view.lane_members if m.size > 1)
-    assert group.count() == 1 and group.text_content() == f"{size} ranks"
+    groups = [m.size for m in view.lane_members if m.size > 1]
+    group = root.locator("text.cctviz-lane-group").first
+    assert root.locator("text.cctviz-lane-group").count() == len(groups) >= 1
+    assert group.text_content() == f"{groups[0]} ranks"
     under = root.locator("text.cctviz-lane-sublabel").all_text_contents()
     assert under[0].startswith("like rank ") and under[1] == "in comm."
-    assert root.locator("g.cctviz-spread").count() == 1
-    assert root.locator("path.cctviz-spread-median").count() == 1
+    assert root.locator("g.cctviz-spread").count() == len(groups)
+    assert root.locator("path.cctviz-spread-median").count() == len(groups)
     # the band's tooltip says what it is
-    band = root.locator("g.cctviz-spread rect.cctviz-spread-bg").bounding_box()
+    band = root.locator("g.cctviz-spread rect.cctviz-spread-bg").first.bounding_box()
     wp.page.mouse.move(band["x"] + band["width"] * 0.5, band["y"] + band["height"] / 2)
     tip = wp.page.locator(".cctviz-tooltip")
     tip.wait_for(state="visible")
     assert "in communication: least" in tip.text_content()
     r0 = int(root.locator("[data-rendered]").get_attribute("data-rendered"))
+    lanes_before = len(view.lanes)
     key = group.get_attribute("data-key")
     assert key in view.lane_keys
     group.click()
     wp.sync()
     assert view.expanded == [key]
     wp.wait_rendered(r0 + 1, view)
-    assert root.locator("text.cctviz-lane-label").count() == len(view.lanes) == 4
+    assert root.locator("text.cctviz-lane-label").count() == len(view.lanes) > lanes_before
     root.locator("button.cctviz-regroup").click()
     wp.sync()
     assert view.expanded == []
     wp.wait_rendered(r0 + 2, view)
-    assert root.locator("text.cctviz-lane-label").count() == 2
+    assert root.locator("text.cctviz-lane-label").count() == lanes_before
