@@ -43,7 +43,7 @@ import pandas as pd
 
 from ..model.formats import STATE_FACTS
 from ..model.tables import UnitTable, with_units
-from .analytic import ModelSpec, fsdp_padded_numel
+from .analytic import ModelSpec, _assign_units, fsdp_padded_numel, module_path
 
 #: the strategies :func:`model_states` models to the byte
 STRATEGIES = ("none", "ddp", "zero1", "fsdp")
@@ -150,6 +150,31 @@ def model_states(
     return with_units(table, {c: "B" for c in COLUMNS})
 
 
+def strategy_buffers(model: ModelSpec, strategy: str, units: Sequence[str] = ()) -> int:
+    """The bytes a strategy holds beside the model states when a step peaks
+    (as backward begins, every activation saved): DDP's reducer (``ddp``,
+    ``zero1``) keeps a flat bucket buffer of every trainable gradient (its
+    default, ``gradient_as_bucket_view=False``); FSDP2 (``fsdp``) holds the
+    unsharded parameters of the root's own module (left gathered after
+    forward) and of two units, the one backward runs in and the next one it
+    prefetches (the largest unit, twice). ``units``: FSDP's wrapped module
+    paths ("" the root).
+
+    >>> spec = ModelSpec.from_shapes({"a.weight": (4, 4), "b.weight": (2, 4), "head": (3,)})
+    >>> strategy_buffers(spec, "ddp"), strategy_buffers(spec, "fsdp", ["a", "b"])
+    (108, 140)
+    """
+    if strategy in ("ddp", "zero1"):
+        return int(sum(p.numel * p.itemsize for p in model.trainable))
+    if strategy != "fsdp" or not model.parameters:
+        return 0
+    owner = np.array(_assign_units(model.parameters, [module_path(u) for u in units]))
+    nbytes = np.array([p.numel * p.itemsize for p in model.parameters], dtype=np.int64)
+    root = int(nbytes[owner == ""].sum())
+    per_unit = [int(nbytes[owner == u].sum()) for u in set(owner.tolist()) - {""}]
+    return root + 2 * max(per_unit, default=0)
+
+
 def run_strategy(meta: Mapping[str, Any]) -> str:
     """The strategy (:data:`STRATEGIES`' names) of a runtime run from its meta:
     the wrapper the runtime saw (``DDP``, ``FSDP2``, ``FSDP``, ``none``) and the
@@ -238,4 +263,5 @@ __all__ = [
     "model_states",
     "run_strategy",
     "states_of_run",
+    "strategy_buffers",
 ]

@@ -29,11 +29,19 @@ from ..model import units as _units
 from ..model.ensemble import Ensemble
 from ..model.tables import UnitTable, with_units
 from .analytic import ModelSpec
-from .footprint import STRATEGIES, OptimizerLayout, model_states, run_strategy, states_of_run
+from .footprint import (
+    STRATEGIES,
+    OptimizerLayout,
+    model_states,
+    run_strategy,
+    states_of_run,
+    strategy_buffers,
+)
 from .steptime import (
     Config,
     Measured,
     module_of,
+    parallel_of,
     per_step,
     root_context,
     step_terms,
@@ -165,12 +173,11 @@ class Plan:
             units=units,
             optimizer_scale=states_new["optimizer [B]"] / held if held else 1.0,
         )
-        activations = self._activation_total(new)
         return _step_series(
             _describe(new),
             terms,
             [float(states_new[f"{t} [B]"]) for t in STATE_TERMS],
-            activations,
+            self._peak_terms(new, units),
             float(comm["bytes"].sum()),
         )
 
@@ -183,16 +190,70 @@ class Plan:
         [B]`` per rank per step."""
         base = self._base_config()
         terms, _ = step_terms(self._measured, base)
-        by_rank = self.states.pivot(index="rank", columns="term", values="measured [B]")
-        largest = by_rank.loc[by_rank.sum(axis=1).idxmax()]
+        largest = self._largest_states()
         sent = _per_step(self._ens, "comm_bytes")
+        peak = self._peak_terms(base, measured=True)
+        peak["peak"] = self._measured_peak()  # the largest rank's, as measured
         return _step_series(
             f"measured: {_describe(base)}",
             terms,
             [float(largest[t]) for t in STATE_TERMS],
-            self._activation_total(base, measured=True),
+            peak,
             float(sent.sum()) if sent is not None else 0.0,
         )
+
+    def memory(
+        self,
+        strategy: str | None = None,
+        world_size: int | None = None,
+        batch: int | None = None,
+        seq: int | None = None,
+        grad_accum: int | None = None,
+        units: Any = None,
+    ) -> UnitTable:
+        """One rank's memory at its peak, term by term, at a configuration
+        (:meth:`predict`'s arguments; default: the run's).
+
+        A step holds the most as its (last) backward begins: every activation
+        saved and no gradient made yet. The terms then: ``params`` and
+        ``optimizer`` (the largest rank's model states), ``grads`` (only those
+        accumulated over earlier micro-batches: with ``grad_accum`` > 1, the
+        model states' gradients), ``activations`` (one micro-batch's, from the
+        run's ``act_bytes``), ``buffers`` (the strategy's own:
+        :func:`~.footprint.strategy_buffers`) and ``unexplained``: what the
+        run's measured peak (``mem_peak``, ``cctviz run --mem-peak``) holds
+        beyond the other terms, its own row, never spread over them, scaled
+        with the tokens of a micro-batch (on the example GPT it grows with
+        them: the gradients of the model's output and of its loss as backward
+        begins); ``peak`` sums them.
+
+        Returns rows ``params``, ``grads``, ``optimizer``, ``activations``,
+        ``buffers``, ``unexplained``, ``peak`` with ``predicted [B]``, and at
+        the run's own configuration ``measured [B]`` beside it: the peak and
+        model states of the rank whose peak holds the least beyond the
+        modelled terms (a free torch's profiler misses only ever adds to a
+        rank's peak), the activations as measured, the buffers not measured
+        apart. The unexplained bytes come from that rank.
+
+        Example::
+
+            p.memory()                                  # the run's, measured beside
+            p.memory(strategy="fsdp")["predicted [B]"]  # FSDP2's peak by term
+        """
+        lacks = [f"--{m.replace('_', '-')}" for m in ("act_bytes", "mem_peak")
+                 if m not in self._ens.exc_metrics]  # fmt: skip
+        if lacks:
+            raise ValueError(
+                f"the run has no {' or '.join(x[2:].replace('-', '_') for x in lacks)}: its "
+                f"peak cannot be split by term; re-run it with `cctviz run {' '.join(lacks)}`"
+            )
+        config = self._config(strategy, world_size, batch, seq, grad_accum)
+        predicted = self._peak_terms(config, units)
+        table = pd.DataFrame({"term": list(predicted), "predicted [B]": list(predicted.values())})
+        if config == self._base_config():
+            measured = self._peak_terms(config, units, measured=True)
+            table["measured [B]"] = [measured[t] for t in predicted]
+        return with_units(table, {c: "B" for c in table.columns if c.endswith("[B]")})
 
     def table(
         self,
@@ -309,6 +370,89 @@ class Plan:
         table = model_states(self.model, config.strategy, config.world_size, layout)
         return table.loc[table["total [B]"].idxmax()]
 
+    def _largest_states(self) -> pd.Series:
+        """The measured model states (:data:`STATE_TERMS`) of the rank that
+        holds the most."""
+        by_rank = self.states.pivot(index="rank", columns="term", values="measured [B]")
+        return by_rank.loc[by_rank.sum(axis=1).idxmax()]
+
+    def _peak_terms(
+        self, config: Config, units: Any = None, *, measured: bool = False
+    ) -> dict[str, float]:
+        """:meth:`memory`'s terms at ``config``: predicted (the largest rank's
+        states), or as measured at the run's own configuration, on the rank
+        :meth:`_peak_rank` picks (NaN for the buffers, not measured apart)."""
+        rank, peak, residue = self._peak_rank()
+        if measured:
+            held = self._rank_states(rank)
+        else:
+            held = self._states(config).rename(lambda k: k.removesuffix(" [B]"))
+            residue *= _tokens(config) / _tokens(self._base_config())
+        grads = float(held["grads"]) if config.grad_accum > 1 else 0.0
+        activations = self._activation_total(config, measured=measured)
+        buffers = float(self._buffers(config, units))
+        known = float(held["params"]) + grads + float(held["optimizer"]) + activations
+        return {
+            "params": float(held["params"]),
+            "grads": grads,
+            "optimizer": float(held["optimizer"]),
+            "activations": activations,
+            "buffers": float("nan") if measured else buffers,
+            "unexplained": residue,
+            "peak": peak if measured else known + buffers + np.nan_to_num(residue),
+        }
+
+    def _rank_states(self, rank: Any) -> pd.Series:
+        """The measured model states of ``rank`` (the largest rank's: None)."""
+        if rank is None:
+            return self._largest_states()
+        by_rank = self.states.pivot(index="rank", columns="term", values="measured [B]")
+        return by_rank.loc[rank]
+
+    def _peak_rank(self) -> tuple[Any, float, float]:
+        """``(rank, its peak, unexplained)``: of the ranks' measured peaks
+        (``mem_peak`` over the measured steps), the one that holds the least
+        beyond its modelled terms (its states, the activations, the strategy's
+        buffers): torch's profiler misses a free on a thread it does not
+        follow, which only ever adds to a rank's peak (docs/known-issues.md).
+        ``(None, NaN, NaN)`` for a run recorded without ``--mem-peak``."""
+        if "mem_peak" not in self._ens.exc_metrics:
+            return None, float("nan"), float("nan")
+        ens = self._ens
+        live = np.asarray(ens.live, dtype=bool)
+        values = ens.values("mem_peak")[_in_steps(ens)]
+        peaks = np.where(np.isnan(values), -np.inf, values).max(axis=0, initial=-np.inf)
+        base = self._base_config()
+        act = self._activation_total(base, measured=True)
+        buffers = self._buffers(base, None)
+        best: tuple[Any, float, float] = (None, float("nan"), float("inf"))
+        for k, rank in enumerate(ens.profiles["rank"].to_numpy()):
+            if not live[k] or not np.isfinite(peaks[k]):
+                continue
+            held = self._rank_states(rank)
+            grads = float(held["grads"]) if base.grad_accum > 1 else 0.0
+            rest = peaks[k] - (
+                float(held["params"]) + grads + float(held["optimizer"]) + act + buffers
+            )
+            if rest < best[2]:
+                best = (rank, float(peaks[k]), float(rest))
+        return best if best[0] is not None else (None, float("nan"), float("nan"))
+
+    def _buffers(self, config: Config, units: Any) -> int:
+        """:func:`~.footprint.strategy_buffers` at ``config`` (FSDP's units: as
+        the step time model takes them)."""
+        par = parallel_of(config, self.model, self._ens.meta, units)
+        return strategy_buffers(self.model, config.strategy, par.fsdp_units or ())
+
+    def _measured_peak(self) -> float:
+        """The most bytes any rank held in a measured step (``mem_peak``);
+        NaN for a run recorded without ``--mem-peak``."""
+        if "mem_peak" not in self._ens.exc_metrics:
+            return float("nan")
+        live = np.asarray(self._ens.live, dtype=bool)
+        values = self._ens.values("mem_peak")[_in_steps(self._ens)][:, live]
+        return float(np.nanmax(values)) if np.isfinite(values).any() else float("nan")
+
     def _activation_total(self, config: Config, *, measured: bool = False) -> float:
         """Bytes saved for backward by one micro-batch at ``config``'s sizes (or
         as measured; NaN for a run without act_bytes)."""
@@ -371,11 +515,15 @@ def _per_step(ens: Ensemble, metric: str) -> pd.Series | None:
     the ranks' mean; None where the run did not record it."""
     if metric not in ens.exc_metrics:
         return None
-    paths = ens.tree.callpaths.to_numpy(dtype=object)
-    by = pd.Series(per_step(ens, metric), index=paths)
-    in_step = np.array([p.split("/")[1:2] == ["step"] for p in paths], dtype=bool)
-    by = by[in_step]
+    by = pd.Series(per_step(ens, metric), index=ens.tree.callpaths.to_numpy(dtype=object))
+    by = by[_in_steps(ens)]
     return by[by > 0]
+
+
+def _in_steps(ens: Ensemble) -> np.ndarray:
+    """Which contexts are in the measured steps (``<root>/step/...``)."""
+    paths = ens.tree.callpaths.to_numpy(dtype=object)
+    return np.array([p.split("/")[1:2] == ["step"] for p in paths], dtype=bool)
 
 
 def _modules(shapes: dict[str, dict[str, list]], model: ModelSpec) -> UnitTable:
@@ -423,20 +571,32 @@ def _batch_and_seq(shapes: dict[str, dict[str, list]]) -> tuple[int | None, int 
 STATE_TERMS = ("params", "grads", "optimizer")
 
 
+def _tokens(config: Config) -> int:
+    """The tokens of one micro-batch (its samples where there is no sequence)."""
+    return config.batch * (config.seq or 1)
+
+
 def _step_series(
-    name: str, terms: dict[str, float], states: list[float], activations: float, comm: float
+    name: str,
+    terms: dict[str, float],
+    states: list[float],
+    peak: dict[str, float],
+    comm: float,
 ) -> pd.Series:
-    """:meth:`Plan.predict`'s Series: the step time and its terms, memory and
-    its terms (``states``: :data:`STATE_TERMS` of the largest rank),
-    communication; its units in ``attrs["units"]``."""
+    """:meth:`Plan.predict`'s Series: the step time and its terms, memory at
+    its peak and the terms of :meth:`Plan.memory` (``states``:
+    :data:`STATE_TERMS` of the largest rank, as held after the optimizer
+    step), communication; its units in ``attrs["units"]``."""
     out = pd.Series(
         {
             "step_time [s]": sum(terms.values()),
             **terms,
-            "memory [B]": sum(states) + activations,
+            "memory [B]": peak["peak"],
             "model_states [B]": sum(states),
             **{f"{t} [B]": b for t, b in zip(STATE_TERMS, states, strict=True)},
-            "activations [B]": activations,
+            "activations [B]": peak["activations"],
+            "buffers [B]": peak["buffers"],
+            "unexplained [B]": peak["unexplained"],
             "comm [B]": comm,
         },
         name=name,

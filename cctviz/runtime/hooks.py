@@ -266,6 +266,10 @@ class TorchHooks:
                 self._undo.pop()()
             except Exception:  # noqa: BLE001 - best effort
                 log.debug("cctviz: undo failed", exc_info=True)
+        # the job's modules and tensors are the job's again: none kept alive from here
+        self._model = None
+        self._keep.clear()
+        del self._mods[:]
 
     # ------------------------------------------------------------ modules
     def _fwd_pre(self, module: Any, args: Any) -> None:

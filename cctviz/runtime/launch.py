@@ -63,6 +63,7 @@ OPTIONS = {
     "--per-step": False,
     "--python-frames": False,
     "--act-bytes": False,
+    "--mem-peak": False,
     "--trace": True,
     "--timeline": False,
     "--timeline-limit": True,
@@ -308,6 +309,7 @@ def run(argv: Sequence[str]) -> int:
     worker += ["--per-step"] if ours.get("per_step") else []
     worker += ["--python-frames"] if ours.get("python_frames") else []
     worker += ["--act-bytes"] if ours.get("act_bytes") else []
+    worker += ["--mem-peak"] if ours.get("mem_peak") else []
     worker += ["--module"] if module else []
     worker += ["--trace", str(trace)] if trace is not None else []
     worker += ["--timeline-limit", str(limit)] if trace is not None else []
@@ -397,6 +399,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--per-step", action="store_true")
     p.add_argument("--python-frames", action="store_true")
     p.add_argument("--act-bytes", action="store_true")
+    p.add_argument("--mem-peak", action="store_true")
     p.add_argument("--module", action="store_true")
     p.add_argument("--trace", default=None)
     p.add_argument("--timeline-limit", default=None)
@@ -418,6 +421,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
         per_step=a.per_step,
         python_frames=a.python_frames,
         act_bytes=a.act_bytes,
+        mem_peak=a.mem_peak,
         root=root,
         trace=a.trace,
         timeline_limit=parse_limit(a.timeline_limit),

@@ -29,7 +29,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,12 @@ class Profiler:
             (about 1.2 µs per saved tensor). Off by default: ``torch.func``'s
             transforms (grad, vjp, jacrev) refuse to run while such hooks are
             pushed, and none are pushed where the job's own are active.
+        mem_peak: on CPU, the most bytes torch's CPU allocator held per
+            context (``mem_peak``), from torch's profiler's memory events from
+            the start to the end of the first measured step (never the very
+            first step; :mod:`cctviz.runtime.cpumem`). Off by default: while it
+            tracks, the job cannot run a torch profiler of its own. On CUDA
+            ``mem_peak`` is the device allocator's (``cuda``).
         root: name of the root node (default: the script's file name).
         cuda: time with CUDA events and record allocator peaks (default: once
             the program has initialised CUDA; False: never).
@@ -173,6 +179,7 @@ class Profiler:
         per_step: bool = False,
         python_frames: bool = False,
         act_bytes: bool = False,
+        mem_peak: bool = False,
         root: str | None = None,
         cuda: bool | None = None,
         meta: Mapping[str, Any] | None = None,
@@ -197,6 +204,9 @@ class Profiler:
         self.per_step = per_step
         self.python_frames = python_frames
         self.act_bytes = act_bytes
+        self.mem_peak = mem_peak
+        #: the CPU memory tracker while it tracks (:mod:`cctviz.runtime.cpumem`)
+        self.cpu_memory: Any = None
         self.root = root or (os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "main")
         self.cuda = cuda
         self.meta = dict(meta or {})
@@ -272,6 +282,8 @@ class Profiler:
             # not initialised yet (``cctviz run`` starts before the script): the
             # timer joins at the first phase change after the script's first CUDA call
             on_phase, on_step_end = self._gpu_phase, self._gpu_step_end
+        if self.mem_peak and not use_cuda:
+            on_step_end = self._track_cpu_memory(on_step_end)
         self.hooks = TorchHooks(
             self.rec,
             mode=self.mode,
@@ -304,6 +316,35 @@ class Profiler:
         atexit.register(self._atexit)
         return self
 
+    # --------------------------------------------------------------- memory
+    def _track_cpu_memory(self, then: Callable[[], None] | None) -> Callable[[], None]:
+        """Start the CPU memory tracker; the step-end callback that stops it
+        after the memory step (and then calls ``then``)."""
+        from .cpumem import CpuMemory
+
+        tracker = CpuMemory(self.rec, memory_step=max(self.warmup, 1))
+        try:
+            tracker.start()
+        except Exception as e:  # noqa: BLE001 - e.g. the job's own torch profiler runs
+            log.warning("cctviz: no mem_peak: torch's profiler did not start: %r", e)
+            return then
+        self.cpu_memory = tracker
+        self.rec.listen(tracker.tick)
+
+        def step_end() -> None:
+            tracker.step_end()
+            if then is not None:
+                then()
+
+        return step_end
+
+    def _finish_cpu_memory(self) -> None:
+        if self.cpu_memory is not None:
+            try:
+                self.cpu_memory.finish()
+            except Exception:  # noqa: BLE001 - never kill the job
+                log.exception("cctviz: could not read the CPU memory events")
+
     # ------------------------------------------------------------------ GPU
     def _attach_gpu(self) -> None:
         from .gpu import CudaTimer
@@ -311,7 +352,7 @@ class Profiler:
         self.gpu = CudaTimer(
             self.rec, detailed=self.mode == "detailed", per_context=self.gpu_time == "context"
         )
-        self.rec.on_tick = self.gpu.tick
+        self.rec.listen(self.gpu.tick)
 
     def _gpu_ready(self) -> bool:
         """The CUDA timer, attached once the program has initialised CUDA."""
@@ -390,6 +431,7 @@ class Profiler:
             failed = self.hooks.failed if self.hooks is not None else None
             if self.hooks is not None:
                 self.hooks.uninstall()
+            atexit.unregister(self._atexit)  # (which would keep this profiler alive)
             if self.sampler is not None:
                 self.sampler.stop()  # its last sample closes the last interval
             if _active is self:
@@ -401,6 +443,7 @@ class Profiler:
                     if self._files is not None:
                         self._files.stop()  # before this rank's own files are written
                     self.rec.finish()
+                    self._finish_cpu_memory()
                     if self.gpu is not None:
                         self.gpu.resolve()
                     meta = self._meta()

@@ -148,6 +148,19 @@ class Recorder:
             self.on_tick(top)
         return now
 
+    def listen(self, fn: Callable[[int], None]) -> None:
+        """Call ``fn(ctx)`` at every transition too, after ``on_tick``'s."""
+        first = self.on_tick
+        if first is None:
+            self.on_tick = fn
+            return
+
+        def both(ctx: int) -> None:
+            first(ctx)
+            fn(ctx)
+
+        self.on_tick = both
+
     @property
     def top(self) -> int:
         return self.stack[-1]

@@ -94,7 +94,10 @@ def test_predictions_against_the_configurations_run_and_measured(plan_runs):
 
     - activations within 5% of its measured act_bytes (one micro-batch), model
       states to the byte (FSDP2: the local shards), bytes sent per step equal
-      to its measured comm_bytes, memory (states + activations) within 5%;
+      to its measured comm_bytes; the peak memory (states, activations, the
+      strategy's buffers and the DDP run's unexplained rest, scaled with the
+      tokens) against the measured ``mem_peak``, the smallest over the rounds:
+      within 3%, FSDP2 within 8% (where it gathers its units decides);
     - step time (batch x2, sequence x2, 2 micro-batches; the runtime's step
       clock): the medians over the rounds within 10%, beyond half the spread
       of the same DDP run on this machine (a shared 2-core VM, where one run's
@@ -113,16 +116,32 @@ def test_predictions_against_the_configurations_run_and_measured(plan_runs):
             for r, b in enumerate(bases[name])
         ]
         for predicted, measured in pairs:
-            for term, within in (("activations [B]", 0.05), ("memory [B]", 0.05)):
-                want = measured[term]
-                assert abs(predicted[term] - want) <= within * want, (name, term)
+            want = measured["activations [B]"]
+            assert abs(predicted["activations [B]"] - want) <= 0.05 * want, name
             for term in ("model_states [B]", "comm [B]"):
                 assert predicted[term] == measured[term], (name, term)
+        # the peak, the smallest over the rounds: torch's profiler misses a free on a
+        # thread it does not follow, and a rank's measured peak is then higher by a
+        # gradient's size (DDP: about one rank-run in three here); FSDP2's peak holds
+        # one to four units unsharded, as its gathers fall (docs/known-issues.md)
+        got = min(p["memory [B]"] for p, _ in pairs)
+        want = min(plan(plan_runs / f"{name}-{r}").memory().iloc[-1]["measured [B]"]
+                   for r in range(PLAN_ROUNDS))  # fmt: skip
+        assert abs(got - want) <= (0.08 if name == "fsdp" else 0.03) * want, (name, got, want)
         if name == "fsdp":
             continue
         got = np.median([p["step_time [s]"] for p, _ in pairs])
         want = np.median([m["step_time [s]"] for _, m in pairs])
         assert abs(got - want) <= (0.10 + noise / 2) * want, (name, got, want, noise)
+
+    # the peak by term: the unexplained rest is a row of its own, the peak their sum
+    table = bases["fsdp"][0].memory().set_index("term")
+    terms = table["measured [B]"].fillna(table["predicted [B]"]).iloc[:-1]  # buffers: modelled
+    assert table.loc["peak", "measured [B]"] == pytest.approx(terms.sum())
+    assert 0 < table.loc["unexplained", "measured [B]"] < 0.15 * table.loc["peak", "measured [B]"]
+    predicted = bases["fsdp"][0].memory(strategy="fsdp").set_index("term")["predicted [B]"]
+    assert predicted["peak"] == pytest.approx(predicted.iloc[:-1].sum())
+    assert predicted["buffers"] > 0 and predicted["grads"] == 0
 
     # the plan's table: a limit between FSDP2's predicted memory and DDP's
     p = bases["fsdp"][0]
@@ -171,3 +190,5 @@ def test_bad_asks_are_refused_by_name(ddp_run):
     assert np.isnan(p.predict()["memory [B]"])
     with pytest.raises(ValueError, match="--act-bytes"):
         p.table(["ddp"], memory_limit="1 GiB")
+    with pytest.raises(ValueError, match=r"no act_bytes or mem_peak.*--act-bytes --mem-peak"):
+        p.memory()

@@ -8,10 +8,11 @@ one it is predicted from run seconds apart.
 
 Each ``NAME=ARGS`` is a configuration (``ARGS``: train.py's options, spaces
 between them, e.g. ``fsdp=--strategy fsdp``); round ``r`` of it is profiled
-into ``OUT/NAME-r`` (``cctviz.profile``, warm-up 2, ``act_bytes``), and the
+into ``OUT/NAME-r`` (``cctviz.profile``, warm-up 2, ``act_bytes``, ``mem_peak``), and the
 script's own step times go to ``OUT/NAME-r-timings-RANK.json``.
 """
 
+import gc
 import shlex
 import sys
 from pathlib import Path
@@ -37,7 +38,8 @@ try:
                 *shlex.split(options), "--steps", str(steps),
                 "--timings", f"{run}-timings-{{rank}}.json",
             ])  # fmt: skip
-            with cctviz.profile(out=run, warmup=WARMUP, act_bytes=True):
+            gc.collect()  # the last run's model and optimizer: no memory of this one
+            with cctviz.profile(out=run, warmup=WARMUP, act_bytes=True, mem_peak=True):
                 train.train(args, rank, world_size, device)
             dist.barrier()
 finally:
