@@ -613,7 +613,9 @@ def _cmd_run(rest: Sequence[str]) -> int:
         print(
             "                  [--warmup N] [--per-step] [--python-frames] [--act-bytes] [--trace DIR]"
         )
-        print("                  [--mem-peak]  (CPU: torch's allocator peak per context)")
+        print(
+            "                  [--mem-peak]  (the allocator's peak per context; on in detailed mode)"
+        )
         print(
             "                  [--timeline]  (trace into DIR/timeline: cctviz.read_timeline(DIR))"
         )

@@ -492,17 +492,18 @@ def annotate(
     mem = memory(model, parallel, optimizer=optimizer, precision=precision)
     on_step = (depth == 1) & (names == STEP)
     per_rank = steps[None, :]
+    mem_pred = np.where(on_step[:, None], float(mem.total), np.nan) * np.ones_like(per_rank)
+    by_context = _context_memory(ens)
+    if by_context is not None:  # a run with act_bytes: every context's, from its plan
+        nodes, held = by_context
+        mem_pred[nodes] = held
     annotated = _with_metrics(
         ens,
         {
             TIME_PRED: (node_pred["time"][:, None] * per_rank, unit_t, "sum"),
             BYTES_PRED: (node_pred["bytes"][:, None] * per_rank, tree.unit("comm_bytes"), "sum"),
             CALLS_PRED: (node_pred["calls"][:, None] * per_rank, tree.unit("calls"), "sum"),
-            MEM_PRED: (
-                np.where(on_step[:, None], float(mem.total), np.nan) * np.ones_like(per_rank),
-                "B",
-                "max",
-            ),
+            MEM_PRED: (mem_pred, "B", "max"),
         },
     )
 
@@ -550,6 +551,20 @@ def annotate(
         {"bytes_mean [B]": "B", "bytes_pred [B]": "B", "time_mean [s]": "s", "time_pred [s]": "s"},
     )
     return Annotated(annotated, table, mem.frame(), model, parallel)
+
+
+def _context_memory(ens: Ensemble) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each context's predicted bytes per rank from the run's plan
+    (:meth:`~.plan.Plan.context_memory`); None for a run without the plan's
+    spec or without ``act_bytes``."""
+    from .plan import NEEDS, Plan
+
+    if "act_bytes" not in ens.exc_metrics or not all(ens.meta.get(k) for k in NEEDS):
+        return None
+    try:
+        return Plan(ens).context_memory()
+    except ValueError:  # (a strategy the plan does not model: fsdp1)
+        return None
 
 
 def fit_interconnect(ens: Ensemble, *, name: str = "fitted") -> Any:

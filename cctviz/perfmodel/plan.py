@@ -44,6 +44,7 @@ from .steptime import (
     parallel_of,
     per_step,
     root_context,
+    step_contexts,
     step_terms,
     tensor_bytes,
 )
@@ -370,6 +371,88 @@ class Plan:
         table = model_states(self.model, config.strategy, config.world_size, layout)
         return table.loc[table["total [B]"].idxmax()]
 
+    def memory_by_context(self) -> UnitTable:
+        """The bytes each context of the measured steps is predicted to hold
+        at its end, beside its measured ``mem_peak`` (the largest over the
+        ranks; NaN without ``--mem-peak``): the largest rank's model states
+        and the strategy's buffers (:meth:`memory`), and the activations saved
+        by then. A forward module context holds those its call and every
+        module called before it saved (the modules in call order, one
+        micro-batch); backward begins with them all; the optimizer holds the
+        gradients instead; the data and other contexts the states alone.
+        What a context measured beyond its prediction is what it held for
+        itself (its outputs, its temporaries): the ``beyond [B]`` column.
+
+        Returns one row per context: ``context``, ``phase``, ``activations
+        [B]`` held, ``predicted [B]``, ``measured [B]``, ``beyond [B]``."""
+        if "act_bytes" not in self._ens.exc_metrics:
+            raise ValueError(
+                "the run has no act_bytes: re-run it with `cctviz run --act-bytes --mem-peak`"
+            )
+        frame = self._context_frame()
+        largest = self._states(self._base_config())
+        states = np.array([float(largest[f"{t} [B]"]) for t in STATE_TERMS])
+        frame["predicted [B]"] = self._held(frame, states[None, :])[:, 0]
+        measured = np.full(len(frame), np.nan)
+        if "mem_peak" in self._ens.exc_metrics:
+            live = np.asarray(self._ens.live, dtype=bool)
+            values = self._ens.values("mem_peak")[frame["node"].to_numpy()][:, live]
+            has = np.isfinite(values).any(axis=1)
+            measured[has] = np.nanmax(values[has], axis=1)
+        frame["measured [B]"] = measured
+        frame["beyond [B]"] = frame["measured [B]"] - frame["predicted [B]"]
+        table = frame[["context", "phase", "activations [B]", "predicted [B]", "measured [B]",
+                       "beyond [B]"]].reset_index(drop=True)  # fmt: skip
+        return with_units(table, {c: "B" for c in table.columns if c.endswith("[B]")})
+
+    def context_memory(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`memory_by_context`'s prediction per rank: the tree's node ids
+        and a (contexts x profiles) array of bytes, each rank's own model
+        states (:func:`~.footprint.model_states` of its rank)."""
+        frame = self._context_frame()
+        config = self._base_config()
+        layout = OptimizerLayout.from_record(self._ens.meta["optimizer_layout"])
+        table = model_states(self.model, config.strategy, config.world_size, layout)
+        ranks = pd.to_numeric(self._ens.profiles["rank"], errors="coerce").fillna(0).astype(int)
+        per_rank = table.loc[ranks.clip(0, len(table) - 1), [f"{t} [B]" for t in STATE_TERMS]]
+        return frame["node"].to_numpy(), self._held(frame, per_rank.to_numpy(dtype=np.float64))
+
+    def _held(self, frame: pd.DataFrame, states: np.ndarray) -> np.ndarray:
+        """(contexts x ranks) bytes held: the states each context holds of each
+        rank's (``states``: ranks x :data:`STATE_TERMS`), its activations and
+        the strategy's buffers."""
+        holds = frame[list(STATE_TERMS)].to_numpy(dtype=np.float64)
+        rest = frame["activations [B]"].to_numpy() + self._buffers(self._base_config(), None)
+        return holds @ states.T + rest[:, None]
+
+    def _context_frame(self) -> pd.DataFrame:
+        """Per context of the measured steps: ``node``, ``context``, ``phase``,
+        which model states it holds (``params``, ``grads``, ``optimizer``: 1 or
+        0) and the ``activations [B]`` held at its end."""
+        contexts = step_contexts(self._ens)
+        contexts = contexts[contexts["phase"] != "comm"].reset_index(drop=True)
+        act = _per_step(self._ens, "act_bytes")
+        act = act if act is not None else pd.Series(dtype=np.float64)
+        accum = max(int(self.spec["grad_accum"]), 1)
+        order = [c for c in self._shapes if c in set(contexts["context"])]
+        saved = act.reindex(order, fill_value=0.0).to_numpy() / accum
+        ends = _last_descendants(order)
+        by_module = dict(zip(order, np.cumsum(saved)[ends], strict=True))
+        total = float(act.sum()) / accum
+        phase = contexts["phase"].to_numpy()
+        held = np.array([by_module.get(c, np.nan) for c in contexts["context"]])
+        is_phase = contexts["context"].str.count("/").to_numpy() == 2
+        held = np.where(phase == "forward", np.where(is_phase, total, held), held)
+        held = np.where(phase == "backward", total, held)
+        held = np.where(np.isin(phase, ("optimizer", "data", "other")), 0.0, held)
+        grads_held = 1.0 if accum > 1 else 0.0
+        frame = pd.DataFrame({
+            "node": contexts["node"], "context": contexts["context"], "phase": phase,
+            "params": 1.0, "grads": np.where(phase == "optimizer", 1.0, grads_held),
+            "optimizer": 1.0, "activations [B]": held,
+        })  # fmt: skip
+        return frame[np.isfinite(frame["activations [B]"])].reset_index(drop=True)
+
     def _largest_states(self) -> pd.Series:
         """The measured model states (:data:`STATE_TERMS`) of the rank that
         holds the most."""
@@ -518,6 +601,24 @@ def _per_step(ens: Ensemble, metric: str) -> pd.Series | None:
     by = pd.Series(per_step(ens, metric), index=ens.tree.callpaths.to_numpy(dtype=object))
     by = by[_in_steps(ens)]
     return by[by > 0]
+
+
+def _last_descendants(order: list[str]) -> np.ndarray:
+    """For call paths in pre-order, the index of each one's last descendant
+    (itself where it has none).
+
+    >>> _last_descendants(["m/a", "m/a/b", "m/a/b/c", "m/d"]).tolist()
+    [2, 2, 2, 3]
+    """
+    out = np.arange(len(order))
+    stack: list[int] = []
+    for k, path in enumerate(order):
+        while stack and not path.startswith(order[stack[-1]] + "/"):
+            stack.pop()
+        for j in stack:
+            out[j] = k
+        stack.append(k)
+    return out
 
 
 def _in_steps(ens: Ensemble) -> np.ndarray:

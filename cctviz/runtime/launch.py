@@ -399,7 +399,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--per-step", action="store_true")
     p.add_argument("--python-frames", action="store_true")
     p.add_argument("--act-bytes", action="store_true")
-    p.add_argument("--mem-peak", action="store_true")
+    p.add_argument("--mem-peak", action="store_true", default=None)  # None: the mode's default
     p.add_argument("--module", action="store_true")
     p.add_argument("--trace", default=None)
     p.add_argument("--timeline-limit", default=None)

@@ -126,12 +126,14 @@ class Profiler:
             (about 1.2 µs per saved tensor). Off by default: ``torch.func``'s
             transforms (grad, vjp, jacrev) refuse to run while such hooks are
             pushed, and none are pushed where the job's own are active.
-        mem_peak: on CPU, the most bytes torch's CPU allocator held per
-            context (``mem_peak``), from torch's profiler's memory events from
-            the start to the end of the first measured step (never the very
-            first step; :mod:`cctviz.runtime.cpumem`). Off by default: while it
-            tracks, the job cannot run a torch profiler of its own. On CUDA
-            ``mem_peak`` is the device allocator's (``cuda``).
+        mem_peak: the most bytes the allocator held per context
+            (``mem_peak``; torch's CPU allocator, or CUDA's once the CUDA timer
+            runs), from torch's profiler's memory events from the start to the
+            end of the first measured step (never the very first step;
+            :mod:`cctviz.runtime.mempeak`). Default: on in detailed mode, off in
+            light mode (on CUDA, light mode's ``mem_peak`` is then the
+            allocator's peak per phase). While it tracks, the job cannot run a
+            torch profiler of its own.
         root: name of the root node (default: the script's file name).
         cuda: time with CUDA events and record allocator peaks (default: once
             the program has initialised CUDA; False: never).
@@ -179,7 +181,7 @@ class Profiler:
         per_step: bool = False,
         python_frames: bool = False,
         act_bytes: bool = False,
-        mem_peak: bool = False,
+        mem_peak: bool | None = None,
         root: str | None = None,
         cuda: bool | None = None,
         meta: Mapping[str, Any] | None = None,
@@ -204,9 +206,9 @@ class Profiler:
         self.per_step = per_step
         self.python_frames = python_frames
         self.act_bytes = act_bytes
-        self.mem_peak = mem_peak
-        #: the CPU memory tracker while it tracks (:mod:`cctviz.runtime.cpumem`)
-        self.cpu_memory: Any = None
+        self.mem_peak = mode == "detailed" if mem_peak is None else bool(mem_peak)
+        #: the allocator events' tracker (:mod:`cctviz.runtime.mempeak`)
+        self.memory: Any = None
         self.root = root or (os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "main")
         self.cuda = cuda
         self.meta = dict(meta or {})
@@ -282,8 +284,8 @@ class Profiler:
             # not initialised yet (``cctviz run`` starts before the script): the
             # timer joins at the first phase change after the script's first CUDA call
             on_phase, on_step_end = self._gpu_phase, self._gpu_step_end
-        if self.mem_peak and not use_cuda:
-            on_step_end = self._track_cpu_memory(on_step_end)
+        if self.mem_peak:
+            on_step_end = self._track_memory(on_step_end)
         self.hooks = TorchHooks(
             self.rec,
             mode=self.mode,
@@ -317,18 +319,22 @@ class Profiler:
         return self
 
     # --------------------------------------------------------------- memory
-    def _track_cpu_memory(self, then: Callable[[], None] | None) -> Callable[[], None]:
-        """Start the CPU memory tracker; the step-end callback that stops it
-        after the memory step (and then calls ``then``)."""
-        from .cpumem import CpuMemory
+    def _track_memory(self, then: Callable[[], None] | None) -> Callable[[], None]:
+        """Start the memory tracker; the step-end callback that stops it after
+        the memory step (and then calls ``then``). It charges CUDA's events
+        where the CUDA timer runs by then, else the CPU's."""
+        from .mempeak import MemoryTracker
 
-        tracker = CpuMemory(self.rec, memory_step=max(self.warmup, 1))
+        def device() -> str:
+            return "cuda" if self.gpu is not None else "cpu"
+
+        tracker = MemoryTracker(self.rec, memory_step=max(self.warmup, 1), device=device)
         try:
             tracker.start()
         except Exception as e:  # noqa: BLE001 - e.g. the job's own torch profiler runs
             log.warning("cctviz: no mem_peak: torch's profiler did not start: %r", e)
             return then
-        self.cpu_memory = tracker
+        self.memory = tracker
         self.rec.listen(tracker.tick)
 
         def step_end() -> None:
@@ -338,10 +344,10 @@ class Profiler:
 
         return step_end
 
-    def _finish_cpu_memory(self) -> None:
-        if self.cpu_memory is not None:
+    def _finish_memory(self) -> None:
+        if self.memory is not None:
             try:
-                self.cpu_memory.finish()
+                self.memory.finish()
             except Exception:  # noqa: BLE001 - never kill the job
                 log.exception("cctviz: could not read the CPU memory events")
 
@@ -443,7 +449,7 @@ class Profiler:
                     if self._files is not None:
                         self._files.stop()  # before this rank's own files are written
                     self.rec.finish()
-                    self._finish_cpu_memory()
+                    self._finish_memory()
                     if self.gpu is not None:
                         self.gpu.resolve()
                     meta = self._meta()

@@ -22,11 +22,8 @@ WIDTHS = [("3.5in", 7), ("7in", 8), ("968px", 10)]
 
 
 @pytest.fixture(scope="module")
-def runtime_run(tmp_path_factory):
-    from tests.runtime.conftest import example_run
-
-    folder, _ = example_run(tmp_path_factory.mktemp("labels") / "ddp-run", "ddp", steps=3, warmup=1)
-    return cctviz.read(folder)
+def runtime_run(traced_ddp_run):
+    return cctviz.read(traced_ddp_run)
 
 
 def _visible(svg_text: str, cut: str) -> dict[str, set[str]]:

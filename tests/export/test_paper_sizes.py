@@ -43,17 +43,8 @@ PT = {"3.5in": 252.0, "7in": 504.0, "968px": 726.0}
 
 
 @pytest.fixture(scope="module")
-def runtime_run(tmp_path_factory):
-    from tests.runtime.conftest import example_run
-
-    folder, _ = example_run(
-        tmp_path_factory.mktemp("paper") / "ddp-run",
-        "ddp",
-        steps=3,
-        warmup=1,
-        extra=("--timeline",),
-    )
-    return folder
+def runtime_run(traced_ddp_run):
+    return traced_ddp_run
 
 
 def _views(which: str, request) -> list:

@@ -143,6 +143,24 @@ def test_predictions_against_the_configurations_run_and_measured(plan_runs):
     assert predicted["peak"] == pytest.approx(predicted.iloc[:-1].sum())
     assert predicted["buffers"] > 0 and predicted["grads"] == 0
 
+    # per context: what each holds at its end, beside its measured peak; along the
+    # forward, the states and the activations saved so far explain all but what the
+    # context holds for itself (its outputs: at most 1.1 MB of 16-35 MB here)
+    base = bases["fsdp"][0]
+    by_context = base.memory_by_context().set_index("context")
+    forward = by_context[by_context["phase"] == "forward"]
+    assert len(forward) > 10
+    assert (forward["beyond [B]"].abs() <= 0.1 * forward["measured [B]"]).all()
+    assert forward["activations [B]"].max() == pytest.approx(
+        base.measured()["activations [B]"], rel=1e-9
+    )
+    # and on the tree, per rank (DDP: every rank the same)
+    annotated = cctviz.perfmodel.annotate(plan_runs / "ddp.fsdp-0").ensemble
+    rows = [annotated.tree.callpaths.tolist().index(c) for c in forward.index]
+    got = annotated.values("mem_pred")[rows]
+    assert np.allclose(got, forward["predicted [B]"].to_numpy()[:, None])
+    assert annotated.tree.rule("mem_pred") == "max" and annotated.tree.unit("mem_pred") == "B"
+
     # the plan's table: a limit between FSDP2's predicted memory and DDP's
     p = bases["fsdp"][0]
     m, fsdp = p.measured(), p.predict(**ASKS["fsdp"])

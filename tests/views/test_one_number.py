@@ -20,11 +20,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def runtime_run(tmp_path_factory):
-    from tests.runtime.conftest import example_run
-
-    folder, _ = example_run(tmp_path_factory.mktemp("one") / "ddp-run", "ddp", steps=4, warmup=1)
-    return cctviz.read(folder)
+def runtime_run(traced_ddp_run):
+    return cctviz.read(traced_ddp_run)
 
 
 @pytest.fixture(scope="module", params=["lulesh", "rajaperf", "runtime"])

@@ -1,8 +1,9 @@
-"""CPU memory per context: ``mem_peak`` of torch's CPU allocator (issue 37).
+"""Memory per context: ``mem_peak`` of torch's CPU allocator, or per context
+on CUDA without resetting its peak at every transition (issue 37).
 
 Torch keeps no peak for its CPU allocator, but its profiler sees every
 allocation and free (``profile_memory=True``: one ``[memory]`` event each,
-with the bytes, signed). :class:`CpuMemory` runs torch's profiler from the
+with the bytes, signed). :class:`MemoryTracker` runs torch's profiler from the
 profiler's start to the end of one step, the **memory step** (the first
 measured step, and never the very first step, whose optimizer creates its
 states), notes the time of every transition the recorder makes, and at the
@@ -26,7 +27,13 @@ example GPT, nothing after. Off by default (``Profiler(mem_peak=True)``,
 ``cctviz run --mem-peak``): while it tracks, the job cannot start a torch
 profiler of its own.
 
-``profiler`` and ``live_tensors`` are injectable so that the attribution is
+On CUDA (``device="cuda"``) the same events of the caching allocator give
+each context's peak in the memory step, the baseline being
+``torch.cuda.memory_allocated()`` when tracking begins: detailed mode's
+per-context peaks, where the allocator's own peak would have to be read and
+reset at every transition (the CUDA timer reads it per phase).
+
+``profiler``, ``live_tensors`` and ``cuda_allocated`` are injectable so that the attribution is
 tested without torch's profiler.
 """
 
@@ -44,20 +51,26 @@ import numpy as np
 log = logging.getLogger("cctviz")
 
 
-class CpuMemory:
-    """``mem_peak`` of torch's CPU allocator for a
+class MemoryTracker:
+    """``mem_peak`` per context from an allocator's events, for a
     :class:`~cctviz.runtime.recorder.Recorder` (module docstring).
 
     Args:
         rec: the recorder; its transitions are noted through :meth:`tick`.
         memory_step: the index (from 0, warm-up steps included) of the last
             step tracked.
-        profiler: a context manager whose ``events()`` after exit give
-            ``(unix ns, signed bytes)`` pairs (default: torch's profiler,
-            CPU allocations only).
-        live_tensors: what was held when tracking began, as weak references
-            to tensors (default: the CPU tensors Python can reach); those still
-            alive when it ends are the baseline.
+        device: which allocator's events charge ``mem_peak``, asked when
+            tracking ends: ``"cpu"`` or ``"cuda"``, or a callable giving one
+            (the profiler's: ``"cuda"`` once its CUDA timer runs).
+        profiler: a context manager whose ``events(device)`` after exit give
+            ``(unix ns, signed bytes)`` arrays (default: torch's profiler).
+        live_tensors: what the CPU held when tracking began, as weak
+            references to tensors (default: the CPU tensors Python can reach);
+            those still alive when it ends are the CPU's baseline.
+        cuda_allocated: the CUDA allocator's bytes now (default:
+            ``torch.cuda.memory_allocated``, 0 before CUDA starts): the CUDA
+            baseline, read when tracking begins (exact: every CUDA tensor goes
+            through it).
         clock: unix nanoseconds, the profiler's clock.
     """
 
@@ -66,24 +79,31 @@ class CpuMemory:
         rec: Any,
         memory_step: int,
         *,
+        device: str | Callable[[], str] = "cpu",
         profiler: Any = None,
         live_tensors: Callable[[], list[weakref.ref]] | None = None,
+        cuda_allocated: Callable[[], int] | None = None,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.rec = rec
         self.memory_step = int(memory_step)
+        self._device = device
         self._profiler = profiler if profiler is not None else TorchMemoryEvents()
         self._live_tensors = live_tensors or live_cpu_tensors
+        self._cuda_allocated = cuda_allocated or _cuda_allocated
         self._before: list[weakref.ref] = []
+        self._cuda_base = 0
         self._clock = clock
         self._times: list[int] = []
         self._contexts: list[int] = []
+        #: the bytes held when tracking began (of the device charged, once it ends)
         self.baseline = 0
         self.tracking = False
 
-    def start(self) -> CpuMemory:
+    def start(self) -> MemoryTracker:
         """Note what is held and start the profiler."""
         self._before = self._live_tensors()
+        self._cuda_base = int(self._cuda_allocated())
         self._profiler.__enter__()
         self._times.append(self._clock())
         self._contexts.append(-1)  # (the interval before the first tick: no context)
@@ -108,13 +128,27 @@ class CpuMemory:
             return
         self.tracking = False
         self._profiler.__exit__(None, None, None)
-        stamps, nbytes = self._profiler.events()
-        self.baseline = storage_bytes(self._before)
+        device = self._device() if callable(self._device) else self._device
+        stamps, nbytes = self._profiler.events(device)
+        if device == "cuda":
+            self.baseline = self._cuda_base
+        else:
+            self.baseline = storage_bytes(self._before)
         self._before = []
         times = np.asarray(self._times, dtype=np.int64)
         contexts = np.asarray(self._contexts, dtype=np.int64)
         for ctx, peak in peaks_by_context(times, contexts, stamps, nbytes, self.baseline):
             self.rec.set_max(ctx, "mem_peak", peak)
+
+
+def _cuda_allocated() -> int:
+    """The CUDA allocator's bytes now; 0 where CUDA has not started (asking
+    does not start it)."""
+    import torch
+
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return 0
+    return int(torch.cuda.memory_allocated())
 
 
 def peaks_by_context(
@@ -163,8 +197,8 @@ def peaks_by_context(
 
 class TorchMemoryEvents:
     """Torch's profiler with ``profile_memory=True``: after it exits,
-    :meth:`events` gives the CPU allocator's events as ``(unix ns, signed
-    bytes)`` arrays."""
+    :meth:`events` gives one device's allocator events (``"cpu"`` or
+    ``"cuda"``) as ``(unix ns, signed bytes)`` arrays."""
 
     def __init__(self) -> None:
         self._prof: Any = None
@@ -182,12 +216,13 @@ class TorchMemoryEvents:
     def __exit__(self, *exc: object) -> None:
         self._prof.__exit__(None, None, None)
 
-    def events(self) -> tuple[np.ndarray, np.ndarray]:
+    def events(self, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
         from torch.autograd import DeviceType
 
+        want = DeviceType.CUDA if device == "cuda" else DeviceType.CPU
         stamps, nbytes = [], []
         for e in self._prof.kineto_results.events():
-            if e.name() == "[memory]" and e.device_type() == DeviceType.CPU:
+            if e.name() == "[memory]" and e.device_type() == want:
                 stamps.append(e.start_ns())
                 nbytes.append(e.nbytes())
         return np.asarray(stamps, dtype=np.int64), np.asarray(nbytes, dtype=np.int64)

@@ -1,5 +1,5 @@
 """``mem_peak`` on CPU: torch's CPU allocator's peak per calling context, from
-its profiler's memory events (issue 37; ``cctviz/runtime/cpumem.py``). The
+its profiler's memory events (issue 37; ``cctviz/runtime/mempeak.py``). The
 oracle: a module that allocates a tensor of known size and frees it, beside
 one that allocates nothing of note; and the attribution against a plain loop
 over the events."""
@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import cctviz
-from cctviz.runtime.cpumem import peaks_by_context
+from cctviz.runtime.mempeak import MemoryTracker, peaks_by_context
 
 SPIKE = 8 << 20  # bytes the spike module allocates and frees in every call
 
@@ -94,3 +94,55 @@ def test_peaks_by_context_equals_a_loop_over_the_events():
         ctx = int(contexts[k])
         want[ctx] = max(want.get(ctx, -np.inf), top)
     assert got == pytest.approx(want)
+
+
+class FakeEvents:
+    """Allocator events per device, as torch's profiler gives them after it exits."""
+
+    def __init__(self, by_device):
+        self.by_device, self.entered, self.exited = by_device, 0, 0
+
+    def __enter__(self):
+        self.entered += 1
+
+    def __exit__(self, *exc):
+        self.exited += 1
+
+    def events(self, device):
+        stamps, nbytes = self.by_device[device]
+        return np.asarray(stamps), np.asarray(nbytes)
+
+
+def test_on_cuda_the_allocator_s_events_charge_each_context_from_its_baseline():
+    """Detailed mode on CUDA: each context's peak from the CUDA allocator's
+    events of the memory step, from what CUDA held when tracking began; no
+    reading and resetting of the allocator's peak at every transition."""
+    from cctviz.runtime.recorder import Recorder
+
+    clock = [0]
+    rec = Recorder("r", clock=lambda: clock[0])
+    events = FakeEvents({"cuda": ([15, 25, 35], [4_000, -3_000, 500]), "cpu": ([15], [99])})
+    tracker = MemoryTracker(
+        rec, 0, device=lambda: "cuda", profiler=events, live_tensors=list,
+        cuda_allocated=lambda: 10_000, clock=lambda: clock[0],
+    )  # fmt: skip
+    tracker.start()
+    rec.listen(tracker.tick)
+    fwd = rec.enter_phase("forward")  # ticks at 0: closes "(outside steps)"
+    clock[0] = 20
+    a = rec.enter_module("A", root=True)  # the forward phase held 10,000 + 4,000
+    clock[0] = 30
+    rec.pop(a)  # A: 14,000 at its start, 11,000 after its free
+    clock[0] = 40
+    rec.exit_phase(fwd)  # forward again: 11,500
+    rec.end_step()
+    tracker.step_end()
+    assert events.exited == 1 and not tracker.tracking and tracker.baseline == 10_000
+    forward = rec._key[(rec._key[(0, "step")], "forward")]
+    module = rec._key[(forward, "A")]
+    peaks = rec.extra["mem_peak"]
+    assert peaks[forward] == peaks[module] == 14_000  # the baseline and A's allocation
+    # before the forward (the step's start): the baseline alone; CPU events unread
+    assert peaks[rec._key[(0, "step")]] == 10_000
+    assert max(peaks.values()) == 14_000
+    assert "mem_peak" in rec.max_metrics
