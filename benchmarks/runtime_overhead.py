@@ -50,6 +50,15 @@ torch 2.13 CPU; ``--reps 7 --steps 40``, DDP, 2 ranks):
     figure, not measured here), so it stays within the budget wherever light
     mode does. Not in steps/s: the merge after the job, about 7 s per million
     transitions of a rank (one writer, a Python loop per event; 12 MB of archive).
+
+Measured (2026-12-07, same machine, ``--configs "unprofiled,cctviz light,cctviz
+light+mem_peak,cctviz light+act_bytes" --reps 5 --steps 30``): light 1.010x,
+light+mem_peak 1.010x, light+act_bytes 1.011x the unprofiled steps/s (per
+repetition 0.990, 1.007 and 0.982; ranges +-10-19%: noise). ``--mem-peak``
+tracks only up to the first measured step, before the steps this benchmark
+times (after step 5): in those steps torch's profiler with memory events cost
++13% to +24% of the example GPT's step in process (3 paired runs of 10 steps),
+nothing after.
 """
 
 from __future__ import annotations
@@ -79,6 +88,9 @@ def configs(nproc: int, capped: int) -> dict[str, list[str]]:
         "cctviz light": [*light, str(EXAMPLE)],
         "cctviz detailed": [*cctviz, "--mode", "detailed", "--out", "{out}", str(EXAMPLE)],
         "cctviz light+timeline": [*light, "--timeline", str(EXAMPLE)],
+        # the allocator's events tracked up to the first measured step (issue 37)
+        "cctviz light+mem_peak": [*light, "--mem-peak", str(EXAMPLE)],
+        "cctviz light+act_bytes": [*light, "--act-bytes", str(EXAMPLE)],
         # the cap hit after a few steps: what the transitions past it cost
         "cctviz light+timeline capped": [
             *light,
