@@ -44,4 +44,4 @@ fi
 
 echo "== Python tests (unit, property, doctests, notebooks, browser, torch) in the pinned .venv"
 CCTVIZ_REQUIRE_PEERS=1 HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" \
-  .venv/bin/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider --durations=120 "$@"
+  .venv/bin/python -m pytest -n 2 -p no:cacheprovider --durations=120 "$@"

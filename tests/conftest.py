@@ -49,32 +49,10 @@ SLOW = (
 )
 
 
-#: fixtures that make real jobs (seconds to a minute each): the tests that use
-#: one run on one xdist worker (``--dist loadgroup``), so that it is made once,
-#: not once per worker; the example's gloo runs share one group
-SHARED_RUNS = {
-    "ddp_run": "gloo-runs",
-    "fsdp_run": "gloo-runs",
-    "fsdp1_run": "gloo-runs",
-    "collectives_run": "gloo-runs",
-    "traced_ddp_run": "traced-ddp-run",  # (before runtime_run: the fixtures named so use it)
-    "runtime_run": "ui-runtime-run",
-    "turns": "replay-turns",
-    "straggler_run": "live-straggler",
-    "capped_runs": "capped-runs",
-    "late_run": "late-run",
-    "late_trace": "late-trace",
-}
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(part in item.nodeid for part in SLOW):
             item.add_marker(pytest.mark.slow)
-        names = getattr(item, "fixturenames", ())
-        shared = [group for name, group in SHARED_RUNS.items() if name in names]
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(shared[0]))
 
 
 @pytest.fixture(scope="session")

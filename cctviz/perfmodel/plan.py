@@ -373,8 +373,9 @@ class Plan:
 
     def memory_by_context(self) -> UnitTable:
         """The bytes each context of the measured steps is predicted to hold
-        at its end, beside its measured ``mem_peak`` (the largest over the
-        ranks; NaN without ``--mem-peak``): the largest rank's model states
+        at its end, beside its measured ``mem_peak`` (of the rank
+        :meth:`memory` measures: the one holding least beyond its terms; NaN
+        without ``--mem-peak``): the largest rank's model states
         and the strategy's buffers (:meth:`memory`), and the activations saved
         by then. A forward module context holds those its call and every
         module called before it saved (the modules in call order, one
@@ -394,11 +395,10 @@ class Plan:
         states = np.array([float(largest[f"{t} [B]"]) for t in STATE_TERMS])
         frame["predicted [B]"] = self._held(frame, states[None, :])[:, 0]
         measured = np.full(len(frame), np.nan)
-        if "mem_peak" in self._ens.exc_metrics:
-            live = np.asarray(self._ens.live, dtype=bool)
-            values = self._ens.values("mem_peak")[frame["node"].to_numpy()][:, live]
-            has = np.isfinite(values).any(axis=1)
-            measured[has] = np.nanmax(values[has], axis=1)
+        rank = self._peak_rank()[0]
+        if rank is not None:  # the rank memory() takes: a missed free only adds to a peak
+            column = int(np.flatnonzero(self._ens.profiles["rank"].to_numpy() == rank)[0])
+            measured = self._ens.values("mem_peak")[frame["node"].to_numpy(), column]
         frame["measured [B]"] = measured
         frame["beyond [B]"] = frame["measured [B]"] - frame["predicted [B]"]
         table = frame[["context", "phase", "activations [B]", "predicted [B]", "measured [B]",
@@ -506,20 +506,16 @@ class Plan:
         values = ens.values("mem_peak")[_in_steps(ens)]
         peaks = np.where(np.isnan(values), -np.inf, values).max(axis=0, initial=-np.inf)
         base = self._base_config()
-        act = self._activation_total(base, measured=True)
-        buffers = self._buffers(base, None)
-        best: tuple[Any, float, float] = (None, float("nan"), float("inf"))
-        for k, rank in enumerate(ens.profiles["rank"].to_numpy()):
-            if not live[k] or not np.isfinite(peaks[k]):
-                continue
-            held = self._rank_states(rank)
-            grads = float(held["grads"]) if base.grad_accum > 1 else 0.0
-            rest = peaks[k] - (
-                float(held["params"]) + grads + float(held["optimizer"]) + act + buffers
-            )
-            if rest < best[2]:
-                best = (rank, float(peaks[k]), float(rest))
-        return best if best[0] is not None else (None, float("nan"), float("nan"))
+        by_rank = self.states.pivot(index="rank", columns="term", values="measured [B]")
+        held = by_rank.reindex(ens.profiles["rank"].to_numpy())
+        known = held["params"] + held["optimizer"] + (held["grads"] if base.grad_accum > 1 else 0)
+        rest = peaks - known.to_numpy(dtype=np.float64)
+        rest -= self._activation_total(base, measured=True) + self._buffers(base, None)
+        rest = np.where(live & np.isfinite(peaks) & np.isfinite(rest), rest, np.inf)
+        if not np.isfinite(rest).any():
+            return None, float("nan"), float("nan")
+        k = int(np.argmin(rest))
+        return held.index[k], float(peaks[k]), float(rest[k])
 
     def _buffers(self, config: Config, units: Any) -> int:
         """:func:`~.footprint.strategy_buffers` at ``config`` (FSDP's units: as
