@@ -274,12 +274,15 @@ def test_a_regression_of_every_rank_is_alerted_within_2_s(tmp_path):
     # a failure shows the steps' median times, to tell a baseline the load stretched
     times = (w.by_step()["time [s]"] * 1e3).round().astype(int)
     steps_ms = " ".join(f"{k}:{v}" for k, v in times.items())
-    assert list(alerts["kind"]) == ["regression"], (
+    # one regression, first; a straggler alert may follow where the loaded machine
+    # kept one rank late at the collectives for steps (CI saw one; NOTES.md)
+    kinds = list(alerts["kind"])
+    assert kinds[:1] == ["regression"] and set(kinds[1:]) <= {"straggler"}, (
         f"{alerts[['kind', 'rank', 'step', 'message']]}\nstep:ms {steps_ms}"
     )
     a = alerts.iloc[0]
     said = f"{a.to_string()}\nstep:ms {steps_ms}"
-    assert pd.isna(a["rank"]) and len(came) == 1, said
+    assert pd.isna(a["rank"]) and len(came) == len(kinds), said
     assert ONSET - 6 <= a["step"] <= ONSET + 3, said
     assert a["context"].endswith("blocks.2/attn"), said
     assert 0.5 * REGRESSION_MS < a["late [s]"] * 1e3 < 1.5 * REGRESSION_MS, said
