@@ -66,6 +66,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -107,17 +108,23 @@ def run_configs(out: Path, rounds: int, steps: int) -> None:
     subprocess.run(cmd, check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
-def pairs(out: Path, rounds: int) -> dict[str, list[tuple[pd.Series, pd.Series]]]:
+#: per case, each round's (base plan, the case's own plan)
+Plans = dict[str, list[tuple[Any, Any]]]
+
+
+def load(out: Path, rounds: int) -> Plans:
+    """Every run's plan, read once."""
+    return {
+        case: [(plan(out / f"base.{case}-{r}"), plan(out / f"{case}-{r}")) for r in range(rounds)]
+        for case in CASES
+    }
+
+
+def pairs(plans: Plans) -> dict[str, list[tuple[pd.Series, pd.Series]]]:
     """Per case, each round's (predicted, measured)."""
     return {
-        case: [
-            (
-                plan(out / f"base.{case}-{r}").predict(**ask),
-                plan(out / f"{case}-{r}").measured(),
-            )
-            for r in range(rounds)
-        ]
-        for case, (_, _, ask) in CASES.items()
+        case: [(base.predict(**CASES[case][2]), own.measured()) for base, own in rounds]
+        for case, rounds in plans.items()
     }
 
 
@@ -152,18 +159,18 @@ def term_table(found: dict[str, list[tuple[pd.Series, pd.Series]]]) -> pd.DataFr
     return table.set_index(["case", "term"])
 
 
-def memory_table(out: Path, rounds: int) -> pd.DataFrame:
+def memory_table(plans: Plans) -> pd.DataFrame:
     """Memory per rank at the step's peak by term (``Plan.memory``): each
     case predicted from its base and as measured, in the round whose measured
     peak is the smallest (a rank's CPU peak is now and then a gradient's size
     too high: docs/known-issues.md)."""
     rows = []
-    for case, (_, _, ask) in CASES.items():
-        ask = {k: v for k, v in ask.items() if k != "interconnect"}
-        measured = [plan(out / f"{case}-{r}").memory().set_index("term") for r in range(rounds)]
+    for case, rounds in plans.items():
+        ask = {k: v for k, v in CASES[case][2].items() if k != "interconnect"}
+        measured = [own.memory().set_index("term") for _, own in rounds]
         r = int(np.argmin([m.loc["peak", "measured [B]"] for m in measured]))
         got = measured[r]["measured [B]"]
-        predicted = plan(out / f"base.{case}-{r}").memory(**ask).set_index("term")["predicted [B]"]
+        predicted = rounds[r][0].memory(**ask).set_index("term")["predicted [B]"]
         total = got["peak"]
         for term in predicted.index:
             rows.append({
@@ -183,8 +190,9 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="cctviz-plan-") as tmp:
         out = Path(tmp) / "runs"
         run_configs(out, args.rounds, args.steps)
-        found = pairs(out, args.rounds)
-        memory = memory_table(out, args.rounds)
+        plans = load(out, args.rounds)
+        found = pairs(plans)
+        memory = memory_table(plans)
     with pd.option_context("display.width", 200, "display.float_format", "{:,.2f}".format):
         print("step time: predicted against measured\n")
         print(step_table(found).to_string())

@@ -365,10 +365,14 @@ class Plan:
         s = self.spec
         return Config(s["strategy"], s["world_size"], s["batch"], s["seq"], s["grad_accum"])
 
+    def _state_table(self, config: Config) -> UnitTable:
+        """:func:`~.footprint.model_states` of every rank under ``config``."""
+        layout = OptimizerLayout.from_record(self._ens.meta["optimizer_layout"])
+        return model_states(self.model, config.strategy, config.world_size, layout)
+
     def _states(self, config: Config) -> pd.Series:
         """The model states of the largest rank under ``config``."""
-        layout = OptimizerLayout.from_record(self._ens.meta["optimizer_layout"])
-        table = model_states(self.model, config.strategy, config.world_size, layout)
+        table = self._state_table(config)
         return table.loc[table["total [B]"].idxmax()]
 
     def memory_by_context(self) -> UnitTable:
@@ -395,7 +399,7 @@ class Plan:
         states = np.array([float(largest[f"{t} [B]"]) for t in STATE_TERMS])
         frame["predicted [B]"] = self._held(frame, states[None, :])[:, 0]
         measured = np.full(len(frame), np.nan)
-        rank = self._peak_rank()[0]
+        rank = self._peak_rank[0]
         if rank is not None:  # the rank memory() takes: a missed free only adds to a peak
             column = int(np.flatnonzero(self._ens.profiles["rank"].to_numpy() == rank)[0])
             measured = self._ens.values("mem_peak")[frame["node"].to_numpy(), column]
@@ -410,9 +414,7 @@ class Plan:
         and a (contexts x profiles) array of bytes, each rank's own model
         states (:func:`~.footprint.model_states` of its rank)."""
         frame = self._context_frame()
-        config = self._base_config()
-        layout = OptimizerLayout.from_record(self._ens.meta["optimizer_layout"])
-        table = model_states(self.model, config.strategy, config.world_size, layout)
+        table = self._state_table(self._base_config())
         ranks = pd.to_numeric(self._ens.profiles["rank"], errors="coerce").fillna(0).astype(int)
         per_rank = table.loc[ranks.clip(0, len(table) - 1), [f"{t} [B]" for t in STATE_TERMS]]
         return frame["node"].to_numpy(), self._held(frame, per_rank.to_numpy(dtype=np.float64))
@@ -453,10 +455,16 @@ class Plan:
         })  # fmt: skip
         return frame[np.isfinite(frame["activations [B]"])].reset_index(drop=True)
 
+    @functools.cached_property
+    def _measured_states(self) -> pd.DataFrame:
+        """Each rank's measured model states: one row per rank, a column per
+        term of :data:`STATE_TERMS`."""
+        return self.states.pivot(index="rank", columns="term", values="measured [B]")
+
     def _largest_states(self) -> pd.Series:
         """The measured model states (:data:`STATE_TERMS`) of the rank that
         holds the most."""
-        by_rank = self.states.pivot(index="rank", columns="term", values="measured [B]")
+        by_rank = self._measured_states
         return by_rank.loc[by_rank.sum(axis=1).idxmax()]
 
     def _peak_terms(
@@ -465,7 +473,7 @@ class Plan:
         """:meth:`memory`'s terms at ``config``: predicted (the largest rank's
         states), or as measured at the run's own configuration, on the rank
         :meth:`_peak_rank` picks (NaN for the buffers, not measured apart)."""
-        rank, peak, residue = self._peak_rank()
+        rank, peak, residue = self._peak_rank
         if measured:
             held = self._rank_states(rank)
         else:
@@ -489,29 +497,25 @@ class Plan:
         """The measured model states of ``rank`` (the largest rank's: None)."""
         if rank is None:
             return self._largest_states()
-        by_rank = self.states.pivot(index="rank", columns="term", values="measured [B]")
-        return by_rank.loc[rank]
+        return self._measured_states.loc[rank]
 
+    @functools.cached_property
     def _peak_rank(self) -> tuple[Any, float, float]:
         """``(rank, its peak, unexplained)``: of the ranks' measured peaks
-        (``mem_peak`` over the measured steps), the one that holds the least
-        beyond its modelled terms (its states, the activations, the strategy's
-        buffers): torch's profiler misses a free on a thread it does not
-        follow, which only ever adds to a rank's peak (docs/known-issues.md).
-        ``(None, NaN, NaN)`` for a run recorded without ``--mem-peak``."""
-        if "mem_peak" not in self._ens.exc_metrics:
+        (:meth:`_rank_peaks`), the one that holds the least beyond its
+        modelled terms (its states, the activations, the strategy's buffers):
+        torch's profiler misses a free on a thread it does not follow, which
+        only ever adds to a rank's peak (docs/known-issues.md). ``(None, NaN,
+        NaN)`` for a run recorded without ``--mem-peak``."""
+        peaks = self._rank_peaks()
+        if peaks is None:
             return None, float("nan"), float("nan")
-        ens = self._ens
-        live = np.asarray(ens.live, dtype=bool)
-        values = ens.values("mem_peak")[_in_steps(ens)]
-        peaks = np.where(np.isnan(values), -np.inf, values).max(axis=0, initial=-np.inf)
         base = self._base_config()
-        by_rank = self.states.pivot(index="rank", columns="term", values="measured [B]")
-        held = by_rank.reindex(ens.profiles["rank"].to_numpy())
+        held = self._measured_states.reindex(self._ens.profiles["rank"].to_numpy())
         known = held["params"] + held["optimizer"] + (held["grads"] if base.grad_accum > 1 else 0)
         rest = peaks - known.to_numpy(dtype=np.float64)
         rest -= self._activation_total(base, measured=True) + self._buffers(base, None)
-        rest = np.where(live & np.isfinite(peaks) & np.isfinite(rest), rest, np.inf)
+        rest = np.where(np.isfinite(peaks) & np.isfinite(rest), rest, np.inf)
         if not np.isfinite(rest).any():
             return None, float("nan"), float("nan")
         k = int(np.argmin(rest))
@@ -523,14 +527,21 @@ class Plan:
         par = parallel_of(config, self.model, self._ens.meta, units)
         return strategy_buffers(self.model, config.strategy, par.fsdp_units or ())
 
-    def _measured_peak(self) -> float:
-        """The most bytes any rank held in a measured step (``mem_peak``);
-        NaN for a run recorded without ``--mem-peak``."""
+    def _rank_peaks(self) -> np.ndarray | None:
+        """Each profile's most bytes held in a measured step (``mem_peak``;
+        -inf for a dead rank or one without it); None for a run recorded
+        without ``--mem-peak``."""
         if "mem_peak" not in self._ens.exc_metrics:
-            return float("nan")
-        live = np.asarray(self._ens.live, dtype=bool)
-        values = self._ens.values("mem_peak")[_in_steps(self._ens)][:, live]
-        return float(np.nanmax(values)) if np.isfinite(values).any() else float("nan")
+            return None
+        values = self._ens.values("mem_peak")[_in_steps(self._ens)]
+        peaks = np.where(np.isnan(values), -np.inf, values).max(axis=0, initial=-np.inf)
+        return np.where(np.asarray(self._ens.live, dtype=bool), peaks, -np.inf)
+
+    def _measured_peak(self) -> float:
+        """The most bytes any rank held in a measured step; NaN without
+        ``--mem-peak``."""
+        peaks = self._rank_peaks()
+        return float(peaks.max()) if peaks is not None and np.isfinite(peaks).any() else np.nan
 
     def _activation_total(self, config: Config, *, measured: bool = False) -> float:
         """Bytes saved for backward by one micro-batch at ``config``'s sizes (or

@@ -169,30 +169,25 @@ def peaks_by_context(
     ...                  np.array([2, 4, 12]), np.array([100, -60, 30]))
     [(5, 100.0), (6, 70.0)]
     """
-    order = np.argsort(stamps, kind="stable")
-    stamps = np.asarray(stamps, dtype=np.int64)[order]
-    held = baseline + np.cumsum(np.asarray(nbytes, dtype=np.float64)[order])
     n = len(times)
     if n < 2:
         return []
-    # interval k (1..n-1) runs (times[k-1], times[k]]; the held bytes when it begins
-    # are those after the last event before times[k-1]
-    before = np.searchsorted(stamps, times[:-1], side="right")
-    at_start = np.where(before > 0, held[np.maximum(before - 1, 0)], float(baseline))
-    peak = at_start.copy()
+    order = np.argsort(stamps, kind="stable")
+    stamps = np.asarray(stamps, dtype=np.int64)[order]
+    # held[j]: the bytes held after the first j events (held[0]: the baseline)
+    held = baseline + np.cumsum(np.r_[0.0, np.asarray(nbytes, dtype=np.float64)[order]])
+    # interval k (1..n-1) runs (times[k-1], times[k]] and begins with the bytes
+    # held after the events up to times[k-1]
+    peak = held[np.searchsorted(stamps, times[:-1], side="right")]
     inside = np.searchsorted(times, stamps, side="left")  # the interval holding each event
     ok = (inside >= 1) & (inside < n)
-    np.maximum.at(peak, inside[ok] - 1, held[ok])
+    np.maximum.at(peak, inside[ok] - 1, held[1:][ok])
     owners = np.asarray(contexts[1:], dtype=np.int64)
     keep = owners >= 0
-    if not keep.any():
-        return []
-    best: dict[int, float] = {}
-    uniq, first = np.unique(owners[keep], return_inverse=True)
+    uniq, which = np.unique(owners[keep], return_inverse=True)  # (sorted)
     top = np.full(len(uniq), -np.inf)
-    np.maximum.at(top, first, peak[keep])
-    best.update(zip(uniq.tolist(), top.tolist(), strict=True))
-    return sorted(best.items())
+    np.maximum.at(top, which, peak[keep])
+    return list(zip(uniq.tolist(), top.tolist(), strict=True))
 
 
 class TorchMemoryEvents:
