@@ -8,6 +8,9 @@ import pytest
 
 from tests import hypothesis_profiles  # noqa: F401  (loads HYPOTHESIS_PROFILE)
 
+#: the test data: files and the scripts that made them, never tests themselves
+collect_ignore_glob = ["data/*"]
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 

@@ -741,6 +741,7 @@ DETECTION_ORDER = (
     "cali",
     "cube",
     "otf2",
+    "xplane",  # a protobuf: by its name (*.xplane.pb) or its first plane's name
     "nsys",  # SQLite with nsys's tables, or a .nsys-rep by name (refused with the export command)
     "hpctoolkit",
     "hpctoolkit_db",

@@ -181,6 +181,7 @@ from . import register, register_timeline
 from ._chrometrace import TraceEvents, described, floats, parse_trace
 from ._json import first_byte
 from ._jsonstream import CHUNK
+from ._threads import id_key as _key
 
 # ----------------------------------------------------------------- categories
 OP, ANNOT, PYF, RUNTIME = 0, 1, 2, 3  # CPU event classes
@@ -525,17 +526,6 @@ def _device_name(code: int) -> str:
     dtype, dev = divmod(code, _DEVICE_STRIDE)
     name = DEVICE_TYPES.get(dtype, f"device type {dtype}")
     return name if dev == 0 else f"{name}:{dev - 1}"
-
-
-def _key(v: Any) -> Any:
-    """A sort key for pids/tids of mixed types (ints, numeric strings, names)."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return (0, v, "")
-    s = str(v)
-    try:
-        return (0, int(s), "")
-    except ValueError:
-        return (1, 0, s)
 
 
 def _py_links(col: _Columns, th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -7,6 +7,8 @@ module checks content and fuzzes its samples; here each sample meets every reade
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import cctviz
@@ -16,7 +18,8 @@ from tests.conftest import DATA
 
 H = DATA / "hatchet"
 SAMPLES = {
-    # path relative to ../shared/data -> the format it must be detected as
+    # path relative to ../shared/data (or absolute: the repository's tests/data) -> its format
+    str(Path(__file__).parents[1] / "data/jax-xplane/collectives-2cpu.xplane.pb"): "xplane",
     "hatchet/json/hatchet-graph-literal.json": "hatchet-json",
     "hatchet/caliper-cpi-json/cpi-callpath-profile.json": "caliper-json",
     "hatchet/caliper-lulesh-json/lulesh-annotation-profile.json": "caliper-json",
