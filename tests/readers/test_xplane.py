@@ -212,3 +212,36 @@ def test_fuzzed_files_are_read_or_refused(tmp_path):
                 cctviz.read_timeline(path)
             except ProfileError as e:
                 assert str(path) in str(e)
+
+
+@pytest.mark.slow
+def test_a_multi_process_jax_job_reads_as_one_timeline(tmp_path):
+    """Two jax.distributed processes on CPU (gloo), one XPlane file each: read
+    together, a device profile per process (JAX's global device ids) and each
+    psum matched across the processes with its bytes."""
+    pytest.importorskip("jax")
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script, n = DATA / "jax-xplane" / "distributed.py", 64
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(k), "2", str(port), str(tmp_path / f"p{k}"), str(n), "3"])
+        for k in range(2)
+    ]  # fmt: skip
+    try:
+        assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    finally:
+        for p in procs:
+            p.kill()
+    files = [next((tmp_path / f"p{k}").glob("plugins/profile/*/*.xplane.pb")) for k in range(2)]
+    tl = cctviz.read_timeline(files)
+    devices = tl.profiles[tl.profiles["kind"] == "device"]
+    assert len(devices) == 2 and devices["process_id"].nunique() == 2
+    assert devices["rank"].nunique() == 2
+    inst = collectives.instances(tl)
+    assert len(set(inst["instance"])) == 3
+    assert (inst.groupby("instance")["rank"].nunique() == 2).all()
+    assert (inst["bytes"] == 4 * n * n).all()
+    assert sorted(set(inst["step"])) == [0, 1, 2]
