@@ -73,6 +73,8 @@ EXTENSION = ".cctviz"
 
 # ---- the run folder
 RUN_FILE = "run.json"
+#: the folder of a run of a JAX program (``cctviz run``) that holds each process's XPlane file
+XPLANE_DIR = "xplane"
 #: the rank files of a run folder, as a glob pattern (:func:`rank_of` tells exactly)
 RANK_GLOB = f"rank-*{EXTENSION}"
 _RANK_RE = re.compile(rf"^rank-(\d+){re.escape(EXTENSION)}$")

@@ -22,7 +22,7 @@ import json
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,7 @@ from ..model.formats import (
     RUN_FILE,
     STATE_FACTS,
     TIMELINE_FACTS,
+    XPLANE_DIR,
     rank_file,
     rank_of,
     world_size,
@@ -91,12 +92,39 @@ def _run_info(path: Path) -> dict:
 TIMELINE_DIR = "timeline"
 
 
+def _jax_run(path: Path, info: dict) -> Any:
+    """The timeline of a JAX run (``cctviz run`` of a JAX program): its processes'
+    XPlane files read as one, each profile with the ``process`` (the file's rank)
+    it came from; None for any other run."""
+    from ..model.timeline import Timeline
+    from . import read_timeline  # the registry: the files are XPlane's
+
+    if info.get("framework") != "jax":
+        return None
+    files = sorted(
+        (path / XPLANE_DIR).glob("rank-*.xplane.pb"),
+        key=lambda p: int(p.name.split("-")[1].split(".")[0]),
+    )
+    if not files:
+        raise ProfileError(
+            path, f"a JAX run without XPlane files in {XPLANE_DIR}/: no process was traced"
+        )
+    tl = read_timeline(files)
+    rank = {str(f): int(f.name.split("-")[1].split(".")[0]) for f in files}
+    profiles = tl.profiles.assign(process=tl.profiles["file"].map(rank).to_numpy())
+    return Timeline(tl.tree, tl.events, profiles, meta={**tl.meta, "run": info})
+
+
 @register_timeline("cctviz-run")
 def read_run_timeline(path: Path, **kw: object):
     """The timeline of a traced run: its ``timeline/`` trace (``cctviz run
-    --timeline``) or the ``--trace`` folder its run.json names."""
+    --timeline``) or the ``--trace`` folder its run.json names; a JAX run's
+    processes' XPlane files."""
     from . import read_timeline  # the registry: the trace is an OTF2 archive
 
+    jax = _jax_run(path, _run_info(path))
+    if jax is not None:
+        return jax
     candidates = [path / TIMELINE_DIR]
     named = _run_info(path).get("trace")
     if named:
@@ -113,7 +141,13 @@ def read_run_timeline(path: Path, **kw: object):
 
 @register("cctviz-run", _sniff, "cctviz runtime run folder (run.json + rank-N.cctviz)", folder=True)
 def read_run(path: Path) -> Ensemble:
-    """Read a run folder into an Ensemble of ranks (missing or damaged ranks flagged)."""
+    """Read a run folder into an Ensemble of ranks (missing or damaged ranks flagged);
+    a JAX run into its processes' devices and host threads."""
+    jax = _jax_run(path, _run_info(path))
+    if jax is not None:
+        ens = jax.ensemble()
+        ens.meta.update({k: v for k, v in jax.meta.items() if k not in ("units", "aggregation")})
+        return ens
     info, files, world = _run_layout(path)
     return assemble_run(path, info, world, lambda r: read_rank(path, info, files, r))
 

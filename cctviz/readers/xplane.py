@@ -271,7 +271,7 @@ def _device_ops(space: Space) -> tuple[pd.DataFrame, str, int]:
     up = ops["parent"].to_numpy()
     inherit = (up >= 0) & ops["module"].isna().to_numpy()
     for c in ("module", "program"):
-        col = ops[c].to_numpy(dtype=object)
+        col = ops[c].to_numpy(dtype=object, copy=True)
         col[inherit] = col[up[inherit]]
         ops[c] = col
     ops["module"] = ops["module"].fillna("(no module)")
@@ -330,9 +330,10 @@ def _device_tree(ops: pd.DataFrame, kinds: pd.DataFrame) -> tuple[Tree, np.ndarr
         meta={"units": dict(UNITS), "aggregation": dict(AGGREGATION)},
     )  # fmt: skip
     is_op = ops["op"].notna().to_numpy()
-    node = ops["module"].map(m_id).to_numpy(dtype=np.int64)
-    op_node = [o_id[k] for k in zip(ops["module"][is_op], ops["op"][is_op])]
-    node[is_op] = np.asarray(op_node, dtype=np.int64)
+    module_node = ops["module"].map(m_id).to_numpy(dtype=np.float64)
+    table = pd.DataFrame(list(o_id), columns=["module", "op"]).assign(node=list(o_id.values()))
+    op_node = ops[["module", "op"]].merge(table, on=["module", "op"], how="left")["node"]
+    node = np.where(is_op, op_node.to_numpy(dtype=np.float64), module_node).astype(np.int64)
     return tree, new_id[node]
 
 

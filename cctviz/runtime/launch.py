@@ -40,6 +40,10 @@ watch`` then shows how far it is.
 
 On several nodes give ``--out`` a folder every node can write (a shared
 file system): each rank writes its own file there.
+
+A JAX program (its script imports jax and not torch, or ``--jax``) runs under
+:mod:`cctviz.runtime.jaxrun` instead: ``--nproc-per-node`` processes on this
+machine, each traced by ``jax.profiler``, without torch.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ OPTIONS = {
     "--flush": True,
     "--expect-steps": True,
     "--prometheus": True,
+    "--jax": False,
 }
 
 
@@ -258,8 +263,63 @@ def node_rank_of(tokens: list[str]) -> str:
     return _opt(tokens, "--node-rank", "--node_rank") or "0"
 
 
+def jax_command(argv: Sequence[str]) -> tuple[str, list[str], int, Path] | None:
+    """``(script, args, processes, out)`` where ``argv`` runs a JAX program (its
+    script imports jax and not torch, or ``--jax`` is given): those run under
+    :mod:`cctviz.runtime.jaxrun`, without torch. None for any other program.
+
+    >>> jax_command(["--nproc-per-node", "2", "--jax", "--out", "d", "p.py", "-x"])[1:]
+    (['-x'], 2, PosixPath('d'))
+    """
+    from .jaxrun import looks_like_jax
+
+    argv = list(argv)
+    values: dict[str, str] = {}
+    forced, i = False, 0
+    while i < len(argv) and argv[i].startswith("-"):
+        key, eq, val = argv[i].partition("=")
+        if key == "--jax":
+            forced, i = True, i + 1
+            continue
+        takes = OPTIONS.get(key, key in ("--nproc-per-node", "--nproc_per_node", "--nnodes"))
+        if takes and not eq:
+            val = argv[i + 1] if i + 1 < len(argv) else ""
+            i += 1
+        values[key] = val
+        i += 1
+    if i >= len(argv):
+        return None
+    script = argv[i]
+    try:
+        source = Path(script).read_text(errors="replace") if Path(script).is_file() else ""
+    except OSError:
+        source = ""
+    if not forced and not looks_like_jax(source):
+        return None
+    other = sorted(set(values) - {"--out", "--nproc-per-node", "--nproc_per_node", "--nnodes"})
+    if other:
+        raise LaunchError(
+            f"{', '.join(other)}: not for JAX programs (give --nproc-per-node and --out)"
+        )
+    if values.get("--nnodes", "1") != "1":
+        raise LaunchError("a JAX program runs on this machine only: --nnodes must be 1")
+    nproc = _positive(values.get("--nproc-per-node") or values.get("--nproc_per_node") or "1",
+                      "--nproc-per-node needs a positive integer")  # fmt: skip
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(values.get("--out") or f"cctviz-run-{Path(script).stem}-{stamp}")
+    return script, argv[i + 1 :], nproc, out
+
+
 def run(argv: Sequence[str]) -> int:
     """Run ``cctviz run`` with ``argv`` (everything after ``run``); returns the exit code."""
+    jax = jax_command(argv)
+    if jax is not None:
+        from .jaxrun import JaxRunError, run_jax
+
+        try:
+            return run_jax(*jax, argv=argv)
+        except JaxRunError as e:
+            raise LaunchError(str(e)) from None
     import torch
     from torch.distributed import run as torchrun
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
