@@ -22,7 +22,7 @@ from .ops.diff import diff, diff_table
 from .readers import read, read_ensemble, read_timeline
 from .writers import write
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name: str):

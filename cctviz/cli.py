@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CCTVizError
+from .views.kinds import BUILT_IN_VIEWS
 
 
 def _cmd_tree(a: argparse.Namespace) -> int:
@@ -222,6 +223,16 @@ def _make_view(obj: Any, a: argparse.Namespace) -> Any:
         from .views.timeline import TimelineView
 
         return TimelineView(obj)
+    if getattr(a, "view", "cct") == "profiles":
+        from .model.ensemble import Ensemble
+        from .views.profiles import ProfilesView
+
+        if not isinstance(obj, Ensemble):
+            raise CCTVizError(
+                "--view profiles shows profiles side by side: give several PROFILEs, or a "
+                "file or folder of several (ranks, runs)"
+            )
+        return ProfilesView(obj)
     if any(getattr(a, k, None) is not None for k in ("group_by", "diff", "diff_labels")):
         raise CCTVizError("--group-by, --diff and --diff-labels go with --view sankey")
     return _make_cct(obj, a)
@@ -355,7 +366,7 @@ def _cmd_export(a: argparse.Namespace) -> int:
         def read(path, format=None):  # noqa: A001, ARG001
             return read_timeline(path)
 
-    if a.view == "sankey" and len(a.profiles) > 1:
+    if a.view in ("sankey", "profiles") and len(a.profiles) > 1:
         return _export_ensemble(a)
     fmt, pairs = _outputs(a)
     opts = _figure_options(a, fmt)
@@ -375,7 +386,8 @@ def _cmd_export(a: argparse.Namespace) -> int:
 
 
 def _export_ensemble(a: argparse.Namespace) -> int:
-    """``cctviz export --view sankey A B C -o fig.svg``: one figure of the profiles as an ensemble."""
+    """``cctviz export --view sankey|profiles A B C -o fig.svg``: one figure of the
+    profiles as an ensemble."""
     from .errors import CCTVizError
     from .export import FORMATS, save
     from .readers import read_ensemble
@@ -384,7 +396,7 @@ def _export_ensemble(a: argparse.Namespace) -> int:
     fmt = a.format.lower().lstrip(".") if a.format else FORMATS.get(out.suffix.lower())
     if fmt not in FIGURE_FORMATS:
         raise CCTVizError(
-            f"-o {a.output}: with --view sankey, several profiles make one figure: end the"
+            f"-o {a.output}: with --view {a.view}, several profiles make one figure: end the"
             f" name in {', '.join(FORMATS)} or give --format"
         )
     opts = _figure_options(a, fmt)
@@ -426,11 +438,12 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what the view shows")
     g.add_argument(
         "--view",
-        choices=("cct", "sankey", "timeline"),
+        choices=tuple(BUILT_IN_VIEWS),
         default="cct",
         help="the calling-context tree (default), the ensemble Sankey: modules and"
         " how each spreads over the profiles (several PROFILEs make one ensemble),"
-        " or the timeline of a trace (several traces: the ranks of one job)",
+        " the profiles (ranks or runs) as points, or the timeline of a trace"
+        " (several traces: the ranks of one job)",
     )
     g.add_argument(
         "--group-by",

@@ -797,7 +797,7 @@ def _formatted(st: pd.DataFrame) -> pd.DataFrame:
 
 def _renamed(old: str, new: str) -> None:
     warnings.warn(
-        f"Ensemble.{old} is renamed Ensemble.{new}; the old name goes in the next release",
+        f"Ensemble.{old} is renamed Ensemble.{new}; the old name is removed in 0.3.0",
         DeprecationWarning,
         stacklevel=3,
     )

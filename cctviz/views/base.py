@@ -25,6 +25,7 @@ import traitlets
 
 from ..model.nodeset import NodeSet
 from .figure import SavesFigure
+from .kinds import BUILT_IN_VIEWS
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
@@ -36,13 +37,6 @@ CUE_SHARE = 0.01
 #: view kind (the ``_kind`` trait, the export payload's ``kind``) -> its class,
 #: filled as view modules are imported (see :func:`view_kinds`)
 VIEW_KINDS: dict[str, type] = {}
-#: the views cctviz ships: kind -> module (imported on demand: the model needs no bundle)
-BUILT_IN_VIEWS = {
-    "cct": "cctviz.views.cct",
-    "sankey": "cctviz.views.sankey",
-    "profiles": "cctviz.views.profiles",
-    "timeline": "cctviz.views.timeline",
-}
 
 
 def static(name: str) -> pathlib.Path:
@@ -127,7 +121,7 @@ class View(SavesFigure, anywidget.AnyWidget):
         import warnings
 
         warnings.warn(
-            f"{type(self).__name__}.data is renamed .shown; the old name goes in the next release",
+            f"{type(self).__name__}.data is renamed .shown; the old name is removed in 0.3.0",
             DeprecationWarning,
             stacklevel=2,
         )

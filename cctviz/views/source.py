@@ -138,7 +138,13 @@ class MetricSource:
 
     @property
     def default_metric(self) -> str:
-        """``time (inc)`` when there is one, else the first inclusive metric."""
+        """``time (inc)`` when there is one, else the first inclusive metric; a
+        ValueError for data with no metric at all (nothing to size or colour by)."""
+        if not self.metrics:
+            raise ValueError(
+                "nothing to show: the tree has no metric (names only); give it one, "
+                "e.g. Tree.from_parents(parent, name, {'calls': ...})"
+            )
         return self.tree.metric_column(None) if self.tree.exc_metrics else self.metrics[0]
 
     def is_additive(self, name: str) -> bool:

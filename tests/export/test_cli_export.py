@@ -277,6 +277,23 @@ def test_sankey_options_are_checked(tmp_path, capsys):
     assert "COLUMN=A,B" in capsys.readouterr().err
 
 
+def test_export_profiles_view_of_runs_and_the_view_choices(tmp_path, capsys):
+    """--view profiles: several files (runs) make one ensemble and one figure of its
+    profiles; the choices of --view are the views the package ships."""
+    from cctviz.views.kinds import BUILT_IN_VIEWS
+
+    out = tmp_path / "runs.svg"
+    assert main(["export", *map(str, LULESH_RUNS), "-o", str(out), "--view", "profiles"]) == 0
+    texts = " ".join(svg_texts(out.read_text(encoding="utf-8")))
+    assert "PC1" in texts and "of variance" in texts
+    assert main(["export", str(HATCHET_JSON), "-o", str(out), "--view", "profiles"]) != 0
+    assert "give several PROFILEs" in one_error_line(capsys)
+    with pytest.raises(SystemExit):
+        main(["export", str(HATCHET_JSON), "-o", str(out), "--view", "nope"])
+    said = capsys.readouterr().err
+    assert all(f"'{kind}'" in said for kind in BUILT_IN_VIEWS), said
+
+
 def test_export_width_natural(tmp_path):
     """``--width natural``: the content's own width (the default is 7 in)."""
     out = tmp_path / "fig.svg"

@@ -153,6 +153,9 @@ def test_the_wheel_ships_the_examples_and_reads_them(sdist, tmp_path):
     assert "cctviz/examples/__init__.py" in want
     assert any(n.endswith("/LICENSE") for n in want)
     assert not [n for n in want if n not in names], "examples missing from the wheel"
+    # the project's licence in the dist-info, the font's beside the font
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), sorted(names)[-8:]
+    assert "cctviz/fonts/LICENSE" in names
     with tarfile.open(sdist) as tar:
         in_sdist = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     assert not [n for n in want if n not in in_sdist], "examples missing from the sdist"

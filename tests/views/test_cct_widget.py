@@ -332,3 +332,14 @@ def test_selected_match_shows_however_many_matches_there_are():
         view.selection = [int(want)]
         assert int(want) in set(view.visible["id"]), want
         assert len(view.visible) <= 200
+
+
+def test_a_tree_of_names_only_is_refused_by_the_views_saying_why():
+    """A tree without any metric has nothing to size or colour by: every view
+    says so (a ValueError), not an IndexError from inside."""
+    names_only = cctviz.Tree.from_parents([-1, 0], ["main", "solve"])
+    ranks = cctviz.Ensemble.from_trees([names_only, names_only])
+    for view, data in ((cctviz.CCTView, names_only), (cctviz.CCTView, ranks),
+                       (cctviz.ProfilesView, ranks), (cctviz.SankeyView, ranks)):  # fmt: skip
+        with pytest.raises(ValueError, match="has no metric|needs an additive"):
+            view(data)
