@@ -73,7 +73,7 @@ VIOLATIONS = {
     ),
     "a reader imports the runtime": (
         "readers/cctviz_run.py",
-        "from ..runtime.profiler import update_run_file",
+        "from ..runtime.runfolder import update_run_file",
         "cctviz.readers is not allowed to import cctviz.runtime",
     ),
     "a reader imports a writer": (

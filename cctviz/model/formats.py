@@ -73,6 +73,14 @@ EXTENSION = ".cctviz"
 
 # ---- the run folder
 RUN_FILE = "run.json"
+#: the folder of a run that holds its trace (``cctviz run --timeline``;
+#: ``cctviz.read_timeline(run)`` reads it)
+TIMELINE_DIR = "timeline"
+#: what a workflow's launcher tells each process of a component (cctviz.runtime.workflow):
+#: the component's name, the first rank of its processes in the workflow, the workflow's size
+ENV_COMPONENT = "CCTVIZ_COMPONENT"
+ENV_RANK_OFFSET = "CCTVIZ_RANK_OFFSET"
+ENV_WORKFLOW_SIZE = "CCTVIZ_WORKFLOW_SIZE"
 #: the folder of a run of a JAX program (``cctviz run``) that holds each process's XPlane file
 XPLANE_DIR = "xplane"
 #: the rank files of a run folder, as a glob pattern (:func:`rank_of` tells exactly)

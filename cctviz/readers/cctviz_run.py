@@ -34,6 +34,7 @@ from ..model.formats import (
     RANK_GLOB,
     RUN_FILE,
     STATE_FACTS,
+    TIMELINE_DIR,
     TIMELINE_FACTS,
     XPLANE_DIR,
     rank_file,
@@ -86,10 +87,6 @@ def _run_info(path: Path) -> dict:
         )
         return {}
     return info if isinstance(info, dict) else {}
-
-
-#: where ``cctviz run --timeline`` (``cctviz.profile(timeline=True)``) traces a run
-TIMELINE_DIR = "timeline"
 
 
 def _jax_run(path: Path, info: dict) -> Any:

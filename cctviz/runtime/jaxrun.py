@@ -79,7 +79,7 @@ def run_jax(
 ) -> int:
     """Start ``nproc`` profiled processes of ``script`` and wait for them; the
     exit code is the job's (the first failing process's, else 0)."""
-    from .profiler import update_run_file
+    from .runfolder import update_run_file
 
     if not Path(script).is_file():
         raise JaxRunError(f"{script}: no such script")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime as _dt
-import json
 import logging
 import os
 import platform
@@ -34,16 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from ..model.formats import (
+    ENV_COMPONENT,
+    ENV_RANK_OFFSET,
+    ENV_WORKFLOW_SIZE,
     LAUNCHER_KEEPS,
     OPTIMIZER_FACTS,
-    RUN_FILE,
     STATE_FACTS,
-    merge_run_facts,
+    TIMELINE_DIR,
     rank0_facts,
     rank_file,
 )
 from .live import DEFAULT_FLUSH, LiveWriter
 from .recorder import Recorder
+from .runfolder import update_run_file
 from .trace import DEFAULT_LIMIT, check_limit
 
 log = logging.getLogger("cctviz.runtime")
@@ -89,23 +91,6 @@ def _launcher_int(names: tuple[str, ...], default: int) -> int:
         if v is not None:
             return v
     return default
-
-
-def update_run_file(
-    out: str | os.PathLike, facts: Mapping[str, Any], keep: tuple[str, ...] = ()
-) -> None:
-    """Merge ``facts`` into ``out/run.json`` (written atomically); ``keep`` keys already there stay."""
-    p = Path(out) / RUN_FILE
-    data: dict[str, Any] = {}
-    if p.exists():
-        try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError):
-            data = {}
-    data = merge_run_facts(data, facts, keep)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, p)
 
 
 class Profiler:
@@ -213,8 +198,6 @@ class Profiler:
         self.cuda = cuda
         self.meta = dict(meta or {})
         if trace is None and timeline:
-            from .launch import TIMELINE_DIR
-
             trace = self.out / TIMELINE_DIR
         self.trace = Path(trace) if trace is not None else None
         self.timeline_limit = check_limit(timeline_limit)
@@ -542,7 +525,6 @@ class Profiler:
             "pid": os.getpid(),
             "strategy": facts.get("strategy", "none"),
         }
-        from .workflow import ENV_COMPONENT, ENV_RANK_OFFSET, ENV_WORKFLOW_SIZE
 
         component = os.environ.get(ENV_COMPONENT)
         if component:  # a workflow's process: numbered across the workflow

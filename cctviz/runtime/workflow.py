@@ -65,14 +65,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model.formats import ENV_COMPONENT, ENV_RANK_OFFSET, ENV_WORKFLOW_SIZE, TIMELINE_DIR
 from .launch import LaunchError
 from .live import DEFAULT_FLUSH, parse_flush
 
-#: environment variables the workflow launcher gives every process (the
-#: profiler reads them: profile numbering and the ``component`` column)
-ENV_COMPONENT = "CCTVIZ_COMPONENT"
-ENV_RANK_OFFSET = "CCTVIZ_RANK_OFFSET"
-ENV_WORKFLOW_SIZE = "CCTVIZ_WORKFLOW_SIZE"
 #: samples a second of each process (CPU, memory, I/O: :mod:`cctviz.runtime.sampler`)
 SAMPLE_HZ = 10.0
 #: seconds the others keep running after a component failed
@@ -286,7 +282,7 @@ def run_workflow(
         extra += ["--trace", str(trace), "--timeline-limit", str(limit)]
     out.mkdir(parents=True, exist_ok=True)
     commands = _commands(components, out, mode, extra)  # a LaunchError before anything runs
-    from .profiler import update_run_file
+    from .runfolder import update_run_file
 
     total = sum(c.processes for c in components)
     update_run_file(
@@ -411,7 +407,7 @@ def workflow_main(argv: Sequence[str]) -> int:
     out = a.out or f"cctviz-run-{Path(a.workflow).stem}-{stamp}"
     if a.sample_hz < 0:
         raise LaunchError(f"--sample-hz must be >= 0 (0: no sampler), not {a.sample_hz}")
-    from .launch import TIMELINE_DIR, parse_limit
+    from .launch import parse_limit
 
     try:
         flush = parse_flush(a.flush)

@@ -9,7 +9,7 @@ import pytest
 
 import cctviz
 from cctviz.model import formats as F
-from cctviz.runtime.profiler import update_run_file
+from cctviz.runtime.runfolder import update_run_file
 
 
 @pytest.mark.parametrize("rank", [0, 7, 12345, 123456])
