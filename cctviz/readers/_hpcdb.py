@@ -200,6 +200,18 @@ ENCLOSED, CALL, INLINED = 0, 1, 2
 # scope types (meta.db Performance Metrics section)
 SCOPE_CUSTOM, SCOPE_POINT, SCOPE_EXECUTION, SCOPE_TRANSITIVE = 0, 1, 2, 3
 COMBINE = {0: "sum", 1: "min", 2: "max"}
+#: szMetric of the meta.db written by HPCToolkit's development builds of January
+#: to June 2022 (version 4.0 too; the released format's is 32)
+PRERELEASE_SZ_METRIC = 0x18
+#: szProfile of the same builds' profile.db (no flags; the released format's is 44)
+PRERELEASE_SZ_PROFILE = 0x28
+#: the propagation scope types of the released format, by the names the
+#: pre-release format gives its scopes (custom: 0)
+PRERELEASE_SCOPE_TYPES = {"point": 1, "execution": 2, "function": 3}
+#: the entry point a pre-release top context stands for, by its function's name
+PRERELEASE_ENTRIES = {"<program root>": 1, "<thread root>": 2}
+#: the entry points' names (the released format's strings for them)
+ENTRY_NAMES = {0: "unknown entry", 1: "main thread", 2: "application thread"}
 
 
 class MetaDb(DbFile):
@@ -239,6 +251,11 @@ class MetaDb(DbFile):
     def _metrics(self) -> None:
         where = "Metrics section"
         span = self.span("Metrics")
+        early = self.header("Metrics", [("szM", "u1", 0xC)], 0xF)
+        self.prerelease = int(early["szM"]) == PRERELEASE_SZ_METRIC
+        if self.prerelease:
+            self._metrics_prerelease(where, span)
+            return
         h = self.header(
             "Metrics",
             [
@@ -324,6 +341,56 @@ class MetaDb(DbFile):
                 summaries.append((self.scopes[sidx[ps]]["name"], f, COMBINE.get(c), mid))
             self.metrics.append({"name": name, "scopes": scopes_of, "summaries": summaries})
 
+    def _metrics_prerelease(self, where: str, span: tuple[int, int]) -> None:
+        """The Metrics section of HPCToolkit's development builds of January to
+        June 2022 (meta.db 4.0 too, told apart by szMetric = 24): a metric's scopes
+        are nested in it ({pName, nScopes, pScopes}), each scope names itself and
+        holds its summaries ({pScope: its name, nSummaries, propMetricId,
+        pSummaries}; a summary {pFormula, combine, statMetricId}); the scopes' types
+        come from their names (point, function, execution; any other is custom)."""
+        h = self.header(
+            "Metrics",
+            [("p", "<u8", 0), ("n", "<u4", 8), ("szM", "u1", 0xC), ("szS", "u1", 0xD),
+             ("szSS", "u1", 0xE)],
+            0xF,
+        )  # fmt: skip
+        szS = self.stride(h["szS"], 0x18, "szScope", where)
+        szSS = self.stride(h["szSS"], 0x0C, "szSummary", where)
+        mds = self.records(
+            h["p"], h["n"], _dt([("name", "<u8", 0), ("nS", "<u2", 8), ("pS", "<u8", 0x10)], 0x18),
+            f"{where}, metric descriptions", span, 8,
+        )  # fmt: skip
+        names = self.strings(mds["name"], span, f"{where}, metric names")
+        dt_scope = _dt(
+            [("name", "<u8", 0), ("nSum", "<u2", 8), ("id", "<u2", 0xA), ("pSum", "<u8", 0x10)], szS
+        )
+        dt_sum = _dt([("formula", "<u8", 0), ("combine", "u1", 8), ("id", "<u2", 0xA)], szSS)
+        self.scopes, index = [], {}
+        self.metrics = []
+        seen: set[int] = set()
+        for k, name in enumerate(names):  # a loop per metric and scope (a handful)
+            w = f"{where}, metric {name!r}"
+            scopes = self.records(mds["pS"][k], mds["nS"][k], dt_scope, w, span, 8)
+            scope_names = self.strings(scopes["name"], span, w)
+            scopes_of: dict[str, tuple[int, int]] = {}
+            summaries = []
+            for sname, mid, p_sum, n_sum in zip(
+                scope_names, scopes["id"].tolist(), scopes["pSum"], scopes["nSum"]
+            ):
+                if sname not in index:
+                    index[sname] = len(self.scopes)
+                    self.scopes.append({"name": sname, "type": PRERELEASE_SCOPE_TYPES.get(sname, 0),
+                                        "bit": 0})  # fmt: skip
+                if mid in seen:
+                    raise self.error(f"metric id {mid} is used twice", w)
+                seen.add(mid)
+                scopes_of[sname] = (self.scopes[index[sname]]["type"], mid)
+                sums = self.records(p_sum, n_sum, dt_sum, w, span, 8)
+                formulas = self.strings(sums["formula"], span, w)
+                for f, c, sid in zip(formulas, sums["combine"].tolist(), sums["id"].tolist()):
+                    summaries.append((sname, f, COMBINE.get(c), sid))
+            self.metrics.append({"name": name, "scopes": scopes_of, "summaries": summaries})
+
     def _modules_files_functions(self) -> None:
         strings = self.span("Strings")
         hdr = [("p", "<u8", 0), ("n", "<u4", 8), ("sz", "<u2", 0xC)]
@@ -389,25 +456,20 @@ class MetaDb(DbFile):
         """
         w = "Context section"
         lo, hi = self.span("Context")
-        h = self.header("Context", [("p", "<u8", 0), ("n", "<u2", 8), ("sz", "u1", 0xA)], 0xB)
-        sz = self.stride(h["sz"], 0x20, "szEntryPoint", w)
-        entries = self.records(
-            h["p"],
-            h["n"],
-            _dt(
-                [
-                    ("szC", "<u8", 0),
-                    ("pC", "<u8", 8),
-                    ("id", "<u4", 0x10),
-                    ("entry", "<u2", 0x14),
-                    ("name", "<u8", 0x18),
-                ],
-                sz,
-            ),
-            f"{w}, entry points",
-            (lo, hi),
-            8,
-        )
+        fields = [("szC", "<u8", 0), ("pC", "<u8", 8), ("id", "<u4", 0x10), ("entry", "<u2", 0x14),
+                  ("name", "<u8", 0x18)]  # fmt: skip
+        entry_names = None
+        if self.prerelease:  # the top contexts' array {szRoots, pRoots}: one entry point
+            h = self.header("Context", [("sz", "<u8", 0), ("p", "<u8", 8)], 0x10)
+            entries = np.zeros(1, dtype=_dt(fields, 0x20))
+            entries["szC"], entries["pC"] = h["sz"], h["p"]
+            entries["entry"], entry_names = 1, ["main thread"]
+        else:
+            h = self.header("Context", [("p", "<u8", 0), ("n", "<u2", 8), ("sz", "u1", 0xA)], 0xB)
+            sz = self.stride(h["sz"], 0x20, "szEntryPoint", w)
+            entries = self.records(
+                h["p"], h["n"], _dt(fields, sz), f"{w}, entry points", (lo, hi), 8
+            )  # fmt: skip
         strings = self.span("Strings")
         words = np.frombuffer(self.buf, dtype="<u8", count=self.size // 8)
         cols: dict[str, list[np.ndarray]] = {
@@ -434,21 +496,25 @@ class MetaDb(DbFile):
         for k in ("relation", "lexical", "function", "file", "line", "module", "propagation"):
             cols[k].append(np.full(ne, -1, dtype=np.int64))
         cols["offset"].append(np.zeros(ne, dtype=np.uint64))
-        names.extend(self.strings(entries["name"], strings, f"{w}, entry point names"))
+        names.extend(
+            entry_names or self.strings(entries["name"], strings, f"{w}, entry point names")
+        )
         # open child arrays: cursor, end, parent row
         cur, end, par = self._child_arrays(entries["pC"], entries["szC"], np.arange(ne), lo, hi, w)
         n = ne
-        limit = (hi - lo) // 0x20 + ne  # a context takes at least 32 bytes: more means a cycle
+        # a context's fixed part: the pre-release format has no propagation word
+        fixed = 0x18 if self.prerelease else 0x20
+        limit = (hi - lo) // fixed + ne  # more contexts than fit means a cycle
         while cur.size:
-            if (cur + 0x20 > end).any():
-                k = int(np.flatnonzero(cur + 0x20 > end)[0])
+            if (cur + fixed > end).any():
+                k = int(np.flatnonzero(cur + fixed > end)[0])
                 raise self.error(
                     f"a context at {cur[k]} runs past the end of its child array ({end[k]})", w
                 )
             q = cur // 8
             w2 = words[q + 2]
             nflex = (w2 >> np.uint64(56)).astype(np.int64)
-            nxt = cur + 0x20 + 8 * nflex
+            nxt = cur + fixed + 8 * nflex
             if (nxt > end).any():
                 k = int(np.flatnonzero(nxt > end)[0])
                 raise self.error(
@@ -464,7 +530,7 @@ class MetaDb(DbFile):
                 raise self.error(
                     f"the context at {cur[k]} has flags {flags[k]:#x} but {nflex[k]} flex words", w
                 )
-            flex = q + 4
+            flex = q + fixed // 8
             iw_file = flex + has_f
             iw_mod = flex + has_f + 2 * has_s
             m = cur.size
@@ -503,7 +569,10 @@ class MetaDb(DbFile):
                 )
             )
             cols["offset"].append(off.astype(np.uint64))
-            cols["propagation"].append((words[q + 3] & np.uint64(0xFFFF)).astype(np.int64))
+            propagation = (
+                words[q + 3] & np.uint64(0xFFFF) if not self.prerelease else np.zeros(m, np.uint64)
+            )
+            cols["propagation"].append(propagation.astype(np.int64))
             names.extend([None] * m)
             n += m
             if n > limit:
@@ -515,10 +584,32 @@ class MetaDb(DbFile):
             par = np.concatenate([par[more], p2])
         self.contexts = {k: np.concatenate(v) for k, v in cols.items()}
         self.contexts["name"] = np.asarray(names, dtype=object)
+        if self.prerelease:
+            self._prerelease_entries()
         ids = self.contexts["ctx_id"]
-        if ids.size and (ids.min() < 1 or np.unique(ids).size != ids.size):
-            what = "a context id is 0" if ids.min() < 1 else "context ids are not unique"
+        low = 0 if self.prerelease else 1  # the pre-release's entry point is the root, id 0
+        if ids.size and (ids.min() < low or np.unique(ids).size != ids.size):
+            what = "a context id is 0" if ids.min() < low else "context ids are not unique"
             raise self.error(what, w)
+
+    def _prerelease_entries(self) -> None:
+        """The pre-release format's top contexts as the released format's entry
+        points: ``<program root>`` is the main thread's, ``<thread root>`` an
+        application thread's, any other (partial call paths) unknown; the root that
+        held them (context 0, the whole program) goes."""
+        c = self.contexts
+        top = c["parent"] == 0
+        fn = c["function"][top]
+        fname = np.where(fn >= 0, self.functions["name"][np.maximum(fn, 0)], None)
+        kind = np.asarray([PRERELEASE_ENTRIES.get(n, 0) for n in fname], dtype=np.int64)
+        c["entry"][top] = kind
+        c["name"][top] = np.asarray([ENTRY_NAMES[k] for k in kind], dtype=object)
+        for k in ("function", "file", "line", "module", "relation", "lexical"):
+            c[k][top] = -1
+        keep = np.arange(1, c["parent"].size)  # row 0: the synthetic root
+        parent = c["parent"][keep]
+        self.contexts = {k: v[keep] for k, v in c.items()}
+        self.contexts["parent"] = np.where(parent > 0, parent - 1, -1)
 
     def _child_arrays(
         self, p: np.ndarray, sz: np.ndarray, rows: np.ndarray, lo: int, hi: int, w: str
@@ -556,18 +647,20 @@ class ProfileDb(DbFile):
         super().__init__(path, b"prof", b"_prof.db", PROFILE_SECTIONS)
         w = "ProfileInfos section"
         h = self.header("ProfileInfos", [("p", "<u8", 0), ("n", "<u4", 8), ("sz", "u1", 0xC)], 0xD)
-        sz = self.stride(h["sz"], 0x2C, "szProfile", w)
-        self.info = self.records(
-            h["p"],
-            h["n"],
-            _dt(PSVB + [("pIdTuple", "<u8", 0x20), ("flags", "<u4", 0x28)], sz),
-            w,
-            self.span("ProfileInfos"),
-            8,
+        # the pre-release format (HPCToolkit's builds of early 2022) has no flags: a
+        # profile without an identifier tuple is the summary
+        prerelease = int(h["sz"]) == PRERELEASE_SZ_PROFILE
+        sz = self.stride(h["sz"], PRERELEASE_SZ_PROFILE if prerelease else 0x2C, "szProfile", w)
+        fields = (
+            PSVB + [("pIdTuple", "<u8", 0x20)] + ([] if prerelease else [("flags", "<u4", 0x28)])
         )
+        self.info = self.records(h["p"], h["n"], _dt(fields, sz), w, self.span("ProfileInfos"), 8)
         if len(self.info) == 0:
             raise self.error("no profiles (not even the summary profile)", w)
-        self.is_summary = (self.info["flags"] & 1).astype(bool)
+        if prerelease:
+            self.is_summary = self.info["pIdTuple"] == 0
+        else:
+            self.is_summary = (self.info["flags"] & 1).astype(bool)
         if not self.is_summary[0]:
             raise self.error("the first profile is not the summary profile", w)
         self.id_tuples = self._id_tuples()

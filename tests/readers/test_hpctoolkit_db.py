@@ -296,3 +296,39 @@ def test_fuzz(tmp_path):
     stats = fuzz_sample(DB, "hpctoolkit-db", tmp_path, n=150, target="[mpc]*.db")
     assert stats["truncate:error"] == 30
     assert sum(v for k, v in stats.items() if k.endswith(":error")) > 60
+
+
+# ---------------------------------------- the pre-release layout (early 2022 builds)
+PRERELEASE = Path(__file__).resolve().parents[1] / "data" / "hpctoolkit-prerelease"
+
+
+def test_a_prerelease_database_reads_as_hpcviewer_s_tests_expect():
+    """loop-inline from hpcviewer's own test resources (meta.db 4.0 with szMetric
+    24): what hpcviewer's DataSummaryTest asserts of it holds here: one profile
+    whose node id is 0x7f0101, the whole program's cycles above 1.25e10, and
+    context 3's inclusive cycles above 1.25281e10."""
+    ens = cctviz.read(PRERELEASE / "loop-inline")
+    assert ens.meta["hpctoolkit_db_prerelease"] and ens.meta["hpctoolkit_db_version"] == "4.0"
+    assert ens.n_profiles == 1 and int(ens.profiles["node"].iloc[0]) == 0x7F0101
+    assert ens.meta["summary"]["cycles (inc)"]["sum"] > 1.25e10
+    ctx3 = int(np.flatnonzero(ens.tree.nodes["ctx_id"].to_numpy() == 3)[0])
+    assert ens.values("cycles (inc)")[ctx3, 0] > 1.25281e10
+    # the top context is the main thread's entry point, as the released format names it
+    assert ens.tree.path(ctx3)[0] == "main thread"
+
+
+def test_a_prerelease_database_of_threads_adds_up_to_its_summary():
+    """multithread: a main thread and application threads, two metrics; over the
+    profiles, the entry points' inclusive values add up to the file's own summary
+    profile (context 0, the whole program)."""
+    ens = cctviz.read(PRERELEASE / "multithread")
+    tops = ens.tree.nodes["parent"].to_numpy() < 0
+    assert {"application thread", "main thread"} <= set(ens.tree.nodes["name"][tops])
+    for metric in ("cycles", "instructions"):
+        got = ens.values(f"{metric} (inc)")[tops].sum()
+        assert got == pytest.approx(ens.meta["summary"][f"{metric} (inc)"]["sum"], rel=1e-9)
+
+
+@pytest.mark.slow
+def test_fuzzed_prerelease_databases_are_read_or_refused(tmp_path):
+    fuzz_sample(PRERELEASE / "loop-inline", "hpctoolkit-db", tmp_path, n=100, target="[mp]*.db")
