@@ -139,7 +139,7 @@ def check_run(name: str, out: Path, nproc: int, traced: bool) -> None:
             from cctviz.perfmodel.compare import annotate
 
             pred = annotate(out).memory["bytes"]["total"]
-            check(  # within 2x either way (a known gap: NOTES.md)
+            check(  # within 2x either way (a known gap: docs/known-issues.md)
                 f"{name}: perfmodel memory against the measured peak",
                 bool(0.5 <= peak.max() / pred <= 2.0),
                 f"predicted {pred / 2**20:.1f} MiB (model states + activations), measured "

@@ -39,7 +39,7 @@ if setup_side_env .venv-newest && run_core_suite .venv-newest; then
   echo "   newest releases: core suite green"
 else
   echo "!! NEWEST RELEASES: the core suite fails (or would not install) with today's releases;"
-  echo "!! see above, fix it, and say so in NOTES.md. The pinned run below decides CI."
+  echo "!! see above, fix it, and say so in docs/known-issues.md. The pinned run below decides CI."
 fi
 
 echo "== Python tests (unit, property, doctests, notebooks, browser, torch) in the pinned .venv"

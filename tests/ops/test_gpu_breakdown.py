@@ -6,7 +6,7 @@ held against Holistic Trace Analysis on the same files.
 - HTA's `get_temporal_breakdown` and `get_comm_comp_overlap` agree within 1% of the
   kernel time and 1 percentage point: HTA's breakdown leaves out part of the trace
   (its docstring: the last profiler iteration) and keeps whole microseconds where
-  a trace has nanoseconds (NOTES.md gives the measured differences).
+  a trace has nanoseconds (docs/known-issues.md gives the measured differences).
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def test_the_ranks_of_a_job_make_one_timeline_and_their_calls_pair_up():
     pairs = inst[inst["ranks"] == 2]
     # 7 calls of a context fall in both sampled windows, but the all-reduces were
     # sampled (4 per rank, 2 of them the same calls): by order alone 2 were paired
-    # with a call 98 and 209 ms away (NOTES.md); aligned, those stay unpaired
+    # with a call 98 and 209 ms away (docs/known-issues.md); aligned, those stay unpaired
     assert pairs["instance"].nunique() == 5
     assert set(inst.loc[inst["collective"] == "c10d::allreduce_", "matched"]) == {"aligned"}
     assert "seq" not in tl.events.columns  # these traces record no sequence number

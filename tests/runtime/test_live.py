@@ -275,7 +275,7 @@ def test_a_regression_of_every_rank_is_alerted_within_2_s(tmp_path):
     times = (w.by_step()["time [s]"] * 1e3).round().astype(int)
     steps_ms = " ".join(f"{k}:{v}" for k, v in times.items())
     # one regression, first; a straggler alert may follow where the loaded machine
-    # kept one rank late at the collectives for steps (CI saw one; NOTES.md)
+    # kept one rank late at the collectives for steps (CI saw one; docs/known-issues.md)
     kinds = list(alerts["kind"])
     assert kinds[:1] == ["regression"] and set(kinds[1:]) <= {"straggler"}, (
         f"{alerts[['kind', 'rank', 'step', 'message']]}\nstep:ms {steps_ms}"

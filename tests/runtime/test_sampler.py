@@ -181,7 +181,7 @@ def test_samples_are_counter_tracks_of_the_timeline(tmp_path):
     samples as counter tracks on the trace's clock, a rate over the interval it
     measures: CPU near a core inside the busy region, near none in the sleep. (The
     busy region is 1 s: while a pure-Python loop holds the GIL the sampler's 20 Hz
-    can fall to 10 Hz here, each of its reads waiting for the GIL; NOTES.md.)"""
+    can fall to 10 Hz here, each of its reads waiting for the GIL; docs/known-issues.md.)"""
     with cctviz.profile(out=tmp_path, timeline=True, sample_hz=20):
         with cctviz.region("busy"):
             direct = spin(1.0)
