@@ -297,8 +297,8 @@ def _collective_of(
                          None if kind is None else ins.group_size or n_devices,
                          np.nan if ins.nbytes is None else ins.nbytes))  # fmt: skip
         elif _COLLECTIVE_NAME.match(op):
-            base = re.split(r"[-.]", op.replace("-", "_", 0))[0]
-            kind = _NAME_KINDS.get(base) or op.split(".")[0].replace("-", "_")
+            base = op.split(".")[0].replace("-", "_")  # psum.7 -> psum, all-reduce -> all_reduce
+            kind = _NAME_KINDS.get(base, base)
             rows.append((module, program, op, "comm", kind, n_devices, np.nan))
             no_hlo += 1
         else:

@@ -245,3 +245,36 @@ def test_a_multi_process_jax_job_reads_as_one_timeline(tmp_path):
     assert (inst.groupby("instance")["rank"].nunique() == 2).all()
     assert (inst["bytes"] == 4 * n * n).all()
     assert sorted(set(inst["step"])) == [0, 1, 2]
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def test_collectives_without_their_hlo_are_named_and_said(tmp_path):
+    """The committed CPU trace without its /host:metadata plane (the modules' HLO,
+    as in a file whose programs were compiled before the trace began): the
+    collectives are still kind comm, named by their ops, without bytes, and a
+    warning says how to get the bytes."""
+    from cctviz.readers._protobuf import fields
+
+    kept = b""
+    for number, _, value in fields(CPU.read_bytes()):
+        if number == 1 and b"/host:metadata" in bytes(value)[:64]:
+            continue
+        kept += _varint(number << 3 | 2) + _varint(len(value)) + bytes(value)
+    path = tmp_path / "no-hlo.xplane.pb"
+    path.write_bytes(kept)
+    with pytest.warns(UserWarning, match="without their module's HLO"):
+        ens = cctviz.read(path)
+    comm = ens.tree.nodes["kind"].to_numpy() == "comm"
+    assert set(ens.tree.nodes["collective"][comm]) == set(BYTES)
+    assert (
+        np.isnan(ens.values("comm_bytes")[comm]).all() or not ens.values("comm_bytes")[comm].any()
+    )
+    assert ens.meta["xplane"]["collectives_without_bytes"] == len(BYTES)
