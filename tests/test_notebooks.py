@@ -62,8 +62,10 @@ NEEDS = {
     "ipywidgets": None,
     "pandas": None,
     "numpy": None,
+    "jax": "jax[cpu]",  # 03-readers profiles a JAX program
 }
-STDLIB = {"glob", "json", "pathlib", "re", "tempfile", "os", "sys", "math", "subprocess"}
+STDLIB = {"glob", "json", "pathlib", "re", "tempfile", "os", "sys", "math", "subprocess",
+          "functools", "textwrap"}  # fmt: skip
 
 
 def test_notebooks_need_only_what_the_readme_commands_install():
