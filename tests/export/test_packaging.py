@@ -177,6 +177,12 @@ def test_the_wheel_ships_the_examples_and_reads_them(sdist, tmp_path):
         "    if not e.sample(name).needs:\n"
         "        cctviz.read(e.path(name))\n"
         "print(len(e.available()), 'samples')\n"
+        # a figure for a paper from the installed wheel alone: no node, no browser
+        "from cctviz.export import save\n"
+        "save(cctviz.CCTView(cctviz.read(e.path('kripke-hpctoolkit'))), 'fig.svg')\n"
+        "svg = open('fig.svg', encoding='utf-8').read()\n"
+        "assert svg.lstrip().startswith('<svg') or '<svg' in svg[:400], svg[:200]\n"
+        "print('exported', len(svg), 'bytes')\n"
     ).replace("SITE", repr(str(site)))
     run = subprocess.run(
         [sys.executable, "-c", check],
@@ -189,3 +195,4 @@ def test_the_wheel_ships_the_examples_and_reads_them(sdist, tmp_path):
     from cctviz import examples
 
     assert f"{len(examples.SAMPLES)} samples" in run.stdout
+    assert "exported" in run.stdout and not shutil.which("node", path=env["PATH"])
