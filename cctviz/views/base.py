@@ -84,6 +84,29 @@ def profile_ids(value: Any, n_profiles: int | None, what: str = "selected_profil
     return ids.tolist()
 
 
+class ProfileIds(traitlets.List):
+    """The trait of a view's selected profiles (ranks, runs): any id or ids given
+    become the sorted unique ids, checked by :func:`profile_ids` against the view's
+    ``profile_count`` (None: a view of one Tree, which has no profiles to select).
+    Every view declares ``selected_profiles = ProfileIds()``, so a selection means
+    the same in each.
+
+    >>> import traitlets
+    >>> class V(traitlets.HasTraits):
+    ...     profile_count = 4
+    ...     selected_profiles = ProfileIds()
+    >>> V(selected_profiles=[3, 1, 3]).selected_profiles
+    [1, 3]
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(traitlets.Int(), **kwargs)
+        self.tag(sync=True)
+
+    def validate(self, obj: Any, value: Any) -> list[int]:
+        return profile_ids(value, obj.profile_count)
+
+
 def share_space(widget: Any) -> None:
     """Views side by side in an ``HBox`` share its width (each would otherwise
     keep its content's width and squeeze the next one to a sliver); a layout

@@ -33,7 +33,16 @@ from ..model.nodeset import NodeSet
 from ..model.timeline import Timeline
 from ..model.tree import Tree, base_metric
 from ..ops.transform import OTHER
-from .base import CUE_SHARE, View, f32, i32, ids_json, profile_ids, register_view, share_space
+from .base import (
+    CUE_SHARE,
+    ProfileIds,
+    View,
+    f32,
+    i32,
+    ids_json,
+    register_view,
+    share_space,
+)
 from .lod import HAS_CHILDREN, LevelOfDetail, ancestors_closure, level_of_detail, other_values
 from .source import MetricSource, split_metric, waits_payload
 
@@ -113,7 +122,7 @@ class CCTView(View):
     chart = traitlets.Enum(["tree", "icicle"], "tree").tag(sync=True)
     search = traitlets.Unicode("").tag(sync=True)
     max_nodes = traitlets.Int(2000).tag(sync=True)
-    selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
+    selected_profiles = ProfileIds()
     metrics = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     _data = traitlets.Dict().tag(sync=True)
 
@@ -339,10 +348,11 @@ class CCTView(View):
             self._check_metric(v)
         return v
 
-    @traitlets.validate("selected_profiles")
-    def _v_profiles(self, proposal: dict) -> list[int]:
+    @property
+    def profile_count(self) -> int | None:
+        """How many profiles the view can select among (None: a view of one Tree)."""
         whole = self._src.whole
-        return profile_ids(proposal["value"], None if whole is None else whole.n_profiles)
+        return None if whole is None else whole.n_profiles
 
     @traitlets.observe("selected_profiles")
     def _on_profiles(self, change: dict) -> None:

@@ -39,7 +39,7 @@ from ..model import units as _units
 from ..model.ensemble import BaseEnsemble, Ensemble
 from ..model.tables import with_units
 from ..ops.projection import kmeans, mds, pca, profile_matrix
-from .base import View, f32, i32, profile_ids, register_view, share_space
+from .base import ProfileIds, View, f32, i32, register_view, share_space
 from .source import MetricSource
 
 #: colour options that are no column: k-means clusters, or none
@@ -105,7 +105,7 @@ class ProfilesView(View):
     color_by = traitlets.Unicode("").tag(sync=True)
     clusters = traitlets.Int(3).tag(sync=True)
     columns = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
-    selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
+    selected_profiles = ProfileIds()
     _data = traitlets.Dict().tag(sync=True)
 
     #: traits that make up a view's state (see :attr:`state`)
@@ -306,9 +306,10 @@ class ProfilesView(View):
             raise traitlets.TraitError("clusters must be at least 1")
         return proposal["value"]
 
-    @traitlets.validate("selected_profiles")
-    def _v_selected(self, proposal: dict) -> list[int]:
-        return profile_ids(proposal["value"], self._ens.n_profiles)
+    @property
+    def profile_count(self) -> int | None:
+        """How many profiles the view can select among: the ensemble's."""
+        return self._ens.n_profiles
 
     # ------------------------------------------------------------ data
     @traitlets.observe("x", "y", "projection", "color_by", "clusters")

@@ -44,7 +44,16 @@ from ..model.timeline import Timeline
 from ..model.tree import Tree
 from ..ops.collectives import wait_causes
 from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
-from .base import CUE_SHARE, View, f32, i32, ids_json, profile_ids, register_view, share_space
+from .base import (
+    CUE_SHARE,
+    ProfileIds,
+    View,
+    f32,
+    i32,
+    ids_json,
+    register_view,
+    share_space,
+)
 from .source import MetricSource, waits_payload
 
 #: the columns of :attr:`SankeyView.nodes` in the metric's unit
@@ -183,7 +192,7 @@ class SankeyView(View):
     group_by = traitlets.Unicode("", read_only=True).tag(sync=True)
     selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
     selected_groups = traitlets.List(traitlets.Int()).tag(sync=True)
-    selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
+    selected_profiles = ProfileIds()
     brush = traitlets.Dict().tag(sync=True)
     expanded = traitlets.List(traitlets.Int()).tag(sync=True)
     _data = traitlets.Dict().tag(sync=True)
@@ -422,9 +431,10 @@ class SankeyView(View):
             )
         return ids
 
-    @traitlets.validate("selected_profiles")
-    def _v_profiles(self, proposal: dict) -> list[int]:
-        return profile_ids(proposal["value"], self._ens.n_profiles if self._ens is not None else 1)
+    @property
+    def profile_count(self) -> int | None:
+        """How many profiles the view can select among (None: a view of one Tree)."""
+        return self._ens.n_profiles if self._ens is not None else None
 
     @traitlets.validate("metric")
     def _v_metric(self, proposal: dict) -> str:

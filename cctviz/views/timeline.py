@@ -67,7 +67,7 @@ from ..model.formats import K_COMM, K_STEP, OUTSIDE
 from ..model.nodeset import NodeSet
 from ..model.timeline import Timeline, profile_ranks
 from ..ops.behaviour import rank_groups
-from .base import View, f32, i32, ids_json, profile_ids, register_view, share_space
+from .base import ProfileIds, View, f32, i32, ids_json, register_view, share_space
 
 #: the events' times (ns) per second
 PER_S = 1e9
@@ -737,7 +737,7 @@ class TimelineView(View):
     window = traitlets.Tuple(traitlets.Float(), traitlets.Float()).tag(sync=True)
     depth = traitlets.Int(3).tag(sync=True)
     bins = traitlets.Int(1000).tag(sync=True)
-    selected_profiles = traitlets.List(traitlets.Int()).tag(sync=True)
+    selected_profiles = ProfileIds()
     selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
     brush = traitlets.List(traitlets.Float()).tag(sync=True)
     counter_bands = traitlets.Enum(("component", "lane", "none"), "component").tag(sync=True)
@@ -1090,9 +1090,10 @@ class TimelineView(View):
             raise traitlets.TraitError("bins must be in [1, 100000]")
         return proposal["value"]
 
-    @traitlets.validate("selected_profiles")
-    def _v_profiles(self, proposal: dict) -> list[int]:
-        return profile_ids(proposal["value"], self._tl.n_profiles)
+    @property
+    def profile_count(self) -> int | None:
+        """How many profiles the view can select among: the timeline's."""
+        return self._tl.n_profiles
 
     @traitlets.validate("selection")
     def _v_selection(self, proposal: dict) -> NodeSet:

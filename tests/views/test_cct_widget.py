@@ -343,3 +343,20 @@ def test_a_tree_of_names_only_is_refused_by_the_views_saying_why():
                        (cctviz.ProfilesView, ranks), (cctviz.SankeyView, ranks)):  # fmt: skip
         with pytest.raises(ValueError, match="has no metric|needs an additive"):
             view(data)
+
+
+def test_every_view_selects_profiles_the_same_way():
+    """One trait type (views.base.ProfileIds): ids sorted and unique, out of range
+    refused, and a Tree (no profiles) refused alike by every view of one."""
+    import traitlets
+
+    tree = cctviz.Tree.from_parents([-1, 0], ["main", "solve"], {"time": [1.0, 2.0]})
+    ranks = cctviz.Ensemble.from_trees([tree, tree, tree])
+    for view in (cctviz.CCTView(ranks), cctviz.SankeyView(ranks), cctviz.ProfilesView(ranks)):
+        view.selected_profiles = [2, 0, 2]
+        assert view.selected_profiles == [0, 2], type(view).__name__
+        with pytest.raises(traitlets.TraitError, match=r"in \[0, 3\)"):
+            view.selected_profiles = [3]
+    for view in (cctviz.CCTView(tree), cctviz.SankeyView(tree)):
+        with pytest.raises(traitlets.TraitError, match="a Tree has no profiles"):
+            view.selected_profiles = [0]
