@@ -84,6 +84,43 @@ def profile_ids(value: Any, n_profiles: int | None, what: str = "selected_profil
     return ids.tolist()
 
 
+def node_ids(value: Any, tree: Any, what: str = "selection") -> np.ndarray:
+    """The one check of a set of nodes of ``tree``: None (none), a query string,
+    a NodeSet (of any tree: its nodes matched by call path), an id or ids ->
+    sorted unique ids in ``[0, len(tree))``.
+
+    Raises:
+        traitlets.TraitError: an id out of range.
+    """
+    if value is None:
+        return np.empty(0, dtype=np.int64)
+    if isinstance(value, str):
+        return tree.query(value).ids
+    if isinstance(value, NodeSet):
+        return value.on(tree).ids  # another tree's nodes: matched by identity
+    if isinstance(value, (int, np.integer)):
+        value = [value]
+    ids = np.unique(np.asarray(list(value), dtype=np.int64))
+    if ids.size and (ids[0] < 0 or ids[-1] >= len(tree)):
+        raise traitlets.TraitError(f"{what}: node ids must be in [0, {len(tree)})")
+    return ids
+
+
+class NodeSelection(traitlets.Any):
+    """The trait of a view's selected nodes: whatever :func:`node_ids` takes,
+    held as a :class:`~cctviz.model.nodeset.NodeSet` of the view's ``tree`` and
+    synced to the front end as ids. Every view declares ``selection =
+    NodeSelection()``, so a selection is given and checked the same way in each.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(None, allow_none=True, **kwargs)
+        self.tag(sync=True, to_json=ids_json)
+
+    def validate(self, obj: Any, value: Any) -> NodeSet:
+        return NodeSet(obj.tree, node_ids(value, obj.tree, self.name))
+
+
 class ProfileIds(traitlets.List):
     """The trait of a view's selected profiles (ranks, runs): any id or ids given
     become the sorted unique ids, checked by :func:`profile_ids` against the view's

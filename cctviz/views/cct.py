@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -35,11 +34,12 @@ from ..model.tree import Tree, base_metric
 from ..ops.transform import OTHER
 from .base import (
     CUE_SHARE,
+    NodeSelection,
     ProfileIds,
     View,
     f32,
     i32,
-    ids_json,
+    node_ids,
     register_view,
     share_space,
 )
@@ -111,7 +111,7 @@ class CCTView(View):
     ``max_nodes``; :attr:`state` gathers them for saving and restoring.
     """
 
-    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
+    selection = NodeSelection()
     collapsed = traitlets.List(traitlets.Int()).tag(sync=True)
     expanded = traitlets.List(traitlets.Int()).tag(sync=True)
     focus = traitlets.Int(-1).tag(sync=True)
@@ -304,24 +304,7 @@ class CCTView(View):
 
     # ------------------------------------------------------------ validation
     def _coerce_ids(self, value: Any, what: str) -> np.ndarray:
-        t = self.tree
-        if value is None:
-            return np.empty(0, dtype=np.int64)
-        if isinstance(value, str):
-            return t.query(value).ids
-        if isinstance(value, NodeSet):
-            return value.on(t).ids  # another tree's nodes: matched by identity
-        if isinstance(value, (int, np.integer)):
-            value = [value]
-        ids = np.unique(np.asarray(list(value) if isinstance(value, Iterable) else value))
-        ids = ids.astype(np.int64)
-        if ids.size and (ids[0] < 0 or ids[-1] >= len(t)):
-            raise traitlets.TraitError(f"{what}: node ids must be in [0, {len(t)})")
-        return ids
-
-    @traitlets.validate("selection")
-    def _v_selection(self, proposal: dict) -> NodeSet:
-        return NodeSet(self.tree, self._coerce_ids(proposal["value"], "selection"))
+        return node_ids(value, self.tree, what)
 
     @traitlets.validate("collapsed", "expanded")
     def _v_idlist(self, proposal: dict) -> list[int]:

@@ -46,11 +46,11 @@ from ..ops.collectives import wait_causes
 from ..ops.sankey import NN_MODULE, GroupBy, SankeyGraph, module_graph
 from .base import (
     CUE_SHARE,
+    NodeSelection,
     ProfileIds,
     View,
     f32,
     i32,
-    ids_json,
     register_view,
     share_space,
 )
@@ -190,7 +190,7 @@ class SankeyView(View):
     metric = traitlets.Unicode("").tag(sync=True)
     metrics = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     group_by = traitlets.Unicode("", read_only=True).tag(sync=True)
-    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
+    selection = NodeSelection()
     selected_groups = traitlets.List(traitlets.Int()).tag(sync=True)
     selected_profiles = ProfileIds()
     brush = traitlets.Dict().tag(sync=True)
@@ -405,21 +405,6 @@ class SankeyView(View):
             yield
         finally:
             self._guard = False
-
-    @traitlets.validate("selection")
-    def _v_selection(self, proposal: dict) -> NodeSet:
-        v = proposal["value"]
-        t = self._tree
-        if v is None:
-            return NodeSet(t)
-        if isinstance(v, NodeSet):
-            return v.on(t)  # another tree's nodes: matched by identity
-        if isinstance(v, str):
-            return t.query(v)
-        ids = np.unique(np.asarray(list(np.atleast_1d(v)), dtype=np.int64))
-        if ids.size and (ids[0] < 0 or ids[-1] >= len(t)):
-            raise traitlets.TraitError(f"selection: node ids must be in [0, {len(t)})")
-        return NodeSet(t, ids)
 
     @traitlets.validate("selected_groups", "expanded")
     def _v_groups(self, proposal: dict) -> list[int]:

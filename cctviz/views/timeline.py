@@ -67,7 +67,15 @@ from ..model.formats import K_COMM, K_STEP, OUTSIDE
 from ..model.nodeset import NodeSet
 from ..model.timeline import Timeline, profile_ranks
 from ..ops.behaviour import rank_groups
-from .base import ProfileIds, View, f32, i32, ids_json, register_view, share_space
+from .base import (
+    NodeSelection,
+    ProfileIds,
+    View,
+    f32,
+    i32,
+    register_view,
+    share_space,
+)
 
 #: the events' times (ns) per second
 PER_S = 1e9
@@ -738,7 +746,7 @@ class TimelineView(View):
     depth = traitlets.Int(3).tag(sync=True)
     bins = traitlets.Int(1000).tag(sync=True)
     selected_profiles = ProfileIds()
-    selection = traitlets.Any(None, allow_none=True).tag(sync=True, to_json=ids_json)
+    selection = NodeSelection()
     brush = traitlets.List(traitlets.Float()).tag(sync=True)
     counter_bands = traitlets.Enum(("component", "lane", "none"), "component").tag(sync=True)
     max_lanes = traitlets.Int(MAX_LANES).tag(sync=True)
@@ -1094,20 +1102,6 @@ class TimelineView(View):
     def profile_count(self) -> int | None:
         """How many profiles the view can select among: the timeline's."""
         return self._tl.n_profiles
-
-    @traitlets.validate("selection")
-    def _v_selection(self, proposal: dict) -> NodeSet:
-        v, t = proposal["value"], self.tree
-        if v is None:
-            return NodeSet(t)
-        if isinstance(v, str):
-            return t.query(v)
-        if isinstance(v, NodeSet):
-            return v.on(t)  # another tree's nodes: matched by call path
-        ids = np.unique(np.asarray([v] if np.isscalar(v) else list(v), dtype=np.int64))
-        if ids.size and (ids[0] < 0 or ids[-1] >= len(t)):
-            raise traitlets.TraitError(f"selection: node ids must be in [0, {len(t)})")
-        return NodeSet(t, ids)
 
     # ------------------------------------------------------------ data
     @traitlets.observe(

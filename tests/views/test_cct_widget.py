@@ -360,3 +360,23 @@ def test_every_view_selects_profiles_the_same_way():
     for view in (cctviz.CCTView(tree), cctviz.SankeyView(tree)):
         with pytest.raises(traitlets.TraitError, match="a Tree has no profiles"):
             view.selected_profiles = [0]
+
+
+def test_every_view_selects_nodes_the_same_way():
+    """One trait type (views.base.NodeSelection): ids, a query string or another
+    tree's NodeSet (matched by call path) become a NodeSet of the view's tree; an
+    id out of range is refused alike."""
+    import traitlets
+
+    from cctviz.model.nodeset import NodeSet
+
+    tree = cctviz.Tree.from_parents([-1, 0, 0], ["main", "solve", "io"], {"time": [1.0, 2.0, 3.0]})
+    other = cctviz.Tree.from_parents([-1, 0], ["main", "io"], {"time": [1.0, 1.0]})
+    ranks = cctviz.Ensemble.from_trees([tree, tree])
+    for view in (cctviz.CCTView(ranks), cctviz.SankeyView(ranks)):
+        view.selection = [2, 1, 2]
+        assert isinstance(view.selection, NodeSet) and view.selection.ids.tolist() == [1, 2]
+        view.selection = NodeSet(other, [1])  # "main/io" on the view's tree
+        assert [view.tree.path(k) for k in view.selection.ids] == [("main", "io")]
+        with pytest.raises(traitlets.TraitError, match=r"selection: node ids must be in \[0, 3\)"):
+            view.selection = [3]
