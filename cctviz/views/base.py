@@ -144,6 +144,24 @@ class ProfileIds(traitlets.List):
         return profile_ids(value, obj.profile_count)
 
 
+def data_argument(view: str, old: str, data: Any, kwargs: dict[str, Any]) -> Any:
+    """The data a view is given: every view takes it as its first argument,
+    ``data``; the view's old keyword for it (``ensemble=``, ``timeline=``) still
+    works, with a DeprecationWarning, until 0.3.0."""
+    if old not in kwargs:
+        return data
+    import warnings
+
+    if data is not None:
+        raise TypeError(f"{view}: give the data once, as data= (not also {old}=)")
+    warnings.warn(
+        f"{view}({old}=...) is renamed {view}(data=...); the old name is removed in 0.3.0",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return kwargs.pop(old)
+
+
 def share_space(widget: Any) -> None:
     """Views side by side in an ``HBox`` share its width (each would otherwise
     keep its content's width and squeeze the next one to a sliver); a layout

@@ -39,7 +39,7 @@ from ..model import units as _units
 from ..model.ensemble import BaseEnsemble, Ensemble
 from ..model.tables import with_units
 from ..ops.projection import kmeans, mds, pca, profile_matrix
-from .base import ProfileIds, View, f32, i32, register_view, share_space
+from .base import ProfileIds, View, data_argument, f32, i32, register_view, share_space
 from .source import MetricSource
 
 #: colour options that are no column: k-means clusters, or none
@@ -80,7 +80,8 @@ class ProfilesView(View):
     """Profiles of an Ensemble as dots: a projection or two columns, coloured.
 
     Args:
-        ensemble: a :class:`~cctviz.Ensemble` (ranks of a run, runs of a study).
+        data: a :class:`~cctviz.Ensemble` (ranks of a run, runs of a study); the old
+            keyword ``ensemble=`` is deprecated.
         x, y: ``""`` for the projection's first / second axis, else a numeric
             column of :attr:`columns` (a ``profiles`` column or a per-profile
             total such as ``"time (inc)"``: the sum over the profile's roots).
@@ -113,7 +114,7 @@ class ProfilesView(View):
 
     def __init__(
         self,
-        ensemble: Ensemble,
+        data: Ensemble | None = None,
         x: str = "",
         y: str = "",
         projection: str = "pca",
@@ -122,6 +123,7 @@ class ProfilesView(View):
         metric: str | None = None,
         **traits: Any,
     ) -> None:
+        ensemble = data_argument("ProfilesView", "ensemble", data, traits)
         if not isinstance(ensemble, BaseEnsemble):
             raise TypeError(
                 f"ProfilesView shows an Ensemble (profiles of ranks or runs), got "

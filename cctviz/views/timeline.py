@@ -71,6 +71,7 @@ from .base import (
     NodeSelection,
     ProfileIds,
     View,
+    data_argument,
     f32,
     i32,
     register_view,
@@ -726,7 +727,8 @@ class TimelineView(View):
     context and named where the names fit (module docstring).
 
     Args:
-        timeline: the :class:`~cctviz.Timeline` (``cctviz.read_timeline``).
+        data: the :class:`~cctviz.Timeline` (``cctviz.read_timeline``); the old keyword
+            ``timeline=`` is deprecated.
         window: ``(t0, t1)`` seconds from the timeline's start (default: all of it).
         depth: the deepest level drawn (0 = the roots).
         bins: pixel bins across the window: the level-of-detail budget, the most
@@ -764,7 +766,7 @@ class TimelineView(View):
 
     def __init__(
         self,
-        timeline: Timeline,
+        data: Timeline | None = None,
         window: tuple[float, float] | None = None,
         depth: int = 3,
         bins: int = 1000,
@@ -772,6 +774,7 @@ class TimelineView(View):
         critical_path: Any = None,
         **traits: Any,
     ) -> None:
+        timeline = data_argument("TimelineView", "timeline", data, traits)
         if not isinstance(timeline, Timeline):
             raise TypeError(
                 f"TimelineView shows a Timeline, got {type(timeline).__name__}; "
