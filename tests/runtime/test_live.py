@@ -285,7 +285,11 @@ def test_a_regression_of_every_rank_is_alerted_within_2_s(tmp_path):
     assert pd.isna(a["rank"]) and len(came) == len(kinds), said
     assert ONSET - 6 <= a["step"] <= ONSET + 3, said
     assert a["context"].endswith("blocks.2/attn"), said
-    assert 0.5 * REGRESSION_MS < a["late [s]"] * 1e3 < 1.5 * REGRESSION_MS, said
+    # how much: the step grew by about the sleep; the context's own growth is judged
+    # against a baseline the loaded machine may have taken on slower or faster steps
+    # (CI: 167 ms for a 100 ms sleep, its step +100 ms; docs/known-issues.md)
+    assert 0.5 * REGRESSION_MS < a["gap [s]"] * 1e3 < 2.5 * REGRESSION_MS, said
+    assert 0.5 * REGRESSION_MS < a["late [s]"] * 1e3 < 2.5 * REGRESSION_MS, said
     assert 0 < a["after [s]"] < 2.0, said
 
 
