@@ -177,6 +177,24 @@ def rank_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_XPLANE_RE = re.compile(r"^rank-(\d+)\.xplane\.pb$")
+
+
+def xplane_file(out: str | os.PathLike, rank: int) -> Path:
+    """Where process ``rank`` of a run of a JAX program writes its XPlane file."""
+    return Path(out) / XPLANE_DIR / f"rank-{rank}.xplane.pb"
+
+
+def xplane_files(out: str | os.PathLike) -> dict[int, Path]:
+    """The XPlane files of a run of a JAX program, by process rank, in rank order."""
+    found = {}
+    for p in (Path(out) / XPLANE_DIR).glob("rank-*.xplane.pb"):
+        m = _XPLANE_RE.match(p.name)
+        if m:
+            found[int(m.group(1))] = p
+    return dict(sorted(found.items()))
+
+
 def rank0_facts(meta: Mapping[str, Any], finished: str) -> dict[str, Any]:
     """What rank 0 merges into ``run.json`` from its profile's ``meta``."""
     return {k: meta[k] for k in RANK0_FACTS if k in meta} | {"finished": finished}

@@ -229,6 +229,10 @@ class MetaDb(DbFile):
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, b"meta", b"_meta.db", META_SECTIONS)
+        # which layout: the pre-release one (early 2022 builds) says 4.0 as well,
+        # and is told by its metric descriptions' size; every section reads by it
+        sz_metric = self.header("Metrics", [("szM", "u1", 0xC)], 0xF)["szM"]
+        self.prerelease = int(sz_metric) == PRERELEASE_SZ_METRIC
         self._general()
         self._id_names()
         self._metrics()
@@ -251,8 +255,6 @@ class MetaDb(DbFile):
     def _metrics(self) -> None:
         where = "Metrics section"
         span = self.span("Metrics")
-        early = self.header("Metrics", [("szM", "u1", 0xC)], 0xF)
-        self.prerelease = int(early["szM"]) == PRERELEASE_SZ_METRIC
         if self.prerelease:
             self._metrics_prerelease(where, span)
             return

@@ -66,6 +66,9 @@ class Plane:
     lines: list[Line] = field(default_factory=list)
     event_metadata: dict[int, EventMetadata] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    #: the plane's events as one table, made once by the reader that asks
+    #: (:func:`cctviz.readers.xplane.plane_events`)
+    events: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass

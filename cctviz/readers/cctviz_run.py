@@ -40,6 +40,7 @@ from ..model.formats import (
     rank_file,
     rank_of,
     world_size,
+    xplane_files,
 )
 from ..model.tree import Tree
 from . import register, register_timeline
@@ -98,16 +99,13 @@ def _jax_run(path: Path, info: dict) -> Any:
 
     if info.get("framework") != "jax":
         return None
-    files = sorted(
-        (path / XPLANE_DIR).glob("rank-*.xplane.pb"),
-        key=lambda p: int(p.name.split("-")[1].split(".")[0]),
-    )
-    if not files:
+    by_rank = xplane_files(path)
+    if not by_rank:
         raise ProfileError(
             path, f"a JAX run without XPlane files in {XPLANE_DIR}/: no process was traced"
         )
-    tl = read_timeline(files)
-    rank = {str(f): int(f.name.split("-")[1].split(".")[0]) for f in files}
+    tl = read_timeline(list(by_rank.values()))
+    rank = {str(f): r for r, f in by_rank.items()}
     profiles = tl.profiles.assign(process=tl.profiles["file"].map(rank).to_numpy())
     return Timeline(tl.tree, tl.events, profiles, meta={**tl.meta, "run": info})
 

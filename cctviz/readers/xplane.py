@@ -113,9 +113,8 @@ def plane_events(plane: Plane) -> pd.DataFrame:
     and ``end`` (epoch ns, the picoseconds rounded) and :data:`STATS` (an event's
     own, else its metadata's; None where neither has it). Aggregated events
     (``num_occurrences``, no time) are left out."""
-    cached = getattr(plane, "_events", None)
-    if cached is not None:
-        return cached
+    if plane.events is not None:
+        return plane.events
     lines = plane.lines
     sizes = np.asarray([len(line.metadata_id) for line in lines], dtype=np.int64)
     first = np.r_[0, np.cumsum(sizes)[:-1]] if len(lines) else np.empty(0, np.int64)
@@ -143,7 +142,7 @@ def plane_events(plane: Plane) -> pd.DataFrame:
                 col[first[k] + np.asarray(at, dtype=np.int64)] = v
         frame[stat] = col
     frame = frame[offset >= 0].reset_index(drop=True)
-    plane._events = frame  # type: ignore[attr-defined]
+    plane.events = frame
     return frame
 
 
@@ -231,17 +230,17 @@ def _cpu_ops(space: Space) -> list[pd.DataFrame]:
     ``[k] ...Execute (<module>)`` event with ``global_device_id``."""
     parts = []
     for plane in _host_planes(space):
-        for ev in (plane_events(plane),):
-            ops = ev[ev["hlo_op"].notna() & ev["device_ordinal"].notna()]
-            parts.append(_ops_frame(ops, ops["device_ordinal"].astype(np.int64), ops["hlo_op"],
-                                    ops["hlo_module"], ops["program_id"]))  # fmt: skip
-            runs = ev[
-                ev["global_device_id"].notna() & ev["name"].str.contains("Execute (", regex=False)
-            ]
-            module = runs["name"].str.extract(_EXECUTE)["module"]
-            parts.append(
-                _ops_frame(runs, runs["global_device_id"].astype(np.int64), None, module, None)
-            )
+        ev = plane_events(plane)
+        ops = ev[ev["hlo_op"].notna() & ev["device_ordinal"].notna()]
+        parts.append(_ops_frame(ops, ops["device_ordinal"].astype(np.int64), ops["hlo_op"],
+                                ops["hlo_module"], ops["program_id"]))  # fmt: skip
+        runs = ev[
+            ev["global_device_id"].notna() & ev["name"].str.contains("Execute (", regex=False)
+        ]
+        module = runs["name"].str.extract(_EXECUTE)["module"]
+        parts.append(
+            _ops_frame(runs, runs["global_device_id"].astype(np.int64), None, module, None)
+        )
     return parts
 
 
@@ -275,9 +274,10 @@ def _device_ops(space: Space) -> tuple[pd.DataFrame, str, int]:
         col[inherit] = col[up[inherit]]
         ops[c] = col
     ops["module"] = ops["module"].fillna("(no module)")
+    # program ids as text (a TPU's are above 2**63), None where unknown
     program = ops["program"].astype(object)
-    ops["program"] = program.where(program.isna(), program[program.notna()].map(str))
-    ops.loc[program.isna(), "program"] = None
+    known = program.notna()
+    ops["program"] = program.where(~known, program[known].map(str)).where(known, None)
     return ops, kind, left
 
 
@@ -286,7 +286,7 @@ def _collective_of(
 ) -> tuple[pd.DataFrame, int]:
     """Per distinct (module, program, op): ``kind`` (``"comm"`` or ``"kernel"``),
     ``collective``, ``group_size``, ``bytes`` (NaN where unknown: no HLO, or a
-    ``-done``); and how many collectives had no HLO."""
+    ``-done``), ``bus_factor``; and how many collectives had no HLO."""
     keys = ops.loc[ops["op"].notna(), ["module", "program", "op"]].drop_duplicates()
     rows, no_hlo = [], 0
     for module, program, op in keys.itertuples(index=False):  # per distinct op, not per event
@@ -304,7 +304,13 @@ def _collective_of(
         else:
             rows.append((module, program, op, "kernel", None, None, np.nan))
     cols = ["module", "program", "op", "kind", "collective", "group_size", "bytes"]
-    return pd.DataFrame(rows, columns=cols), no_hlo
+    kinds = pd.DataFrame(rows, columns=cols)
+    # nccl-tests' bus factor of each collective's kind and group (0: none or a group of 1)
+    kinds["bus_factor"] = [
+        bus_factor(k, int(g)) if isinstance(k, str) and g and g > 1 else 0.0
+        for k, g in zip(kinds["collective"], kinds["group_size"])
+    ]  # per distinct op
+    return kinds, no_hlo
 
 
 def _device_tree(ops: pd.DataFrame, kinds: pd.DataFrame) -> tuple[Tree, np.ndarray]:
@@ -486,9 +492,7 @@ def _device_timeline(
     comm = (info["kind"] == "comm").to_numpy()
     dur = (ops["end"] - ops["start"]).to_numpy(dtype=np.float64)
     nbytes = info["bytes"].to_numpy(dtype=np.float64)
-    group = pd.to_numeric(info["group_size"], errors="coerce").to_numpy(dtype=np.float64)
-    factor = np.array([bus_factor(k, int(g)) if isinstance(k, str) and g > 1 else 0.0
-                       for k, g in zip(info["collective"], np.nan_to_num(group))])  # fmt: skip
+    factor = info["bus_factor"].to_numpy(dtype=np.float64)
     events = pd.DataFrame({
         "profile": profile, "node": node, "start": ops["start"], "end": ops["end"],
         "event": np.arange(len(ops)), "parent_event": ops["parent"].to_numpy(),

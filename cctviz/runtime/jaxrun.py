@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..model.formats import XPLANE_DIR
+from ..model.formats import XPLANE_DIR, xplane_file, xplane_files
 
 _IMPORTS_JAX = re.compile(r"^\s*(?:import jax\b|from jax\b)", re.M)
 _IMPORTS_TORCH = re.compile(r"^\s*(?:import torch\b|from torch\b)", re.M)
@@ -60,11 +60,6 @@ class JaxRunError(ValueError):
 def looks_like_jax(source: str) -> bool:
     """Whether a script's text imports jax and not torch."""
     return bool(_IMPORTS_JAX.search(source)) and not _IMPORTS_TORCH.search(source)
-
-
-def xplane_file(out: str | os.PathLike, rank: int) -> Path:
-    """Where process ``rank`` of a JAX run writes its XPlane file."""
-    return Path(out) / XPLANE_DIR / f"rank-{rank}.xplane.pb"
 
 
 def _free_port() -> int:
@@ -108,11 +103,10 @@ def run_jax(
     update_run_file(
         out, {"ended": _dt.datetime.now(_dt.timezone.utc).isoformat(), "exit_code": code}
     )
-    got = sorted(xplane_file(out, r).name for r in range(nproc) if xplane_file(out, r).is_file())
+    got = xplane_files(out)
     if code:
         print(f"cctviz: the job failed (exit codes {codes})", file=sys.stderr)
-    if got and not any(b"step_num" in xplane_file(out, r).read_bytes() for r in range(nproc)
-                       if xplane_file(out, r).is_file()):  # fmt: skip
+    if got and not any(b"step_num" in p.read_bytes() for p in got.values()):  # the stat's name
         print(
             "cctviz: the program marks no steps (jax.profiler.StepTraceAnnotation): "
             "the run has none",
